@@ -1,0 +1,22 @@
+# Every dependency comes from Debian packages (see docs/BUILD.md / BUILD-NOTES).
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+find_package(Gloo REQUIRED)
+find_package(yaml-cpp REQUIRED)
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+find_package(prometheus-cpp REQUIRED)
+find_package(GTest REQUIRED)
+find_package(benchmark QUIET)
+set(BLA_VENDOR OpenBLAS)
+find_package(BLAS REQUIRED)
+find_path(CBLAS_INCLUDE_DIR cblas.h PATHS /usr/include/x86_64-linux-gnu/openblas-pthread /usr/include/openblas /usr/include REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+find_package(SQLite3 REQUIRED)
+find_package(ZLIB REQUIRED)
+
+# Gloo's exported target name differs between builds; normalise to `gloo`.
+if(NOT TARGET gloo)
+  find_library(GLOO_LIBRARY gloo REQUIRED)
+  add_library(gloo UNKNOWN IMPORTED)
+  set_target_properties(gloo PROPERTIES IMPORTED_LOCATION ${GLOO_LIBRARY})
+endif()
