@@ -1,0 +1,116 @@
+#pragma once
+// LocalBackend: an in-process comm::Backend for ranks running as threads of one process.
+//
+// It is the first user-plugged Backend (Backend is a public interface) and the multi-rank test
+// fixture for code written against Backend before (or without) a real transport. Every rank owns
+// one LocalBackend; all of them share one LocalGroup, which matches the ranks' ops and runs them
+// on plain shared memory.
+//
+// Semantics (see Note [LocalGroup matching]):
+//  - Collectives are matched by each rank's collective issue number (1st collective of rank 0
+//    with the 1st of rank 1, ...). Send/recv pairs are matched by (src, dst, tag) in FIFO order
+//    and do not take a collective number.
+//  - An op completes when every participant has issued it. Ranks that disagree (op type, count,
+//    dtype, reduce op, root) get InvalidArgument on every rank. A rank whose own arguments are
+//    bad gets an already-failed Work and its peers fail fast with InvalidArgument too.
+//  - Each op has a deadline (OpOptions::timeout or the group's default). A collective not
+//    matched by the earliest participant's deadline fails on every participant (and on late
+//    arrivals) with Timeout naming the missing ranks.
+//  - abort() on one rank fails its own pending and future ops with Aborted(reason) and fails
+//    peers' pending and future ops that need that rank with Aborted naming it.
+//  - f16 / bf16 reductions accumulate in f32; i32 in i64; avg on integers truncates.
+//  - Devices: CPU by default. A group can be told to accept other device types (e.g. CUDA) to
+//    stand in for a GPU backend in routing tests; it then treats the memory as host memory.
+//
+// Thread model: each LocalGroup starts one executor thread (joined by its destructor) that runs
+// matched ops in match order, completes their Works (so Work callbacks run on it) and fails ops
+// whose deadline passed. All LocalBackend methods are thread-safe; the group's state is guarded
+// by LocalGroup::mu_, each backend's by LocalBackend::mu_ (taken before the group's, never after).
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "worker/comm/backend.h"
+
+namespace ddp::comm {
+
+class LocalGroup;
+
+struct LocalGroupOptions {
+  // Default op timeout (shorter than the interface's 10 minutes: a hung test should fail fast).
+  Duration timeout = std::chrono::seconds(60);
+  std::string name = "local";
+  std::vector<DeviceType> devices = {DeviceType::kCpu};
+};
+
+// Creates the shared state of `world` ranks.
+std::shared_ptr<LocalGroup> makeLocalGroup(int world, LocalGroupOptions options = {});
+
+class LocalBackend final : public Backend {
+ public:
+  LocalBackend(std::shared_ptr<LocalGroup> group, int rank);
+  ~LocalBackend() override;
+
+  int rank() const override { return rank_; }
+  int size() const override;
+  std::string name() const override;
+  bool supportsDevice(DeviceType type) const override;
+
+  WorkPtr allreduce(BufferView buf, ReduceOp op, const OpOptions& opts = {}) override;
+  WorkPtr broadcast(BufferView buf, int root, const OpOptions& opts = {}) override;
+  WorkPtr allgather(BufferView in, BufferView out, const OpOptions& opts = {}) override;
+  WorkPtr reduceScatter(BufferView in, BufferView out, ReduceOp op,
+                        const OpOptions& opts = {}) override;
+  WorkPtr gather(BufferView in, BufferView out, int root, const OpOptions& opts = {}) override;
+  WorkPtr barrier(const OpOptions& opts = {}) override;
+  WorkPtr send(BufferView buf, int dst, int tag, const OpOptions& opts = {}) override;
+  WorkPtr recv(BufferView buf, int src, int tag, const OpOptions& opts = {}) override;
+
+  Status startCoalescing() override;
+  WorkPtr endCoalescing() override;
+
+  void abort(const Status& reason) override;
+  bool isAborted() const override;
+  Duration defaultTimeout() const override;
+
+  // One op as the group sees it (public for the group's use only).
+  struct Op {
+    OpType type = OpType::kBarrier;
+    BufferView in;
+    BufferView out;
+    ReduceOp reduce = ReduceOp::kSum;
+    int root = 0;   // root for broadcast/gather; peer for send/recv
+    int tag = 0;
+    int rank = 0;
+    uint64_t collSeq = 0;  // collective issue number (0 for send/recv)
+    TimePoint deadline;
+    Duration timeout{};
+    Status error;          // set when this rank's own arguments were bad
+    std::shared_ptr<CompletionWork> work;
+  };
+
+ private:
+  WorkPtr issue(Op op, const OpOptions& opts);
+  Status checkBuffer(const BufferView& b, const char* what) const;
+
+  const std::shared_ptr<LocalGroup> group_;
+  const int rank_;
+
+  mutable std::mutex mu_;
+  uint64_t seq_ = 0;                       // guarded by mu_
+  uint64_t collSeq_ = 0;                   // guarded by mu_
+  Status aborted_;                         // guarded by mu_ (non-ok once aborted)
+  bool coalescing_ = false;                // guarded by mu_
+  std::thread::id coalescingThread_;       // guarded by mu_
+  std::vector<Op> held_;                   // guarded by mu_: ops held by the coalescing scope
+  std::vector<std::weak_ptr<CompletionWork>> outstanding_;  // guarded by mu_
+};
+
+// Runs fn(rank, backend) on `world` threads sharing one fresh LocalGroup and joins them.
+void runLocalRanks(int world, const std::function<void(int rank, Backend& backend)>& fn,
+                   LocalGroupOptions options = {});
+
+}  // namespace ddp::comm
