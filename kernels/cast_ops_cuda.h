@@ -1,0 +1,17 @@
+#pragma once
+// CUDA implementations behind kernels/cast_ops.h and kernels/bucket_ops.h (built only with
+// DDP_WITH_CUDA; callers go through the device-dispatching functions, never these directly).
+// Preconditions (checked by the dispatchers): both views on the same CUDA device, equal counts,
+// floating dtypes. Each call runs on the default stream and synchronises before returning.
+// Thread model: stateless.
+
+#include "common/status.h"
+#include "kernels/flat_view.h"
+
+namespace ddp::kernels::cuda {
+
+Status castScaled(FlatView dst, FlatView src, double scale);
+Status axpby(FlatView dst, double alpha, FlatView src, double beta);
+Status fillZero(FlatView buf);
+
+}  // namespace ddp::kernels::cuda
