@@ -1,0 +1,65 @@
+#pragma once
+// PowerSGD kernels (Vogels et al. 2019): error feedback, Gram-Schmidt orthogonalization and the
+// three low-rank products. One API dispatched on Device: the CPU versions are the twins (the
+// oracle the CUDA versions are tested against), CUDA versions live in powersgd_ops.cu.
+//
+// Shapes: a gradient is viewed as a ROW-MAJOR matrix M (n x m); P is n x r and Q is m x r, both
+// row-major. Batched calls process `batch` matrices stored back to back (M_b at m + b*n*m, P_b
+// at p + b*n*r, Q_b at q + b*m*r), which is how tensors of the same shape are batched.
+//
+// Thread model: stateless. On CUDA, with `stream` == nullptr a call runs on the legacy default
+// stream and returns once done (the project's kernel convention); with a stream it is only
+// enqueued there. All pointers live on `device`.
+//
+// Note [Zero columns in Gram-Schmidt]
+// With orthogonalization epsilon 0, PyTorch divides a zero column by its zero norm and the
+// NaNs spread to the whole model (users then set epsilon 1e-8). Here a column whose norm is
+// exactly 0 (and epsilon is 0) is left at zero: the product with a zero column contributes
+// nothing, which is the right low-rank answer for a gradient of lower rank than r. Any epsilon
+// > 0 divides by (norm + epsilon) exactly as PyTorch does.
+
+#include <cstddef>
+#include <cstdint>
+
+#include "common/dtype.h"
+#include "common/status.h"
+
+namespace ddp::kernels::powersgd {
+
+// grad[i] += error[i] (error feedback: fold last step's compression error into the gradient).
+Status errorFeedbackAdd(Device device, float* grad, const float* error, size_t n, void* stream = nullptr);
+
+// Fused end of error feedback. On entry `buffer` holds the compressed input M and `approx` the
+// decompressed approximation M~; on exit buffer[i] = M~[i] and approx[i] = M[i] - M~[i] (the
+// new error). Both in one pass over memory.
+Status errorFeedbackUpdate(Device device, float* buffer, float* approx, size_t n, void* stream = nullptr);
+
+// x[i] *= alpha.
+Status scale(Device device, float* x, size_t n, float alpha, void* stream = nullptr);
+
+// Modified Gram-Schmidt on the r columns of each of `batch` row-major n x r matrices at
+// `matrices`: for i = 0..r-1, column i /= (||column i|| + epsilon), then every later column j
+// loses its projection on column i. Norms and dot products accumulate in double. See Note
+// [Zero columns in Gram-Schmidt]. InvalidArgument if epsilon < 0.
+Status orthogonalize(Device device, float* matrices, size_t batch, size_t n, size_t r, float epsilon,
+                     void* stream = nullptr);
+
+// P_b = M_b Q_b  (n x m times m x r).
+Status computeP(Device device, const float* m, const float* q, float* p, size_t batch, size_t rows,
+                size_t cols, size_t r, void* stream = nullptr);
+// Q_b = M_b^T P_b  (m x n times n x r).
+Status computeQ(Device device, const float* m, const float* p, float* q, size_t batch, size_t rows,
+                size_t cols, size_t r, void* stream = nullptr);
+// M_b = P_b Q_b^T  (n x r times r x m), overwriting M_b.
+Status decompress(Device device, const float* p, const float* q, float* m, size_t batch, size_t rows,
+                  size_t cols, size_t r, void* stream = nullptr);
+
+// Fills out[0..n) (host memory) with standard normal samples from a counter-based generator:
+// sample i depends only on (seed, i), so every replica that uses the same seed gets the same
+// values, whatever else it drew before. Box-Muller over SplitMix64 in double precision.
+void fillStandardNormal(float* out, size_t n, uint64_t seed);
+
+// SplitMix64 finaliser: a well-mixed 64-bit hash of x (for deriving seeds).
+uint64_t mix64(uint64_t x);
+
+}  // namespace ddp::kernels::powersgd
