@@ -1,0 +1,396 @@
+#include "kernels/layer_ops.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace ddp::kernels {
+
+const char* activationName(Activation a) {
+  switch (a) {
+    case Activation::kIdentity: return "identity";
+    case Activation::kRelu: return "relu";
+    case Activation::kTanh: return "tanh";
+    case Activation::kGelu: return "gelu";
+  }
+  return "?";
+}
+
+bool parseActivation(const std::string& name, Activation* out) {
+  for (Activation a : {Activation::kIdentity, Activation::kRelu, Activation::kTanh,
+                       Activation::kGelu}) {
+    if (name == activationName(a)) {
+      *out = a;
+      return true;
+    }
+  }
+  return false;
+}
+
+void setCpuThreads(int threads) {
+  if (threads > 0) openblas_set_num_threads(threads);
+}
+int cpuThreads() { return openblas_get_num_threads(); }
+
+namespace cpu {
+
+void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a,
+          const float* b, float beta, float* c) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    // BLAS leaves C untouched only for beta == 1; make the k == 0 case explicit.
+    for (int64_t i = 0; i < int64_t{m} * n; ++i) c[i] = beta == 0.f ? 0.f : beta * c[i];
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, transA ? CblasTrans : CblasNoTrans,
+              transB ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, transA ? m : k, b,
+              transB ? k : n, beta, c, n);
+}
+
+void biasAdd(float* y, const float* bias, int rows, int cols) {
+  for (int r = 0; r < rows; ++r) {
+    float* row = y + int64_t{r} * cols;
+    for (int c = 0; c < cols; ++c) row[c] += bias[c];
+  }
+}
+
+void biasGrad(const float* dy, int rows, int cols, float* db, bool accumulate) {
+  if (!accumulate) std::fill(db, db + cols, 0.f);
+  for (int r = 0; r < rows; ++r) {
+    const float* row = dy + int64_t{r} * cols;
+    for (int c = 0; c < cols; ++c) db[c] += row[c];
+  }
+}
+
+namespace {
+constexpr float kInvSqrt2 = 0.70710678118654752f;
+constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+}  // namespace
+
+void activationForward(Activation a, const float* x, float* y, size_t n) {
+  switch (a) {
+    case Activation::kIdentity:
+      if (x != y) std::memcpy(y, x, n * sizeof(float));
+      return;
+    case Activation::kRelu:
+      for (size_t i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : 0.f;
+      return;
+    case Activation::kTanh:
+      for (size_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+      return;
+    case Activation::kGelu:
+      for (size_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.f + std::erf(x[i] * kInvSqrt2));
+      return;
+  }
+}
+
+void activationBackward(Activation a, const float* x, const float* y, const float* dy, float* dx,
+                        size_t n) {
+  switch (a) {
+    case Activation::kIdentity:
+      if (dx != dy) std::memcpy(dx, dy, n * sizeof(float));
+      return;
+    case Activation::kRelu:
+      for (size_t i = 0; i < n; ++i) dx[i] = x[i] > 0.f ? dy[i] : 0.f;
+      return;
+    case Activation::kTanh:
+      for (size_t i = 0; i < n; ++i) dx[i] = dy[i] * (1.f - y[i] * y[i]);
+      return;
+    case Activation::kGelu:
+      for (size_t i = 0; i < n; ++i) {
+        float cdf = 0.5f * (1.f + std::erf(x[i] * kInvSqrt2));
+        float pdf = kInvSqrt2Pi * std::exp(-0.5f * x[i] * x[i]);
+        dx[i] = dy[i] * (cdf + x[i] * pdf);
+      }
+      return;
+  }
+}
+
+void channelBiasAdd(float* y, const float* bias, int n, int c, int64_t p) {
+  for (int i = 0; i < n; ++i) {
+    for (int ch = 0; ch < c; ++ch) {
+      float* plane = y + (int64_t{i} * c + ch) * p;
+      const float b = bias[ch];
+      for (int64_t j = 0; j < p; ++j) plane[j] += b;
+    }
+  }
+}
+
+void channelBiasGrad(const float* dy, int n, int c, int64_t p, float* db, bool accumulate) {
+  if (!accumulate) std::fill(db, db + c, 0.f);
+  for (int i = 0; i < n; ++i) {
+    for (int ch = 0; ch < c; ++ch) {
+      const float* plane = dy + (int64_t{i} * c + ch) * p;
+      float s = 0.f;
+      for (int64_t j = 0; j < p; ++j) s += plane[j];
+      db[ch] += s;
+    }
+  }
+}
+
+void im2col(const ConvGeometry& g, const float* image, float* col) {
+  const int oh = g.outHeight(), ow = g.outWidth();
+  const int64_t ohw = int64_t{oh} * ow;
+  const int64_t cols = g.colCols();
+  for (int c = 0; c < g.channels; ++c) {
+    for (int ki = 0; ki < g.kernelH; ++ki) {
+      for (int kj = 0; kj < g.kernelW; ++kj) {
+        float* out = col + ((int64_t{c} * g.kernelH + ki) * g.kernelW + kj) * cols;
+        for (int n = 0; n < g.batch; ++n) {
+          const float* plane = image + (int64_t{n} * g.channels + c) * g.height * g.width;
+          float* dst = out + n * ohw;
+          for (int oy = 0; oy < oh; ++oy) {
+            const int iy = oy * g.stride - g.pad + ki;
+            float* row = dst + int64_t{oy} * ow;
+            if (iy < 0 || iy >= g.height) {
+              std::fill(row, row + ow, 0.f);
+              continue;
+            }
+            const float* src = plane + int64_t{iy} * g.width;
+            for (int ox = 0; ox < ow; ++ox) {
+              const int ix = ox * g.stride - g.pad + kj;
+              row[ox] = (ix >= 0 && ix < g.width) ? src[ix] : 0.f;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void col2im(const ConvGeometry& g, const float* col, float* image) {
+  const int oh = g.outHeight(), ow = g.outWidth();
+  const int64_t ohw = int64_t{oh} * ow;
+  const int64_t cols = g.colCols();
+  std::fill(image, image + int64_t{g.batch} * g.channels * g.height * g.width, 0.f);
+  for (int c = 0; c < g.channels; ++c) {
+    for (int ki = 0; ki < g.kernelH; ++ki) {
+      for (int kj = 0; kj < g.kernelW; ++kj) {
+        const float* in = col + ((int64_t{c} * g.kernelH + ki) * g.kernelW + kj) * cols;
+        for (int n = 0; n < g.batch; ++n) {
+          float* plane = image + (int64_t{n} * g.channels + c) * g.height * g.width;
+          const float* src = in + n * ohw;
+          for (int oy = 0; oy < oh; ++oy) {
+            const int iy = oy * g.stride - g.pad + ki;
+            if (iy < 0 || iy >= g.height) continue;
+            float* dst = plane + int64_t{iy} * g.width;
+            const float* row = src + int64_t{oy} * ow;
+            for (int ox = 0; ox < ow; ++ox) {
+              const int ix = ox * g.stride - g.pad + kj;
+              if (ix >= 0 && ix < g.width) dst[ix] += row[ox];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+void swapLeadingDims(const float* x, int a, int b, int64_t p, float* y) {
+  for (int i = 0; i < a; ++i) {
+    for (int j = 0; j < b; ++j) {
+      std::memcpy(y + (int64_t{j} * a + i) * p, x + (int64_t{i} * b + j) * p, p * sizeof(float));
+    }
+  }
+}
+
+void maxPoolForward(const ConvGeometry& g, const float* x, float* y, int32_t* argmax) {
+  const int oh = g.outHeight(), ow = g.outWidth();
+  const int64_t planes = int64_t{g.batch} * g.channels;
+  const int64_t hw = int64_t{g.height} * g.width;
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    const float* in = x + pl * hw;
+    float* out = y + pl * oh * ow;
+    int32_t* am = argmax + pl * oh * ow;
+    for (int oy = 0; oy < oh; ++oy) {
+      for (int ox = 0; ox < ow; ++ox) {
+        float best = -std::numeric_limits<float>::infinity();
+        int32_t bestIdx = (oy * g.stride) * g.width + ox * g.stride;
+        for (int ki = 0; ki < g.kernelH; ++ki) {
+          const int iy = oy * g.stride + ki;
+          for (int kj = 0; kj < g.kernelW; ++kj) {
+            const int idx = iy * g.width + ox * g.stride + kj;
+            if (in[idx] > best) {
+              best = in[idx];
+              bestIdx = idx;
+            }
+          }
+        }
+        out[oy * ow + ox] = best;
+        am[oy * ow + ox] = bestIdx;
+      }
+    }
+  }
+}
+
+void maxPoolBackward(const ConvGeometry& g, const float* dy, const int32_t* argmax, float* dx) {
+  const int64_t ohw = int64_t{g.outHeight()} * g.outWidth();
+  const int64_t planes = int64_t{g.batch} * g.channels;
+  const int64_t hw = int64_t{g.height} * g.width;
+  std::fill(dx, dx + planes * hw, 0.f);
+  for (int64_t pl = 0; pl < planes; ++pl) {
+    for (int64_t o = 0; o < ohw; ++o) dx[pl * hw + argmax[pl * ohw + o]] += dy[pl * ohw + o];
+  }
+}
+
+void softmaxCrossEntropyForward(const float* logits, const int32_t* labels, int rows, int classes,
+                                float* probs, float* rowLoss, int32_t* rowCorrect) {
+  for (int r = 0; r < rows; ++r) {
+    const float* z = logits + int64_t{r} * classes;
+    float* p = probs + int64_t{r} * classes;
+    float mx = z[0];
+    int arg = 0;
+    for (int c = 1; c < classes; ++c) {
+      if (z[c] > mx) {
+        mx = z[c];
+        arg = c;
+      }
+    }
+    float sum = 0.f;
+    for (int c = 0; c < classes; ++c) {
+      p[c] = std::exp(z[c] - mx);
+      sum += p[c];
+    }
+    const float inv = 1.f / sum;
+    for (int c = 0; c < classes; ++c) p[c] *= inv;
+    const int y = labels[r];
+    rowLoss[r] = (mx + std::log(sum)) - z[y];
+    rowCorrect[r] = arg == y ? 1 : 0;
+  }
+}
+
+void softmaxCrossEntropyBackward(const float* probs, const int32_t* labels, int rows, int classes,
+                                 float scale, float* dlogits) {
+  for (int r = 0; r < rows; ++r) {
+    const float* p = probs + int64_t{r} * classes;
+    float* d = dlogits + int64_t{r} * classes;
+    for (int c = 0; c < classes; ++c) d[c] = scale * p[c];
+    d[labels[r]] -= scale;
+  }
+}
+
+}  // namespace cpu
+
+namespace {
+
+class CpuLayerOps final : public LayerOps {
+ public:
+  Device device() const override { return Device::cpu(); }
+  Status status() const override { return Status::ok(); }
+  Status synchronize() override { return Status::ok(); }
+
+  void* allocate(size_t bytes) override {
+    // 64-byte alignment keeps BLAS and vector loops on whole cache lines.
+    size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    return std::aligned_alloc(64, rounded);
+  }
+  void release(void* p) override { std::free(p); }
+  void copyToDevice(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
+  void copyToHost(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
+  void copyOnDevice(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
+  void fillZero(void* p, size_t bytes) override {
+    if (bytes) std::memset(p, 0, bytes);
+  }
+
+  void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b,
+            float beta, float* c) override {
+    cpu::gemm(ta, tb, m, n, k, alpha, a, b, beta, c);
+  }
+  void biasAdd(float* y, const float* bias, int rows, int cols) override {
+    cpu::biasAdd(y, bias, rows, cols);
+  }
+  void biasGrad(const float* dy, int rows, int cols, float* db, bool acc) override {
+    cpu::biasGrad(dy, rows, cols, db, acc);
+  }
+  void activationForward(Activation a, const float* x, float* y, size_t n) override {
+    cpu::activationForward(a, x, y, n);
+  }
+  void activationBackward(Activation a, const float* x, const float* y, const float* dy,
+                          float* dx, size_t n) override {
+    cpu::activationBackward(a, x, y, dy, dx, n);
+  }
+  void channelBiasAdd(float* y, const float* bias, int n, int c, int64_t p) override {
+    cpu::channelBiasAdd(y, bias, n, c, p);
+  }
+  void channelBiasGrad(const float* dy, int n, int c, int64_t p, float* db, bool acc) override {
+    cpu::channelBiasGrad(dy, n, c, p, db, acc);
+  }
+  void im2col(const ConvGeometry& g, const float* image, float* col) override {
+    cpu::im2col(g, image, col);
+  }
+  void col2im(const ConvGeometry& g, const float* col, float* image) override {
+    cpu::col2im(g, col, image);
+  }
+  void swapLeadingDims(const float* x, int a, int b, int64_t p, float* y) override {
+    cpu::swapLeadingDims(x, a, b, p, y);
+  }
+  void maxPoolForward(const ConvGeometry& g, const float* x, float* y, int32_t* am) override {
+    cpu::maxPoolForward(g, x, y, am);
+  }
+  void maxPoolBackward(const ConvGeometry& g, const float* dy, const int32_t* am,
+                       float* dx) override {
+    cpu::maxPoolBackward(g, dy, am, dx);
+  }
+  void softmaxCrossEntropyForward(const float* logits, const int32_t* labels, int rows,
+                                  int classes, float* probs, float* rowLoss,
+                                  int32_t* rowCorrect) override {
+    cpu::softmaxCrossEntropyForward(logits, labels, rows, classes, probs, rowLoss, rowCorrect);
+  }
+  void softmaxCrossEntropyBackward(const float* probs, const int32_t* labels, int rows,
+                                   int classes, float scale, float* dlogits) override {
+    cpu::softmaxCrossEntropyBackward(probs, labels, rows, classes, scale, dlogits);
+  }
+
+ private:
+  static void copy(void* dst, const void* src, size_t bytes) {
+    if (bytes && dst != src) std::memmove(dst, src, bytes);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<LayerOps> makeCpuLayerOps(int threads) {
+  setCpuThreads(threads);
+  return std::make_unique<CpuLayerOps>();
+}
+
+#if !defined(DDP_WITH_CUDA)
+Result<std::unique_ptr<LayerOps>> makeCudaLayerOps(int index) {
+  return unimplemented("CUDA layer ops requested (device cuda:" + std::to_string(index) +
+                       ") but this build has no CUDA (configure with -DDDP_WITH_CUDA=ON)");
+}
+int cudaDeviceCount() { return 0; }
+#endif
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
+  if (this != &o) {
+    reset();
+    ops_ = o.ops_;
+    data_ = o.data_;
+    bytes_ = o.bytes_;
+    o.data_ = nullptr;
+    o.bytes_ = 0;
+  }
+  return *this;
+}
+
+void DeviceBuffer::reserve(size_t bytes) {
+  if (bytes <= bytes_ && data_ != nullptr) return;
+  DDP_CHECK(ops_ != nullptr);
+  reset();
+  data_ = ops_->allocate(bytes);
+  bytes_ = data_ ? bytes : 0;
+}
+
+void DeviceBuffer::reset() {
+  if (data_ && ops_) ops_->release(data_);
+  data_ = nullptr;
+  bytes_ = 0;
+}
+
+}  // namespace ddp::kernels

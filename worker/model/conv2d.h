@@ -1,0 +1,34 @@
+#pragma once
+// Conv2d via im2col + GEMM; weight [outChannels, inChannels, k, k], bias [outChannels].
+// See layer.h for the forward/backward contract. Thread model: used by one training thread.
+
+#include <string>
+
+#include "worker/model/layer.h"
+
+namespace ddp::model {
+
+// Conv2d over NCHW input {C, H, W}: square kernel, stride, zero padding.
+class Conv2d final : public Layer {
+ public:
+  Conv2d(kernels::LayerOps* ops, const Shape& in, int outChannels, int kernel, int stride,
+         int pad, const std::string& name);
+  std::string describe() const override;
+  std::vector<Parameter*> parameters() override { return {&weight_.param, &bias_.param}; }
+  int64_t fanIn() const override { return int64_t{inChannels_} * kernel_ * kernel_; }
+  void reserve(int batch) override;
+  void forward(const float* x, float* y, int batch) override;
+  void backward(const float* x, const float* y, const float* dy, float* dx, int batch,
+                const GradReadyFn& ready, size_t offset) override;
+
+ private:
+  kernels::ConvGeometry geometry(int batch) const;
+  int inChannels_, outChannels_, kernel_, stride_, pad_;
+  ParamStorage weight_, bias_;
+  kernels::DeviceBuffer col_;   // im2col of the last forward input
+  kernels::DeviceBuffer work_;  // [OC, N*OH*OW] product / transposed output gradient
+  kernels::DeviceBuffer dcol_;  // column gradient
+};
+
+
+}  // namespace ddp::model

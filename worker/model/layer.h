@@ -1,0 +1,59 @@
+#pragma once
+// Layer: one building block of a Sequential model (Linear, Conv2d, MaxPool2d, activation).
+// A layer knows its per-sample input and output shapes (fixed at construction), owns its
+// parameters and scratch buffers, and runs on the device of the LayerOps it was given.
+//
+// Contracts:
+//  - forward(x, y, batch): x is batch x inputNumel, y is batch x outputNumel (device memory
+//    owned by the caller). Scratch kept for backward (e.g. im2col) lives in the layer.
+//  - backward(x, y, dy, dx, batch, ready, offset): called after forward with the same x, y.
+//    Accumulates parameter gradients into `Parameter::grad`, read afresh on every call (the
+//    reducer may rebind it; see worker/core/parameter.h), and calls ready(offset + i) for each
+//    local parameter i as soon as its gradient is final, in descending i. Then writes the input
+//    gradient into dx unless dx is nullptr (the first layer's input needs no gradient).
+// Thread model: used by one training thread.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/layer_ops.h"
+#include "worker/core/parameter.h"
+
+namespace ddp::model {
+
+using Shape = std::vector<int64_t>;  // per-sample shape, e.g. {784} or {1, 28, 28}
+int64_t shapeNumel(const Shape& s);
+std::string shapeString(const Shape& s);  // "[1, 28, 28]"
+
+// A trainable tensor and its storage (the Parameter points into the two buffers).
+struct ParamStorage {
+  Parameter param;
+  kernels::DeviceBuffer data;
+  kernels::DeviceBuffer grad;
+  void allocate(kernels::LayerOps* ops, std::string name, Shape shape);
+};
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual std::string describe() const = 0;  // "Linear(784 -> 256)"
+  const Shape& inputShape() const { return inputShape_; }
+  const Shape& outputShape() const { return outputShape_; }
+  virtual std::vector<Parameter*> parameters() { return {}; }
+  // Inputs per output unit, for the default init bound 1/sqrt(fanIn) (0: no parameters).
+  virtual int64_t fanIn() const { return 0; }
+  // Grows scratch buffers for `batch` samples (called before forward; never shrinks).
+  virtual void reserve(int /*batch*/) {}
+  virtual void forward(const float* x, float* y, int batch) = 0;
+  virtual void backward(const float* x, const float* y, const float* dy, float* dx, int batch,
+                        const GradReadyFn& ready, size_t offset) = 0;
+
+ protected:
+  Layer(kernels::LayerOps* ops, Shape in) : ops_(ops), inputShape_(std::move(in)) {}
+  kernels::LayerOps* ops_;
+  Shape inputShape_;
+  Shape outputShape_;
+};
+
+}  // namespace ddp::model

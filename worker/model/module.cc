@@ -1,0 +1,93 @@
+#include "worker/model/module.h"
+
+#include <algorithm>
+
+namespace ddp::model {
+
+Module::Module(std::unique_ptr<kernels::LayerOps> ops)
+    : ops_(std::move(ops)), input_(ops_.get()), labels_(ops_.get()), probs_(ops_.get()),
+      rowLoss_(ops_.get()), rowCorrect_(ops_.get()), dlogits_(ops_.get()) {}
+
+Module::~Module() = default;
+
+void Module::zeroGrad() {
+  for (Parameter* p : parameters()) ops_->fillZero(p->grad, p->bytes());
+}
+
+size_t Module::numParameters() {
+  size_t n = 0;
+  for (Parameter* p : parameters()) n += p->numel();
+  return n;
+}
+
+Result<BatchStats> Module::lossForward(const float* hostImages, const int32_t* hostLabels,
+                                       int batch) {
+  if (batch <= 0) return invalidArgument("batch must be > 0, got " + std::to_string(batch));
+  const int classes = static_cast<int>(outputFeatures());
+  for (int i = 0; i < batch; ++i) {
+    if (hostLabels[i] < 0 || hostLabels[i] >= classes) {
+      return invalidArgument("label " + std::to_string(hostLabels[i]) + " at batch row " +
+                             std::to_string(i) + " is outside [0, " + std::to_string(classes) +
+                             ")");
+    }
+  }
+  const size_t inBytes = static_cast<size_t>(batch) * shapeNumel(inputShape()) * sizeof(float);
+  const float* input = hostImages;
+  if (!device().isCpu()) {
+    input_.reserve(inBytes);
+    ops_->copyToDevice(input_.data(), hostImages, inBytes);
+    input = input_.f32();
+  }
+  labels_.reserve(batch * sizeof(int32_t));
+  ops_->copyToDevice(labels_.data(), hostLabels, batch * sizeof(int32_t));
+  const float* logits = forward(input, batch);
+  probs_.reserve(static_cast<size_t>(batch) * classes * sizeof(float));
+  rowLoss_.reserve(batch * sizeof(float));
+  rowCorrect_.reserve(batch * sizeof(int32_t));
+  ops_->softmaxCrossEntropyForward(logits, labels_.i32(), batch, classes, probs_.f32(),
+                                   rowLoss_.f32(), rowCorrect_.i32());
+  hostLoss_.resize(batch);
+  hostCorrect_.resize(batch);
+  ops_->copyToHost(hostLoss_.data(), rowLoss_.data(), batch * sizeof(float));
+  ops_->copyToHost(hostCorrect_.data(), rowCorrect_.data(), batch * sizeof(int32_t));
+  DDP_RETURN_IF_ERROR(ops_->status().withContext("model forward"));
+  BatchStats stats;
+  for (int i = 0; i < batch; ++i) {
+    stats.lossSum += hostLoss_[i];
+    stats.correct += hostCorrect_[i];
+  }
+  stats.count = batch;
+  return stats;
+}
+
+Result<BatchStats> Module::forwardBackward(const float* hostImages, const int32_t* hostLabels,
+                                           int batch, const GradReadyFn& ready, float gradScale) {
+  DDP_ASSIGN_OR_RETURN(BatchStats stats, lossForward(hostImages, hostLabels, batch));
+  const int classes = static_cast<int>(outputFeatures());
+  dlogits_.reserve(static_cast<size_t>(batch) * classes * sizeof(float));
+  ops_->softmaxCrossEntropyBackward(probs_.f32(), labels_.i32(), batch, classes,
+                                    gradScale / static_cast<float>(batch), dlogits_.f32());
+  backward(dlogits_.f32(), ready);
+  DDP_RETURN_IF_ERROR(ops_->status().withContext("model backward"));
+  return stats;
+}
+
+Result<BatchStats> Module::evaluate(const float* hostImages, const int32_t* hostLabels, int batch) {
+  return lossForward(hostImages, hostLabels, batch);
+}
+
+Result<BatchStats> Module::evaluateAll(const float* hostImages, const int32_t* hostLabels,
+                                       int64_t count, int batchSize) {
+  if (batchSize <= 0) return invalidArgument("evaluation batch size must be > 0");
+  BatchStats total;
+  const int64_t inNumel = shapeNumel(inputShape());
+  for (int64_t start = 0; start < count; start += batchSize) {
+    const int n = static_cast<int>(std::min<int64_t>(batchSize, count - start));
+    DDP_ASSIGN_OR_RETURN(BatchStats s,
+                         lossForward(hostImages + start * inNumel, hostLabels + start, n));
+    total += s;
+  }
+  return total;
+}
+
+}  // namespace ddp::model

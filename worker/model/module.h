@@ -1,0 +1,96 @@
+#pragma once
+// Module: the model interface the engine trains. A user model implements the five virtuals
+// (see docs/MODELS.md for a worked example); the built-in models are Sequential stacks.
+//
+// Contract:
+//  - parameters(): a stable list (same order, same Parameter objects) for the module's life.
+//    The index of a Parameter in this list is the index passed to GradReadyFn.
+//  - forward(input, batch): input is device memory, batch x numel(inputShape()). Returns the
+//    logits, batch x outputFeatures(), in memory owned by the module and valid until the next
+//    forward. Buffers are preallocated per batch size (reserve) so steps do not allocate.
+//  - backward(gradOutput, ready): after forward, with d(loss)/d(logits). Accumulates into every
+//    Parameter::grad (read afresh each time: the reducer may rebind it, see
+//    worker/core/parameter.h), and calls ready(i) exactly once per parameter, as soon as its
+//    gradient is final, in strictly descending i (reverse layer order) so that the reducer can
+//    communicate while backward goes on. zeroGrad() clears gradients between steps.
+//  - status(): the first device error (Note [Sticky device errors] in kernels/layer_ops.h).
+// forwardBackward() and evaluate() wrap the above with softmax cross-entropy for
+// classification: labels are host int32 in [0, outputFeatures()).
+// Thread model: one training thread; GradReadyFn runs on that thread, inside backward().
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "kernels/layer_ops.h"
+#include "worker/core/parameter.h"
+#include "worker/model/layer.h"
+
+namespace ddp::model {
+
+// Loss and accuracy summed over a batch (or a whole evaluation pass).
+struct BatchStats {
+  double lossSum = 0;
+  int64_t correct = 0;
+  int64_t count = 0;
+  double meanLoss() const { return count ? lossSum / static_cast<double>(count) : 0.0; }
+  double accuracy() const { return count ? static_cast<double>(correct) / count : 0.0; }
+  BatchStats& operator+=(const BatchStats& o) {
+    lossSum += o.lossSum;
+    correct += o.correct;
+    count += o.count;
+    return *this;
+  }
+};
+
+class Module {
+ public:
+  virtual ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  virtual std::string describe() const = 0;
+  virtual std::vector<Parameter*> parameters() = 0;
+  virtual Shape inputShape() const = 0;
+  virtual int64_t outputFeatures() const = 0;
+  virtual const float* forward(const float* input, int batch) = 0;
+  virtual void backward(const float* gradOutput, const GradReadyFn& ready) = 0;
+  // Preallocates activations for batches up to `batch` (optional; forward grows as needed).
+  virtual void reserve(int /*batch*/) {}
+
+  kernels::LayerOps& ops() { return *ops_; }
+  Device device() const { return ops_->device(); }
+  Status status() const { return ops_->status(); }
+
+  // Sets every gradient to zero (through Parameter::grad).
+  void zeroGrad();
+  // Total number of scalar parameters.
+  size_t numParameters();
+
+  // One training step's compute: forward, softmax cross-entropy (mean over the batch, times
+  // gradScale), backward with `ready`. Host inputs: images batch x numel(inputShape()), labels
+  // in [0, outputFeatures()). Returns the batch's loss and accuracy (unscaled).
+  Result<BatchStats> forwardBackward(const float* hostImages, const int32_t* hostLabels, int batch,
+                                     const GradReadyFn& ready = {}, float gradScale = 1.f);
+  // Forward and loss only.
+  Result<BatchStats> evaluate(const float* hostImages, const int32_t* hostLabels, int batch);
+  // Evaluates `count` samples in batches of `batchSize`.
+  Result<BatchStats> evaluateAll(const float* hostImages, const int32_t* hostLabels, int64_t count,
+                                 int batchSize);
+
+ protected:
+  explicit Module(std::unique_ptr<kernels::LayerOps> ops);
+
+ private:
+  Result<BatchStats> lossForward(const float* hostImages, const int32_t* hostLabels, int batch);
+
+  std::unique_ptr<kernels::LayerOps> ops_;
+  // Loss scratch (device) and its host mirrors.
+  kernels::DeviceBuffer input_, labels_, probs_, rowLoss_, rowCorrect_, dlogits_;
+  std::vector<float> hostLoss_;
+  std::vector<int32_t> hostCorrect_;
+};
+
+}  // namespace ddp::model
