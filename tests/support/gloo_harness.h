@@ -1,0 +1,40 @@
+#pragma once
+// Multi-rank test harness: runs `world` GlooBackends as threads of this process over one
+// InMemoryStore (real Gloo, real TCP on loopback), calls fn(rank, backend) on each rank's own
+// thread, and tears everything down.
+//
+//   Status st = test::runRanks(4, [](int rank, comm::Backend& b) {
+//     std::vector<float> x(10, float(rank));
+//     EXPECT_TRUE(b.allreduce(comm::viewOf(x.data(), x.size()), comm::ReduceOp::kSum)->wait().isOk());
+//   });
+//   EXPECT_TRUE(st.isOk()) << st;
+//
+// GoogleTest assertions (EXPECT_*) inside fn are fine; ASSERT_* returns from fn only.
+// Thread model: runRanks blocks the caller; it starts `world` threads and joins them all.
+// If the ranks are not done by `timeout`, every backend is aborted (so blocked ops fail) and
+// runRanks returns Timeout after the threads have been joined.
+
+#include <functional>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "worker/comm/backend.h"
+#include "worker/comm/gloo_options.h"
+
+namespace ddp::test {
+
+inline constexpr Duration kDefaultRanksTimeout = std::chrono::seconds(60);
+
+using RankFn = std::function<void(int rank, comm::Backend& backend)>;
+// Adjusts each rank's options before its backend is created (rank, size and prefix are set).
+using OptionsFn = std::function<void(comm::GlooOptions& options)>;
+
+Status runRanks(int world, const RankFn& fn, Duration timeout = kDefaultRanksTimeout);
+Status runRanks(int world, const OptionsFn& configure, const RankFn& fn,
+                Duration timeout = kDefaultRanksTimeout);
+
+// A prefix no other call in this process has used ("test/<n>"), for tests that create
+// backends themselves (Note [Store prefix per generation]).
+std::string uniqueGlooPrefix(const std::string& base = "test");
+
+}  // namespace ddp::test

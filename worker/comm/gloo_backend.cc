@@ -1,0 +1,591 @@
+#include "worker/comm/gloo_backend.h"
+
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <unordered_map>
+
+#include "common/log.h"
+#include "worker/comm/gloo_collectives.h"
+#include "worker/comm/gloo_p2p.h"
+#include "worker/comm/gloo_store_adapter.h"
+#include "worker/comm/gloo_transport_abort.h"
+
+namespace ddp::comm {
+
+struct GlooBackend::Op {
+  OpType type = OpType::kBarrier;
+  ReduceOp reduceOp = ReduceOp::kSum;
+  BufferView in;   // the buffer of single-buffer ops
+  BufferView out;
+  int root = -1;   // broadcast / gather root
+  int peer = -1;   // send / recv peer
+  int tag = 0;
+  uint64_t seq = 0;
+  size_t bytes = 0;
+  Duration timeout{};
+  std::shared_ptr<CompletionWork> work;
+};
+
+struct GlooBackend::Task {
+  uint64_t seq = 0;
+  uint64_t collSeq = 0;  // 0 when no collective is involved
+  bool batch = false;
+  Duration timeout{};
+  std::shared_ptr<CompletionWork> work;
+  std::vector<Op> members;  // one for a single op
+};
+
+namespace {
+
+bool isCollective(OpType t) { return t != OpType::kSend && t != OpType::kRecv; }
+
+FlightState stateOf(const Status& st) {
+  if (st.isOk()) return FlightState::kCompleted;
+  if (st.code() == StatusCode::kTimeout) return FlightState::kTimedOut;
+  if (st.code() == StatusCode::kAborted) return FlightState::kAborted;
+  return FlightState::kFailed;
+}
+
+// Gloo's end-to-end timeout is a backstop behind the watchdog (which names the op better).
+constexpr Duration kGlooTimeoutSlack = std::chrono::seconds(2);
+
+std::chrono::milliseconds toMs(Duration d) {
+  return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(d));
+}
+
+uint64_t fnv(uint64_t h, uint64_t v) {
+  for (int i = 0; i < 8; ++i) {
+    h ^= (v >> (8 * i)) & 0xff;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+struct GlooBackend::Live {
+  std::mutex mu;
+  std::unordered_map<uint64_t, std::weak_ptr<CompletionWork>> works;
+};
+
+Result<std::unique_ptr<GlooBackend>> GlooBackend::create(const GlooOptions& options, Store& store) {
+  DDP_RETURN_IF_ERROR(options.validate());
+  const std::string where = "gloo rendezvous of rank " + std::to_string(options.rank) + "/" +
+                            std::to_string(options.size) + " under prefix '" + options.prefix + "'";
+  try {
+    ::gloo::transport::tcp::attr attr;
+    attr.hostname = options.hostname;
+    auto device = ::gloo::transport::tcp::CreateDevice(attr);
+    auto context = std::make_shared<::gloo::rendezvous::Context>(options.rank, options.size);
+    context->setTimeout(toMs(options.connectTimeout));
+    GlooStoreAdapter adapter(store, options.prefix, Deadline::after(options.connectTimeout));
+    context->connectFullMesh(adapter, device);
+    context->setTimeout(toMs(options.timeout + kGlooTimeoutSlack));
+    return std::unique_ptr<GlooBackend>(new GlooBackend(options, std::move(context)));
+  } catch (const std::exception& e) {
+    return unavailable(where + " failed: " + e.what());
+  }
+}
+
+GlooBackend::GlooBackend(const GlooOptions& options, std::shared_ptr<::gloo::Context> context)
+    : options_(options),
+      clock_(options.clock ? *options.clock : SystemClock::instance()),
+      group_("gloo:" + options.prefix + " rank " + std::to_string(options.rank) + "/" + std::to_string(options.size)),
+      context_(std::move(context)) {
+  coll_ = std::make_unique<GlooCollectives>(context_);
+  p2p_ = std::make_unique<GlooP2p>(context_);
+  flight_ = std::make_unique<FlightRecorder>(options_.flightRecords, clock_);
+  live_ = std::make_shared<Live>();
+  watchdog_ = std::make_unique<Watchdog>(
+      clock_, [this](const WatchedOp& op, const Status& st) { onWatchdogTimeout(op, st); }, options_.watchdogPoll);
+  executor_ = std::thread([this] { executorLoop(); });
+}
+
+GlooBackend::~GlooBackend() {
+  bool busy;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    busy = !held_.empty();
+  }
+  {
+    std::lock_guard<std::mutex> lock(live_->mu);
+    busy = busy || !live_->works.empty();  // some Work not complete yet
+  }
+  if (busy) abort(abortedError("backend destroyed with ops still pending"));
+  cv_.notify_all();
+  if (executor_.joinable()) executor_.join();
+  p2p_->stop();
+  watchdog_->stop();
+}
+
+Status GlooBackend::abortStatus() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return abortStatus_;
+}
+
+bool GlooBackend::isAborted() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return aborted_;
+}
+
+void GlooBackend::track(const std::shared_ptr<CompletionWork>& work, const std::string& name) {
+  const uint64_t seq = work->seq();
+  flight_->recordIssued(seq, name, work->bytes());
+  {
+    std::lock_guard<std::mutex> lock(live_->mu);
+    live_->works[seq] = work;
+  }
+  watchdog_->watch(WatchedOp{seq, name, work->bytes(), group_, work->timeout(), clock_.now() + work->timeout()});
+  // The callback may outlive this backend only if the Work is completed after destruction,
+  // which the destructor rules out (it fails or drains every op first).
+  Watchdog* wd = watchdog_.get();
+  FlightRecorder* fr = flight_.get();
+  std::weak_ptr<Live> live = live_;
+  work->onComplete([wd, fr, live, seq](const Status& st) {
+    wd->unwatch(seq);
+    fr->recordEnded(seq, stateOf(st), st.isOk() ? std::string() : st.message());
+    if (auto l = live.lock()) {
+      std::lock_guard<std::mutex> lock(l->mu);
+      l->works.erase(seq);
+    }
+  });
+}
+
+Status GlooBackend::validateOp(const Op& op) const {
+  const std::string what = std::string(opTypeName(op.type)) + " on " + group_;
+  auto checkBuf = [&](const BufferView& b, const char* name) -> Status {
+    if (!b.device.isCpu()) return invalidArgument(what + ": " + name + " is on " + b.device.toString() + "; gloo needs CPU buffers");
+    if (b.count > 0 && b.data == nullptr) return invalidArgument(what + ": " + name + " has no data but " + std::to_string(b.count) + " elements");
+    if (dtypeSize(b.dtype) == 0) return invalidArgument(what + ": " + name + " has an unknown dtype");
+    return Status::ok();
+  };
+  const int n = options_.size;
+  switch (op.type) {
+    case OpType::kAllreduce:
+      return checkBuf(op.in, "buffer");
+    case OpType::kBroadcast:
+      DDP_RETURN_IF_ERROR(checkBuf(op.in, "buffer"));
+      if (op.root < 0 || op.root >= n) return invalidArgument(what + ": root " + std::to_string(op.root) + " out of range [0, " + std::to_string(n) + ")");
+      return Status::ok();
+    case OpType::kAllgather:
+    case OpType::kReduceScatter:
+    case OpType::kGather: {
+      DDP_RETURN_IF_ERROR(checkBuf(op.in, "input"));
+      if (op.type == OpType::kGather) {
+        if (op.root < 0 || op.root >= n) return invalidArgument(what + ": root " + std::to_string(op.root) + " out of range [0, " + std::to_string(n) + ")");
+        if (op.root != options_.rank) return Status::ok();  // out is ignored off the root
+      }
+      DDP_RETURN_IF_ERROR(checkBuf(op.out, "output"));
+      if (op.in.dtype != op.out.dtype) return invalidArgument(what + ": input is " + dtypeName(op.in.dtype) + " but output is " + dtypeName(op.out.dtype));
+      const bool rs = op.type == OpType::kReduceScatter;
+      const size_t small = rs ? op.out.count : op.in.count;
+      const size_t big = rs ? op.in.count : op.out.count;
+      if (big != small * static_cast<size_t>(n)) {
+        return invalidArgument(what + ": " + (rs ? "input" : "output") + " must hold world size (" + std::to_string(n) + ") x " +
+                               std::to_string(small) + " elements, got " + std::to_string(big));
+      }
+      return Status::ok();
+    }
+    case OpType::kBarrier:
+    case OpType::kCoalesced:
+      return Status::ok();
+    case OpType::kSend:
+    case OpType::kRecv:
+      DDP_RETURN_IF_ERROR(checkBuf(op.in, "buffer"));
+      if (op.peer < 0 || op.peer >= n || op.peer == options_.rank) {
+        return invalidArgument(what + ": peer " + std::to_string(op.peer) + " must be another rank in [0, " + std::to_string(n) + ")");
+      }
+      if (op.tag < 0) return invalidArgument(what + ": tag must be >= 0, got " + std::to_string(op.tag));
+      return Status::ok();
+  }
+  return invalidArgument(what + ": unknown op");
+}
+
+WorkPtr GlooBackend::issue(Op op, const OpOptions& opts) {
+  op.timeout = opts.timeout.value_or(options_.timeout);
+  std::unique_lock<std::mutex> lock(mu_);
+  op.seq = nextSeq_++;
+  auto work = std::make_shared<CompletionWork>(op.seq, op.type, op.bytes, op.timeout);
+  if (aborted_) {
+    work->complete(abortStatus_);
+    return work;
+  }
+  if (op.timeout <= Duration::zero()) {
+    work->complete(invalidArgument(std::string(opTypeName(op.type)) + ": timeout must be positive"));
+    return work;
+  }
+  Status valid = validateOp(op);
+  if (!valid.isOk()) {
+    work->complete(valid);
+    return work;
+  }
+  op.work = work;
+  track(work, opTypeName(op.type));
+  if (coalescing_ && std::this_thread::get_id() == coalescingThread_) {
+    held_.push_back(std::move(op));
+    return work;
+  }
+  auto task = std::make_shared<Task>();
+  task->seq = op.seq;
+  task->collSeq = isCollective(op.type) ? nextCollSeq_++ : 0;
+  task->timeout = op.timeout;
+  task->work = work;
+  task->members.push_back(std::move(op));
+  enqueue(std::move(task));
+  return work;
+}
+
+void GlooBackend::enqueue(std::shared_ptr<Task> task) {
+  queue_.push_back(std::move(task));
+  cv_.notify_all();
+}
+
+WorkPtr GlooBackend::allreduce(BufferView buf, ReduceOp op, const OpOptions& opts) {
+  Op o;
+  o.type = OpType::kAllreduce;
+  o.reduceOp = op;
+  o.in = buf;
+  o.bytes = buf.bytes();
+  return issue(std::move(o), opts);
+}
+
+WorkPtr GlooBackend::broadcast(BufferView buf, int root, const OpOptions& opts) {
+  Op o;
+  o.type = OpType::kBroadcast;
+  o.in = buf;
+  o.root = root;
+  o.bytes = buf.bytes();
+  return issue(std::move(o), opts);
+}
+
+WorkPtr GlooBackend::allgather(BufferView in, BufferView out, const OpOptions& opts) {
+  Op o;
+  o.type = OpType::kAllgather;
+  o.in = in;
+  o.out = out;
+  o.bytes = in.bytes();
+  return issue(std::move(o), opts);
+}
+
+WorkPtr GlooBackend::reduceScatter(BufferView in, BufferView out, ReduceOp op, const OpOptions& opts) {
+  Op o;
+  o.type = OpType::kReduceScatter;
+  o.reduceOp = op;
+  o.in = in;
+  o.out = out;
+  o.bytes = in.bytes();
+  return issue(std::move(o), opts);
+}
+
+WorkPtr GlooBackend::gather(BufferView in, BufferView out, int root, const OpOptions& opts) {
+  Op o;
+  o.type = OpType::kGather;
+  o.in = in;
+  o.out = out;
+  o.root = root;
+  o.bytes = in.bytes();
+  return issue(std::move(o), opts);
+}
+
+WorkPtr GlooBackend::barrier(const OpOptions& opts) {
+  Op o;
+  o.type = OpType::kBarrier;
+  return issue(std::move(o), opts);
+}
+
+WorkPtr GlooBackend::send(BufferView buf, int dst, int tag, const OpOptions& opts) {
+  Op o;
+  o.type = OpType::kSend;
+  o.in = buf;
+  o.peer = dst;
+  o.tag = tag;
+  o.bytes = buf.bytes();
+  return issue(std::move(o), opts);
+}
+
+WorkPtr GlooBackend::recv(BufferView buf, int src, int tag, const OpOptions& opts) {
+  Op o;
+  o.type = OpType::kRecv;
+  o.in = buf;
+  o.peer = src;
+  o.tag = tag;
+  o.bytes = buf.bytes();
+  return issue(std::move(o), opts);
+}
+
+Status GlooBackend::startCoalescing() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (coalescing_) return failedPrecondition("startCoalescing on " + group_ + ": a coalescing scope is already open (scopes do not nest)");
+  coalescing_ = true;
+  coalescingThread_ = std::this_thread::get_id();
+  return Status::ok();
+}
+
+WorkPtr GlooBackend::endCoalescing() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!coalescing_ || std::this_thread::get_id() != coalescingThread_) {
+    return completedWork(failedPrecondition("endCoalescing on " + group_ + " without startCoalescing on this thread"),
+                         OpType::kCoalesced);
+  }
+  coalescing_ = false;
+  std::vector<Op> members = std::move(held_);
+  held_.clear();
+  const uint64_t seq = nextSeq_++;
+  size_t bytes = 0;
+  Duration timeout = Duration::zero();
+  bool anyCollective = false;
+  for (const auto& m : members) {
+    bytes += m.bytes;
+    timeout = std::max(timeout, m.timeout);
+    anyCollective = anyCollective || isCollective(m.type);
+  }
+  if (members.empty()) timeout = options_.timeout;
+  auto work = std::make_shared<CompletionWork>(seq, OpType::kCoalesced, bytes, timeout);
+  if (aborted_) {
+    work->complete(abortStatus_);
+    for (auto& m : members) m.work->complete(abortStatus_);
+    return work;
+  }
+  if (members.empty()) {
+    work->complete(Status::ok());
+    return work;
+  }
+  track(work, opTypeName(OpType::kCoalesced));
+  // The batch Work completes when every member has, with the first failure if any.
+  struct Join {
+    std::mutex mu;
+    size_t remaining;
+    Status first;
+  };
+  auto join = std::make_shared<Join>();
+  join->remaining = members.size();
+  std::weak_ptr<CompletionWork> weakWork = work;
+  for (auto& m : members) {
+    m.work->onComplete([join, weakWork](const Status& st) {
+      bool last;
+      Status result;
+      {
+        std::lock_guard<std::mutex> l(join->mu);
+        if (!st.isOk() && join->first.isOk()) join->first = st;
+        last = --join->remaining == 0;
+        result = join->first;
+      }
+      if (last) {
+        if (auto w = weakWork.lock()) w->complete(result);
+      }
+    });
+  }
+  auto task = std::make_shared<Task>();
+  task->seq = seq;
+  task->batch = true;
+  task->collSeq = anyCollective ? nextCollSeq_++ : 0;
+  task->timeout = timeout;
+  task->work = work;
+  task->members = std::move(members);
+  enqueue(std::move(task));
+  return work;
+}
+
+void GlooBackend::executorLoop() {
+  for (;;) {
+    std::shared_ptr<Task> task;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+      running_ = task;
+    }
+    runTask(*task);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      running_.reset();
+    }
+  }
+}
+
+void GlooBackend::finishTask(Task& task, const Status& st) {
+  for (auto& m : task.members) {
+    if (!isCollective(m.type) && st.isOk()) continue;  // p2p: completed by GlooP2p
+    m.work->complete(st);
+  }
+  if (!task.batch) task.work->complete(st);
+}
+
+void GlooBackend::runTask(Task& task) {
+  if (task.work->isCompleted()) return;  // failed by abort or the watchdog while queued
+  {
+    Status ab = abortStatus();
+    if (!ab.isOk()) {
+      finishTask(task, ab);
+      return;
+    }
+  }
+  flight_->recordStarted(task.seq);
+  for (const auto& m : task.members) {
+    if (m.seq != task.seq) flight_->recordStarted(m.seq);
+  }
+  const auto timeout = toMs(task.timeout + kGlooTimeoutSlack);
+  const std::string what = std::string(opTypeName(task.batch ? OpType::kCoalesced : task.members[0].type)) +
+                           " seq " + std::to_string(task.seq) + " on " + group_;
+  Status st;
+  bool fatal = false;
+  try {
+    if (task.batch) {
+      st = runBatch(task, timeout);
+    } else if (isCollective(task.members[0].type)) {
+      st = runCollective(task.members[0], task.collSeq, timeout);
+    } else {
+      const Op& m = task.members[0];
+      st = p2p_->post(P2pRequest{m.type == OpType::kSend, m.in, m.peer, m.tag, toMs(m.timeout + kGlooTimeoutSlack), m.work});
+      fatal = !st.isOk();
+    }
+  } catch (const ::gloo::IoException& e) {
+    st = unavailable(what + ": transport error: " + e.what());
+    fatal = true;
+  } catch (const std::exception& e) {
+    st = internalError(what + ": gloo error: " + e.what());
+    fatal = true;
+  }
+  if (!st.isOk() && isAborted()) st = abortStatus();
+  finishTask(task, st);
+  if (fatal) abort(st);
+}
+
+Status GlooBackend::runCollective(const Op& op, uint64_t collSeq, std::chrono::milliseconds timeout) {
+  OpHeader h;
+  h.collSeq = collSeq;
+  h.type = static_cast<uint8_t>(op.type);
+  h.dtype = static_cast<uint8_t>(op.in.dtype);
+  h.reduceOp = static_cast<uint8_t>(op.reduceOp);
+  h.root = op.root;
+  h.count = op.type == OpType::kReduceScatter ? op.out.count : op.in.count;
+  if (op.type == OpType::kBarrier) h.dtype = 0, h.count = 0;
+  const uint32_t tag = static_cast<uint32_t>(collSeq * 2);
+  const std::string what = std::string(opTypeName(op.type)) + " seq " + std::to_string(op.seq) + " on " + group_;
+  DDP_RETURN_IF_ERROR(coll_->exchangeHeaders(h, what, tag, timeout));
+  const uint32_t opTag = tag + 1;
+  switch (op.type) {
+    case OpType::kAllreduce: coll_->allreduce(op.in, op.reduceOp, opTag, timeout); break;
+    case OpType::kBroadcast: coll_->broadcast(op.in, op.root, opTag, timeout); break;
+    case OpType::kAllgather: coll_->allgather(op.in, op.out, opTag, timeout); break;
+    case OpType::kReduceScatter: coll_->reduceScatter(op.in, op.out, op.reduceOp, opTag, timeout); break;
+    case OpType::kGather: coll_->gather(op.in, op.out, op.root, opTag, timeout); break;
+    case OpType::kBarrier: coll_->barrier(opTag, timeout); break;
+    default: return internalError(what + ": not a collective");
+  }
+  return Status::ok();
+}
+
+Status GlooBackend::runBatch(Task& task, std::chrono::milliseconds timeout) {
+  const std::string what = "coalesced batch seq " + std::to_string(task.seq) + " (" +
+                           std::to_string(task.members.size()) + " ops) on " + group_;
+  // P2p members first: posting never blocks, so every send and recv of the batch is in flight
+  // before anything waits.
+  for (auto& m : task.members) {
+    if (isCollective(m.type)) continue;
+    Status st = p2p_->post(P2pRequest{m.type == OpType::kSend, m.in, m.peer, m.tag, toMs(m.timeout + kGlooTimeoutSlack), m.work});
+    if (!st.isOk()) throw ::gloo::IoException(st.message());
+  }
+  if (task.collSeq == 0) return Status::ok();
+  OpHeader h;
+  h.collSeq = task.collSeq;
+  h.type = static_cast<uint8_t>(OpType::kCoalesced);
+  uint64_t hash = 1469598103934665603ull;
+  for (const auto& m : task.members) {
+    if (!isCollective(m.type)) continue;
+    ++h.count;
+    hash = fnv(hash, static_cast<uint64_t>(m.type));
+    hash = fnv(hash, static_cast<uint64_t>(m.in.dtype));
+    hash = fnv(hash, static_cast<uint64_t>(m.reduceOp));
+    hash = fnv(hash, static_cast<uint64_t>(static_cast<int64_t>(m.root)));
+    hash = fnv(hash, m.type == OpType::kReduceScatter ? m.out.count : m.in.count);
+  }
+  h.hash = hash;
+  const uint32_t tag = static_cast<uint32_t>(task.collSeq * 2);
+  DDP_RETURN_IF_ERROR(coll_->exchangeHeaders(h, what, tag, timeout));
+  uint32_t opTag = tag + 1;
+  std::vector<bool> done(task.members.size(), false);
+  for (size_t i = 0; i < task.members.size(); ++i) {
+    const Op& m = task.members[i];
+    if (done[i] || !isCollective(m.type)) continue;
+    if (m.type == OpType::kAllreduce) {
+      std::vector<BufferView> group;
+      for (size_t j = i; j < task.members.size(); ++j) {
+        const Op& o = task.members[j];
+        if (!done[j] && o.type == OpType::kAllreduce && o.reduceOp == m.reduceOp && o.in.dtype == m.in.dtype) {
+          group.push_back(o.in);
+          done[j] = true;
+        }
+      }
+      coll_->fusedAllreduce(group, m.reduceOp, opTag++, timeout);
+      continue;
+    }
+    done[i] = true;
+    switch (m.type) {
+      case OpType::kBroadcast: coll_->broadcast(m.in, m.root, opTag++, timeout); break;
+      case OpType::kAllgather: coll_->allgather(m.in, m.out, opTag++, timeout); break;
+      case OpType::kReduceScatter: coll_->reduceScatter(m.in, m.out, m.reduceOp, opTag++, timeout); break;
+      case OpType::kGather: coll_->gather(m.in, m.out, m.root, opTag++, timeout); break;
+      case OpType::kBarrier: coll_->barrier(opTag++, timeout); break;
+      default: break;
+    }
+  }
+  return Status::ok();
+}
+
+void GlooBackend::signalTransport(const std::string& msg) {
+  if (!context_) return;
+  if (!signalGlooTransport(*context_, msg)) {
+    DDP_LOG(Warning) << group_ << ": transport is not Gloo TCP; closed connections only";
+  }
+}
+
+void GlooBackend::abort(const Status& reason) {
+  std::vector<std::shared_ptr<CompletionWork>> pending;
+  Status st;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (aborted_) return;
+    aborted_ = true;
+    abortStatus_ = abortedError("communicator " + group_ + " aborted: " + reason.toString());
+    st = abortStatus_;
+    queue_.clear();
+    held_.clear();
+    coalescing_ = false;
+  }
+  cv_.notify_all();
+  {
+    std::lock_guard<std::mutex> lock(live_->mu);
+    for (auto& [seq, weak] : live_->works) {
+      if (auto w = weak.lock()) pending.push_back(std::move(w));
+    }
+  }
+  std::sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) { return a->seq() < b->seq(); });
+  for (auto& w : pending) w->complete(st);
+  signalTransport("communicator aborted: " + reason.message());
+  DDP_LOG(Warning) << st.message() << "\n" << flight_->dump(group_);
+}
+
+void GlooBackend::onWatchdogTimeout(const WatchedOp& op, const Status& st) {
+  std::shared_ptr<CompletionWork> work;
+  {
+    std::lock_guard<std::mutex> lock(live_->mu);
+    auto it = live_->works.find(op.seq);
+    if (it != live_->works.end()) work = it->second.lock();
+  }
+  if (!work || work->isCompleted()) return;
+  flight_->recordEnded(op.seq, FlightState::kTimedOut, st.message());
+  work->complete(st);
+  DDP_LOG(Error) << st.message() << "\n" << flight_->dump(group_);
+  abort(st);
+}
+
+}  // namespace ddp::comm

@@ -1,0 +1,85 @@
+#pragma once
+// GlooCollectives: runs one collective on a connected Gloo context, synchronously, on the
+// calling thread (GlooBackend's executor). Gloo's own algorithms for allreduce (ring),
+// broadcast, allgather, gather and barrier; a ring reduce-scatter over Gloo unbound buffers;
+// a fused allreduce over a flattened scratch buffer for coalesced batches; and the op-header
+// exchange that detects ranks disagreeing on an op before any payload moves.
+//
+// Errors: every method may throw Gloo's exceptions (gloo::IoException, gloo::EnforceNotMet);
+// GlooBackend catches them at its boundary. exchangeHeaders returns a Status instead.
+// Thread model: not thread-safe; one executor thread owns it.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "worker/comm/types.h"
+
+namespace gloo {
+class Context;
+}
+
+namespace ddp::comm {
+
+// Note [Op header]
+// Before each collective (or coalesced batch) every rank allgathers a 32-byte header: op type,
+// dtype, reduce op, root, element count and a hash of a batch's members. Gloo itself aborts the
+// process (an enforce on the device thread) when peers post different sizes; comparing headers
+// first turns that into a failed Work with the same message on every rank, and the
+// communicator stays usable because every rank skips the same op.
+struct OpHeader {
+  uint64_t collSeq = 0;  // index among collectives (p2p ops excluded)
+  uint8_t type = 0;      // OpType
+  uint8_t dtype = 0;     // DType
+  uint8_t reduceOp = 0;  // ReduceOp
+  uint8_t pad = 0;
+  int32_t root = -1;
+  uint64_t count = 0;    // elements (per-rank input), or members of a batch
+  uint64_t hash = 0;     // batch description hash, 0 for single ops
+
+  bool operator==(const OpHeader&) const = default;
+  std::string describe() const;
+};
+static_assert(sizeof(OpHeader) == 32, "OpHeader travels as 32 raw bytes");
+
+// One member of a fused allreduce.
+struct FusedMember {
+  BufferView buf;
+};
+
+class GlooCollectives {
+ public:
+  explicit GlooCollectives(std::shared_ptr<::gloo::Context> context);
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  // Allgathers `mine`; InvalidArgument naming the ranks and their headers on disagreement.
+  Status exchangeHeaders(const OpHeader& mine, const std::string& what, uint32_t tag,
+                         std::chrono::milliseconds timeout);
+
+  void allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout);
+  // Allreduce of many buffers with the same dtype and op as one Gloo operation.
+  void fusedAllreduce(const std::vector<BufferView>& bufs, ReduceOp op, uint32_t tag,
+                      std::chrono::milliseconds timeout);
+  void broadcast(BufferView buf, int root, uint32_t tag, std::chrono::milliseconds timeout);
+  void allgather(BufferView in, BufferView out, uint32_t tag, std::chrono::milliseconds timeout);
+  void reduceScatter(BufferView in, BufferView out, ReduceOp op, uint32_t tag,
+                     std::chrono::milliseconds timeout);
+  void gather(BufferView in, BufferView out, int root, uint32_t tag, std::chrono::milliseconds timeout);
+  void barrier(uint32_t tag, std::chrono::milliseconds timeout);
+
+ private:
+  char* scratch(size_t bytes);
+
+  std::shared_ptr<::gloo::Context> context_;
+  const int rank_;
+  const int size_;
+  std::vector<char> scratch_;
+  std::vector<char> scratch2_;
+};
+
+}  // namespace ddp::comm
