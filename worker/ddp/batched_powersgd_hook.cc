@@ -1,0 +1,146 @@
+#include "worker/ddp/batched_powersgd_hook.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "common/log.h"
+#include "kernels/powersgd_ops.h"
+
+namespace ddp {
+
+namespace ops = kernels::powersgd;
+
+struct BatchedPowerSgdHook::BucketPlan {
+  struct Slice {
+    size_t offset = 0;
+    size_t numel = 0;
+    std::string key;
+    PowerSgdTensorState* state = nullptr;  // set by run() when error feedback is on
+  };
+  size_t total = 0, side = 0, rank = 0;
+  std::vector<Slice> slices;
+  std::vector<float> square, p, q;  // scratch, alive until finish()
+  PowerSgdBucketState* bucketState = nullptr;
+};
+
+BatchedPowerSgdHook::BatchedPowerSgdHook(comm::Backend& backend, PowerSgdOptions options)
+    : PowerSgdHookBase(backend, options, kName) {}
+
+BatchedPowerSgdHook::~BatchedPowerSgdHook() = default;
+
+Result<std::unique_ptr<BatchedPowerSgdHook>> BatchedPowerSgdHook::create(comm::Backend& backend,
+                                                                         PowerSgdOptions options) {
+  DDP_RETURN_IF_ERROR(options.validate());
+  return std::make_unique<BatchedPowerSgdHook>(backend, options);
+}
+
+uint64_t BatchedPowerSgdHook::squareSide(uint64_t n) {
+  uint64_t s = static_cast<uint64_t>(std::sqrt(static_cast<double>(n)));
+  while (s * s < n) ++s;
+  while (s > 0 && (s - 1) * (s - 1) >= n) --s;
+  return s;
+}
+
+void BatchedPowerSgdHook::clearPlans() { plans_.clear(); }
+
+Result<HookResult> BatchedPowerSgdHook::run(GradBucket& bucket) {
+  DDP_RETURN_IF_ERROR(optionsStatus_);
+  DDP_RETURN_IF_ERROR(checkBucket(bucket));
+  const std::string where = name_ + " bucket " + std::to_string(bucket.index());
+  const comm::BufferView buf = bucket.buffer();
+  float* base = buf.as<float>();
+  uint64_t iteration = 0;
+  BucketPlan* plan = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    iteration = state_.iteration;
+    if (iteration >= static_cast<uint64_t>(options_.startPowerSgdIter) && buf.count > 0) {
+      auto& slot = plans_[bucket.identity()];
+      if (slot == nullptr || slot->total != buf.count) {
+        slot = std::make_unique<BucketPlan>();
+        slot->total = buf.count;
+        slot->side = squareSide(buf.count);
+        slot->rank = std::min<size_t>(slot->side, static_cast<size_t>(options_.matrixApproximationRank));
+        slot->square.resize(slot->side * slot->side);
+        slot->p.resize(slot->side * slot->rank);
+        slot->q.resize(slot->side * slot->rank);
+      }
+      plan = slot.get();
+      plan->slices.clear();
+      const auto& grads = bucket.gradients();
+      for (size_t i = 0; i < grads.size(); ++i) {
+        if (grads[i].count == 0) continue;
+        BucketPlan::Slice s;
+        s.offset = static_cast<size_t>(static_cast<const float*>(grads[i].data) - base);
+        s.numel = grads[i].count;
+        s.key = tensorKey(bucket, i);
+        if (options_.useErrorFeedback) {
+          PowerSgdTensorState& ts = state_.tensors[s.key];
+          if (ts.rows != s.numel || ts.cols != 1) ts = PowerSgdTensorState{s.numel, 1, {}, 0, {}};
+          s.state = &ts;
+        }
+        plan->slices.push_back(std::move(s));
+      }
+      PowerSgdBucketState& bs = state_.buckets[bucket.identity()];
+      if (bs.side != plan->side || bs.rank != plan->rank) bs = PowerSgdBucketState{plan->side, plan->rank, {}};
+      plan->bucketState = &bs;
+    }
+  }
+  if (plan == nullptr) return runAllreduce(bucket);
+  account(bucket, plan->total, 2 * plan->side * plan->rank);
+
+  const Device cpu = Device::cpu();
+  // Error feedback in, then the padded square copy.
+  for (auto& s : plan->slices) {
+    if (s.state == nullptr) continue;
+    if (s.state->error.size() == s.numel) {
+      DDP_RETURN_IF_ERROR(ops::errorFeedbackAdd(cpu, base + s.offset, s.state->error.data(), s.numel));
+    } else {
+      s.state->error.assign(s.numel, 0.0f);
+    }
+  }
+  std::memcpy(plan->square.data(), base, plan->total * sizeof(float));
+  std::fill(plan->square.begin() + static_cast<std::ptrdiff_t>(plan->total), plan->square.end(), 0.0f);
+
+  PowerSgdBucketState& bs = *plan->bucketState;
+  if (options_.warmStart && bs.q.size() == plan->q.size()) {
+    std::memcpy(plan->q.data(), bs.q.data(), bs.q.size() * sizeof(float));
+  } else {
+    ops::fillStandardNormal(plan->q.data(), plan->q.size(), qSeed(iteration, bucket.identity()));
+  }
+  const size_t n = plan->side, r = plan->rank;
+  const float eps = options_.orthogonalizationEpsilon;
+  DDP_RETURN_IF_ERROR(ops::orthogonalize(cpu, plan->q.data(), 1, n, r, eps));
+  DDP_RETURN_IF_ERROR(ops::computeP(cpu, plan->square.data(), plan->q.data(), plan->p.data(), 1, n, n, r));
+  comm::WorkPtr pWork = backend_.allreduce(comm::viewOf(plan->p.data(), plan->p.size()), comm::ReduceOp::kSum);
+  DDP_RETURN_IF_ERROR(pWork->wait().withContext(where + ": allreduce of P"));
+  DDP_RETURN_IF_ERROR(ops::orthogonalize(cpu, plan->p.data(), 1, n, r, eps));
+  DDP_RETURN_IF_ERROR(ops::computeQ(cpu, plan->square.data(), plan->p.data(), plan->q.data(), 1, n, n, r));
+  HookResult result;
+  result.work = backend_.allreduce(comm::viewOf(plan->q.data(), plan->q.size()), comm::ReduceOp::kSum);
+  const bool isLast = bucket.isLast();
+  result.finish = [this, plan, base, isLast]() { return finishBucket(plan, base, isLast); };
+  return result;
+}
+
+Status BatchedPowerSgdHook::finishBucket(BucketPlan* plan, float* base, bool isLast) {
+  const Device cpu = Device::cpu();
+  const size_t n = plan->side, r = plan->rank;
+  DDP_RETURN_IF_ERROR(ops::scale(cpu, plan->q.data(), plan->q.size(), 1.0f / static_cast<float>(backend_.size())));
+  if (options_.warmStart) plan->bucketState->q = plan->q;
+  DDP_RETURN_IF_ERROR(ops::decompress(cpu, plan->p.data(), plan->q.data(), plan->square.data(), 1, n, n, r));
+  if (options_.useErrorFeedback) {
+    // bucket = S~, square = M - S~ (the error), then each tensor keeps its slice.
+    DDP_RETURN_IF_ERROR(ops::errorFeedbackUpdate(cpu, base, plan->square.data(), plan->total));
+    for (const auto& s : plan->slices) {
+      std::memcpy(s.state->error.data(), plan->square.data() + s.offset, s.numel * sizeof(float));
+    }
+  } else {
+    std::memcpy(base, plan->square.data(), plan->total * sizeof(float));
+  }
+  advance(isLast);
+  return Status::ok();
+}
+
+}  // namespace ddp

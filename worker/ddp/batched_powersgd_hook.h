@@ -1,0 +1,52 @@
+#pragma once
+// BatchedPowerSgdHook: PyTorch's batched_powerSGD_hook. The whole bucket (n elements) is one
+// square matrix of side ceil(sqrt(n)), zero-padded, compressed at rank min(side, rank): fewer,
+// larger products than PowerSgdHook (faster, less accurate: the matrix mixes layers). Same
+// error feedback, warm start, start iteration and statistics; the options' minCompressionRate
+// and batchTensorsWithSameShape do not apply.
+//
+// Per bucket, from the start iteration on (before it: divide by world and allreduce): M += e;
+// S = M padded to side x side; orthogonalise Q; P = S Q; allreduce P; orthogonalise P;
+// Q = S^T P; allreduce Q (in flight). finish(): Q /= world; S~ = P Q^T replaces the bucket;
+// e = M - S~. Collectives per bucket: allreduce(P), allreduce(Q).
+//
+// State (Note [PowerSGD state keys]): Q per bucket identity (it only means something for one
+// layout); error feedback per tensor key. Unlike PyTorch, the padding's error is not carried
+// (padding stays zero), so the error survives a change of bucket layout.
+//
+// Thread model: see PowerSgdHookBase.
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "worker/ddp/powersgd_hook_base.h"
+
+namespace ddp {
+
+class BatchedPowerSgdHook final : public PowerSgdHookBase {
+ public:
+  static constexpr const char* kName = "batched_powersgd";
+
+  BatchedPowerSgdHook(comm::Backend& backend, PowerSgdOptions options = {});
+  // As the constructor, but InvalidArgument for invalid options.
+  static Result<std::unique_ptr<BatchedPowerSgdHook>> create(comm::Backend& backend, PowerSgdOptions options);
+
+  ~BatchedPowerSgdHook() override;
+
+  Result<HookResult> run(GradBucket& bucket) override;
+
+  // ceil(sqrt(n)).
+  static uint64_t squareSide(uint64_t n);
+
+ private:
+  struct BucketPlan;
+
+  void clearPlans() override;
+  Status finishBucket(BucketPlan* plan, float* base, bool isLast);
+
+  std::map<uint64_t, std::unique_ptr<BucketPlan>> plans_;  // by bucket identity; guarded by mu_
+};
+
+}  // namespace ddp

@@ -1,0 +1,113 @@
+#include "worker/ddp/powersgd_state.h"
+
+#include "common/binary_io.h"
+
+namespace ddp {
+
+uint64_t stableHash(std::string_view s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+namespace {
+
+constexpr const char* kWhat = "PowerSGD state";
+
+Status checkSize(const std::vector<float>& v, uint64_t want, const std::string& what) {
+  if (!v.empty() && v.size() != want) {
+    return dataLoss(std::string(kWhat) + ": " + what + " holds " + std::to_string(v.size()) +
+                    " values, its shape says " + std::to_string(want));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+std::string PowerSgdState::serialize() const {
+  BinaryWriter w;
+  w.putString(hookName);
+  w.put<int32_t>(worldSize);
+  w.put<int32_t>(rank);
+  w.put<uint64_t>(iteration);
+  w.put<uint64_t>(randomSeed);
+  w.put<uint64_t>(stats.numelBeforeCompression);
+  w.put<uint64_t>(stats.numelAfterCompression);
+  w.put<uint64_t>(stats.bytesBeforeCompression);
+  w.put<uint64_t>(stats.bytesAfterCompression);
+  w.put<uint64_t>(nextStatsReport);
+  w.put<uint64_t>(tensors.size());
+  for (const auto& [key, t] : tensors) {
+    w.putString(key);
+    w.put<uint64_t>(t.rows);
+    w.put<uint64_t>(t.cols);
+    w.put<uint64_t>(t.rank);
+    w.putVector(t.error);
+    w.putVector(t.q);
+  }
+  w.put<uint64_t>(buckets.size());
+  for (const auto& [identity, b] : buckets) {
+    w.put<uint64_t>(identity);
+    w.put<uint64_t>(b.side);
+    w.put<uint64_t>(b.rank);
+    w.putVector(b.q);
+  }
+  return writeFramed(kMagic, kVersion, w.data());
+}
+
+Result<PowerSgdState> PowerSgdState::deserialize(std::string_view bytes) {
+  uint32_t version = 0;
+  DDP_ASSIGN_OR_RETURN(std::string payload, readFramed(bytes, kMagic, kVersion, &version, kWhat));
+  BinaryReader r(payload, kWhat);
+  PowerSgdState s;
+  DDP_RETURN_IF_ERROR(r.getString(&s.hookName));
+  DDP_RETURN_IF_ERROR(r.get(&s.worldSize));
+  DDP_RETURN_IF_ERROR(r.get(&s.rank));
+  DDP_RETURN_IF_ERROR(r.get(&s.iteration));
+  DDP_RETURN_IF_ERROR(r.get(&s.randomSeed));
+  DDP_RETURN_IF_ERROR(r.get(&s.stats.numelBeforeCompression));
+  DDP_RETURN_IF_ERROR(r.get(&s.stats.numelAfterCompression));
+  DDP_RETURN_IF_ERROR(r.get(&s.stats.bytesBeforeCompression));
+  DDP_RETURN_IF_ERROR(r.get(&s.stats.bytesAfterCompression));
+  DDP_RETURN_IF_ERROR(r.get(&s.nextStatsReport));
+  uint64_t nTensors = 0;
+  DDP_RETURN_IF_ERROR(r.get(&nTensors));
+  for (uint64_t i = 0; i < nTensors; ++i) {
+    std::string key;
+    PowerSgdTensorState t;
+    DDP_RETURN_IF_ERROR(r.getString(&key));
+    DDP_RETURN_IF_ERROR(r.get(&t.rows));
+    DDP_RETURN_IF_ERROR(r.get(&t.cols));
+    DDP_RETURN_IF_ERROR(r.get(&t.rank));
+    DDP_RETURN_IF_ERROR(r.getVector(&t.error));
+    DDP_RETURN_IF_ERROR(r.getVector(&t.q));
+    DDP_RETURN_IF_ERROR(checkSize(t.error, t.rows * t.cols, "error of '" + key + "'"));
+    DDP_RETURN_IF_ERROR(checkSize(t.q, t.cols * t.rank, "Q of '" + key + "'"));
+    if (!s.tensors.emplace(std::move(key), std::move(t)).second) {
+      return dataLoss(std::string(kWhat) + ": duplicate tensor key");
+    }
+  }
+  uint64_t nBuckets = 0;
+  DDP_RETURN_IF_ERROR(r.get(&nBuckets));
+  for (uint64_t i = 0; i < nBuckets; ++i) {
+    uint64_t identity = 0;
+    PowerSgdBucketState b;
+    DDP_RETURN_IF_ERROR(r.get(&identity));
+    DDP_RETURN_IF_ERROR(r.get(&b.side));
+    DDP_RETURN_IF_ERROR(r.get(&b.rank));
+    DDP_RETURN_IF_ERROR(r.getVector(&b.q));
+    DDP_RETURN_IF_ERROR(checkSize(b.q, b.side * b.rank, "Q of bucket " + std::to_string(identity)));
+    if (!s.buckets.emplace(identity, std::move(b)).second) {
+      return dataLoss(std::string(kWhat) + ": duplicate bucket identity");
+    }
+  }
+  if (!r.atEnd()) {
+    return dataLoss(std::string(kWhat) + ": " + std::to_string(r.remaining()) + " unexpected trailing bytes");
+  }
+  return s;
+}
+
+}  // namespace ddp

@@ -1,0 +1,73 @@
+#pragma once
+// PowerSgdState: everything PowerSgdHook / BatchedPowerSgdHook carry from one step to the next,
+// and its versioned, checksummed binary form (docs/POWERSGD.md, "State format").
+//
+// Note [PowerSGD state keys]
+// PyTorch keys error feedback and P/Q memories by bucket index. A restarted process's first
+// iteration runs with the pre-rebuild bucket layout, so index-keyed buffers land on the wrong
+// gradients and the resumed run silently diverges. Here:
+//  - error feedback and Q memories of PowerSgdHook are kept PER TENSOR, keyed by the parameter's
+//    name (or "bucket <identity>/<i>" for an unnamed one), so any bucket layout finds them;
+//  - the batched hook's Q (one square matrix per bucket) can only be keyed by the bucket's
+//    content identity (GradBucket::identity()); its error feedback is still per tensor;
+//  - P is not state: every step recomputes it as M Q before reading it;
+//  - the RNG is counter-based: a fresh Q for key k at iteration i is drawn from
+//    hash(randomSeed, i, k), so the RNG state is (randomSeed, iteration) and is independent of
+//    how many draws other buckets made.
+//
+// Thread model: plain value; the hooks guard theirs with their own mutex.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "worker/ddp/powersgd_options.h"
+
+namespace ddp {
+
+struct PowerSgdTensorState {
+  // The matrix view M (rows x cols) of the tensor the buffers belong to.
+  uint64_t rows = 0;
+  uint64_t cols = 0;
+  // rows * cols local compression error, or empty (none yet).
+  std::vector<float> error;
+  // Warm-start memory: Q (cols x rank, row-major) of the last step, or empty.
+  uint64_t rank = 0;
+  std::vector<float> q;
+};
+
+struct PowerSgdBucketState {
+  // Batched hook: the bucket is viewed as side x side; Q is side x rank.
+  uint64_t side = 0;
+  uint64_t rank = 0;
+  std::vector<float> q;
+};
+
+struct PowerSgdState {
+  static constexpr uint32_t kMagic = 0x44475350;  // "PSGD"
+  static constexpr uint32_t kVersion = 1;
+
+  std::string hookName;   // "powersgd" or "batched_powersgd"
+  int32_t worldSize = 0;  // at save time
+  int32_t rank = 0;       // at save time (informational)
+  uint64_t iteration = 0;
+  uint64_t randomSeed = 0;
+  CompressionStats stats;
+  uint64_t nextStatsReport = 0;
+  std::map<std::string, PowerSgdTensorState> tensors;
+  std::map<uint64_t, PowerSgdBucketState> buckets;
+
+  // The framed bytes (common/binary_io.h writeFramed with kMagic / kVersion).
+  std::string serialize() const;
+  // DataLoss on a bad frame (magic, version, length, checksum), truncated or trailing bytes, or
+  // buffers whose sizes contradict their shapes.
+  static Result<PowerSgdState> deserialize(std::string_view bytes);
+};
+
+// FNV-1a 64 of `s` (stable across builds; used to derive per-tensor seeds).
+uint64_t stableHash(std::string_view s);
+
+}  // namespace ddp
