@@ -115,7 +115,10 @@ GlooBackend::~GlooBackend() {
   }
   {
     std::lock_guard<std::mutex> lock(live_->mu);
-    busy = busy || !live_->works.empty();  // some Work not complete yet
+    for (const auto& [seq, weak] : live_->works) {  // some Work not complete yet
+      auto w = weak.lock();
+      busy = busy || (w && !w->isCompleted());
+    }
   }
   if (busy) abort(abortedError("backend destroyed with ops still pending"));
   cv_.notify_all();
@@ -412,11 +415,12 @@ void GlooBackend::executorLoop() {
 }
 
 void GlooBackend::finishTask(Task& task, const Status& st) {
+  // Posted p2p ops are completed by GlooP2p; a single op's task Work is its member's Work; a
+  // batch's Work completes when its members have.
   for (auto& m : task.members) {
-    if (!isCollective(m.type) && st.isOk()) continue;  // p2p: completed by GlooP2p
+    if (!isCollective(m.type) && st.isOk()) continue;
     m.work->complete(st);
   }
-  if (!task.batch) task.work->complete(st);
 }
 
 void GlooBackend::runTask(Task& task) {
@@ -454,9 +458,12 @@ void GlooBackend::runTask(Task& task) {
     st = internalError(what + ": gloo error: " + e.what());
     fatal = true;
   }
+  if (fatal) {
+    abortWith(st, [&] { finishTask(task, st); });
+    return;
+  }
   if (!st.isOk() && isAborted()) st = abortStatus();
   finishTask(task, st);
-  if (fatal) abort(st);
 }
 
 Status GlooBackend::runCollective(const Op& op, uint64_t collSeq, std::chrono::milliseconds timeout) {
@@ -548,12 +555,17 @@ void GlooBackend::signalTransport(const std::string& msg) {
   }
 }
 
-void GlooBackend::abort(const Status& reason) {
+void GlooBackend::abort(const Status& reason) { abortWith(reason, nullptr); }
+
+void GlooBackend::abortWith(const Status& reason, const std::function<void()>& failCulprit) {
   std::vector<std::shared_ptr<CompletionWork>> pending;
   Status st;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (aborted_) return;
+    if (aborted_) {
+      if (failCulprit) failCulprit();
+      return;
+    }
     aborted_ = true;
     abortStatus_ = abortedError("communicator " + group_ + " aborted: " + reason.toString());
     st = abortStatus_;
@@ -562,6 +574,9 @@ void GlooBackend::abort(const Status& reason) {
     coalescing_ = false;
   }
   cv_.notify_all();
+  // The op that caused the abort keeps its own status (Timeout, transport error); it is
+  // completed after the flag is set so its waiters already see isAborted().
+  if (failCulprit) failCulprit();
   {
     std::lock_guard<std::mutex> lock(live_->mu);
     for (auto& [seq, weak] : live_->works) {
@@ -583,9 +598,8 @@ void GlooBackend::onWatchdogTimeout(const WatchedOp& op, const Status& st) {
   }
   if (!work || work->isCompleted()) return;
   flight_->recordEnded(op.seq, FlightState::kTimedOut, st.message());
-  work->complete(st);
   DDP_LOG(Error) << st.message() << "\n" << flight_->dump(group_);
-  abort(st);
+  abortWith(st, [&] { work->complete(st); });
 }
 
 }  // namespace ddp::comm

@@ -43,6 +43,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -119,6 +120,9 @@ class GlooBackend final : public Backend {
   void finishTask(Task& task, const Status& st);
   void onWatchdogTimeout(const WatchedOp& op, const Status& st);
   void signalTransport(const std::string& msg);
+  // abort(), running `failCulprit` (which completes the op that caused it with its own status)
+  // after the aborted flag is set and before the other ops fail.
+  void abortWith(const Status& reason, const std::function<void()>& failCulprit);
   Status validateOp(const Op& op) const;
   // Records the op in the flight recorder, watchdog and live table; its completion undoes that.
   void track(const std::shared_ptr<CompletionWork>& work, const std::string& name);
