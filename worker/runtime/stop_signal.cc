@@ -1,0 +1,25 @@
+#include "worker/runtime/stop_signal.h"
+
+#include <signal.h>
+
+namespace ddp::runtime {
+namespace {
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+void onSignal(int) { g_stop.store(true, std::memory_order_relaxed); }
+}  // namespace
+
+const std::atomic<bool>& installStopSignalHandlers() {
+  struct sigaction sa {};
+  sa.sa_handler = onSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  return g_stop;
+}
+
+const std::atomic<bool>& stopFlag() { return g_stop; }
+void requestStop() { g_stop.store(true); }
+
+}  // namespace ddp::runtime

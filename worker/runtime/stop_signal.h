@@ -1,0 +1,18 @@
+#pragma once
+// StopSignal: SIGTERM / SIGINT set a process-wide flag that the trainer reads at step
+// boundaries (it then checkpoints and exits cleanly; see docs/TRAINING.md "Stopping").
+// Thread model: install() once from main before threads start; the flag is an atomic, read by
+// any thread; the handler only stores to it (async-signal-safe).
+
+#include <atomic>
+
+namespace ddp::runtime {
+
+// Installs the handlers (idempotent) and returns the flag they set.
+const std::atomic<bool>& installStopSignalHandlers();
+// The flag without installing anything (false unless a handler fired or requestStop was called).
+const std::atomic<bool>& stopFlag();
+// Sets the flag as a signal would (tests, embedding code).
+void requestStop();
+
+}  // namespace ddp::runtime
