@@ -55,6 +55,8 @@ Join::Join(std::vector<Joinable*> joinables, JoinOptions options)
     c.joined = false;
     c.join = this;
   }
+  hooks_.reserve(joinables_.size());
+  for (Joinable* j : joinables_) hooks_.push_back(j->joinHook(options_.hookOptions));
 }
 
 Result<std::unique_ptr<Join>> Join::create(std::vector<Joinable*> joinables, JoinOptions options) {
@@ -98,14 +100,13 @@ Status Join::finish(Deadline deadline) {
   finished_ = true;
   if (!options_.enable) return Status::ok();
   for (Joinable* j : joinables_) j->joinConfig_.joined = true;
-  std::vector<std::unique_ptr<JoinHook>> hooks;
-  hooks.reserve(joinables_.size());
-  for (Joinable* j : joinables_) hooks.push_back(j->joinHook(options_.hookOptions));
+  auto& hooks = hooks_;
   comm::Backend& pg = joinables_.front()->joinProcessGroup();
 
   bool isLastJoiner = true;
   while (true) {
     DDP_ASSIGN_OR_RETURN(int active, countActive(deadline));
+    lastActiveCount_ = active;
     if (active == 0) break;
     if (options_.throwOnEarlyTermination) {
       // Matches the active ranks' second notify allreduce, which then reports a joined rank.

@@ -82,6 +82,8 @@ class Join {
   // Shadow rounds run by finish() so far (each with count > 0), and whether the skew warning fired.
   int rounds() const { return rounds_; }
   bool warnedSkew() const { return warnedSkew_; }
+  // Ranks still active in the current shadow round (read by main hooks; 0 before finish()).
+  int lastActiveCount() const { return lastActiveCount_; }
 
  private:
   Join(std::vector<Joinable*> joinables, JoinOptions options);
@@ -89,6 +91,10 @@ class Join {
 
   std::vector<Joinable*> joinables_;
   JoinOptions options_;
+  // Created at construction, like PyTorch: a joinable reads its hook options (e.g. DDP's
+  // divideByInitialWorldSize) while the rank is still active.
+  std::vector<std::unique_ptr<JoinHook>> hooks_;
+  int lastActiveCount_ = 0;
   bool finished_ = false;
   int rounds_ = 0;
   bool warnedSkew_ = false;

@@ -42,6 +42,7 @@ struct JoinConfig {
 class Joinable {
  public:
   virtual ~Joinable() = default;
+  // Called once, by Join::create(); the joinable may keep options it needs while active.
   virtual std::unique_ptr<JoinHook> joinHook(const JoinHookOptions& options) = 0;
   virtual Device joinDevice() const = 0;
   virtual comm::Backend& joinProcessGroup() = 0;

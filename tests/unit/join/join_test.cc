@@ -39,6 +39,7 @@ class SumJoinable final : public Joinable {
 
   double total = 0;
   std::vector<int> activeSeen;
+  std::vector<int> activeInShadow;  // Join::lastActiveCount() in each main hook
   std::optional<bool> lastJoiner;
   JoinHookOptions seenOptions;
 
@@ -47,6 +48,7 @@ class SumJoinable final : public Joinable {
     explicit Hook(SumJoinable& j) : j(j) {}
     Status mainHook(Deadline) override {
       if (j.log_) j.log_->push_back(j.name_ + ":main");
+      j.activeInShadow.push_back(j.joinConfig().join->lastActiveCount());
       return j.allreduceAdd(0.f);
     }
     Status postHook(bool isLast, Deadline) override {
@@ -95,12 +97,16 @@ TEST(JoinTest, UnevenInputsWorld3NoHangAndSumsMatchOracle) {
     opts.hookOptions.extra["k"] = "v";
     auto join = Join::create({&j}, opts);
     ASSERT_TRUE(join.isOk()) << join.status();
+    EXPECT_FALSE(j.seenOptions.divideByInitialWorldSize);  // hooks are made at create()
     for (int i = 0; i < batches[rank]; ++i) ASSERT_TRUE(j.iterate(valueOf(rank, i)).isOk());
     ASSERT_TRUE((*join)->finish(soon()).isOk());
     // The notify allreduce counted the active ranks of every iteration this rank ran.
     EXPECT_EQ(j.activeSeen, std::vector<int>(activeOracle.begin(), activeOracle.begin() + batches[rank]));
     EXPECT_FALSE(j.seenOptions.divideByInitialWorldSize);
     EXPECT_EQ(j.seenOptions.extra.at("k"), "v");
+    std::vector<int> shadowOracle;
+    for (int i = batches[rank]; i < 30; ++i) shadowOracle.push_back(activeOracle[i]);
+    EXPECT_EQ(j.activeInShadow, shadowOracle);
     totals[rank] = j.total;
     last[rank] = j.lastJoiner;
     rounds[rank] = (*join)->rounds();
