@@ -1,0 +1,78 @@
+#pragma once
+// Shared helpers of the reducer tests: the single-process oracle and gradient comparison.
+// Thread model: plain functions.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tests/support/local_backend.h"
+#include "tests/unit/ddp/linear_stack.h"
+#include "worker/ddp/default_hooks.h"
+#include "worker/ddp/reducer.h"
+
+namespace ddp::testing {
+
+inline constexpr int kRowsPerRank = 5;
+
+inline const std::vector<LayerSpec>& mixedLayers() {
+  static const std::vector<LayerSpec> layers = {
+      {8, 16, DType::kF32}, {5, 3, DType::kF64}, {8, 4, DType::kF32}, {3, 1, DType::kF32}, {7, 2, DType::kF64}};
+  return layers;
+}
+
+// Gradients of a single process on rows [row0, row0 + rows) of `step`'s batch (sum over `steps`
+// list: gradient accumulation), from rank 0's initial parameters.
+inline std::vector<std::vector<double>> oracleGrads(const std::vector<LayerSpec>& layers,
+                                                    const std::vector<uint64_t>& steps, int row0, int rows,
+                                                    int skipLayer = -1) {
+  LinearStack ref(layers, /*initSeed=*/1);
+  for (uint64_t s : steps) ref.backward(s, row0, rows, {}, skipLayer);
+  std::vector<std::vector<double>> out;
+  for (size_t i = 0; i < ref.parameters().size(); ++i) out.push_back(ref.grad(i));
+  return out;
+}
+
+// |got - want| <= tol * max(1, max|want|) for every element of every parameter.
+inline void expectGradsNear(LinearStack& model, const std::vector<std::vector<double>>& want, double tol,
+                            const std::string& what) {
+  for (size_t i = 0; i < want.size(); ++i) {
+    const auto got = model.grad(i);
+    double scale = 1.0;
+    for (double w : want[i]) scale = std::max(scale, std::fabs(w));
+    for (size_t j = 0; j < got.size(); ++j) {
+      ASSERT_NEAR(got[j], want[i][j], tol * scale) << what << ": param " << i << " elem " << j;
+    }
+  }
+}
+
+// Hooks by name; "none" means the reducer's default path.
+inline std::unique_ptr<CommHook> hookByName(const std::string& name, comm::Backend& backend) {
+  if (name == "allreduce") return makeAllreduceHook(backend);
+  if (name == "fp16") return makeFp16CompressHook(backend);
+  if (name == "bf16") return makeBf16CompressHook(backend);
+  if (name == "fp16_wrapper") return makeFp16Wrapper(makeAllreduceHook(backend));
+  if (name == "bf16_wrapper") return makeBf16Wrapper(makeAllreduceHook(backend));
+  if (name == "noop") return makeNoopHook();
+  return nullptr;
+}
+
+inline double toleranceFor(const std::string& hook) {
+  if (hook == "bf16" || hook == "bf16_wrapper") return 2e-2;
+  if (hook == "fp16" || hook == "fp16_wrapper") return 2e-3;
+  return 1e-5;
+}
+
+inline comm::LocalGroupOptions fastGroup() {
+  comm::LocalGroupOptions o;
+  o.timeout = std::chrono::seconds(20);
+  return o;
+}
+
+inline Deadline stepDeadline() { return Deadline::after(std::chrono::seconds(20)); }
+
+}  // namespace ddp::testing

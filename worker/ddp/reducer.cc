@@ -1,0 +1,510 @@
+#include "worker/ddp/reducer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <unordered_set>
+#include <utility>
+
+#include "kernels/bucket_ops.h"
+#include "kernels/cast_ops.h"
+#include "worker/ddp/replica_sync.h"
+
+namespace ddp {
+namespace {
+
+constexpr Duration kCompletionPoll = std::chrono::milliseconds(1);
+constexpr size_t kNoBucket = static_cast<size_t>(-1);
+
+kernels::FlatView flat(const comm::BufferView& v) { return {v.data, v.count, v.dtype, v.device}; }
+comm::BufferView gradOf(const Parameter* p) { return {p->grad, p->numel(), p->dtype, p->device}; }
+
+std::string paramLabel(const std::vector<Parameter*>& params, size_t i) {
+  return "parameter " + std::to_string(i) + " ('" + params[i]->name + "')";
+}
+
+uint64_t bucketIdentity(const std::vector<Parameter*>& params, const BucketSpec& spec) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  auto mix = [&h](uint64_t v) {
+    h ^= v;
+    h *= 0x100000001b3ull;
+  };
+  for (size_t idx : spec.params) {
+    for (char c : params[idx]->name) mix(static_cast<unsigned char>(c));
+    mix(0xff);
+    for (int64_t d : params[idx]->shape) mix(static_cast<uint64_t>(d));
+    mix(static_cast<uint64_t>(params[idx]->dtype) + 0x100);
+  }
+  return h;
+}
+
+}  // namespace
+
+Status ReducerOptions::validate() const {
+  const BucketPlanOptions planOptions{bucketCapBytes, firstBucketCapBytes};
+  DDP_RETURN_IF_ERROR(planOptions.validate());
+  if (reduceDtype && !kernels::isFloatingDType(*reduceDtype)) {
+    return invalidArgument(std::string("ReducerOptions.reduceDtype: ") + dtypeName(*reduceDtype) +
+                           " is not a floating dtype");
+  }
+  if (reduceDtype && gradientAsBucketView) {
+    return invalidArgument("ReducerOptions: reduceDtype (mixed precision) needs separate buckets; it cannot be "
+                           "combined with gradientAsBucketView");
+  }
+  if (timeout <= Duration::zero()) return invalidArgument("ReducerOptions.timeout must be > 0");
+  return Status::ok();
+}
+
+Reducer::Reducer(comm::Backend& backend, std::vector<Parameter*> params, ReducerOptions options)
+    : backend_(backend), params_(std::move(params)), options_(std::move(options)), sync_(std::make_shared<Sync>()),
+      ready_(params_.size(), false), usedSinceSync_(params_.size(), false) {}
+
+Result<std::unique_ptr<Reducer>> Reducer::create(comm::Backend& backend, std::vector<Parameter*> params,
+                                                 ReducerOptions options, std::vector<comm::BufferView> buffers) {
+  DDP_RETURN_IF_ERROR(options.validate());
+  std::unordered_set<const Parameter*> seen;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Parameter* p = params[i];
+    if (p == nullptr) return invalidArgument("Reducer: parameter " + std::to_string(i) + " is null");
+    if (!seen.insert(p).second) return invalidArgument("Reducer: " + paramLabel(params, i) + " registered twice");
+    if (!kernels::isFloatingDType(p->dtype)) {
+      return invalidArgument("Reducer: " + paramLabel(params, i) + " has dtype " + dtypeName(p->dtype) +
+                             " (gradients need f32, f64, f16 or bf16)");
+    }
+    if (p->numel() > 0 && (p->data == nullptr || (p->grad == nullptr && !options.gradientAsBucketView))) {
+      return invalidArgument("Reducer: " + paramLabel(params, i) + " has null data or grad");
+    }
+    if (!backend.supportsDevice(p->device.type)) {
+      return invalidArgument("Reducer: " + paramLabel(params, i) + " is on " + p->device.toString() +
+                             ", which backend '" + backend.name() + "' does not support");
+    }
+  }
+  const Deadline deadline = Deadline::after(options.timeout);
+  DDP_RETURN_IF_ERROR(verifyParameterSignatures(backend, params, deadline));
+  if (options.broadcastAtStart) {
+    std::vector<comm::BufferView> views;
+    for (const Parameter* p : params) views.push_back({p->data, p->numel(), p->dtype, p->device});
+    views.insert(views.end(), buffers.begin(), buffers.end());
+    DDP_RETURN_IF_ERROR(broadcastFrom(backend, views, 0, deadline));
+  }
+  std::unique_ptr<Reducer> r(new Reducer(backend, std::move(params), std::move(options)));
+  DDP_RETURN_IF_ERROR(r->buildBuckets(BucketPlan::reverseOrder(r->params_.size())));
+  r->commThread_ = std::thread([raw = r.get()] { raw->commLoop(); });
+  return r;
+}
+
+Reducer::~Reducer() {
+  {
+    std::lock_guard<std::mutex> lock(sync_->mu);
+    sync_->stop = true;
+  }
+  sync_->cv.notify_all();
+  if (commThread_.joinable()) commThread_.join();
+}
+
+Status Reducer::buildBuckets(const std::vector<size_t>& order) {
+  std::vector<ParamLayout> layouts;
+  layouts.reserve(params_.size());
+  for (const Parameter* p : params_) layouts.push_back({p->numel(), p->dtype, p->device});
+  DDP_ASSIGN_OR_RETURN(BucketPlan plan,
+                       BucketPlan::compute(layouts, order, {options_.bucketCapBytes, options_.firstBucketCapBytes}));
+  std::vector<Bucket> buckets(plan.numBuckets());
+  for (size_t b = 0; b < plan.numBuckets(); ++b) {
+    const BucketSpec& spec = plan.buckets()[b];
+    Bucket& bk = buckets[b];
+    bk.dtype = options_.reduceDtype.value_or(spec.dtype);
+    DDP_ASSIGN_OR_RETURN(bk.storage, kernels::FlatBuffer::allocate(spec.numel, bk.dtype, spec.device));
+    const comm::BufferView whole{bk.storage.data(), spec.numel, bk.dtype, spec.device};
+    std::vector<Parameter*> members;
+    for (size_t k = 0; k < spec.params.size(); ++k) {
+      Parameter* p = params_[spec.params[k]];
+      bk.views.push_back(whole.slice(spec.offsets[k], p->numel()));
+      members.push_back(p);
+    }
+    bk.grad = std::make_unique<GradBucket>(b, b + 1 == plan.numBuckets(), whole, bk.views, members,
+                                           bucketIdentity(params_, spec));
+    bk.pending = spec.params.size();
+  }
+  if (options_.gradientAsBucketView) {
+    // Note: the old grad storage (model-owned or the previous bucket) is read before the swap.
+    for (size_t i = 0; i < params_.size(); ++i) {
+      Parameter* p = params_[i];
+      const comm::BufferView slot = buckets[plan.bucketOf(i)].views[plan.positionOf(i)];
+      if (p->grad != nullptr && p->numel() > 0) {
+        DDP_RETURN_IF_ERROR(kernels::castScaled(flat(slot), flat(gradOf(p)), 1.0));
+      }
+      p->grad = slot.data;
+    }
+  }
+  plan_ = std::move(plan);
+  buckets_ = std::move(buckets);
+  return Status::ok();
+}
+
+Status Reducer::registerCommHook(std::unique_ptr<CommHook> hook) {
+  if (hook == nullptr) return invalidArgument("registerCommHook: null hook");
+  if (hook_ != nullptr) {
+    return alreadyExists("registerCommHook: a comm hook ('" + hook_->name() + "') is already registered; '" +
+                         hook->name() + "' rejected");
+  }
+  if (stepActive_ || syncedSteps_ + noSyncSteps_ + shadowSteps_ > 0) {
+    return failedPrecondition("registerCommHook('" + hook->name() + "'): register hooks before the first step");
+  }
+  hook_ = std::move(hook);
+  return Status::ok();
+}
+
+Status Reducer::setBucketReducedCallback(std::function<void(GradBucket&)> callback) {
+  if (stepActive_) return failedPrecondition("setBucketReducedCallback: not during a step");
+  bucketCallback_ = std::move(callback);
+  return Status::ok();
+}
+
+Status Reducer::setNoSync(bool noSync) {
+  if (stepActive_ && noSync != noSync_) {
+    return failedPrecondition(std::string("setNoSync(") + (noSync ? "true" : "false") +
+                              ") during a step: change it between finalize() and the next backward");
+  }
+  noSync_ = noSync;
+  return Status::ok();
+}
+
+Status Reducer::brokenStatus() const {
+  return broken_.withContext("Reducer unusable after an earlier failure (recreate it)");
+}
+
+double Reducer::packScale() const { return hook_ ? 1.0 : 1.0 / static_cast<double>(backend_.size()); }
+
+Status Reducer::packParam(size_t i) {
+  Parameter* p = params_[i];
+  const comm::BufferView slot = buckets_[plan_.bucketOf(i)].views[plan_.positionOf(i)];
+  const double scale = packScale();
+  if (options_.gradientAsBucketView) {
+    if (p->grad != slot.data) {
+      return failedPrecondition(paramLabel(params_, i) + ": Parameter::grad no longer points into its bucket "
+                                "(gradientAsBucketView: the model must not rebind grad)");
+    }
+    return kernels::scaleInPlace(flat(slot), scale);
+  }
+  return kernels::castScaled(flat(slot), flat(gradOf(p)), scale);
+}
+
+void Reducer::launchReadyBuckets() {
+  bool pushed = false;
+  {
+    std::lock_guard<std::mutex> lock(sync_->mu);
+    while (nextLaunch_ < buckets_.size() && buckets_[nextLaunch_].ready) {
+      sync_->queue.push_back(nextLaunch_++);
+      pushed = true;
+    }
+  }
+  if (pushed) sync_->cv.notify_all();
+}
+
+Status Reducer::markGradReady(size_t index) {
+  if (!broken_.isOk()) return brokenStatus();
+  Status st;
+  if (index >= params_.size()) {
+    st = invalidArgument("markGradReady(" + std::to_string(index) + "): only " + std::to_string(params_.size()) +
+                         " parameters registered");
+  } else if (ready_[index]) {
+    st = failedPrecondition("markGradReady: gradient of " + paramLabel(params_, index) +
+                            " marked ready twice in one step");
+  }
+  if (st.isOk()) {
+    stepActive_ = true;
+    ready_[index] = true;
+    ++readyCount_;
+    usedSinceSync_[index] = true;
+    if (noSync_) return Status::ok();
+    if (options_.rebuildBuckets && !rebuilt_) readyOrder_.push_back(index);
+    st = packParam(index);
+    if (st.isOk()) {
+      Bucket& bk = buckets_[plan_.bucketOf(index)];
+      if (--bk.pending == 0) {
+        bk.ready = true;
+        launchReadyBuckets();
+      }
+      return Status::ok();
+    }
+  }
+  stepActive_ = true;
+  if (stepError_.isOk()) stepError_ = st;
+  return st;
+}
+
+GradReadyFn Reducer::gradReadyFn() {
+  return [this](size_t index) { (void)markGradReady(index); };  // errors surface in finalize()
+}
+
+Status Reducer::waitForBuckets(Deadline deadline, const char* what) {
+  std::unique_lock<std::mutex> lock(sync_->mu);
+  const size_t target = nextLaunch_;
+  const bool finished = sync_->cv.wait_until(lock, deadline.at(), [&] { return sync_->done >= target; });
+  if (!sync_->error.isOk()) return sync_->error;
+  if (!finished) {
+    return timeoutError(std::string(what) + ": " + std::to_string(target - sync_->done) + " of " +
+                        std::to_string(target) + " buckets still being reduced at the deadline (first: bucket " +
+                        std::to_string(sync_->done) + ")");
+  }
+  return Status::ok();
+}
+
+void Reducer::resetStep() {
+  stepActive_ = false;
+  nextLaunch_ = 0;
+  readyCount_ = 0;
+  std::fill(ready_.begin(), ready_.end(), false);
+  for (size_t b = 0; b < buckets_.size(); ++b) {
+    buckets_[b].pending = plan_.buckets()[b].params.size();
+    buckets_[b].ready = false;
+  }
+  std::lock_guard<std::mutex> lock(sync_->mu);
+  sync_->done = 0;
+  sync_->shadow = false;
+  stepError_ = Status::ok();
+}
+
+Status Reducer::finalize(Deadline deadline) {
+  if (!broken_.isOk()) return brokenStatus();
+  if (!stepError_.isOk()) {
+    Status st = stepError_;
+    (void)waitForBuckets(deadline, "finalize after a failed markGradReady");
+    broken_ = st;
+    return st;
+  }
+  if (noSync_) {
+    ++noSyncSteps_;
+    resetStep();
+    return Status::ok();
+  }
+  if (readyCount_ < params_.size()) {
+    if (!options_.findUnusedParameters) {
+      std::string names;
+      size_t listed = 0;
+      for (size_t i = 0; i < params_.size() && listed < 3; ++i) {
+        if (!ready_[i]) names += (listed++ ? ", " : "") + paramLabel(params_, i);
+      }
+      Status st = failedPrecondition(
+          "finalize before all buckets are ready: " + std::to_string(params_.size() - readyCount_) + " of " +
+          std::to_string(params_.size()) + " gradients not marked ready (" + names +
+          (params_.size() - readyCount_ > listed ? ", ..." : "") +
+          "); mark every gradient, or set findUnusedParameters if some get none");
+      (void)waitForBuckets(deadline, "finalize with missing gradients");
+      broken_ = st;
+      return st;
+    }
+    // Unused parameters: reduce what no_sync steps accumulated for them, else zero.
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (ready_[i]) continue;
+      Status st = usedSinceSync_[i]
+                      ? packParam(i)
+                      : kernels::fillZero(flat(buckets_[plan_.bucketOf(i)].views[plan_.positionOf(i)]));
+      if (!st.isOk()) {
+        broken_ = st.withContext("finalize: unused " + paramLabel(params_, i));
+        return broken_;
+      }
+      ready_[i] = true;
+      ++readyCount_;
+      Bucket& bk = buckets_[plan_.bucketOf(i)];
+      if (--bk.pending == 0) bk.ready = true;
+    }
+    launchReadyBuckets();
+  }
+  Status st = waitForBuckets(deadline, "finalize");
+  if (!st.isOk()) {
+    broken_ = st;
+    return st;
+  }
+  ++syncedSteps_;
+  resetStep();
+  std::fill(usedSinceSync_.begin(), usedSinceSync_.end(), false);
+  return rebuildIfDue(deadline);
+}
+
+Status Reducer::runShadowStep(Deadline deadline) {
+  if (!broken_.isOk()) return brokenStatus();
+  if (stepActive_) return failedPrecondition("runShadowStep: a step is in progress (call finalize first)");
+  if (noSync_) return failedPrecondition("runShadowStep: no_sync is set (a shadow step shadows a synced step)");
+  {
+    std::lock_guard<std::mutex> lock(sync_->mu);
+    sync_->shadow = true;
+  }
+  stepActive_ = true;
+  for (auto& bk : buckets_) {
+    Status st = kernels::fillZero(flat(bk.grad->buffer()));
+    if (!st.isOk()) {
+      broken_ = st.withContext("runShadowStep");
+      return broken_;
+    }
+    bk.ready = true;
+  }
+  launchReadyBuckets();
+  Status st = waitForBuckets(deadline, "runShadowStep");
+  if (!st.isOk()) {
+    broken_ = st;
+    return st;
+  }
+  ++shadowSteps_;
+  resetStep();
+  std::fill(usedSinceSync_.begin(), usedSinceSync_.end(), false);
+  return rebuildIfDue(deadline);
+}
+
+Status Reducer::rebuildIfDue(Deadline deadline) {
+  if (!options_.rebuildBuckets || rebuilt_) return Status::ok();
+  rebuilt_ = true;
+  const size_t n = params_.size();
+  if (n == 0) return Status::ok();
+  // Rank 0's observed order, completed with parameters it never saw (unused ones, or all of them
+  // after a shadow step) in the current plan's order.
+  std::vector<int64_t> order;
+  std::vector<bool> seen(n, false);
+  for (size_t i : readyOrder_) {
+    if (!seen[i]) {
+      seen[i] = true;
+      order.push_back(static_cast<int64_t>(i));
+    }
+  }
+  for (size_t i : plan_.flatOrder()) {
+    if (!seen[i]) order.push_back(static_cast<int64_t>(i));
+  }
+  readyOrder_.clear();
+  Status st = broadcastFrom(backend_, {comm::viewOf(order.data(), order.size())}, 0, deadline);
+  if (!st.isOk()) {
+    broken_ = st.withContext("bucket rebuild");
+    return broken_;
+  }
+  std::vector<size_t> newOrder(order.begin(), order.end());
+  if (newOrder == plan_.flatOrder()) return Status::ok();
+  st = buildBuckets(newOrder);
+  if (!st.isOk()) broken_ = st.withContext("bucket rebuild");
+  return st;
+}
+
+comm::BufferView Reducer::bucketBuffer(size_t b) const { return buckets_.at(b).grad->buffer(); }
+
+ReducerStats Reducer::stats() const {
+  ReducerStats s;
+  s.syncedSteps = syncedSteps_;
+  s.noSyncSteps = noSyncSteps_;
+  s.shadowSteps = shadowSteps_;
+  std::lock_guard<std::mutex> lock(sync_->mu);
+  s.hookSeconds = hookSeconds_;
+  s.bucketsReduced = bucketsReduced_;
+  return s;
+}
+
+// ---- comm thread ----
+
+void Reducer::commLoop() {
+  std::deque<size_t> inflight;  // buckets whose hook ran, in bucket order
+  std::optional<Deadline> stopDeadline;
+  for (;;) {
+    size_t toRun = kNoBucket;
+    bool shadow = false;
+    {
+      std::unique_lock<std::mutex> lock(sync_->mu);
+      for (;;) {
+        if (!sync_->queue.empty()) {
+          toRun = sync_->queue.front();
+          sync_->queue.pop_front();
+          break;
+        }
+        if (!inflight.empty()) {
+          const auto& work = buckets_[inflight.front()].result.work;
+          if (work == nullptr || work->isCompleted()) break;
+        }
+        if (sync_->stop) {
+          if (inflight.empty()) return;
+          if (!stopDeadline) stopDeadline = Deadline::after(options_.timeout);
+          if (stopDeadline->expired()) return;  // a collective hung past the timeout: give up
+        }
+        if (inflight.empty()) sync_->cv.wait(lock);
+        else sync_->cv.wait_for(lock, kCompletionPoll);
+      }
+      shadow = sync_->shadow;
+    }
+    if (toRun != kNoBucket) {
+      runBucket(toRun);
+      inflight.push_back(toRun);
+    } else {
+      completeBucket(inflight.front(), shadow);
+      inflight.pop_front();
+    }
+  }
+}
+
+void Reducer::runBucket(size_t b) {
+  Bucket& bk = buckets_[b];
+  bk.result = HookResult{};
+  {
+    std::lock_guard<std::mutex> lock(sync_->mu);
+    if (!sync_->error.isOk()) return;  // an earlier bucket failed: issue nothing more
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  Result<HookResult> r = hook_ ? hook_->run(*bk.grad)
+                               : Result<HookResult>(HookResult{backend_.allreduce(bk.grad->buffer(), comm::ReduceOp::kSum), {}});
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  {
+    std::lock_guard<std::mutex> lock(sync_->mu);
+    hookSeconds_ += secs;
+    if (!r.isOk()) {
+      if (sync_->error.isOk()) {
+        sync_->error = r.status().withContext("DDP bucket " + std::to_string(b) + " (hook '" +
+                                              (hook_ ? hook_->name() : std::string("default allreduce")) + "')");
+      }
+      return;
+    }
+  }
+  bk.result = std::move(r).value();
+  if (auto cw = std::dynamic_pointer_cast<comm::CompletionWork>(bk.result.work)) {
+    // Wake the comm thread as soon as the op completes instead of at the next poll. The callback
+    // may run right here (already complete) or on the backend's thread after the reducer is
+    // gone, so it holds only the shared Sync, and no lock is held while registering it.
+    cw->onComplete([sync = sync_](const Status&) {
+      { std::lock_guard<std::mutex> lock(sync->mu); }
+      sync->cv.notify_all();
+    });
+  }
+}
+
+void Reducer::completeBucket(size_t b, bool shadow) {
+  Bucket& bk = buckets_[b];
+  bool earlierError;
+  {
+    std::lock_guard<std::mutex> lock(sync_->mu);
+    earlierError = !sync_->error.isOk();
+  }
+  Status st;
+  if (!earlierError) {
+    if (bk.result.work) st = bk.result.work->status();
+    if (st.isOk() && bk.result.finish) {
+      const auto t0 = std::chrono::steady_clock::now();
+      st = bk.result.finish();
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::lock_guard<std::mutex> lock(sync_->mu);
+      hookSeconds_ += secs;
+    }
+    if (st.isOk() && !shadow && !options_.gradientAsBucketView) {
+      const BucketSpec& spec = plan_.buckets()[b];
+      std::vector<kernels::FlatView> grads;
+      grads.reserve(spec.params.size());
+      for (size_t idx : spec.params) grads.push_back(flat(gradOf(params_[idx])));
+      st = kernels::unpackBucket(flat(bk.grad->buffer()), grads, 1.0);
+    }
+    if (st.isOk() && !shadow && bucketCallback_) bucketCallback_(*bk.grad);
+  }
+  bk.result = HookResult{};
+  {
+    std::lock_guard<std::mutex> lock(sync_->mu);
+    if (!st.isOk() && sync_->error.isOk()) {
+      sync_->error = st.withContext("DDP bucket " + std::to_string(b) + " (hook '" +
+                                    (hook_ ? hook_->name() : std::string("default allreduce")) + "')");
+    }
+    ++sync_->done;
+    ++bucketsReduced_;
+  }
+  sync_->cv.notify_all();
+}
+
+}  // namespace ddp
