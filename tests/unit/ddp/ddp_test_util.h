@@ -29,9 +29,9 @@ inline const std::vector<LayerSpec>& mixedLayers() {
 // list: gradient accumulation), from rank 0's initial parameters.
 inline std::vector<std::vector<double>> oracleGrads(const std::vector<LayerSpec>& layers,
                                                     const std::vector<uint64_t>& steps, int row0, int rows,
-                                                    int skipLayer = -1) {
+                                                    const std::vector<int>& skip = {}) {
   LinearStack ref(layers, /*initSeed=*/1);
-  for (uint64_t s : steps) ref.backward(s, row0, rows, {}, skipLayer);
+  for (uint64_t s : steps) ref.backward(s, row0, rows, {}, skip);
   std::vector<std::vector<double>> out;
   for (size_t i = 0; i < ref.parameters().size(); ++i) out.push_back(ref.grad(i));
   return out;
@@ -74,5 +74,30 @@ inline comm::LocalGroupOptions fastGroup() {
 }
 
 inline Deadline stepDeadline() { return Deadline::after(std::chrono::seconds(20)); }
+
+}  // namespace ddp::testing
+
+namespace ddp::testing {
+
+// Average over ranks of each rank's local gradients: what DDP must produce when ranks differ in
+// which layers they use. localSteps(r) lists rank r's (step, skipped layers) micro-steps.
+struct MicroStep {
+  uint64_t step;
+  std::vector<int> skip;
+};
+inline std::vector<std::vector<double>> averagedLocalGrads(const std::vector<LayerSpec>& layers, int world,
+                                                           const std::function<std::vector<MicroStep>(int)>& localSteps) {
+  std::vector<std::vector<double>> sum;
+  for (int r = 0; r < world; ++r) {
+    LinearStack ref(layers, 1);
+    for (const auto& m : localSteps(r)) ref.backward(m.step, r * kRowsPerRank, kRowsPerRank, {}, m.skip);
+    for (size_t i = 0; i < ref.parameters().size(); ++i) {
+      auto g = ref.grad(i);
+      if (sum.size() <= i) sum.emplace_back(g.size(), 0.0);
+      for (size_t j = 0; j < g.size(); ++j) sum[i][j] += g[j] / world;
+    }
+  }
+  return sum;
+}
 
 }  // namespace ddp::testing

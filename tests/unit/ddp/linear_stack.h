@@ -7,6 +7,7 @@
 // [r*B, (r+1)*B) of the concatenated batch are the same rows a single process would see.
 // Thread model: one thread per instance.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -77,14 +78,14 @@ class LinearStack {
   }
 
   // Accumulates the gradient of the mean loss over global rows [row0, row0 + rows) of `step`'s
-  // batch. `skipLayer` (optional) gets no gradient and no ready call (an unused layer).
+  // batch. Layers in `skip` get no gradient and no ready call (unused layers).
   // `betweenLayers(k)` runs after layer k's parameters were marked ready.
-  void backward(uint64_t step, int row0, int rows, const GradReadyFn& ready, int skipLayer = -1,
+  void backward(uint64_t step, int row0, int rows, const GradReadyFn& ready, const std::vector<int>& skip = {},
                 const std::function<void(int)>& betweenLayers = {}) {
     const int d = maxIn();
     std::vector<double> x(d);
     for (int k = static_cast<int>(layers_.size()) - 1; k >= 0; --k) {
-      if (k == skipLayer) continue;
+      if (std::find(skip.begin(), skip.end(), k) != skip.end()) continue;
       const auto& l = layers_[k];
       Parameter& w = params_[2 * k];
       Parameter& b = params_[2 * k + 1];

@@ -169,7 +169,7 @@ TEST(ReducerTest, FirstBucketIsReducedWhileBackwardGoesOn) {
                     }).isOk());
         bool sawOverlap = false;
         const int lastLayer = static_cast<int>(mixedLayers().size()) - 1;
-        model.backward(0, rank * kRowsPerRank, kRowsPerRank, (*r)->gradReadyFn(), -1, [&](int k) {
+        model.backward(0, rank * kRowsPerRank, kRowsPerRank, (*r)->gradReadyFn(), {}, [&](int k) {
           if (k != lastLayer) return;
           const Deadline d = Deadline::after(std::chrono::seconds(10));
           while (!bucket0Done && !d.expired()) std::this_thread::sleep_for(std::chrono::microseconds(200));
