@@ -1,0 +1,220 @@
+#include "worker/comm/http_store_client.h"
+
+#include <httplib.h>
+
+#include <charconv>
+#include <thread>
+
+#include "worker/comm/http_store_wire.h"
+#include "worker/comm/in_memory_store.h"
+
+namespace ddp::comm {
+
+namespace {
+
+constexpr Duration kGrace = std::chrono::milliseconds(250);
+constexpr Duration kMinTimeout = std::chrono::milliseconds(1);
+
+std::string keyQuery(const std::vector<std::string>& keys) {
+  std::string q;
+  for (const auto& k : keys) {
+    q += (q.empty() ? "?" : "&");
+    q += std::string(store_wire::kKeyParam) + "=" + store_wire::encode(k);
+  }
+  return q;
+}
+
+std::string target(const char* path, const std::string& key, const std::string& extra = "") {
+  return std::string(path) + keyQuery({key}) + extra;
+}
+
+std::string joinKeys(const std::vector<std::string>& keys) {
+  std::string out;
+  for (const auto& k : keys) out += (out.empty() ? "" : ", ") + k;
+  return out;
+}
+
+int64_t waitMs(Deadline deadline, Duration longPoll) {
+  auto d = std::min(deadline.remaining(), longPoll);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+}  // namespace
+
+Status HttpStoreClientOptions::validate() const {
+  if (connectTimeout <= Duration::zero()) return invalidArgument("store client connectTimeout must be > 0");
+  if (requestTimeout <= Duration::zero()) return invalidArgument("store client requestTimeout must be > 0");
+  if (longPoll <= Duration::zero()) return invalidArgument("store client longPoll must be > 0");
+  if (retryBackoff <= Duration::zero()) return invalidArgument("store client retryBackoff must be > 0");
+  return Status::ok();
+}
+
+HttpStoreClient::HttpStoreClient(std::string host, int port, HttpStoreClientOptions options)
+    : host_(std::move(host)),
+      port_(port),
+      address_(host_ + ":" + std::to_string(port_)),
+      options_(std::move(options)) {}
+
+Result<std::unique_ptr<HttpStoreClient>> HttpStoreClient::connect(const std::string& address,
+                                                                  HttpStoreClientOptions options) {
+  DDP_RETURN_IF_ERROR(options.validate());
+  std::string a = address;
+  if (a.rfind("http://", 0) == 0) a = a.substr(7);
+  while (!a.empty() && a.back() == '/') a.pop_back();
+  const size_t colon = a.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0) {
+    return invalidArgument("store address '" + address + "' is not host:port");
+  }
+  auto [p, ec] = std::from_chars(a.data() + colon + 1, a.data() + a.size(), port);
+  if (ec != std::errc() || p != a.data() + a.size() || port <= 0 || port > 65535) {
+    return invalidArgument("store address '" + address + "' has no valid port");
+  }
+  return std::make_unique<HttpStoreClient>(a.substr(0, colon), port, std::move(options));
+}
+
+Result<HttpStoreClient::Reply> HttpStoreClient::call(Method method, const std::string& tgt,
+                                                     const std::string& body, Deadline deadline,
+                                                     Duration readTimeout,
+                                                     const std::string& what) const {
+  while (true) {
+    const Duration left = std::max(deadline.remaining(), kMinTimeout);
+    httplib::Client cli(host_, port_);
+    cli.set_keep_alive(false);
+    cli.set_url_encode(false);  // targets are already percent-encoded
+    cli.set_connection_timeout(std::min(options_.connectTimeout, left));
+    cli.set_read_timeout(std::max(readTimeout, kMinTimeout));
+    cli.set_write_timeout(left + kGrace);
+    httplib::Result r = [&] {
+      switch (method) {
+        case Method::kGet: return cli.Get(tgt.c_str());
+        case Method::kPut: return cli.Put(tgt.c_str(), body, "application/octet-stream");
+        case Method::kPost: return cli.Post(tgt.c_str(), body, "application/octet-stream");
+        case Method::kDelete: return cli.Delete(tgt.c_str());
+      }
+      return cli.Get(tgt.c_str());
+    }();
+    if (r) {
+      Reply reply;
+      reply.status = r->status;
+      reply.body = r->body;
+      reply.missing = r->status == 404 && r->has_header(store_wire::kMissingHeader);
+      return reply;
+    }
+    const httplib::Error err = r.error();
+    if (err == httplib::Error::Connection && !deadline.expired()) {
+      std::this_thread::sleep_for(std::min(options_.retryBackoff, deadline.remaining()));
+      continue;
+    }
+    return unavailable("store server " + address_ + " unreachable during " + what + ": " +
+                       httplib::to_string(err) +
+                       (err == httplib::Error::Connection ? " (retried until the deadline)" : ""));
+  }
+}
+
+Status HttpStoreClient::replyError(const Reply& reply, const std::string& what) const {
+  const std::string from = "store server " + address_;
+  switch (reply.status) {
+    case 400:
+    case 413:
+      return invalidArgument(from + " rejected " + what + " (HTTP " + std::to_string(reply.status) +
+                             "): " + reply.body);
+    case 409: return invalidArgument(reply.body);
+    case 503: return unavailable(from + ": " + reply.body);
+    default:
+      return internalError(from + " answered HTTP " + std::to_string(reply.status) + " to " + what +
+                           ": " + reply.body);
+  }
+}
+
+Status HttpStoreClient::set(const std::string& key, const std::string& value) {
+  const std::string what = "set '" + key + "'";
+  DDP_ASSIGN_OR_RETURN(Reply r, call(Method::kPut, target(store_wire::kValuePath, key), value,
+                                     requestDeadline(), options_.requestTimeout, what));
+  return r.status == 200 ? Status::ok() : replyError(r, what);
+}
+
+Result<std::string> HttpStoreClient::get(const std::string& key, Deadline deadline) {
+  const std::string what = "get '" + key + "'";
+  while (true) {
+    const int64_t ms = waitMs(deadline, options_.longPoll);
+    const std::string tgt = target(store_wire::kValuePath, key,
+                                   "&" + std::string(store_wire::kWaitParam) + "=" + std::to_string(ms));
+    DDP_ASSIGN_OR_RETURN(Reply r, call(Method::kGet, tgt, "", deadline,
+                                       std::chrono::milliseconds(ms) + kGrace, what));
+    if (r.status == 200) return std::move(r.body);
+    if (!r.missing) return replyError(r, what);
+    if (deadline.expired()) {
+      return timeoutError("store get: key '" + key + "' not set before the deadline (server " + address_ + ")");
+    }
+  }
+}
+
+Result<int64_t> HttpStoreClient::add(const std::string& key, int64_t delta) {
+  const std::string what = "add '" + key + "'";
+  const std::string tgt = target(store_wire::kAddPath, key,
+                                 "&" + std::string(store_wire::kDeltaParam) + "=" + std::to_string(delta));
+  DDP_ASSIGN_OR_RETURN(Reply r, call(Method::kPost, tgt, "", requestDeadline(), options_.requestTimeout, what));
+  if (r.status != 200) return replyError(r, what);
+  int64_t v = 0;
+  if (!parseStoreInt(r.body, &v)) {
+    return internalError("store server " + address_ + " answered " + what + " with a non-integer: '" + r.body + "'");
+  }
+  return v;
+}
+
+Result<std::string> HttpStoreClient::compareSet(const std::string& key, const std::string& expected,
+                                                const std::string& desired) {
+  const std::string what = "compare_set '" + key + "'";
+  const std::string tgt = target(store_wire::kCompareSetPath, key,
+                                 "&" + std::string(store_wire::kExpectedLenParam) + "=" +
+                                     std::to_string(expected.size()));
+  DDP_ASSIGN_OR_RETURN(Reply r, call(Method::kPost, tgt, expected + desired, requestDeadline(),
+                                     options_.requestTimeout, what));
+  if (r.status != 200) return replyError(r, what);
+  return std::move(r.body);
+}
+
+Result<bool> HttpStoreClient::check(const std::vector<std::string>& keys) {
+  const std::string what = "check [" + joinKeys(keys) + "]";
+  DDP_ASSIGN_OR_RETURN(Reply r, call(Method::kGet, std::string(store_wire::kCheckPath) + keyQuery(keys),
+                                     "", requestDeadline(), options_.requestTimeout, what));
+  if (r.status != 200) return replyError(r, what);
+  return r.body == "1";
+}
+
+Result<bool> HttpStoreClient::deleteKey(const std::string& key) {
+  const std::string what = "delete '" + key + "'";
+  DDP_ASSIGN_OR_RETURN(Reply r, call(Method::kDelete, target(store_wire::kValuePath, key), "",
+                                     requestDeadline(), options_.requestTimeout, what));
+  if (r.status != 200) return replyError(r, what);
+  return r.body == "1";
+}
+
+Status HttpStoreClient::wait(const std::vector<std::string>& keys, Deadline deadline) {
+  const std::string what = "wait [" + joinKeys(keys) + "]";
+  while (true) {
+    const int64_t ms = waitMs(deadline, options_.longPoll);
+    std::string tgt = std::string(store_wire::kWaitPath) + keyQuery(keys);
+    tgt += (keys.empty() ? "?" : "&") + std::string(store_wire::kWaitParam) + "=" + std::to_string(ms);
+    DDP_ASSIGN_OR_RETURN(Reply r, call(Method::kGet, tgt, "", deadline,
+                                       std::chrono::milliseconds(ms) + kGrace, what));
+    if (r.status == 200) return Status::ok();
+    if (!r.missing) return replyError(r, what);
+    if (deadline.expired()) {
+      std::string missing;
+      size_t start = 0;
+      while (start < r.body.size()) {
+        size_t end = r.body.find('\n', start);
+        if (end == std::string::npos) end = r.body.size();
+        const std::string k = store_wire::decode(r.body.substr(start, end - start));
+        missing += (missing.empty() ? "" : ", ") + k;
+        start = end + 1;
+      }
+      return timeoutError("store wait: keys not set before the deadline: " + missing + " (server " +
+                          address_ + ")");
+    }
+  }
+}
+
+}  // namespace ddp::comm
