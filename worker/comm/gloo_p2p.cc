@@ -30,7 +30,8 @@ struct GlooP2p::Pending {
 };
 
 GlooP2p::GlooP2p(std::shared_ptr<::gloo::Context> context) : context_(std::move(context)) {
-  thread_ = std::thread([this] { run(); });
+  sends_.thread = std::thread([this] { run(sends_); });
+  recvs_.thread = std::thread([this] { run(recvs_); });
 }
 
 GlooP2p::~GlooP2p() { stop(); }
@@ -41,12 +42,13 @@ void GlooP2p::stop() {
     stopping_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (sends_.thread.joinable()) sends_.thread.join();
+  if (recvs_.thread.joinable()) recvs_.thread.join();
 }
 
 bool GlooP2p::busy() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return inFlight_ || !queue_.empty();
+  return sends_.inFlight || recvs_.inFlight || !sends_.queue.empty() || !recvs_.queue.empty();
 }
 
 Status GlooP2p::post(P2pRequest req) {
@@ -72,7 +74,8 @@ Status GlooP2p::post(P2pRequest req) {
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(std::move(p));
+    Lane& lane = p->req.isSend ? sends_ : recvs_;
+    lane.queue.push_back(std::move(p));
   }
   cv_.notify_all();
   return Status::ok();
@@ -115,22 +118,22 @@ Status GlooP2p::complete(Pending& p) {
   }
 }
 
-void GlooP2p::run() {
+void GlooP2p::run(Lane& lane) {
   for (;;) {
     std::unique_ptr<Pending> p;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping and drained
-      p = std::move(queue_.front());
-      queue_.pop_front();
-      inFlight_ = true;
+      cv_.wait(lock, [&] { return stopping_ || !lane.queue.empty(); });
+      if (lane.queue.empty()) return;  // stopping and drained
+      p = std::move(lane.queue.front());
+      lane.queue.pop_front();
+      lane.inFlight = true;
     }
     Status st = complete(*p);
     p->req.work->complete(std::move(st));
     p.reset();
     std::lock_guard<std::mutex> lock(mu_);
-    inFlight_ = false;
+    lane.inFlight = false;
   }
 }
 

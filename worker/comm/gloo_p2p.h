@@ -8,10 +8,13 @@
 // in issue order: for a recv it reads the header, and if the sizes agree receives the payload
 // into the caller's buffer; if they disagree it drains the payload into scratch memory and
 // fails the recv with a message naming both sizes (Gloo itself would abort the process on a
-// size mismatch). Sends complete once their payload has left.
+// size mismatch). Sends complete once their payload has left. Sends and recvs are completed
+// by two threads, each in issue order: a send's completion waits for the peer's payload
+// receive, which the peer's recv thread posts, and a recv's completion only waits for peers'
+// post() calls, so two ranks that both send before they receive cannot deadlock.
 //
-// Thread model: post() is called by one thread at a time (the backend's executor); the
-// completion thread is started by the constructor and joined by stop()/the destructor. Before
+// Thread model: post() is called by one thread at a time (the backend's executor); the two
+// completion threads are started by the constructor and joined by stop()/the destructor. Before
 // stop() with requests still pending, signal the Gloo context (abort) so waits return.
 
 #include <chrono>
@@ -59,16 +62,20 @@ class GlooP2p {
 
  private:
   struct Pending;
-  void run();
+  struct Lane {
+    std::deque<std::unique_ptr<Pending>> queue;  // guarded by mu_
+    bool inFlight = false;                       // guarded by mu_
+    std::thread thread;
+  };
+  void run(Lane& lane);
   Status complete(Pending& p);
 
   std::shared_ptr<::gloo::Context> context_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::unique_ptr<Pending>> queue_;  // guarded by mu_
-  bool stopping_ = false;                        // guarded by mu_
-  bool inFlight_ = false;                        // guarded by mu_
-  std::thread thread_;
+  bool stopping_ = false;  // guarded by mu_
+  Lane sends_;
+  Lane recvs_;
 };
 
 }  // namespace ddp::comm
