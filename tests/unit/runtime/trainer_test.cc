@@ -1,0 +1,236 @@
+// Trainer over LocalBackend (ranks as threads) on synthetic data. Oracles: single-process
+// training on the concatenated batch, and an uninterrupted run for resume.
+#include "worker/runtime/trainer.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+
+#include "tests/support/local_backend.h"
+#include "worker/runtime/checkpoint_store.h"
+
+namespace ddp::runtime {
+namespace {
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "trainer_test_XXXXXX").string();
+    path_ = ::mkdtemp(tmpl.data());
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TrainerConfig smallConfig() {
+  TrainerConfig c;
+  c.job = "unit";
+  c.seed = 7;
+  c.model = ModelKind::kMlp;
+  c.mlp.inputs = 64;
+  c.mlp.hidden = {32};
+  c.mlp.classes = 4;
+  c.data = DataSource::kSynthetic;
+  c.synthetic.samples = 512;
+  c.synthetic.sampleShape = {64};
+  c.synthetic.classes = 4;
+  c.synthetic.separation = 4.0f;
+  c.synthetic.seed = 3;
+  c.syntheticTestSamples = 256;
+  c.batchSize = 16;
+  c.epochs = 2;
+  c.optimizer = optim::OptimizerConfig::sgd(0.05f, 0.9f);
+  c.logEverySteps = 1000;
+  c.evalBatchSize = 128;
+  return c;
+}
+
+struct RankOutput {
+  std::vector<std::vector<float>> params;
+  TrainResult result;
+};
+
+std::vector<std::vector<float>> copyParams(model::Sequential& m) {
+  std::vector<std::vector<float>> out;
+  for (Parameter* p : m.parameters()) {
+    const float* d = static_cast<const float*>(p->data);
+    out.emplace_back(d, d + p->numel());
+  }
+  return out;
+}
+
+// Runs the trainer on `world` thread-ranks; returns every rank's output.
+std::vector<RankOutput> train(int world, const TrainerConfig& config, TrainerIo io = {}) {
+  std::vector<RankOutput> out(static_cast<size_t>(world));
+  io.progress = nullptr;
+  comm::runLocalRanks(world, [&](int rank, comm::Backend& backend) {
+    auto trainer = Trainer::create(config, backend, io);
+    ASSERT_TRUE(trainer.isOk()) << trainer.status();
+    auto r = (*trainer)->run();
+    ASSERT_TRUE(r.isOk()) << r.status();
+    out[static_cast<size_t>(rank)] = {copyParams((*trainer)->model()), *r};
+  });
+  return out;
+}
+
+bool bitwiseEqual(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * 4) != 0) return false;
+  }
+  return true;
+}
+
+float maxAbsDiff(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  float m = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    for (size_t j = 0; j < a[i].size(); ++j) m = std::max(m, std::abs(a[i][j] - b[i][j]));
+  }
+  return m;
+}
+
+TEST(TrainerTest, LearnsAndReplicasStayIdentical) {
+  auto out = train(2, smallConfig());
+  EXPECT_EQ(out[0].result.steps, 2 * 512 / (2 * 16));
+  EXPECT_EQ(out[0].result.epochsCompleted, 2);
+  EXPECT_EQ(out[0].result.evalAccuracies.size(), 2u);
+  EXPECT_GT(out[0].result.testAccuracy, 0.85);
+  EXPECT_EQ(out[0].result.testAccuracy, out[1].result.testAccuracy);  // allreduced evaluation
+  EXPECT_TRUE(bitwiseEqual(out[0].params, out[1].params));
+}
+
+TEST(TrainerTest, TwoRanksMatchOneRankOnTheConcatenatedBatch) {
+  TrainerConfig c = smallConfig();
+  c.shuffle = false;
+  c.epochs = 1;
+  auto two = train(2, c);
+  TrainerConfig one = c;
+  one.batchSize = 2 * c.batchSize;
+  auto single = train(1, one);
+  EXPECT_EQ(two[0].result.steps, single[0].result.steps);
+  // Same samples per step, mean of two half-batch means == mean over the whole batch.
+  EXPECT_LT(maxAbsDiff(two[0].params, single[0].params), 2e-5f);
+}
+
+TEST(TrainerTest, GradientAccumulationMatchesTheLargerBatch) {
+  TrainerConfig c = smallConfig();
+  c.shuffle = false;
+  c.epochs = 1;
+  c.batchSize = 8;
+  c.gradAccumulation = 4;
+  auto acc = train(1, c);
+  TrainerConfig big = c;
+  big.batchSize = 32;
+  big.gradAccumulation = 1;
+  auto ref = train(1, big);
+  EXPECT_EQ(acc[0].result.steps, ref[0].result.steps);
+  EXPECT_LT(maxAbsDiff(acc[0].params, ref[0].params), 2e-5f);
+}
+
+TEST(TrainerTest, ResumeAfterStopIsBitwiseEqualToUninterruptedRun) {
+  for (int world : {2, 3}) {
+    SCOPED_TRACE("world " + std::to_string(world));
+    TrainerConfig c = smallConfig();
+    c.optimizer = optim::OptimizerConfig::adam(0.01f);
+    c.lr.kind = LrScheduleKind::kCosine;
+    c.lr.warmupSteps = 3;
+    auto reference = train(world, c);
+
+    TempDir dir;
+    c.checkpointDir = dir.path();
+    c.checkpointEverySteps = 4;
+    TrainerIo io;
+    io.stopAfterStep = 7;  // mid-epoch, between two periodic checkpoints
+    auto first = train(world, c, io);
+    ASSERT_TRUE(first[0].result.stopped);
+    ASSERT_EQ(first[0].result.steps, 7);
+    auto second = train(world, c);
+    ASSERT_TRUE(second[0].result.resumed);
+    EXPECT_EQ(second[0].result.startStep, 7);
+    EXPECT_EQ(second[0].result.steps, reference[0].result.steps);
+    for (int r = 0; r < world; ++r) {
+      EXPECT_TRUE(bitwiseEqual(second[r].params, reference[r].params)) << "rank " << r;
+    }
+    // The losses of the resumed steps are the uninterrupted run's, exactly.
+    const auto& ref = reference[0].result.stepLosses;
+    const auto& res = second[0].result.stepLosses;
+    ASSERT_EQ(res.size(), ref.size() - 7);
+    EXPECT_TRUE(std::equal(res.begin(), res.end(), ref.begin() + 7));
+    EXPECT_EQ(second[0].result.testAccuracy, reference[0].result.testAccuracy);
+  }
+}
+
+// Every optimizer / hook whose state lives in the checkpoint resumes to the same bits.
+TEST(TrainerTest, ResumeIsBitwiseForZeroFusedAdamAndPowerSgd) {
+  struct Variant {
+    const char* name;
+    std::function<void(TrainerConfig&)> apply;
+  };
+  const Variant variants[] = {
+      {"zero", [](TrainerConfig& c) { c.sharding = OptimizerSharding::kZero; }},
+      {"dfa", [](TrainerConfig& c) { c.sharding = OptimizerSharding::kFusedAdam; }},
+      {"powersgd", [](TrainerConfig& c) {
+         c.hook = HookKind::kPowerSgd;
+         c.powerSgd.matrixApproximationRank = 2;
+         c.powerSgd.startPowerSgdIter = 3;
+       }},
+      {"accumulation", [](TrainerConfig& c) { c.gradAccumulation = 2; }},
+  };
+  for (const auto& v : variants) {
+    SCOPED_TRACE(v.name);
+    TrainerConfig c = smallConfig();
+    c.optimizer = optim::OptimizerConfig::adam(0.01f);
+    v.apply(c);
+    auto reference = train(2, c);
+    EXPECT_GT(reference[0].result.testAccuracy, 0.8);
+    TempDir dir;
+    c.checkpointDir = dir.path();
+    TrainerIo io;
+    io.stopAfterStep = 5;
+    auto first = train(2, c, io);
+    ASSERT_TRUE(first[0].result.stopped);
+    auto second = train(2, c);
+    ASSERT_TRUE(second[0].result.resumed);
+    EXPECT_EQ(second[0].result.startStep, 5);
+    for (int r = 0; r < 2; ++r) EXPECT_TRUE(bitwiseEqual(second[r].params, reference[r].params)) << "rank " << r;
+  }
+}
+
+TEST(TrainerTest, CorruptLatestCheckpointFallsBackToThePreviousOne) {
+  TrainerConfig c = smallConfig();
+  auto reference = train(2, c);
+  TempDir dir;
+  c.checkpointDir = dir.path();
+  c.checkpointEverySteps = 4;
+  c.checkpointEachEpoch = false;
+  TrainerIo io;
+  io.stopAfterStep = 10;
+  train(2, c, io);  // checkpoints at 4, 8 and 10 (the stop)
+  CheckpointStore store(dir.path());
+  auto steps = store.listSteps();
+  ASSERT_TRUE(steps.isOk());
+  EXPECT_EQ(*steps, (std::vector<int64_t>{4, 8, 10}));
+  // Damage rank 1's shard of step 10: resume must use step 8 and still end identical.
+  {
+    std::string p = store.shardPath(10, 1);
+    FILE* f = std::fopen(p.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, -20, SEEK_END);
+    std::fputc(0x5a, f);
+    std::fclose(f);
+  }
+  auto second = train(2, c);
+  ASSERT_TRUE(second[0].result.resumed);
+  EXPECT_EQ(second[0].result.startStep, 8);
+  EXPECT_TRUE(bitwiseEqual(second[0].params, reference[0].params));
+}
+
+}  // namespace
+}  // namespace ddp::runtime

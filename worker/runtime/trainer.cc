@@ -1,0 +1,400 @@
+#include "worker/runtime/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "common/binary_io.h"
+#include "common/log.h"
+#include "worker/data/batch_iterator.h"
+#include "worker/data/distributed_sampler.h"
+#include "worker/ddp/reducer.h"
+#include "worker/model/param_io.h"
+#include "worker/runtime/checkpoint_coordinator.h"
+#include "worker/runtime/progress_reporter.h"
+#include "worker/runtime/training_setup.h"
+
+namespace ddp::runtime {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+constexpr uint32_t kTrainerStateMagic = 0x54525354;  // "TSRT"
+
+double secondsSince(SteadyClock::time_point t) {
+  return std::chrono::duration<double>(SteadyClock::now() - t).count();
+}
+
+// Position of the run, saved in every checkpoint ("trainer" section).
+struct TrainerState {
+  int64_t step = 0;   // optimizer steps done
+  int32_t epoch = 0;  // 0-based epoch in progress (== epochs when finished)
+  uint64_t seed = 0;
+  int32_t worldSize = 1;
+  int32_t batchSize = 0;
+
+  std::string encode() const {
+    BinaryWriter w;
+    w.put(step);
+    w.put(epoch);
+    w.put(seed);
+    w.put(worldSize);
+    w.put(batchSize);
+    return writeFramed(kTrainerStateMagic, 1, w.data());
+  }
+  static Result<TrainerState> decode(std::string_view frame) {
+    uint32_t version = 0;
+    DDP_ASSIGN_OR_RETURN(std::string payload, readFramed(frame, kTrainerStateMagic, 1, &version, "trainer state"));
+    BinaryReader r(payload, "trainer state");
+    TrainerState s;
+    DDP_RETURN_IF_ERROR(r.get(&s.step));
+    DDP_RETURN_IF_ERROR(r.get(&s.epoch));
+    DDP_RETURN_IF_ERROR(r.get(&s.seed));
+    DDP_RETURN_IF_ERROR(r.get(&s.worldSize));
+    DDP_RETURN_IF_ERROR(r.get(&s.batchSize));
+    return s;
+  }
+};
+
+}  // namespace
+
+struct Trainer::Impl {
+  TrainerConfig config;
+  comm::Backend& backend;
+  TrainerIo io;
+  TrainingData data;
+  std::unique_ptr<model::Sequential> model;
+  std::unique_ptr<Reducer> reducer;
+  std::unique_ptr<OptimizerRunner> optimizer;
+  std::optional<data::DistributedSampler> sampler;
+  std::unique_ptr<CheckpointCoordinator> checkpoints;
+  ProgressReporter reporter;
+  TrainerState state;
+  int64_t stepsPerEpoch = 0;
+  int64_t totalSteps = 0;
+  int32_t stopBuf = 0;
+  int64_t lastCheckpointStep = -1;  // the stop-flag allreduce's buffer (alive until its Work completes)
+
+  Impl(const TrainerConfig& c, comm::Backend& b, TrainerIo i)
+      : config(c), backend(b), io(i), reporter(i.format, i.progress) {}
+
+  Deadline opDeadline() const { return Deadline::after(config.collectiveTimeout); }
+  bool isRank0() const { return backend.rank() == 0; }
+  bool printing() const { return io.progress != nullptr; }
+
+  Status setup();
+  Status resume(TrainResult* result);
+  Result<std::string> checkpoint();
+  Result<model::BatchStats> evaluate();
+  float clipScale();
+  Result<TrainResult> run();
+};
+
+// Gradients are identical on every rank after the reduction, so the global norm is local.
+float Trainer::Impl::clipScale() {
+  double sq = 0;
+  for (Parameter* p : model->parameters()) {
+    const float* g = static_cast<const float*>(p->grad);
+    for (size_t i = 0, n = p->numel(); i < n; ++i) sq += static_cast<double>(g[i]) * g[i];
+  }
+  const double norm = std::sqrt(sq);
+  return norm > config.maxGradNorm ? static_cast<float>(config.maxGradNorm / (norm + 1e-6)) : 1.f;
+}
+
+Status Trainer::Impl::setup() {
+  DDP_RETURN_IF_ERROR(config.validate());
+  if (config.join) {
+    return unimplemented("spec.join.enabled: Join is not wired into the trainer in this build");
+  }
+  DDP_ASSIGN_OR_RETURN(data, loadTrainingData(config));
+  DDP_ASSIGN_OR_RETURN(model, buildModel(config));
+  model->reserve(std::max(config.batchSize, config.evalBatchSize));
+  if (config.data == DataSource::kSynthetic && data.train.sampleNumel() != model::shapeNumel(model->inputShape())) {
+    return invalidArgument("data.synthetic: sample shape does not match the model's input " +
+                           model::shapeString(model->inputShape()));
+  }
+  if (config.sharding != OptimizerSharding::kFusedAdam) {
+    DDP_ASSIGN_OR_RETURN(reducer, Reducer::create(backend, model->parameters(), makeReducerOptions(config)));
+    DDP_ASSIGN_OR_RETURN(auto hook, buildCommHook(config, backend));
+    DDP_RETURN_IF_ERROR(reducer->registerCommHook(std::move(hook)));
+  }
+  // Without a reducer (DistributedFusedAdam) nothing broadcasts rank 0's parameters: every rank
+  // initialised them from the same seed, bitwise identical (worker/model/sequential.h).
+  DDP_ASSIGN_OR_RETURN(optimizer, OptimizerRunner::create(config, model->parameters(), backend));
+
+  data::SamplerConfig sc;
+  sc.datasetSize = data.train.size();
+  sc.rank = backend.rank();
+  sc.worldSize = backend.size();
+  sc.shuffle = config.shuffle;
+  sc.seed = config.seed;
+  sc.mode = config.samplerMode;
+  sc.unevenCounts = config.unevenCounts;
+  DDP_ASSIGN_OR_RETURN(auto s, data::DistributedSampler::create(sc));
+  sampler.emplace(std::move(s));
+  const int64_t batches = (sampler->numSamples() + config.batchSize - 1) / config.batchSize;
+  stepsPerEpoch = (batches + config.gradAccumulation - 1) / config.gradAccumulation;
+  if (stepsPerEpoch <= 0) return invalidArgument("spec.data: no training samples for rank " + std::to_string(backend.rank()));
+  if (config.epochs == 0) {
+    config.epochs = static_cast<int>((config.maxSteps + stepsPerEpoch - 1) / stepsPerEpoch);
+  }
+  totalSteps = stepsPerEpoch * config.epochs;
+  if (config.maxSteps > 0) totalSteps = std::min(totalSteps, config.maxSteps);
+  config.lr.baseLr = config.optimizer.lr;
+  config.lr.totalSteps = totalSteps;
+  DDP_RETURN_IF_ERROR(config.lr.validate().withContext("optimizer.schedule"));
+
+  state.seed = config.seed;
+  state.worldSize = backend.size();
+  state.batchSize = config.batchSize;
+  if (!config.checkpointDir.empty()) {
+    checkpoints = std::make_unique<CheckpointCoordinator>(config.checkpointDir, backend, config.job,
+                                                          config.keepCheckpoints);
+  }
+  return Status::ok();
+}
+
+Status Trainer::Impl::resume(TrainResult* result) {
+  if (!checkpoints || !config.resume) return Status::ok();
+  DDP_ASSIGN_OR_RETURN(auto loaded, checkpoints->loadLatest(opDeadline()));
+  if (!loaded) return Status::ok();
+  const CheckpointShard& shard = loaded->shard;
+  DDP_ASSIGN_OR_RETURN(std::string_view ts, shard.section("trainer"));
+  DDP_ASSIGN_OR_RETURN(TrainerState saved, TrainerState::decode(ts));
+  if (saved.seed != state.seed || saved.batchSize != state.batchSize) {
+    return failedPrecondition("checkpoint " + loaded->path + " was written by a run with seed " +
+                              std::to_string(saved.seed) + " and batch size " + std::to_string(saved.batchSize) +
+                              "; this job has seed " + std::to_string(state.seed) + " and batch size " +
+                              std::to_string(state.batchSize) + " (use a fresh checkpoint directory)");
+  }
+  DDP_ASSIGN_OR_RETURN(std::string_view modelBytes, shard.section("model"));
+  DDP_RETURN_IF_ERROR(model::loadParameters(modelBytes, model->parameters(), model->ops()).withContext(loaded->path));
+  DDP_RETURN_IF_ERROR(optimizer->loadState(loaded->optimizerShards, backend.rank()).withContext(loaded->path));
+  if (auto hs = shard.section("comm_hook"); hs.isOk() && reducer && reducer->commHook()->hasState()) {
+    DDP_RETURN_IF_ERROR(reducer->commHook()->loadState(*hs).withContext(loaded->path));
+  }
+  DDP_ASSIGN_OR_RETURN(std::string_view ss, shard.section("sampler"));
+  DDP_ASSIGN_OR_RETURN(data::SamplerState samplerState, data::SamplerState::deserialize(std::string(ss)));
+  DDP_RETURN_IF_ERROR(sampler->restore(samplerState).withContext(loaded->path));
+  state.step = saved.step;
+  state.epoch = saved.epoch;
+  lastCheckpointStep = saved.step;
+  result->resumed = true;
+  result->startStep = saved.step;
+  DDP_LOG(Info) << "resumed from " << loaded->path << " at step " << saved.step << ", epoch " << saved.epoch + 1;
+  if (printing()) reporter.resume(saved.step, saved.epoch + 1, loaded->path);
+  return Status::ok();
+}
+
+Result<std::string> Trainer::Impl::checkpoint() {
+  const auto t0 = SteadyClock::now();
+  CheckpointShard shard;
+  shard.step = state.step;
+  shard.rank = backend.rank();
+  shard.worldSize = backend.size();
+  shard.sections["trainer"] = state.encode();
+  shard.sections["model"] = model::saveParameters(model->parameters(), model->ops());
+  DDP_ASSIGN_OR_RETURN(shard.sections["optimizer"], optimizer->saveState(opDeadline()));
+  if (reducer && reducer->commHook()->hasState()) {
+    DDP_ASSIGN_OR_RETURN(shard.sections["comm_hook"], reducer->commHook()->saveState());
+  }
+  shard.sections["sampler"] = sampler->state().serialize();
+  DDP_ASSIGN_OR_RETURN(std::string path, checkpoints->save(shard, opDeadline()));
+  lastCheckpointStep = state.step;
+  if (printing()) reporter.checkpoint(state.step, path, secondsSince(t0));
+  return path;
+}
+
+Result<model::BatchStats> Trainer::Impl::evaluate() {
+  const int64_t n = data.test.size();
+  const int64_t w = backend.size(), r = backend.rank();
+  const int64_t begin = n * r / w, end = n * (r + 1) / w;
+  model::BatchStats local;
+  if (end > begin) {
+    DDP_ASSIGN_OR_RETURN(local, model->evaluateAll(data.test.sample(begin), data.test.labels.data() + begin,
+                                                   end - begin, config.evalBatchSize));
+  }
+  double sums[3] = {local.lossSum, static_cast<double>(local.correct), static_cast<double>(local.count)};
+  auto work = backend.allreduce(comm::viewOf(sums, 3), comm::ReduceOp::kSum);
+  DDP_RETURN_IF_ERROR(work->wait(opDeadline()).withContext("evaluation allreduce"));
+  model::BatchStats global;
+  global.lossSum = sums[0];
+  global.correct = static_cast<int64_t>(std::llround(sums[1]));
+  global.count = static_cast<int64_t>(std::llround(sums[2]));
+  return global;
+}
+
+Result<TrainResult> Trainer::Impl::run() {
+  TrainResult result;
+  DDP_RETURN_IF_ERROR(resume(&result));
+  const auto runStart = SteadyClock::now();
+  if (printing()) {
+    reporter.start(config.job, backend.size(), model->describe(), model->numParameters(), totalSteps, config.epochs);
+  }
+  const int world = backend.size();
+  const bool perStepStopFlag = !config.join;
+  auto stopRequestedHere = [&]() {
+    return (io.stop != nullptr && io.stop->load()) || (io.stopAfterStep >= 0 && state.step + 1 >= io.stopAfterStep);
+  };
+  data::Batch batch;
+  int64_t logSteps = 0, logSamples = 0;
+  double logLoss = 0, logCorrect = 0, logCount = 0;
+  auto logStart = SteadyClock::now();
+  int64_t samplesHere = 0;
+  const GradReadyFn ready = reducer ? reducer->gradReadyFn() : optimizer->fusedAdam()->gradReadyFn();
+  bool finished = state.step >= totalSteps;
+
+  while (!finished && state.epoch < config.epochs) {
+    // A fresh epoch starts at position 0; a resumed one continues where the sampler was.
+    if (sampler->epoch() != static_cast<uint64_t>(state.epoch) || sampler->remaining() == sampler->numSamples()) {
+      if (sampler->epoch() != static_cast<uint64_t>(state.epoch)) sampler->setEpoch(static_cast<uint64_t>(state.epoch));
+    }
+    data::BatchIterator it(data.train, *sampler, config.batchSize);
+    while (state.step < totalSteps && sampler->remaining() > 0) {
+      const auto stepStart = SteadyClock::now();
+      comm::WorkPtr stopWork;
+      if (perStepStopFlag) {
+        stopBuf = stopRequestedHere() ? 1 : 0;
+        stopWork = backend.allreduce(comm::viewOf(&stopBuf, 1), comm::ReduceOp::kMax);
+      }
+      const int64_t remainingBatches = (sampler->remaining() + config.batchSize - 1) / config.batchSize;
+      const int micro = static_cast<int>(std::min<int64_t>(config.gradAccumulation, remainingBatches));
+      const float scale = 1.0f / static_cast<float>(micro);
+      model::BatchStats stepStats;
+      for (int m = 0; m < micro; ++m) {
+        auto t0 = SteadyClock::now();
+        if (!it.next(&batch)) return internalError("sampler ran out of data mid-step");
+        result.timings.data += secondsSince(t0);
+        if (reducer) DDP_RETURN_IF_ERROR(reducer->setNoSync(m + 1 < micro));
+        t0 = SteadyClock::now();
+        DDP_ASSIGN_OR_RETURN(model::BatchStats s,
+                             model->forwardBackward(batch.images.data(), batch.labels.data(), batch.size, ready, scale));
+        result.timings.compute += secondsSince(t0);
+        t0 = SteadyClock::now();
+        if (reducer) {
+          DDP_RETURN_IF_ERROR(reducer->finalize(opDeadline()).withContext("step " + std::to_string(state.step)));
+        } else {
+          // DistributedFusedAdam copied each gradient into its bucket when it was marked ready and
+          // accumulates the reduced shards itself: the model's gradients restart from zero.
+          model->zeroGrad();
+        }
+        result.timings.exposedComm += secondsSince(t0);
+        stepStats += s;
+      }
+      auto t0 = SteadyClock::now();
+      optimizer->setLr(config.lr.lrAt(state.step));
+      float gradScale = 1.f;
+      if (config.maxGradNorm > 0) gradScale = clipScale();
+      DDP_RETURN_IF_ERROR(optimizer->step(opDeadline(), gradScale).withContext("optimizer step " + std::to_string(state.step)));
+      model->zeroGrad();
+      result.timings.optimizer += secondsSince(t0);
+      ++state.step;
+      ++result.timings.steps;
+      result.stepLosses.push_back(stepStats.meanLoss());
+      samplesHere += stepStats.count;
+      logSteps++;
+      logSamples += stepStats.count;
+      logLoss += stepStats.lossSum;
+      logCorrect += static_cast<double>(stepStats.correct);
+      logCount += static_cast<double>(stepStats.count);
+      (void)stepStart;
+
+      if (printing() && (state.step % config.logEverySteps == 0 || state.step == totalSteps)) {
+        const double secs = secondsSince(logStart);
+        StepReport r;
+        r.step = state.step;
+        r.totalSteps = totalSteps;
+        r.epoch = state.epoch + 1;
+        r.epochs = config.epochs;
+        r.loss = logCount > 0 ? logLoss / logCount : 0;
+        r.accuracy = logCount > 0 ? logCorrect / logCount : 0;
+        r.lr = config.lr.lrAt(state.step - 1);
+        r.samplesPerSecond = secs > 0 ? static_cast<double>(logSamples) * world / secs : 0;
+        r.etaSeconds = secs > 0 ? secs / static_cast<double>(logSteps) * static_cast<double>(totalSteps - state.step) : 0;
+        reporter.step(r);
+        logSteps = logSamples = 0;
+        logLoss = logCorrect = logCount = 0;
+        logStart = SteadyClock::now();
+      }
+      if (checkpoints && config.checkpointEverySteps > 0 && state.step % config.checkpointEverySteps == 0 &&
+          sampler->remaining() > 0) {
+        DDP_RETURN_IF_ERROR(checkpoint().status());
+      }
+      if (stopWork) {
+        DDP_RETURN_IF_ERROR(stopWork->wait(opDeadline()).withContext("stop-flag allreduce"));
+        if (stopBuf != 0) {
+          if (checkpoints) DDP_RETURN_IF_ERROR(checkpoint().status());
+          result.stopped = true;
+          if (printing()) reporter.stop(state.step, checkpoints ? "stop requested; checkpoint written" : "stop requested (no checkpoint directory)");
+          DDP_LOG(Info) << "stop requested: stopped at step " << state.step;
+          result.steps = state.step;
+          result.epochsCompleted = state.epoch;
+          result.trainSeconds = secondsSince(runStart);
+          return result;
+        }
+      }
+    }
+    const bool epochDone = sampler->remaining() == 0;
+    finished = state.step >= totalSteps;
+    if (epochDone || finished) {
+      if (config.evalEachEpoch || finished) {
+        DDP_ASSIGN_OR_RETURN(model::BatchStats ev, evaluate());
+        result.testAccuracy = ev.accuracy();
+        result.testLoss = ev.meanLoss();
+        result.evalAccuracies.push_back(ev.accuracy());
+        if (printing()) {
+          reporter.eval({state.step, state.epoch + 1, ev.meanLoss(), ev.accuracy(), secondsSince(runStart)});
+        }
+      }
+    }
+    if (epochDone) {
+      ++state.epoch;
+      result.epochsCompleted = state.epoch;
+      if (state.epoch < config.epochs) sampler->setEpoch(static_cast<uint64_t>(state.epoch));
+      if (checkpoints && config.checkpointEachEpoch) DDP_RETURN_IF_ERROR(checkpoint().status());
+      if (!perStepStopFlag) {
+        // Join: the stop request is agreed on at epoch boundaries only.
+        int32_t flag = stopRequestedHere() ? 1 : 0;
+        auto w = backend.allreduce(comm::viewOf(&flag, 1), comm::ReduceOp::kMax);
+        DDP_RETURN_IF_ERROR(w->wait(opDeadline()));
+        if (flag != 0 && state.epoch < config.epochs) {
+          if (checkpoints && !config.checkpointEachEpoch) DDP_RETURN_IF_ERROR(checkpoint().status());
+          result.stopped = true;
+          if (printing()) reporter.stop(state.step, "stop requested");
+          break;
+        }
+      }
+    }
+  }
+  if (!result.stopped && result.evalAccuracies.empty()) {
+    // Nothing evaluated in this process (e.g. resumed at the very end): evaluate once.
+    DDP_ASSIGN_OR_RETURN(model::BatchStats ev, evaluate());
+    result.testAccuracy = ev.accuracy();
+    result.testLoss = ev.meanLoss();
+    result.evalAccuracies.push_back(ev.accuracy());
+    if (printing()) reporter.eval({state.step, state.epoch, ev.meanLoss(), ev.accuracy(), secondsSince(runStart)});
+  }
+  if (checkpoints && config.checkpointAtEnd && !result.stopped && state.step != lastCheckpointStep) {
+    DDP_RETURN_IF_ERROR(checkpoint().status());
+  }
+  result.steps = state.step;
+  result.trainSeconds = secondsSince(runStart);
+  const double stepSeconds = result.timings.compute + result.timings.exposedComm + result.timings.optimizer + result.timings.data;
+  result.samplesPerSecond = stepSeconds > 0 ? static_cast<double>(samplesHere) * world / stepSeconds : 0;
+  result.timings.hook = reducer ? reducer->stats().hookSeconds : 0.0;
+  if (printing() && !result.stopped) reporter.done(state.step, state.epoch, result.testAccuracy, result.trainSeconds);
+  return result;
+}
+
+Trainer::Trainer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Trainer::~Trainer() = default;
+
+Result<std::unique_ptr<Trainer>> Trainer::create(const TrainerConfig& config, comm::Backend& backend, TrainerIo io) {
+  auto impl = std::make_unique<Impl>(config, backend, io);
+  DDP_RETURN_IF_ERROR(impl->setup());
+  return std::unique_ptr<Trainer>(new Trainer(std::move(impl)));
+}
+
+Result<TrainResult> Trainer::run() { return impl_->run(); }
+model::Sequential& Trainer::model() { return *impl_->model; }
+
+}  // namespace ddp::runtime

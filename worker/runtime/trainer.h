@@ -1,0 +1,90 @@
+#pragma once
+// Trainer: the step loop of one worker, from a TrainerConfig over a Backend.
+//
+// Per optimizer step (Note [Trainer step]):
+//   1. issue the stop-flag allreduce(MAX) of this rank's SIGTERM flag (1 int, asynchronous);
+//   2. for each of the gradAccumulation micro-batches: forward/backward with the reducer's
+//      ready callback, no_sync on all but the last (gradients accumulate locally, scaled by
+//      1/micro-batches), reducer.finalize();
+//   3. lr = schedule(step); optimizer step (plain, or ZeRO: shard step + owners' broadcasts);
+//      zero the gradients;
+//   4. wait for the stop flag: if any rank was asked to stop, every rank checkpoints this same
+//      step and returns `stopped` (they all saw the same allreduce result).
+// At each epoch's end: evaluation on the test set (each rank a contiguous slice, sums
+// allreduced), then a checkpoint when configured. With Join (uneven inputs) the per-step stop
+// flag is not issued (a joined rank could not match it); a stop request is honoured at the
+// epoch boundary instead.
+//
+// Resume: on start, the latest complete checkpoint (if any, and config.resume) restores model,
+// optimizer (or ZeRO shard), comm-hook state, sampler position and step counters; the run then
+// follows the uninterrupted one bitwise on CPU (same config, same world size).
+// Thread model: create() and run() on one thread (the training thread); run() once.
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "common/status.h"
+#include "worker/comm/backend.h"
+#include "worker/model/sequential.h"
+#include "worker/runtime/trainer_config.h"
+#include "worker/runtime/worker_config.h"
+
+namespace ddp::runtime {
+
+struct TrainerIo {
+  std::FILE* progress = stdout;       // progress lines (nullptr: none)
+  LogFormat format = LogFormat::kHuman;
+  const std::atomic<bool>* stop = nullptr;  // SIGTERM flag (stop_signal.h); nullptr: never
+  // Fault injection for tests: behave as if a stop was requested during step number
+  // `stopAfterStep` (1-based), so the run checkpoints and stops with that many steps done.
+  int64_t stopAfterStep = -1;
+};
+
+// Seconds summed over the steps run in this process.
+struct StepTimings {
+  double compute = 0;      // forward + loss + backward (bucket hooks overlap with it)
+  double exposedComm = 0;  // waiting in reducer.finalize() after backward
+  double hook = 0;         // time inside comm hooks (comm thread; overlaps compute)
+  double optimizer = 0;    // optimizer step (ZeRO: including the parameter broadcasts)
+  double data = 0;         // batch assembly
+  int64_t steps = 0;
+};
+
+struct TrainResult {
+  int64_t steps = 0;              // optimizer steps done in total (before a resume included)
+  int64_t startStep = 0;          // step this process started from (0, or the resumed step)
+  int epochsCompleted = 0;
+  bool stopped = false;           // stopped on request after checkpointing
+  bool resumed = false;
+  double testAccuracy = 0;        // last evaluation (fraction)
+  double testLoss = 0;
+  std::vector<double> evalAccuracies;  // one per evaluation, in order
+  std::vector<double> stepLosses;      // this rank's mean loss of each step run here
+  double trainSeconds = 0;        // wall time of the step loop (evaluation included)
+  double samplesPerSecond = 0;    // global training samples / s over the steps run here
+  StepTimings timings;
+};
+
+class Trainer {
+ public:
+  // Loads data, builds the model, reducer (with its hook) and optimizer. A collective (the
+  // reducer verifies shapes and broadcasts rank 0's parameters).
+  static Result<std::unique_ptr<Trainer>> create(const TrainerConfig& config, comm::Backend& backend,
+                                                 TrainerIo io = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  Result<TrainResult> run();
+  model::Sequential& model();
+
+  struct Impl;
+
+ private:
+  explicit Trainer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ddp::runtime

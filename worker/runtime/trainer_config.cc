@@ -1,0 +1,89 @@
+#include "worker/runtime/trainer_config.h"
+
+namespace ddp::runtime {
+
+const char* hookKindName(HookKind k) {
+  switch (k) {
+    case HookKind::kAllreduce: return "allreduce";
+    case HookKind::kFp16: return "fp16";
+    case HookKind::kBf16: return "bf16";
+    case HookKind::kPowerSgd: return "powersgd";
+    case HookKind::kBatchedPowerSgd: return "batched_powersgd";
+  }
+  return "?";
+}
+
+bool parseHookKind(const std::string& t, HookKind* out) {
+  if (t == "allreduce" || t == "none" || t.empty()) *out = HookKind::kAllreduce;
+  else if (t == "fp16" || t == "fp16_compress") *out = HookKind::kFp16;
+  else if (t == "bf16" || t == "bf16_compress") *out = HookKind::kBf16;
+  else if (t == "powersgd" || t == "powerSGD") *out = HookKind::kPowerSgd;
+  else if (t == "batched_powersgd" || t == "batchedPowerSGD") *out = HookKind::kBatchedPowerSgd;
+  else return false;
+  return true;
+}
+
+const char* shardingName(OptimizerSharding s) {
+  switch (s) {
+    case OptimizerSharding::kNone: return "none";
+    case OptimizerSharding::kZero: return "zero";
+    case OptimizerSharding::kFusedAdam: return "distributed_fused_adam";
+  }
+  return "?";
+}
+
+bool parseSharding(const std::string& t, OptimizerSharding* out) {
+  if (t == "none" || t.empty()) *out = OptimizerSharding::kNone;
+  else if (t == "zero" || t == "zero1" || t == "zero_redundancy") *out = OptimizerSharding::kZero;
+  else if (t == "distributed_fused_adam" || t == "fused_adam" || t == "zero2") *out = OptimizerSharding::kFusedAdam;
+  else return false;
+  return true;
+}
+
+std::string TrainerConfig::modelName() const { return model == ModelKind::kMlp ? "mlp" : "cnn"; }
+
+Status TrainerConfig::validate() const {
+  if (batchSize <= 0) return invalidArgument("spec.data.batchSize: must be >= 1");
+  if (epochs < 0 || (epochs == 0 && maxSteps <= 0)) return invalidArgument("spec.epochs: one of epochs / steps must be >= 1");
+  if (maxSteps < 0) return invalidArgument("spec.steps: must be >= 0");
+  if (gradAccumulation <= 0) return invalidArgument("spec.gradientAccumulation.steps: must be >= 1");
+  if (cpuThreads < 0) return invalidArgument("spec.threadsPerWorker: must be >= 0");
+  if (evalBatchSize <= 0) return invalidArgument("spec.eval.batchSize must be >= 1");
+  if (logEverySteps <= 0) return invalidArgument("logEverySteps: must be >= 1");
+  if (hook == HookKind::kPowerSgd || hook == HookKind::kBatchedPowerSgd) {
+    DDP_RETURN_IF_ERROR(powerSgd.validate().withContext("spec.commHook.powerSGD"));
+  }
+  if (maxGradNorm < 0) return invalidArgument("spec.optimizer.maxGradNorm: must be >= 0");
+  if (maxGradNorm > 0 && sharding == OptimizerSharding::kZero) {
+    return invalidArgument("spec.optimizer.maxGradNorm: not supported with spec.zero in this build");
+  }
+  if (bucketCapMb <= 0) return invalidArgument("spec.bucketCapMb: must be > 0");
+  if (keepCheckpoints < 0) return invalidArgument("spec.checkpoint.keep: must be >= 0");
+  if (checkpointEverySteps < 0) return invalidArgument("spec.checkpoint.everySteps: must be >= 0");
+  DDP_RETURN_IF_ERROR(optimizer.validate().withContext("spec.optimizer"));
+  DDP_RETURN_IF_ERROR(lr.validate().withContext("spec.optimizer.schedule"));
+  if (model == ModelKind::kMlp) DDP_RETURN_IF_ERROR(mlp.validate().withContext("spec.model"));
+  if (model == ModelKind::kCnn) DDP_RETURN_IF_ERROR(cnn.validate().withContext("spec.model"));
+  if (data == DataSource::kSynthetic) DDP_RETURN_IF_ERROR(synthetic.validate().withContext("spec.data.synthetic"));
+  if (sharding == OptimizerSharding::kFusedAdam && optimizer.kind == optim::OptimizerKind::kSgd) {
+    return invalidArgument("spec.zero: dfa (DistributedFusedAdam) needs spec.optimizer.type adam or adamw");
+  }
+  if (join && samplerMode != data::SamplerMode::kUneven) {
+    return invalidArgument("spec.join.enabled: needs spec.data.uneven.enabled (even inputs need no Join)");
+  }
+  if (samplerMode == data::SamplerMode::kUneven && !join) {
+    return invalidArgument("spec.data.uneven.enabled: needs spec.join.enabled (ranks would run different step counts)");
+  }
+  if (sharding == OptimizerSharding::kFusedAdam && (hook != HookKind::kAllreduce || hookWrapper != HookWrapperKind::kNone)) {
+    return invalidArgument("spec.commHook: DistributedFusedAdam reduces gradients itself (reduce-scatter); use the default allreduce hook");
+  }
+  if (sharding == OptimizerSharding::kFusedAdam && join) {
+    return invalidArgument("spec.join.enabled: not supported with spec.zero: dfa");
+  }
+  if (join && gradAccumulation != 1) {
+    return invalidArgument("spec.join.enabled: not supported with spec.gradientAccumulation.steps > 1");
+  }
+  return Status::ok();
+}
+
+}  // namespace ddp::runtime

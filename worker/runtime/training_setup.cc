@@ -1,0 +1,140 @@
+#include "worker/runtime/training_setup.h"
+
+#include "worker/data/fashion_mnist.h"
+#include "worker/data/synthetic_dataset.h"
+#include "worker/ddp/default_hooks.h"
+#include "worker/ddp/batched_powersgd_hook.h"
+#include "worker/ddp/powersgd_hook.h"
+#include "worker/model/cnn.h"
+#include "worker/model/mlp.h"
+
+namespace ddp::runtime {
+
+Result<TrainingData> loadTrainingData(const TrainerConfig& c) {
+  TrainingData d;
+  if (c.data == DataSource::kSynthetic) {
+    data::SyntheticConfig train = c.synthetic;
+    DDP_ASSIGN_OR_RETURN(d.train, data::makeSyntheticDataset(train, data::SyntheticSplit::kTrain));
+    data::SyntheticConfig test = c.synthetic;
+    test.samples = c.syntheticTestSamples;
+    DDP_ASSIGN_OR_RETURN(d.test, data::makeSyntheticDataset(test, data::SyntheticSplit::kTest));
+  } else {
+    data::FashionMnistOptions o;
+    if (!c.dataDir.empty()) o.dir = c.dataDir;
+    o.limit = c.trainLimit;
+    o.normalize = c.normalize;
+    auto train = data::loadFashionMnist(data::Split::kTrain, o);
+    if (!train.isOk()) return train.status().withContext("data (training split)");
+    d.train = std::move(*train);
+    o.limit = c.testLimit;
+    auto test = data::loadFashionMnist(data::Split::kTest, o);
+    if (!test.isOk()) return test.status().withContext("data (test split)");
+    d.test = std::move(*test);
+  }
+  if (c.data == DataSource::kSynthetic) {
+    if (c.trainLimit > 0) d.train = d.train.head(c.trainLimit);
+    if (c.testLimit > 0) d.test = d.test.head(c.testLimit);
+  }
+  return d;
+}
+
+Result<std::unique_ptr<model::Sequential>> buildModel(const TrainerConfig& c) {
+  model::ModelOptions o;
+  o.seed = c.seed;
+  o.cpuThreads = c.cpuThreads;
+  if (c.model == ModelKind::kMlp) return model::buildMlp(c.mlp, o);
+  return model::buildCnn(c.cnn, o);
+}
+
+Result<std::unique_ptr<CommHook>> buildCommHook(const TrainerConfig& c, comm::Backend& backend) {
+  std::unique_ptr<CommHook> hook;
+  switch (c.hook) {
+    case HookKind::kAllreduce:
+      hook = std::make_unique<AllreduceHook>(backend);
+      break;
+    case HookKind::kFp16:
+      hook = std::make_unique<CompressHook>(backend, DType::kF16);
+      break;
+    case HookKind::kBf16:
+      hook = std::make_unique<CompressHook>(backend, DType::kBF16);
+      break;
+    case HookKind::kPowerSgd: {
+      DDP_ASSIGN_OR_RETURN(hook, PowerSgdHook::create(backend, c.powerSgd));
+      break;
+    }
+    case HookKind::kBatchedPowerSgd: {
+      DDP_ASSIGN_OR_RETURN(hook, BatchedPowerSgdHook::create(backend, c.powerSgd));
+      break;
+    }
+  }
+  if (c.hookWrapper == HookWrapperKind::kFp16) hook = std::make_unique<HalfWrapperHook>(std::move(hook), DType::kF16);
+  if (c.hookWrapper == HookWrapperKind::kBf16) hook = std::make_unique<HalfWrapperHook>(std::move(hook), DType::kBF16);
+  return hook;
+}
+
+ReducerOptions makeReducerOptions(const TrainerConfig& c) {
+  ReducerOptions o;
+  o.bucketCapBytes = static_cast<size_t>(c.bucketCapMb * 1024 * 1024);
+  o.firstBucketCapBytes = std::min(static_cast<size_t>(c.firstBucketMb * 1024 * 1024), o.bucketCapBytes);
+  o.gradientAsBucketView = c.gradientAsBucketView;
+  // Note [Deterministic buckets]: the rebuild after the first step would give a resumed run
+  // (which starts with the initial layout) a different bucket layout for one step than the
+  // uninterrupted run; with more than two ranks the ring's summation order follows the layout,
+  // so bitwise resume needs a fixed layout. Built-in models mark gradients ready in exact
+  // reverse registration order, which is the initial plan already: nothing is lost.
+  o.rebuildBuckets = false;
+  o.timeout = c.collectiveTimeout;
+  return o;
+}
+
+Result<std::unique_ptr<OptimizerRunner>> OptimizerRunner::create(const TrainerConfig& c,
+                                                                 std::vector<Parameter*> params,
+                                                                 comm::Backend& backend) {
+  auto r = std::unique_ptr<OptimizerRunner>(new OptimizerRunner());
+  switch (c.sharding) {
+    case OptimizerSharding::kNone: {
+      DDP_ASSIGN_OR_RETURN(r->plain_, optim::makeOptimizer(c.optimizer, std::move(params)));
+      break;
+    }
+    case OptimizerSharding::kZero: {
+      DDP_ASSIGN_OR_RETURN(r->zero_, optim::ZeroRedundancyOptimizer::create(std::move(params), backend, c.optimizer));
+      break;
+    }
+    case OptimizerSharding::kFusedAdam: {
+      optim::DistributedFusedAdamOptions o;
+      o.config = c.optimizer;
+      o.maxGradNorm = static_cast<float>(c.maxGradNorm);
+      DDP_ASSIGN_OR_RETURN(r->dfa_, optim::DistributedFusedAdam::create(std::move(params), backend, o));
+      break;
+    }
+  }
+  return r;
+}
+
+void OptimizerRunner::setLr(double lr) {
+  if (plain_) plain_->setLr(static_cast<float>(lr));
+  if (zero_) zero_->setLr(static_cast<float>(lr));
+  if (dfa_) dfa_->setLr(static_cast<float>(lr));
+}
+
+Status OptimizerRunner::step(Deadline deadline, float gradScale) {
+  if (plain_) return plain_->step(gradScale);
+  if (gradScale != 1.f) return unimplemented("gradient scaling with ZeRO");
+  if (zero_) return zero_->step(deadline);
+  return dfa_->step(deadline);
+}
+
+Result<std::string> OptimizerRunner::saveState(Deadline deadline) {
+  if (plain_) return plain_->stateDict();
+  if (zero_) return zero_->localStateDict();
+  return dfa_->stateDict(0, deadline);
+}
+
+Status OptimizerRunner::loadState(const std::vector<std::string>& states, int rank) {
+  if (plain_) return plain_->loadStateDict(states.at(static_cast<size_t>(rank)));
+  if (zero_) return zero_->loadShardStateDicts(states);
+  if (states.empty() || states[0].empty()) return dataLoss("checkpoint has no DistributedFusedAdam state on rank 0");
+  return dfa_->loadStateDict(states[0]);
+}
+
+}  // namespace ddp::runtime

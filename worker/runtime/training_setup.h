@@ -1,0 +1,65 @@
+#pragma once
+// Building blocks of a training run from a TrainerConfig: datasets, model, comm hook, reducer
+// options, and the optimizer (plain or ZeRO-sharded) behind one small interface.
+// Thread model: plain functions; OptimizerRunner is used by the training thread only.
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+#include "worker/comm/backend.h"
+#include "worker/data/dataset.h"
+#include "worker/ddp/comm_hook.h"
+#include "worker/ddp/reducer.h"
+#include "worker/model/sequential.h"
+#include "worker/optim/distributed_fused_adam.h"
+#include "worker/optim/optimizer.h"
+#include "worker/optim/zero_redundancy_optimizer.h"
+#include "worker/runtime/trainer_config.h"
+
+namespace ddp::runtime {
+
+struct TrainingData {
+  data::Dataset train;
+  data::Dataset test;
+};
+
+// Loads (or synthesises) both splits. A missing Fashion-MNIST names the package to install.
+Result<TrainingData> loadTrainingData(const TrainerConfig& config);
+// The MLP or CNN, initialised from config.seed (identical on every rank).
+Result<std::unique_ptr<model::Sequential>> buildModel(const TrainerConfig& config);
+// The comm hook selected by config.hook (never null).
+Result<std::unique_ptr<CommHook>> buildCommHook(const TrainerConfig& config, comm::Backend& backend);
+ReducerOptions makeReducerOptions(const TrainerConfig& config);
+
+// The optimizer step as the trainer sees it: plain (every rank steps every parameter on the
+// averaged gradients), ZeRO (each rank steps its shard, owners broadcast), or
+// DistributedFusedAdam (which also reduces the gradients: no reducer then; see usesReducer()).
+class OptimizerRunner {
+ public:
+  static Result<std::unique_ptr<OptimizerRunner>> create(const TrainerConfig& config,
+                                                         std::vector<Parameter*> params,
+                                                         comm::Backend& backend);
+  void setLr(double lr);
+  // `gradScale` multiplies every gradient first (clipping); plain optimizer only.
+  Status step(Deadline deadline, float gradScale = 1.f);
+  // This rank's state: the whole optimizer, its ZeRO shard, or (DFA, a collective) the full
+  // state streamed to rank 0 (empty elsewhere).
+  Result<std::string> saveState(Deadline deadline);
+  // `states[r]` is what rank r saved (ZeRO merges every shard; DFA loads rank 0's full state;
+  // plain uses this rank's).
+  Status loadState(const std::vector<std::string>& states, int rank);
+  optim::ZeroRedundancyOptimizer* zero() { return zero_.get(); }
+  optim::DistributedFusedAdam* fusedAdam() { return dfa_.get(); }
+  // False for DistributedFusedAdam, which reduce-scatters gradients itself.
+  bool usesReducer() const { return dfa_ == nullptr; }
+
+ private:
+  std::unique_ptr<optim::Optimizer> plain_;
+  std::unique_ptr<optim::ZeroRedundancyOptimizer> zero_;
+  std::unique_ptr<optim::DistributedFusedAdam> dfa_;
+};
+
+}  // namespace ddp::runtime
