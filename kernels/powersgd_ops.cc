@@ -21,23 +21,34 @@ namespace {
 #endif
 
 void cpuOrthogonalize(float* a, size_t n, size_t r, float epsilon) {
-  for (size_t i = 0; i < r; ++i) {
+  auto columnNorm = [&](size_t i) {
     double sq = 0;
     for (size_t k = 0; k < n; ++k) {
       const double v = a[k * r + i];
       sq += v * v;
     }
-    const float norm = static_cast<float>(std::sqrt(sq));
-    const float denom = norm + epsilon;
+    return std::sqrt(sq);
+  };
+  for (size_t i = 0; i < r; ++i) {
+    const double before = i > 0 ? columnNorm(i) : 0.0;
+    // Note [Gram-Schmidt twice]: remove the projections on columns 0..i-1 in two passes.
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t j = 0; j < i; ++j) {
+        double dot = 0;
+        for (size_t k = 0; k < n; ++k) dot += static_cast<double>(a[k * r + j]) * a[k * r + i];
+        const float d = static_cast<float>(dot);
+        for (size_t k = 0; k < n; ++k) a[k * r + i] -= d * a[k * r + j];
+      }
+    }
+    const double norm = columnNorm(i);
+    if (i > 0 && norm <= kDependentColumnTolerance * before) {
+      for (size_t k = 0; k < n; ++k) a[k * r + i] = 0.0f;  // Note [Zero columns in Gram-Schmidt]
+      continue;
+    }
+    const float denom = static_cast<float>(norm) + epsilon;
     if (denom != 0.0f) {
       for (size_t k = 0; k < n; ++k) a[k * r + i] /= denom;
     }  // else: Note [Zero columns in Gram-Schmidt]
-    for (size_t j = i + 1; j < r; ++j) {
-      double dot = 0;
-      for (size_t k = 0; k < n; ++k) dot += static_cast<double>(a[k * r + i]) * a[k * r + j];
-      const float d = static_cast<float>(dot);
-      for (size_t k = 0; k < n; ++k) a[k * r + j] -= d * a[k * r + i];
-    }
   }
 }
 

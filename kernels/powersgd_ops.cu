@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/powersgd_ops.h"
 #include "kernels/powersgd_ops_cuda.h"
 
 namespace ddp::kernels::powersgd::cuda {
@@ -82,29 +83,40 @@ __device__ double blockSum(double v, double* scratch) {
   return total;
 }
 
-// One block per matrix: modified Gram-Schmidt column by column (see the CPU twin).
-__global__ void gramSchmidtKernel(float* matrices, size_t n, size_t r, float epsilon) {
+// One block per matrix: Gram-Schmidt column by column, two passes (see the CPU twin).
+__device__ double columnSquare(const float* a, size_t n, size_t r, size_t i, double* scratch) {
+  double sq = 0;
+  for (size_t k = threadIdx.x; k < n; k += kThreads) {
+    const double v = a[k * r + i];
+    sq += v * v;
+  }
+  return blockSum(sq, scratch);
+}
+
+__global__ void gramSchmidtKernel(float* matrices, size_t n, size_t r, float epsilon, double tolerance) {
   __shared__ double scratch[kThreads];
   float* a = matrices + blockIdx.x * n * r;
   for (size_t i = 0; i < r; ++i) {
-    double sq = 0;
-    for (size_t k = threadIdx.x; k < n; k += kThreads) {
-      const double v = a[k * r + i];
-      sq += v * v;
+    const double before = i > 0 ? sqrt(columnSquare(a, n, r, i, scratch)) : 0.0;
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t j = 0; j < i; ++j) {
+        double dot = 0;
+        for (size_t k = threadIdx.x; k < n; k += kThreads) dot += static_cast<double>(a[k * r + j]) * a[k * r + i];
+        const float d = static_cast<float>(blockSum(dot, scratch));
+        for (size_t k = threadIdx.x; k < n; k += kThreads) a[k * r + i] -= d * a[k * r + j];
+        __syncthreads();
+      }
     }
-    sq = blockSum(sq, scratch);
-    const float denom = static_cast<float>(sqrt(sq)) + epsilon;
-    if (denom != 0.0f) {  // Note [Zero columns in Gram-Schmidt]
-      for (size_t k = threadIdx.x; k < n; k += kThreads) a[k * r + i] /= denom;
+    const double norm = sqrt(columnSquare(a, n, r, i, scratch));
+    if (i > 0 && norm <= tolerance * before) {  // Note [Zero columns in Gram-Schmidt]
+      for (size_t k = threadIdx.x; k < n; k += kThreads) a[k * r + i] = 0.0f;
+    } else {
+      const float denom = static_cast<float>(norm) + epsilon;
+      if (denom != 0.0f) {
+        for (size_t k = threadIdx.x; k < n; k += kThreads) a[k * r + i] /= denom;
+      }
     }
     __syncthreads();
-    for (size_t j = i + 1; j < r; ++j) {
-      double dot = 0;
-      for (size_t k = threadIdx.x; k < n; k += kThreads) dot += static_cast<double>(a[k * r + i]) * a[k * r + j];
-      const float d = static_cast<float>(blockSum(dot, scratch));
-      for (size_t k = threadIdx.x; k < n; k += kThreads) a[k * r + j] -= d * a[k * r + i];
-      __syncthreads();
-    }
   }
 }
 
@@ -142,7 +154,7 @@ Status orthogonalize(Device device, float* matrices, size_t batch, size_t n, siz
   if (batch > 0x7fffffffu) return invalidArgument("orthogonalize: batch too large for one launch");
   DDP_GUARD_DEVICE(device, "orthogonalize");
   gramSchmidtKernel<<<static_cast<unsigned>(batch), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      matrices, n, r, epsilon);
+      matrices, n, r, epsilon, kDependentColumnTolerance);
   return launchStatus("orthogonalize", stream);
 }
 

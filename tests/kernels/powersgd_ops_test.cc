@@ -129,6 +129,33 @@ TEST(OrthogonalizeTest, ZeroColumnStaysZeroInsteadOfNan) {
   for (float v : z) EXPECT_EQ(v, 0.f);
 }
 
+// A 4 x 4 matrix whose last row is zero has rank 3: the fourth column's remainder is roundoff.
+// It must come back zero, not as a normalised roundoff column (Note [Gram-Schmidt twice]), so
+// P P^T is still a projection.
+TEST(OrthogonalizeTest, DependentColumnIsZeroedAndTheRestStaysOrthonormal) {
+  auto a = randomVector(16, 9);
+  for (size_t j = 0; j < 4; ++j) a[12 + j] = 0.f;
+  ASSERT_TRUE(orthogonalize(kCpu, a.data(), 1, 4, 4, 0.f).isOk());
+  for (size_t i = 0; i < 3; ++i)
+    for (size_t j = 0; j < 3; ++j) EXPECT_NEAR(columnDot(a.data(), 4, 4, i, j), i == j ? 1.0 : 0.0, 1e-6);
+  for (size_t k = 0; k < 4; ++k) EXPECT_EQ(a[k * 4 + 3], 0.f);
+}
+
+TEST(OrthogonalizeTest, NearlyDependentColumnsStayOrthogonal) {
+  // Column 1 = column 0 + 1e-3 * noise: one Gram-Schmidt pass loses about 3 digits of
+  // orthogonality in float; two passes keep it.
+  const size_t n = 500;
+  auto base = randomVector(n, 10), noise = randomVector(n, 11);
+  std::vector<float> a(2 * n);
+  for (size_t k = 0; k < n; ++k) {
+    a[2 * k] = base[k];
+    a[2 * k + 1] = base[k] + 1e-3f * noise[k];
+  }
+  ASSERT_TRUE(orthogonalize(kCpu, a.data(), 1, n, 2, 0.f).isOk());
+  EXPECT_NEAR(columnDot(a.data(), n, 2, 0, 1), 0.0, 1e-6);
+  EXPECT_NEAR(columnDot(a.data(), n, 2, 1, 1), 1.0, 1e-5);
+}
+
 TEST(OrthogonalizeTest, NegativeEpsilonIsRejected) {
   std::vector<float> a{1.f};
   EXPECT_EQ(orthogonalize(kCpu, a.data(), 1, 1, 1, -1.f).code(), StatusCode::kInvalidArgument);

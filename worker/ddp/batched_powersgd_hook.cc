@@ -106,6 +106,7 @@ Result<HookResult> BatchedPowerSgdHook::run(GradBucket& bucket) {
   PowerSgdBucketState& bs = *plan->bucketState;
   if (options_.warmStart && bs.q.size() == plan->q.size()) {
     std::memcpy(plan->q.data(), bs.q.data(), bs.q.size() * sizeof(float));
+    refillZeroColumns(plan->q.data(), plan->side, plan->rank, qSeed(iteration, bucket.identity()));
   } else {
     ops::fillStandardNormal(plan->q.data(), plan->q.size(), qSeed(iteration, bucket.identity()));
   }

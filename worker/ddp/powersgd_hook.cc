@@ -175,6 +175,7 @@ Result<HookResult> PowerSgdHook::run(GradBucket& bucket) {
     float* q = plan->q.data() + t.qOffset;
     if (options_.warmStart && s.rank == t.rank && s.q.size() == t.cols * t.rank) {
       std::memcpy(q, s.q.data(), s.q.size() * sizeof(float));
+      refillZeroColumns(q, t.cols, t.rank, qSeed(iteration, t.keyHash));
     } else {
       ops::fillStandardNormal(q, t.cols * t.rank, qSeed(iteration, t.keyHash));
     }

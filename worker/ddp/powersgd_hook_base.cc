@@ -1,5 +1,7 @@
 #include "worker/ddp/powersgd_hook_base.h"
 
+#include <vector>
+
 #include "common/log.h"
 #include "kernels/powersgd_ops.h"
 
@@ -93,6 +95,18 @@ void PowerSgdHookBase::advance(bool isLast) {
 uint64_t PowerSgdHookBase::qSeed(uint64_t iteration, uint64_t key) const {
   using kernels::powersgd::mix64;
   return mix64(state_.randomSeed ^ mix64(iteration ^ mix64(key)));
+}
+
+void PowerSgdHookBase::refillZeroColumns(float* q, size_t rows, size_t r, uint64_t seed) {
+  std::vector<float> column;
+  for (size_t j = 0; j < r; ++j) {
+    bool zero = true;
+    for (size_t k = 0; k < rows && zero; ++k) zero = q[k * r + j] == 0.0f;
+    if (!zero) continue;
+    column.resize(rows);
+    kernels::powersgd::fillStandardNormal(column.data(), rows, kernels::powersgd::mix64(seed + j));
+    for (size_t k = 0; k < rows; ++k) q[k * r + j] = column[k];
+  }
 }
 
 CompressionStats PowerSgdHookBase::compressionStats() const {

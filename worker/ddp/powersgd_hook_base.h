@@ -58,6 +58,9 @@ class PowerSgdHookBase : public CommHook {
   void advance(bool isLast);
   // Deterministic seed for a fresh Q of `key` at `iteration` (Note [PowerSGD state keys]).
   uint64_t qSeed(uint64_t iteration, uint64_t key) const;
+  // Refills the all-zero columns of a warm-start Q (rows x r, row-major) with seeded normals
+  // (Note [Zero columns in Gram-Schmidt] in kernels/powersgd_ops.h).
+  static void refillZeroColumns(float* q, size_t rows, size_t r, uint64_t seed);
   // Drops cached per-layout plans (after loadState).
   virtual void clearPlans() = 0;
 

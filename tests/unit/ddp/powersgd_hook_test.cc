@@ -302,6 +302,25 @@ TEST(PowerSgdHookTest, WithoutWarmStartQIsFreshEachStepButRanksAgree) {
   EXPECT_EQ(out[0], out[1]);
 }
 
+// An all-zero gradient (an unused layer) gives zero P and Q: PyTorch's epsilon-0 default turns
+// that into NaN. Here the output is zero, and the next step, with warm start, refills the zero Q
+// and reproduces a low-rank gradient exactly again.
+TEST(PowerSgdHookTest, ZeroGradientGivesZerosAndDoesNotLoseRank) {
+  comm::runLocalRanks(2, [](int rank, comm::Backend& backend) {
+    PowerSgdHook hook(backend, quickOptions(2));
+    TestBucket b(0, true, {{"w", {12, 10}}});
+    const auto g = lowRank(randomVector(24, 1), randomVector(20, 2), 12, 10, 2);  // same on both ranks
+    for (int step = 0; step < 6; ++step) {
+      const bool zeroStep = step == 2 || step == 3;
+      b.buffer() = zeroStep ? std::vector<float>(120, 0.f) : g;
+      ASSERT_TRUE(runStep(hook, {&b}).isOk());
+      const auto& want = zeroStep ? std::vector<float>(120, 0.f) : g;
+      EXPECT_LT(maxAbsDiff(b.buffer().data(), want.data(), 120), 1e-4) << "step " << step;
+    }
+    (void)rank;
+  });
+}
+
 TEST(PowerSgdHookTest, BadBucketsAreRejected) {
   comm::runLocalRanks(1, [](int, comm::Backend& backend) {
     PowerSgdHook hook(backend, quickOptions(1));
