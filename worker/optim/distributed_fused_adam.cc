@@ -189,8 +189,15 @@ Status DistributedFusedAdam::step(Deadline deadline) {
     const double coef = options_.maxGradNorm / (lastGradNorm_ + 1e-6);
     if (coef < 1.0) gradScale *= static_cast<float>(coef);
   }
-  // Pack this rank's slice of the parameters into the shard buffers (padding stays zero).
+  // Per bucket: pack this rank's slice of the parameters into the shard buffer (padding stays
+  // zero), run the fused Adam on it and launch its all-gather at once, so the all-gather of
+  // bucket b overlaps the update of bucket b + 1.
+  ++step_;
+  accumulated_ = 0;
+  const kernels::AdamHyper hyper = options_.config.adamHyper();
   const size_t nb = layout_.buckets.size();
+  std::vector<comm::WorkPtr> works;
+  works.reserve(nb);
   for (size_t b = 0; b < nb; ++b) {
     const DfaBucket& bk = layout_.buckets[b];
     float* shard = scratch_[b].data();
@@ -203,27 +210,16 @@ Status DistributedFusedAdam::step(Deadline deadline) {
       std::memcpy(shard + (s - lo), static_cast<const float*>(params_[bk.params[k]]->data) + (s - o),
                   (e - s) * sizeof(float));
     }
+    kernels::adamStepCpu({{shard, gradShard_[b].data(), expAvg_[b].data(), expAvgSq_[b].data(), bk.shardElems, step_}},
+                         hyper, gradScale);
+    works.push_back(pg_.allgather(comm::viewOf(shard, bk.shardElems), comm::viewOf(full_[b].data(), full_[b].size())));
   }
-  ++step_;
-  std::vector<kernels::AdamTensor> ts;
-  for (size_t b = 0; b < nb; ++b) {
-    ts.push_back({scratch_[b].data(), gradShard_[b].data(), expAvg_[b].data(), expAvgSq_[b].data(),
-                  scratch_[b].size(), step_});
-  }
-  kernels::adamStepCpu(ts, options_.config.adamHyper(), gradScale);
-  accumulated_ = 0;
-  return allgatherParameters(deadline);
+  return unpackParameters(works, deadline);
 }
 
-Status DistributedFusedAdam::allgatherParameters(Deadline deadline) {
-  const size_t nb = layout_.buckets.size();
-  std::vector<comm::WorkPtr> works;
-  for (size_t b = 0; b < nb; ++b) {
-    works.push_back(pg_.allgather(comm::viewOf(scratch_[b].data(), scratch_[b].size()),
-                                  comm::viewOf(full_[b].data(), full_[b].size())));
-  }
+Status DistributedFusedAdam::unpackParameters(std::vector<comm::WorkPtr>& works, Deadline deadline) {
   Status result;
-  for (size_t b = 0; b < nb; ++b) {
+  for (size_t b = 0; b < works.size(); ++b) {
     Status st = works[b]->wait(deadline);
     if (!st.isOk()) {
       if (!works[b]->isCompleted()) (void)works[b]->wait();

@@ -13,9 +13,10 @@
 //    trade: one reduce-scatter per micro-step, bounded memory).
 //  - step(): finishes the reduction, computes the global gradient norm (allreduced sum of the
 //    shards' squares, of the world-averaged gradient), clips by maxGradNorm if set
-//    (coefficient maxGradNorm / (norm + 1e-6), as torch.nn.utils.clip_grad_norm_), runs the
-//    fused Adam kernel on the local shard (averaging and clipping folded into its gradScale),
-//    then all-gathers the updated parameters bucket by bucket.
+//    (coefficient maxGradNorm / (norm + 1e-6), as torch.nn.utils.clip_grad_norm_), then per
+//    bucket runs the fused Adam kernel on the local shard (averaging and clipping folded into
+//    its gradScale) and launches the all-gather of the updated parameters at once (the
+//    all-gather of one bucket overlaps the update of the next).
 //  - If no gradient was marked ready since the last step, step() reads every parameter's grad
 //    itself (models without grad-ready hooks still work, without overlap).
 //
@@ -106,7 +107,7 @@ class DistributedFusedAdam {
   void launch(size_t bucket);
   Status completeOldest(Deadline deadline);
   Status computeNorm(Deadline deadline, double* norm);
-  Status allgatherParameters(Deadline deadline);
+  Status unpackParameters(std::vector<comm::WorkPtr>& works, Deadline deadline);
 
   struct InFlight {
     size_t bucket;

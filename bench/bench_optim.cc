@@ -1,0 +1,318 @@
+// bench_optim: optimizer step time and optimizer-state memory for DDP + Adam,
+// ZeroRedundancyOptimizer(Adam) (ZeRO-1) and DistributedFusedAdam (ZeRO-2) on the DDP step
+// benchmark's MLP (1024 -> 2048 x4 -> 10, about 14.7M parameters, batch 64 per rank), and the
+// cost of Join: total time of DDP + Adam with uneven inputs (20 vs 30 batches) against even
+// inputs (30 and 30).
+//
+//   build/bin/bench_optim [--json] [--steps 10] [--warmup 3] [--batch 64] [--world 2]
+//                         [--dfa-bucket-mib 25] [--configs ddp_adam,zero1,dfa,join]
+//
+// Every configuration runs in fresh processes (this binary re-executed with --worker), one
+// compute thread each, over Gloo (TCP loopback); they meet through an HttpStoreServer that this
+// process runs. ms_per_step is the slowest rank's median over the measured steps of a whole
+// training step (zero grad, forward, backward with the reduction overlapped, optimizer step,
+// parameter sync); state_bytes_per_rank is the largest rank's optimizer state (exp_avg and
+// exp_avg_sq: plain Adam holds all of it, ZeRO-1 its partition, DFA its padded shards).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernels/layer_ops.h"
+#include "worker/comm/gloo_backend.h"
+#include "worker/comm/http_store_client.h"
+#include "worker/comm/http_store_server.h"
+#include "worker/ddp/ddp_joinable.h"
+#include "worker/ddp/reducer.h"
+#include "worker/join/join.h"
+#include "worker/model/mlp.h"
+#include "worker/optim/distributed_fused_adam.h"
+#include "worker/optim/optimizer.h"
+#include "worker/optim/zero_redundancy_optimizer.h"
+
+namespace ddp::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kJoinLong = 30;
+constexpr int kJoinShort = 20;
+
+struct Args {
+  bool json = false;
+  int steps = 10;
+  int warmup = 3;
+  int batch = 64;
+  int world = 2;
+  int dfaBucketMib = 25;  // DDP's bucket cap, so both overlap backward alike (DFA's default is 100)
+  std::vector<std::string> configs = {"ddp_adam", "zero1", "dfa", "join"};
+  // Worker mode.
+  bool worker = false;
+  int rank = 0;
+  std::string config;  // ddp_adam | zero1 | dfa | join_even | join_uneven
+  std::string store;   // host:port
+  std::string dir;
+};
+
+Deadline longDeadline() { return Deadline::after(std::chrono::minutes(5)); }
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+// One process; writes "<ms_per_step> <state_bytes> <total_s>" to dir/result_<rank>.
+Status runWorker(const Args& a) {
+  model::MlpConfig mc;
+  mc.inputs = 1024;
+  mc.hidden = {2048, 2048, 2048, 2048};
+  mc.classes = 10;
+  model::ModelOptions mo;
+  mo.seed = 7;
+  mo.cpuThreads = 1;
+  DDP_ASSIGN_OR_RETURN(auto model, model::buildMlp(mc, mo));
+  kernels::setCpuThreads(1);
+  model->reserve(a.batch);
+
+  std::mt19937 rng(1234 + a.rank);
+  std::normal_distribution<float> normal;
+  std::uniform_int_distribution<int32_t> label(0, 9);
+  const int kDistinct = 4;
+  std::vector<float> images(static_cast<size_t>(kDistinct) * a.batch * 1024);
+  std::vector<int32_t> labels(static_cast<size_t>(kDistinct) * a.batch);
+  for (auto& x : images) x = normal(rng);
+  for (auto& y : labels) y = label(rng);
+
+  DDP_ASSIGN_OR_RETURN(auto store, comm::HttpStoreClient::connect(a.store));
+  comm::GlooOptions go;
+  go.rank = a.rank;
+  go.size = a.world;
+  go.prefix = "bench_optim/" + a.config;
+  go.timeout = std::chrono::seconds(300);
+  DDP_ASSIGN_OR_RETURN(auto gloo, comm::GlooBackend::create(go, *store));
+
+  const auto adam = optim::OptimizerConfig::adam(1e-4f);
+  std::unique_ptr<Reducer> reducer;
+  std::unique_ptr<optim::Optimizer> plain;
+  std::unique_ptr<optim::ZeroRedundancyOptimizer> zero;
+  std::unique_ptr<optim::DistributedFusedAdam> dfa;
+  const bool isJoin = a.config.rfind("join", 0) == 0;
+  if (a.config == "dfa") {
+    optim::DistributedFusedAdamOptions o;
+    o.config = adam;
+    o.bucketCapBytes = static_cast<size_t>(a.dfaBucketMib) << 20;
+    DDP_ASSIGN_OR_RETURN(dfa, optim::DistributedFusedAdam::create(model->parameters(), *gloo, o));
+  } else {
+    DDP_ASSIGN_OR_RETURN(reducer, Reducer::create(*gloo, model->parameters()));
+    if (a.config == "zero1") {
+      DDP_ASSIGN_OR_RETURN(zero, optim::ZeroRedundancyOptimizer::create(model->parameters(), *gloo, adam));
+    } else {
+      DDP_ASSIGN_OR_RETURN(plain, optim::makeOptimizer(adam, model->parameters()));
+    }
+  }
+  std::unique_ptr<DdpJoinable> ddpJoin;
+  std::unique_ptr<join::Join> joinScope;
+  int iterations = a.warmup + a.steps;
+  if (isJoin) {
+    ddpJoin = std::make_unique<DdpJoinable>(*reducer);
+    iterations = a.config == "join_uneven" && a.rank == 0 ? kJoinShort : kJoinLong;
+  }
+
+  std::vector<double> stepMs;
+  const auto start = Clock::now();
+  if (isJoin) {
+    DDP_ASSIGN_OR_RETURN(joinScope, join::Join::create({ddpJoin.get()}));
+  }
+  for (int step = 0; step < iterations; ++step) {
+    const int b = step % kDistinct;
+    const auto t0 = Clock::now();
+    model->zeroGrad();
+    if (ddpJoin) DDP_RETURN_IF_ERROR(ddpJoin->beginIteration(longDeadline()));
+    const GradReadyFn ready = dfa ? dfa->gradReadyFn() : reducer->gradReadyFn();
+    DDP_ASSIGN_OR_RETURN(auto stats, model->forwardBackward(images.data() + static_cast<size_t>(b) * a.batch * 1024,
+                                                            labels.data() + static_cast<size_t>(b) * a.batch,
+                                                            a.batch, ready));
+    (void)stats;
+    if (dfa) {
+      DDP_RETURN_IF_ERROR(dfa->step(longDeadline()));
+    } else {
+      DDP_RETURN_IF_ERROR(ddpJoin ? ddpJoin->finalize(longDeadline()) : reducer->finalize(longDeadline()));
+      DDP_RETURN_IF_ERROR(zero ? zero->step(longDeadline()) : plain->step());
+    }
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    if (step >= a.warmup) stepMs.push_back(ms);
+  }
+  if (joinScope) DDP_RETURN_IF_ERROR(joinScope->finish(longDeadline()));
+  const double totalS = std::chrono::duration<double>(Clock::now() - start).count();
+  const size_t stateBytes = dfa ? dfa->stateBytes() : zero ? zero->stateBytes() : plain->stateBytes();
+  joinScope.reset();
+  reducer.reset();
+  std::ofstream out(a.dir + "/result_" + std::to_string(a.rank));
+  out << median(stepMs) << " " << stateBytes << " " << totalS << "\n";
+  return out ? Status::ok() : unavailable("cannot write the result file");
+}
+
+struct ConfigResult {
+  double msPerStep = 0, totalS = 0;
+  size_t stateBytes = 0;
+};
+
+// Spawns the configuration's processes and collects the slowest / largest rank's figures.
+Result<ConfigResult> runConfig(const Args& a, const std::string& config, const std::string& storeAddress) {
+  char tmpl[] = "/tmp/bench_optim.XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return unavailable("mkdtemp failed");
+  const std::string dir = tmpl;
+  std::vector<pid_t> pids;
+  for (int r = 0; r < a.world; ++r) {
+    std::vector<std::string> argv = {"/proc/self/exe", "--worker", "--rank", std::to_string(r), "--world",
+                                     std::to_string(a.world), "--config", config, "--store", storeAddress,
+                                     "--dir", dir, "--dfa-bucket-mib", std::to_string(a.dfaBucketMib),
+                                     "--steps", std::to_string(a.steps), "--warmup",
+                                     std::to_string(a.warmup), "--batch", std::to_string(a.batch)};
+    const pid_t pid = fork();
+    if (pid == 0) {
+      std::vector<char*> cargv;
+      for (auto& s : argv) cargv.push_back(s.data());
+      cargv.push_back(nullptr);
+      setenv("OPENBLAS_NUM_THREADS", "1", 1);
+      execv("/proc/self/exe", cargv.data());
+      _exit(127);
+    }
+    if (pid < 0) return unavailable("fork failed");
+    pids.push_back(pid);
+  }
+  bool ok = true;
+  for (pid_t pid : pids) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  ConfigResult res;
+  for (int r = 0; ok && r < a.world; ++r) {
+    std::ifstream in(dir + "/result_" + std::to_string(r));
+    ConfigResult one;
+    if (!(in >> one.msPerStep >> one.stateBytes >> one.totalS)) ok = false;
+    res.msPerStep = std::max(res.msPerStep, one.msPerStep);
+    res.stateBytes = std::max(res.stateBytes, one.stateBytes);
+    res.totalS = std::max(res.totalS, one.totalS);
+  }
+  fs::remove_all(dir);
+  if (!ok) return internalError("configuration '" + config + "' failed (see the workers' messages above)");
+  return res;
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string s = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : std::string(); };
+    if (s == "--json") a.json = true;
+    else if (s == "--steps") a.steps = std::stoi(next());
+    else if (s == "--warmup") a.warmup = std::stoi(next());
+    else if (s == "--batch") a.batch = std::stoi(next());
+    else if (s == "--world") a.world = std::stoi(next());
+    else if (s == "--dfa-bucket-mib") a.dfaBucketMib = std::stoi(next());
+    else if (s == "--worker") a.worker = true;
+    else if (s == "--rank") a.rank = std::stoi(next());
+    else if (s == "--config") a.config = next();
+    else if (s == "--store") a.store = next();
+    else if (s == "--dir") a.dir = next();
+    else if (s == "--configs") {
+      a.configs.clear();
+      std::stringstream ss(next());
+      for (std::string c; std::getline(ss, c, ',');) a.configs.push_back(c);
+    } else {
+      std::cerr << "unknown flag " << s << "\n";
+      std::exit(2);
+    }
+  }
+  return a;
+}
+
+int runParent(const Args& a) {
+  comm::HttpStoreServer server;
+  Status st = server.start();
+  if (!st.isOk()) {
+    std::cerr << "bench_optim: store server: " << st << "\n";
+    return 1;
+  }
+  const std::string address = server.address();
+  int failures = 0;
+  double adamMs = 0;
+  size_t adamBytes = 0;
+  if (!a.json) std::printf("%-10s %5s %12s %10s %22s %10s\n", "optimizer", "world", "ms_per_step", "vs_ddp_adam",
+                           "state_bytes_per_rank", "vs_adam");
+  for (const auto& config : a.configs) {
+    if (config == "join") {
+      auto even = runConfig(a, "join_even", address);
+      auto uneven = even.isOk() ? runConfig(a, "join_uneven", address) : even;
+      if (!uneven.isOk()) {
+        std::cerr << uneven.status() << "\n";
+        ++failures;
+        continue;
+      }
+      if (a.json) {
+        std::printf("{\"bench\":\"join\",\"world\":%d,\"batch_per_rank\":%d,\"even_batches\":\"%d,%d\","
+                    "\"uneven_batches\":\"%d,%d\",\"even_s\":%.3f,\"uneven_s\":%.3f,\"uneven_vs_even\":%.3f}\n",
+                    a.world, a.batch, kJoinLong, kJoinLong, kJoinShort, kJoinLong, even->totalS, uneven->totalS,
+                    uneven->totalS / even->totalS);
+      } else {
+        std::printf("join: even (30,30) %.2f s, uneven (20,30) %.2f s, ratio %.3f\n", even->totalS, uneven->totalS,
+                    uneven->totalS / even->totalS);
+      }
+      std::fflush(stdout);
+      continue;
+    }
+    auto r = runConfig(a, config, address);
+    if (!r.isOk()) {
+      std::cerr << r.status() << "\n";
+      ++failures;
+      continue;
+    }
+    if (config == "ddp_adam") {
+      adamMs = r->msPerStep;
+      adamBytes = r->stateBytes;
+    }
+    const double vsMs = adamMs > 0 ? r->msPerStep / adamMs : 0.0;
+    const double vsBytes = adamBytes > 0 ? static_cast<double>(r->stateBytes) / adamBytes : 0.0;
+    if (a.json) {
+      std::printf("{\"bench\":\"optim\",\"optimizer\":\"%s\",\"world\":%d,\"batch_per_rank\":%d,\"steps\":%d,"
+                  "\"ms_per_step\":%.3f,\"state_bytes_per_rank\":%zu,\"ms_vs_ddp_adam\":%.3f,"
+                  "\"state_vs_ddp_adam\":%.4f}\n",
+                  config.c_str(), a.world, a.batch, a.steps, r->msPerStep, r->stateBytes, vsMs, vsBytes);
+    } else {
+      std::printf("%-10s %5d %12.2f %10.3f %22zu %10.4f\n", config.c_str(), a.world, r->msPerStep, vsMs,
+                  r->stateBytes, vsBytes);
+    }
+    std::fflush(stdout);
+  }
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace ddp::bench
+
+int main(int argc, char** argv) {
+  using namespace ddp::bench;
+  Args a = parse(argc, argv);
+  if (a.worker) {
+    ddp::Status st = runWorker(a);
+    if (!st.isOk()) {
+      std::cerr << "bench_optim worker rank " << a.rank << " config " << a.config << ": " << st << "\n";
+      return 1;
+    }
+    return 0;
+  }
+  return runParent(a);
+}
