@@ -8,7 +8,9 @@
 #include "common/log.h"
 #include "worker/data/batch_iterator.h"
 #include "worker/data/distributed_sampler.h"
+#include "worker/ddp/ddp_joinable.h"
 #include "worker/ddp/reducer.h"
+#include "worker/join/join.h"
 #include "worker/model/param_io.h"
 #include "worker/runtime/checkpoint_coordinator.h"
 #include "worker/runtime/progress_reporter.h"
@@ -64,6 +66,7 @@ struct Trainer::Impl {
   TrainingData data;
   std::unique_ptr<model::Sequential> model;
   std::unique_ptr<Reducer> reducer;
+  std::unique_ptr<DdpJoinable> ddpJoin;  // with config.join
   std::unique_ptr<OptimizerRunner> optimizer;
   std::optional<data::DistributedSampler> sampler;
   std::unique_ptr<CheckpointCoordinator> checkpoints;
@@ -102,9 +105,6 @@ float Trainer::Impl::clipScale() {
 
 Status Trainer::Impl::setup() {
   DDP_RETURN_IF_ERROR(config.validate());
-  if (config.join) {
-    return unimplemented("spec.join.enabled: Join is not wired into the trainer in this build");
-  }
   DDP_ASSIGN_OR_RETURN(data, loadTrainingData(config));
   DDP_ASSIGN_OR_RETURN(model, buildModel(config));
   model->reserve(std::max(config.batchSize, config.evalBatchSize));
@@ -116,6 +116,14 @@ Status Trainer::Impl::setup() {
     DDP_ASSIGN_OR_RETURN(reducer, Reducer::create(backend, model->parameters(), makeReducerOptions(config)));
     DDP_ASSIGN_OR_RETURN(auto hook, buildCommHook(config, backend));
     DDP_RETURN_IF_ERROR(reducer->registerCommHook(std::move(hook)));
+  }
+  if (config.join) {
+    ddpJoin = std::make_unique<DdpJoinable>(*reducer);
+    if (config.checkpointEverySteps > 0) {
+      DDP_LOG(Warning) << "spec.checkpoint.everySteps is ignored with Join (ranks reach a step at different times); "
+                          "checkpoints are written at the end of the run and on stop";
+      config.checkpointEverySteps = 0;
+    }
   }
   // Without a reducer (DistributedFusedAdam) nothing broadcasts rank 0's parameters: every rank
   // initialised them from the same seed, bitwise identical (worker/model/sequential.h).
@@ -249,6 +257,15 @@ Result<TrainResult> Trainer::Impl::run() {
       if (sampler->epoch() != static_cast<uint64_t>(state.epoch)) sampler->setEpoch(static_cast<uint64_t>(state.epoch));
     }
     data::BatchIterator it(data.train, *sampler, config.batchSize);
+    std::unique_ptr<join::Join> joinScope;
+    if (ddpJoin) {
+      join::JoinOptions jo;
+      jo.throwOnEarlyTermination = config.joinThrow;
+      jo.hookOptions.divideByInitialWorldSize = config.joinDivideByInitialWorldSize;
+      std::vector<join::Joinable*> joinables = {ddpJoin.get()};
+      if (optimizer->zero() != nullptr) joinables.push_back(optimizer->zero());
+      DDP_ASSIGN_OR_RETURN(joinScope, join::Join::create(joinables, jo));
+    }
     while (state.step < totalSteps && sampler->remaining() > 0) {
       const auto stepStart = SteadyClock::now();
       comm::WorkPtr stopWork;
@@ -264,13 +281,19 @@ Result<TrainResult> Trainer::Impl::run() {
         auto t0 = SteadyClock::now();
         if (!it.next(&batch)) return internalError("sampler ran out of data mid-step");
         result.timings.data += secondsSince(t0);
-        if (reducer) DDP_RETURN_IF_ERROR(reducer->setNoSync(m + 1 < micro));
+        if (ddpJoin) {
+          DDP_RETURN_IF_ERROR(ddpJoin->beginIteration(opDeadline()).withContext("step " + std::to_string(state.step)));
+        } else if (reducer) {
+          DDP_RETURN_IF_ERROR(reducer->setNoSync(m + 1 < micro));
+        }
         t0 = SteadyClock::now();
         DDP_ASSIGN_OR_RETURN(model::BatchStats s,
                              model->forwardBackward(batch.images.data(), batch.labels.data(), batch.size, ready, scale));
         result.timings.compute += secondsSince(t0);
         t0 = SteadyClock::now();
-        if (reducer) {
+        if (ddpJoin) {
+          DDP_RETURN_IF_ERROR(ddpJoin->finalize(opDeadline()).withContext("step " + std::to_string(state.step)));
+        } else if (reducer) {
           DDP_RETURN_IF_ERROR(reducer->finalize(opDeadline()).withContext("step " + std::to_string(state.step)));
         } else {
           // DistributedFusedAdam copied each gradient into its bucket when it was marked ready and
@@ -332,6 +355,15 @@ Result<TrainResult> Trainer::Impl::run() {
           return result;
         }
       }
+    }
+    if (joinScope) {
+      // This rank is out of data: shadow the others' steps until every rank is (Join).
+      const int64_t before = state.step;
+      DDP_RETURN_IF_ERROR(joinScope->finish(opDeadline()).withContext("join after step " + std::to_string(before)));
+      if (joinScope->rounds() > 0) {
+        DDP_LOG(Info) << "joined after step " << before << "; shadowed " << joinScope->rounds() << " steps of other ranks";
+      }
+      joinScope.reset();
     }
     const bool epochDone = sampler->remaining() == 0;
     finished = state.step >= totalSteps;

@@ -11,7 +11,9 @@
 #include <mutex>
 
 #include "tests/support/local_backend.h"
+#include "worker/data/batch_iterator.h"
 #include "worker/runtime/checkpoint_store.h"
+#include "worker/runtime/training_setup.h"
 
 namespace ddp::runtime {
 namespace {
@@ -200,6 +202,73 @@ TEST(TrainerTest, ResumeIsBitwiseForZeroFusedAdamAndPowerSgd) {
     ASSERT_TRUE(second[0].result.resumed);
     EXPECT_EQ(second[0].result.startStep, 5);
     for (int r = 0; r < 2; ++r) EXPECT_TRUE(bitwiseEqual(second[r].params, reference[r].params)) << "rank " << r;
+  }
+}
+
+// Oracle for Join with divideByInitialWorldSize: one process replays every rank's batches; at
+// iteration i the gradient is the sum of the active ranks' batch means divided by the world.
+std::vector<std::vector<float>> joinOracle(const TrainerConfig& c, int world) {
+  auto data = loadTrainingData(c);
+  EXPECT_TRUE(data.isOk());
+  auto model = buildModel(c);
+  EXPECT_TRUE(model.isOk());
+  auto opt = optim::makeOptimizer(c.optimizer, (*model)->parameters());
+  EXPECT_TRUE(opt.isOk());
+  std::vector<std::vector<data::Batch>> perRank(static_cast<size_t>(world));
+  for (int r = 0; r < world; ++r) {
+    data::SamplerConfig sc{data->train.size(), r, world, c.shuffle, c.seed, c.samplerMode, c.unevenCounts};
+    auto sampler = data::DistributedSampler::create(sc);
+    EXPECT_TRUE(sampler.isOk());
+    sampler->setEpoch(0);
+    data::BatchIterator it(data->train, *sampler, c.batchSize);
+    data::Batch b;
+    while (it.next(&b)) perRank[static_cast<size_t>(r)].push_back(b);
+  }
+  for (size_t i = 0;; ++i) {
+    bool any = false;
+    for (const auto& batches : perRank) {
+      if (i >= batches.size()) continue;
+      any = true;
+      const auto& b = batches[i];
+      EXPECT_TRUE((*model)->forwardBackward(b.images.data(), b.labels.data(), b.size, {}, 1.0f / world).isOk());
+    }
+    if (!any) break;
+    EXPECT_TRUE((*opt)->step().isOk());
+    (*model)->zeroGrad();
+  }
+  return copyParams(**model);
+}
+
+TEST(TrainerTest, UnevenInputsWithJoinMatchTheOracle) {
+  TrainerConfig c = smallConfig();
+  c.epochs = 1;
+  c.samplerMode = data::SamplerMode::kUneven;
+  c.unevenCounts = {160, 64, 112};  // 10, 4 and 7 batches of 16
+  c.join = true;
+  auto out = train(3, c);
+  EXPECT_EQ(out[0].result.steps, 10);
+  EXPECT_EQ(out[1].result.steps, 4);
+  EXPECT_EQ(out[2].result.steps, 7);
+  for (int r = 1; r < 3; ++r) EXPECT_TRUE(bitwiseEqual(out[r].params, out[0].params)) << "rank " << r;
+  EXPECT_LT(maxAbsDiff(out[0].params, joinOracle(c, 3)), 2e-5f);
+}
+
+TEST(TrainerTest, JoinThrowModeStopsEveryRankWithAClearError) {
+  TrainerConfig c = smallConfig();
+  c.epochs = 1;
+  c.samplerMode = data::SamplerMode::kUneven;
+  c.unevenCounts = {160, 64};
+  c.join = true;
+  c.joinThrow = true;
+  std::vector<Status> errors(2);
+  comm::runLocalRanks(2, [&](int rank, comm::Backend& backend) {
+    auto trainer = Trainer::create(c, backend, {nullptr});
+    ASSERT_TRUE(trainer.isOk()) << trainer.status();
+    auto r = (*trainer)->run();
+    errors[static_cast<size_t>(rank)] = r.status();
+  });
+  for (const auto& e : errors) {
+    EXPECT_EQ(e.code(), StatusCode::kAborted) << e;
   }
 }
 
