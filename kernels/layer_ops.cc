@@ -111,6 +111,21 @@ void activationBackward(Activation a, const float* x, const float* y, const floa
   }
 }
 
+namespace {
+// Sum with 8 independent partial sums: vectorizes without reassociation flags.
+float sum(const float* x, int64_t n) {
+  float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) part[k] += x[i + k];
+  }
+  float s = 0.f;
+  for (; i < n; ++i) s += x[i];
+  for (int k = 0; k < 8; ++k) s += part[k];
+  return s;
+}
+}  // namespace
+
 void channelBiasAdd(float* y, const float* bias, int n, int c, int64_t p) {
   for (int i = 0; i < n; ++i) {
     for (int ch = 0; ch < c; ++ch) {
@@ -125,10 +140,7 @@ void channelBiasGrad(const float* dy, int n, int c, int64_t p, float* db, bool a
   if (!accumulate) std::fill(db, db + c, 0.f);
   for (int i = 0; i < n; ++i) {
     for (int ch = 0; ch < c; ++ch) {
-      const float* plane = dy + (int64_t{i} * c + ch) * p;
-      float s = 0.f;
-      for (int64_t j = 0; j < p; ++j) s += plane[j];
-      db[ch] += s;
+      db[ch] += sum(dy + (int64_t{i} * c + ch) * p, p);
     }
   }
 }
@@ -141,6 +153,12 @@ void im2col(const ConvGeometry& g, const float* image, float* col) {
     for (int ki = 0; ki < g.kernelH; ++ki) {
       for (int kj = 0; kj < g.kernelW; ++kj) {
         float* out = col + ((int64_t{c} * g.kernelH + ki) * g.kernelW + kj) * cols;
+        // Output columns whose input column ix = ox*stride - pad + kj lies inside the image.
+        const int shift = kj - g.pad;
+        int oxBegin = shift >= 0 ? 0 : (-shift + g.stride - 1) / g.stride;
+        int oxEnd = (g.width - 1 - shift) < 0 ? 0 : (g.width - 1 - shift) / g.stride + 1;
+        oxBegin = std::min(oxBegin, ow);
+        oxEnd = std::clamp(oxEnd, oxBegin, ow);
         for (int n = 0; n < g.batch; ++n) {
           const float* plane = image + (int64_t{n} * g.channels + c) * g.height * g.width;
           float* dst = out + n * ohw;
@@ -151,11 +169,14 @@ void im2col(const ConvGeometry& g, const float* image, float* col) {
               std::fill(row, row + ow, 0.f);
               continue;
             }
-            const float* src = plane + int64_t{iy} * g.width;
-            for (int ox = 0; ox < ow; ++ox) {
-              const int ix = ox * g.stride - g.pad + kj;
-              row[ox] = (ix >= 0 && ix < g.width) ? src[ix] : 0.f;
+            const float* src = plane + int64_t{iy} * g.width + shift;
+            for (int ox = 0; ox < oxBegin; ++ox) row[ox] = 0.f;
+            if (g.stride == 1) {
+              std::memcpy(row + oxBegin, src + oxBegin, (oxEnd - oxBegin) * sizeof(float));
+            } else {
+              for (int ox = oxBegin; ox < oxEnd; ++ox) row[ox] = src[ox * g.stride];
             }
+            for (int ox = oxEnd; ox < ow; ++ox) row[ox] = 0.f;
           }
         }
       }
@@ -172,17 +193,23 @@ void col2im(const ConvGeometry& g, const float* col, float* image) {
     for (int ki = 0; ki < g.kernelH; ++ki) {
       for (int kj = 0; kj < g.kernelW; ++kj) {
         const float* in = col + ((int64_t{c} * g.kernelH + ki) * g.kernelW + kj) * cols;
+        const int shift = kj - g.pad;
+        int oxBegin = shift >= 0 ? 0 : (-shift + g.stride - 1) / g.stride;
+        int oxEnd = (g.width - 1 - shift) < 0 ? 0 : (g.width - 1 - shift) / g.stride + 1;
+        oxBegin = std::min(oxBegin, ow);
+        oxEnd = std::clamp(oxEnd, oxBegin, ow);
         for (int n = 0; n < g.batch; ++n) {
           float* plane = image + (int64_t{n} * g.channels + c) * g.height * g.width;
           const float* src = in + n * ohw;
           for (int oy = 0; oy < oh; ++oy) {
             const int iy = oy * g.stride - g.pad + ki;
             if (iy < 0 || iy >= g.height) continue;
-            float* dst = plane + int64_t{iy} * g.width;
+            float* dst = plane + int64_t{iy} * g.width + shift;
             const float* row = src + int64_t{oy} * ow;
-            for (int ox = 0; ox < ow; ++ox) {
-              const int ix = ox * g.stride - g.pad + kj;
-              if (ix >= 0 && ix < g.width) dst[ix] += row[ox];
+            if (g.stride == 1) {
+              for (int ox = oxBegin; ox < oxEnd; ++ox) dst[ox] += row[ox];
+            } else {
+              for (int ox = oxBegin; ox < oxEnd; ++ox) dst[ox * g.stride] += row[ox];
             }
           }
         }
@@ -203,11 +230,31 @@ void maxPoolForward(const ConvGeometry& g, const float* x, float* y, int32_t* ar
   const int oh = g.outHeight(), ow = g.outWidth();
   const int64_t planes = int64_t{g.batch} * g.channels;
   const int64_t hw = int64_t{g.height} * g.width;
+  const bool twoByTwo = g.kernelH == 2 && g.kernelW == 2 && g.stride == 2;
   for (int64_t pl = 0; pl < planes; ++pl) {
     const float* in = x + pl * hw;
     float* out = y + pl * oh * ow;
     int32_t* am = argmax + pl * oh * ow;
     for (int oy = 0; oy < oh; ++oy) {
+      if (twoByTwo) {
+        // The common case, unrolled; ties keep the first element in row-major order.
+        const float* r0 = in + (2 * oy) * g.width;
+        const float* r1 = r0 + g.width;
+        const int32_t base = 2 * oy * g.width;
+        for (int ox = 0; ox < ow; ++ox) {
+          // Branch-free (pooled inputs have random signs, branches would mispredict).
+          const int j = 2 * ox;
+          const float a = r0[j], b = r0[j + 1], c = r1[j], d = r1[j + 1];
+          const bool topRight = b > a, bottomRight = d > c;
+          const float top = topRight ? b : a, bottom = bottomRight ? d : c;
+          const int32_t topIdx = base + j + (topRight ? 1 : 0);
+          const int32_t bottomIdx = base + g.width + j + (bottomRight ? 1 : 0);
+          const bool useBottom = bottom > top;
+          out[oy * ow + ox] = useBottom ? bottom : top;
+          am[oy * ow + ox] = useBottom ? bottomIdx : topIdx;
+        }
+        continue;
+      }
       for (int ox = 0; ox < ow; ++ox) {
         float best = -std::numeric_limits<float>::infinity();
         int32_t bestIdx = (oy * g.stride) * g.width + ox * g.stride;

@@ -35,8 +35,10 @@ Result<std::unique_ptr<Sequential>> buildCnn(const CnnConfig& config, const Mode
   for (size_t i = 0; i < config.convChannels.size(); ++i) {
     DDP_RETURN_IF_ERROR(model->addConv2d(config.convChannels[i], config.kernel, 1,
                                          config.kernel / 2, "conv" + std::to_string(i)));
-    DDP_RETURN_IF_ERROR(model->addActivation(kernels::Activation::kRelu));
+    // Note [Pool before ReLU]: max-pool and ReLU commute (ReLU is monotone), so pooling first
+    // gives the same function and gradients with ReLU on 4x fewer values.
     DDP_RETURN_IF_ERROR(model->addMaxPool2d(2));
+    DDP_RETURN_IF_ERROR(model->addActivation(kernels::Activation::kRelu));
   }
   for (size_t i = 0; i < config.hidden.size(); ++i) {
     DDP_RETURN_IF_ERROR(model->addLinear(config.hidden[i], "fc" + std::to_string(i)));

@@ -1,6 +1,7 @@
 #pragma once
 // The built-in small CNN for 28x28 images: for each entry of convChannels a block
-// Conv2d(k x k, pad k/2) -> ReLU -> MaxPool2d(2); then Linear -> act for each hidden width and a
+// Conv2d(k x k, pad k/2) -> MaxPool2d(2) -> ReLU (the same as ReLU then pool, cheaper); then
+// Linear -> act for each hidden width and a
 // final Linear to the classes. Default: 1x28x28 -> conv8 -> pool -> conv16 -> pool (16x7x7)
 // -> 128 -> 10. Conv weights are [out, in, k, k]: PowerSGD views them as out x (in*k*k).
 // Thread model: plain functions.

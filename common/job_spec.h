@@ -1,0 +1,228 @@
+#pragma once
+// JobSpec: the DDPJob document a user submits (YAML, Kubernetes style), as a plain struct with
+// defaults inline. Shared by the worker (what to train), the controller (how many workers,
+// checkpoints) and the CRD. The schema, with an example per feature, is docs/JOB_SPEC.md.
+//
+//   apiVersion: ddp.dev/v1
+//   kind: DDPJob
+//   metadata: {name: fashion-mnist}
+//   spec: {workers: {count: 2}, model: {type: mlp}, data: {dataset: fashion-mnist}, epochs: 3}
+//
+// parseJobSpec() reports every problem at once: YAML syntax errors with line and column, wrong
+// types (with the expected type), unknown fields, missing required fields and impossible
+// combinations, each naming its field path ("spec.commHook.powerSGD.startIter: must be > 1
+// when errorFeedback is on"). The returned Status lists them all; `errors` gets the
+// structured list. toYaml() writes every field, and parsing it gives back an equal JobSpec.
+// Thread model: plain values and pure functions.
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace ddp {
+
+inline constexpr const char* kJobApiVersion = "ddp.dev/v1";
+inline constexpr const char* kJobKind = "DDPJob";
+
+enum class JobDevice : uint8_t { kCpu = 0, kCuda };
+enum class ModelType : uint8_t { kMlp = 0, kCnn };
+enum class DatasetKind : uint8_t { kFashionMnist = 0, kSynthetic };
+enum class OptimizerType : uint8_t { kSgd = 0, kAdam, kAdamW };
+enum class ScheduleType : uint8_t { kConstant = 0, kStep, kCosine };
+enum class ZeroMode : uint8_t { kNone = 0, kZero1, kDfa };
+enum class CommHookType : uint8_t { kAllreduce = 0, kFp16, kBf16, kPowerSgd, kBatchedPowerSgd, kNoop };
+enum class HookWrapper : uint8_t { kNone = 0, kFp16, kBf16 };
+enum class MixedPrecision : uint8_t { kNone = 0, kFp16, kBf16 };
+enum class JobLogFormat : uint8_t { kText = 0, kJson };
+
+// YAML spellings ("cpu", "fashion-mnist", "powerSGD", ...).
+const char* jobDeviceName(JobDevice v);
+const char* modelTypeName(ModelType v);
+const char* datasetKindName(DatasetKind v);
+const char* optimizerTypeName(OptimizerType v);
+const char* scheduleTypeName(ScheduleType v);
+const char* zeroModeName(ZeroMode v);
+const char* commHookTypeName(CommHookType v);
+const char* hookWrapperName(HookWrapper v);
+const char* mixedPrecisionName(MixedPrecision v);
+const char* jobLogFormatName(JobLogFormat v);
+
+// One problem found in a job document: "spec.workers.min (line 4, column 10): must be <= max".
+struct SpecError {
+  std::string path;  // "spec.commHook.powerSGD.startIter"; "" for the document itself
+  std::string message;
+  int line = 0;      // 1-based; 0 when unknown
+  int column = 0;
+  std::string toString() const;
+};
+
+struct WorkersSpec {
+  int count = 1;
+  int min = 1;  // elastic lower bound (defaults to count when absent)
+  int max = 1;  // elastic upper bound (defaults to count when absent)
+  bool operator==(const WorkersSpec&) const = default;
+};
+
+// The hidden widths a cnn gets in YAML when `hidden` is absent (an mlp gets {256, 256}).
+inline const std::vector<int64_t> kCnnDefaultHidden = {128};
+
+struct ModelSpec {
+  ModelType type = ModelType::kMlp;
+  std::vector<int64_t> hidden = {256, 256};  // mlp: hidden widths; cnn: widths after the convs
+  std::string activation = "relu";           // relu | tanh | gelu
+  std::vector<int64_t> convChannels = {8, 16};  // cnn only
+  int kernelSize = 3;                           // cnn only (odd)
+  bool operator==(const ModelSpec&) const = default;
+};
+
+struct SyntheticSpec {
+  int64_t samples = 8192;     // training samples (the test split has samples / 4)
+  int64_t features = 784;
+  int classes = 10;
+  double separation = 6.0;
+  double noise = 1.0;
+  bool operator==(const SyntheticSpec&) const = default;
+};
+
+struct UnevenSpec {
+  bool enabled = false;
+  std::vector<int64_t> counts;  // per-rank sample counts; empty: split as evenly as possible
+  bool operator==(const UnevenSpec&) const = default;
+};
+
+struct DataSpec {
+  DatasetKind dataset = DatasetKind::kFashionMnist;
+  std::string dir = "/usr/share/datasets/fashion-mnist";
+  int batchSize = 64;     // per worker
+  bool shuffle = true;
+  bool dropLast = false;  // sampler: drop the tail instead of padding
+  bool normalize = true;
+  int64_t limit = 0;      // use only the first `limit` training samples (0: all)
+  UnevenSpec uneven;
+  SyntheticSpec synthetic;
+  bool operator==(const DataSpec&) const = default;
+};
+
+struct ScheduleSpec {
+  ScheduleType type = ScheduleType::kConstant;
+  int64_t warmupSteps = 0;
+  int64_t stepSize = 1000;  // step
+  double gamma = 0.1;       // step
+  double minLr = 0.0;       // cosine
+  bool operator==(const ScheduleSpec&) const = default;
+};
+
+struct OptimizerSpec {
+  OptimizerType type = OptimizerType::kSgd;
+  double lr = 0.01;
+  double weightDecay = 0.0;
+  double momentum = 0.0;    // sgd
+  double dampening = 0.0;   // sgd
+  bool nesterov = false;    // sgd
+  double beta1 = 0.9;       // adam/adamw (YAML: betas: [b1, b2])
+  double beta2 = 0.999;
+  double eps = 1e-8;        // adam/adamw
+  double maxGradNorm = 0.0; // clip by global norm when > 0
+  ScheduleSpec schedule;
+  bool operator==(const OptimizerSpec&) const = default;
+};
+
+struct PowerSgdSpec {
+  int64_t rank = 1;
+  int64_t startIter = 1000;
+  double minCompressionRate = 2.0;
+  bool errorFeedback = true;
+  bool warmStart = true;
+  double orthogonalizationEpsilon = 0.0;
+  uint64_t seed = 0;
+  bool batchTensorsWithSameShape = false;
+  bool operator==(const PowerSgdSpec&) const = default;
+};
+
+struct CommHookSpec {
+  CommHookType type = CommHookType::kAllreduce;
+  HookWrapper wrapper = HookWrapper::kNone;  // fp16/bf16 compression around powerSGD etc.
+  PowerSgdSpec powerSGD;
+  bool operator==(const CommHookSpec&) const = default;
+};
+
+struct JoinSpec {
+  bool enabled = false;
+  bool throwOnEarlyTermination = false;
+  bool divideByInitialWorldSize = true;
+  bool operator==(const JoinSpec&) const = default;
+};
+
+struct CheckpointSpec {
+  std::string dir;         // empty: no checkpoints
+  int64_t everySteps = 0;  // 0: only at the end of the run (when dir is set)
+  int keep = 3;
+  bool operator==(const CheckpointSpec&) const = default;
+};
+
+struct EvalSpec {
+  bool everyEpoch = true;
+  int batchSize = 1000;
+  int64_t limit = 0;  // evaluate on the first `limit` test samples (0: all)
+  bool operator==(const EvalSpec&) const = default;
+};
+
+struct TimeoutsSpec {
+  double collectiveSeconds = 300;   // one collective
+  double rendezvousSeconds = 600;   // joining the job
+  double heartbeatSeconds = 5;      // heartbeat period
+  bool operator==(const TimeoutsSpec&) const = default;
+};
+
+struct JobSpec {
+  std::string apiVersion = kJobApiVersion;
+  std::string kind = kJobKind;
+  std::string name;                          // metadata.name (DNS label)
+  std::map<std::string, std::string> labels; // metadata.labels
+
+  WorkersSpec workers;
+  JobDevice device = JobDevice::kCpu;
+  int threadsPerWorker = 1;
+  ModelSpec model;
+  DataSpec data;
+  OptimizerSpec optimizer;
+  ZeroMode zero = ZeroMode::kNone;
+  CommHookSpec commHook;
+  JoinSpec join;
+  int gradientAccumulationSteps = 1;  // YAML: gradientAccumulation: {steps: N}
+  MixedPrecision mixedPrecision = MixedPrecision::kNone;
+  int64_t epochs = 0;  // exactly one of epochs / steps is > 0
+  int64_t steps = 0;
+  uint64_t seed = 0;
+  CheckpointSpec checkpoint;
+  EvalSpec eval;
+  double bucketCapMb = 25.0;
+  double firstBucketMb = 1.0;
+  bool gradientAsBucketView = false;
+  int maxRestarts = 3;
+  TimeoutsSpec timeouts;
+  JobLogFormat logFormat = JobLogFormat::kText;
+
+  bool operator==(const JobSpec&) const = default;
+
+  // Cross-field and range checks on the struct (also run by parseJobSpec). Appends one
+  // SpecError per problem; returns InvalidArgument listing them all, or ok.
+  Status validate(std::vector<SpecError>* errors = nullptr) const;
+  // The whole document, every field written out; parseJobSpec(toYaml()) == *this.
+  std::string toYaml() const;
+};
+
+// InvalidArgument "invalid DDPJob: N error(s):\n  <error>\n  ..." (ok when the list is empty).
+Status specErrorsToStatus(const std::vector<SpecError>& errors);
+
+// Parses and validates a DDPJob document. On failure returns InvalidArgument whose message is
+// "invalid DDPJob: N error(s):\n  <error>\n  ..." and, when `errors` is given, the list.
+Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* errors = nullptr);
+// Reads `path` and parses it (NotFound when unreadable).
+Result<JobSpec> loadJobSpecFile(const std::string& path, std::vector<SpecError>* errors = nullptr);
+
+}  // namespace ddp

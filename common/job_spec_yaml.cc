@@ -1,0 +1,628 @@
+// JobSpec <-> YAML: the parser that collects every error with its field path and location,
+// and the emitter behind JobSpec::toYaml().
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <sstream>
+#include <string>
+#include <utility>
+
+#include "common/job_spec.h"
+
+namespace ddp {
+namespace {
+
+template <typename E>
+using EnumTable = std::vector<std::pair<std::string, E>>;
+
+const EnumTable<JobDevice> kDevices = {{"cpu", JobDevice::kCpu}, {"cuda", JobDevice::kCuda}};
+const EnumTable<ModelType> kModels = {{"mlp", ModelType::kMlp}, {"cnn", ModelType::kCnn}};
+const EnumTable<DatasetKind> kDatasets = {{"fashion-mnist", DatasetKind::kFashionMnist},
+                                          {"synthetic", DatasetKind::kSynthetic}};
+const EnumTable<OptimizerType> kOptimizers = {
+    {"sgd", OptimizerType::kSgd}, {"adam", OptimizerType::kAdam}, {"adamw", OptimizerType::kAdamW}};
+const EnumTable<ScheduleType> kSchedules = {{"constant", ScheduleType::kConstant},
+                                            {"step", ScheduleType::kStep},
+                                            {"cosine", ScheduleType::kCosine}};
+const EnumTable<ZeroMode> kZero = {
+    {"none", ZeroMode::kNone}, {"zero1", ZeroMode::kZero1}, {"dfa", ZeroMode::kDfa}};
+const EnumTable<CommHookType> kHooks = {{"allreduce", CommHookType::kAllreduce},
+                                        {"fp16", CommHookType::kFp16},
+                                        {"bf16", CommHookType::kBf16},
+                                        {"powerSGD", CommHookType::kPowerSgd},
+                                        {"batchedPowerSGD", CommHookType::kBatchedPowerSgd},
+                                        {"noop", CommHookType::kNoop}};
+const EnumTable<HookWrapper> kWrappers = {
+    {"none", HookWrapper::kNone}, {"fp16", HookWrapper::kFp16}, {"bf16", HookWrapper::kBf16}};
+const EnumTable<MixedPrecision> kPrecisions = {
+    {"none", MixedPrecision::kNone}, {"fp16", MixedPrecision::kFp16}, {"bf16", MixedPrecision::kBf16}};
+const EnumTable<JobLogFormat> kLogFormats = {{"text", JobLogFormat::kText},
+                                             {"json", JobLogFormat::kJson}};
+
+std::string describe(const YAML::Node& n) {
+  if (!n.IsDefined() || n.IsNull()) return "null";
+  if (n.IsMap()) return "a mapping";
+  if (n.IsSequence()) return "a sequence";
+  return "'" + n.Scalar() + "'";
+}
+
+// Walks the document, filling a JobSpec and collecting errors with paths and locations.
+class Parser {
+ public:
+  std::vector<SpecError> errors;
+  std::map<std::string, std::pair<int, int>> marks;  // path -> (line, column), 1-based
+
+  void fail(const YAML::Node& at, const std::string& path, const std::string& message) {
+    YAML::Mark m = at.Mark();
+    errors.push_back({path, message, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0});
+  }
+
+  // Checks `n` is a mapping with only `allowed` keys, recording where each value is.
+  bool mapping(const YAML::Node& n, const std::string& path, std::initializer_list<const char*> allowed) {
+    if (!n.IsMap()) {
+      fail(n, path, "expected a mapping, got " + describe(n));
+      return false;
+    }
+    std::vector<std::string> seen;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
+      const std::string childPath = join(path, key);
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
+        fail(it->first, childPath, "duplicate field");
+      }
+      seen.push_back(key);
+      if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; })) {
+        std::string list;
+        for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
+        fail(it->first, childPath, "unknown field (allowed here: " + list + ")");
+        continue;
+      }
+      YAML::Mark m = it->second.Mark();
+      marks[childPath] = {m.line + 1, m.column + 1};
+    }
+    return true;
+  }
+
+  static std::string join(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+
+  bool required(const YAML::Node& map, const std::string& path, const char* key) {
+    if (map[key]) return true;
+    fail(map, join(path, key), "required field is missing");
+    return false;
+  }
+
+  bool readInt(const YAML::Node& v, const std::string& path, int64_t* out, int64_t lo, int64_t hi) {
+    int64_t x = 0;
+    if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x)) {
+      fail(v, path, "expected an integer, got " + describe(v));
+      return false;
+    }
+    if (x < lo || x > hi) {
+      fail(v, path, "integer out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      return false;
+    }
+    *out = x;
+    return true;
+  }
+
+  // Optional fields: absent leaves *out unchanged.
+  void getInt(const YAML::Node& m, const std::string& path, const char* key, int64_t* out) {
+    if (m[key]) readInt(m[key], join(path, key), out, std::numeric_limits<int64_t>::min(),
+                        std::numeric_limits<int64_t>::max());
+  }
+  void getInt(const YAML::Node& m, const std::string& path, const char* key, int* out) {
+    int64_t x = *out;
+    if (m[key] && readInt(m[key], join(path, key), &x, std::numeric_limits<int>::min(),
+                          std::numeric_limits<int>::max())) {
+      *out = static_cast<int>(x);
+    }
+  }
+  void getSeed(const YAML::Node& m, const std::string& path, const char* key, uint64_t* out) {
+    int64_t x = 0;
+    if (m[key] && readInt(m[key], join(path, key), &x, 0, std::numeric_limits<int64_t>::max())) {
+      *out = static_cast<uint64_t>(x);
+    }
+  }
+  bool readDouble(const YAML::Node& v, const std::string& path, double* out) {
+    double x = 0;
+    if (!v.IsScalar() || !YAML::convert<double>::decode(v, x) || std::isnan(x)) {
+      fail(v, path, "expected a number, got " + describe(v));
+      return false;
+    }
+    *out = x;
+    return true;
+  }
+  void getDouble(const YAML::Node& m, const std::string& path, const char* key, double* out) {
+    if (m[key]) readDouble(m[key], join(path, key), out);
+  }
+  void getBool(const YAML::Node& m, const std::string& path, const char* key, bool* out) {
+    if (!m[key]) return;
+    bool x = false;
+    if (!m[key].IsScalar() || !YAML::convert<bool>::decode(m[key], x)) {
+      fail(m[key], join(path, key), "expected a boolean (true/false), got " + describe(m[key]));
+      return;
+    }
+    *out = x;
+  }
+  void getString(const YAML::Node& m, const std::string& path, const char* key, std::string* out) {
+    if (!m[key]) return;
+    if (!m[key].IsScalar()) {
+      fail(m[key], join(path, key), "expected a string, got " + describe(m[key]));
+      return;
+    }
+    *out = m[key].Scalar();
+  }
+  template <typename E>
+  void getEnum(const YAML::Node& m, const std::string& path, const char* key, const EnumTable<E>& table,
+               E* out) {
+    if (!m[key]) return;
+    std::string s;
+    if (!m[key].IsScalar()) {
+      fail(m[key], join(path, key), "expected a string, got " + describe(m[key]));
+      return;
+    }
+    s = m[key].Scalar();
+    for (const auto& [name, value] : table) {
+      if (s == name) {
+        *out = value;
+        return;
+      }
+    }
+    std::string list;
+    for (const auto& e : table) list += (list.empty() ? "" : ", ") + e.first;
+    fail(m[key], join(path, key), "must be one of " + list + " (got '" + s + "')");
+  }
+  void getIntList(const YAML::Node& m, const std::string& path, const char* key,
+                  std::vector<int64_t>* out) {
+    if (!m[key]) return;
+    const YAML::Node& v = m[key];
+    if (!v.IsSequence()) {
+      fail(v, join(path, key), "expected a sequence of integers, got " + describe(v));
+      return;
+    }
+    std::vector<int64_t> result;
+    bool ok = true;
+    for (size_t i = 0; i < v.size(); ++i) {
+      int64_t x = 0;
+      ok = readInt(v[i], join(path, key) + "[" + std::to_string(i) + "]", &x,
+                   std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()) && ok;
+      result.push_back(x);
+    }
+    if (ok) *out = std::move(result);
+  }
+  // A field that is only meaningful under some condition.
+  void onlyWhen(const YAML::Node& m, const std::string& path, const char* key, bool allowed,
+                const std::string& condition) {
+    if (m[key] && !allowed) fail(m[key], join(path, key), "only valid when " + condition);
+  }
+
+  void parse(const YAML::Node& doc, JobSpec* spec);
+
+ private:
+  void parseMetadata(const YAML::Node& n, JobSpec* spec);
+  void parseSpec(const YAML::Node& n, JobSpec* spec);
+  void parseModel(const YAML::Node& n, const std::string& path, ModelSpec* model);
+  void parseData(const YAML::Node& n, const std::string& path, DataSpec* data);
+  void parseOptimizer(const YAML::Node& n, const std::string& path, OptimizerSpec* o);
+  void parseCommHook(const YAML::Node& n, const std::string& path, CommHookSpec* h);
+};
+
+void Parser::parse(const YAML::Node& doc, JobSpec* spec) {
+  if (!doc.IsDefined() || doc.IsNull()) {
+    errors.push_back({"", "empty document (expected a DDPJob mapping)", 1, 1});
+    return;
+  }
+  if (!mapping(doc, "", {"apiVersion", "kind", "metadata", "spec"})) return;
+  if (required(doc, "", "apiVersion")) getString(doc, "", "apiVersion", &spec->apiVersion);
+  if (required(doc, "", "kind")) getString(doc, "", "kind", &spec->kind);
+  if (required(doc, "", "metadata")) parseMetadata(doc["metadata"], spec);
+  if (required(doc, "", "spec")) parseSpec(doc["spec"], spec);
+}
+
+void Parser::parseMetadata(const YAML::Node& n, JobSpec* spec) {
+  if (!mapping(n, "metadata", {"name", "labels", "namespace", "annotations"})) return;
+  if (required(n, "metadata", "name")) getString(n, "metadata", "name", &spec->name);
+  if (n["labels"]) {
+    const YAML::Node& l = n["labels"];
+    if (!l.IsMap()) {
+      fail(l, "metadata.labels", "expected a mapping of strings, got " + describe(l));
+    } else {
+      for (auto it = l.begin(); it != l.end(); ++it) {
+        if (!it->second.IsScalar()) {
+          fail(it->second, "metadata.labels." + it->first.Scalar(), "expected a string");
+          continue;
+        }
+        spec->labels[it->first.Scalar()] = it->second.Scalar();
+      }
+    }
+  }
+}
+
+void Parser::parseSpec(const YAML::Node& n, JobSpec* spec) {
+  const std::string p = "spec";
+  if (!mapping(n, p, {"workers", "device", "threadsPerWorker", "model", "data", "optimizer",
+                      "zero", "commHook", "join", "gradientAccumulation", "mixedPrecision",
+                      "epochs", "steps", "seed", "checkpoint", "eval", "bucketCapMb",
+                      "firstBucketMb", "gradientAsBucketView", "maxRestarts", "timeouts",
+                      "logFormat"})) {
+    return;
+  }
+  if (n["workers"] && mapping(n["workers"], "spec.workers", {"count", "min", "max"})) {
+    const YAML::Node& w = n["workers"];
+    getInt(w, "spec.workers", "count", &spec->workers.count);
+    spec->workers.min = spec->workers.max = spec->workers.count;
+    getInt(w, "spec.workers", "min", &spec->workers.min);
+    getInt(w, "spec.workers", "max", &spec->workers.max);
+  }
+  getEnum(n, p, "device", kDevices, &spec->device);
+  getInt(n, p, "threadsPerWorker", &spec->threadsPerWorker);
+  if (required(n, p, "model")) parseModel(n["model"], "spec.model", &spec->model);
+  if (required(n, p, "data")) parseData(n["data"], "spec.data", &spec->data);
+  if (n["optimizer"]) parseOptimizer(n["optimizer"], "spec.optimizer", &spec->optimizer);
+  getEnum(n, p, "zero", kZero, &spec->zero);
+  if (n["commHook"]) parseCommHook(n["commHook"], "spec.commHook", &spec->commHook);
+  if (n["join"] && mapping(n["join"], "spec.join",
+                           {"enabled", "throwOnEarlyTermination", "divideByInitialWorldSize"})) {
+    getBool(n["join"], "spec.join", "enabled", &spec->join.enabled);
+    getBool(n["join"], "spec.join", "throwOnEarlyTermination", &spec->join.throwOnEarlyTermination);
+    getBool(n["join"], "spec.join", "divideByInitialWorldSize", &spec->join.divideByInitialWorldSize);
+  }
+  if (n["gradientAccumulation"] &&
+      mapping(n["gradientAccumulation"], "spec.gradientAccumulation", {"steps"})) {
+    getInt(n["gradientAccumulation"], "spec.gradientAccumulation", "steps",
+           &spec->gradientAccumulationSteps);
+  }
+  getEnum(n, p, "mixedPrecision", kPrecisions, &spec->mixedPrecision);
+  getInt(n, p, "epochs", &spec->epochs);
+  getInt(n, p, "steps", &spec->steps);
+  getSeed(n, p, "seed", &spec->seed);
+  if (n["checkpoint"] && mapping(n["checkpoint"], "spec.checkpoint", {"dir", "everySteps", "keep"})) {
+    getString(n["checkpoint"], "spec.checkpoint", "dir", &spec->checkpoint.dir);
+    getInt(n["checkpoint"], "spec.checkpoint", "everySteps", &spec->checkpoint.everySteps);
+    getInt(n["checkpoint"], "spec.checkpoint", "keep", &spec->checkpoint.keep);
+  }
+  if (n["eval"] && mapping(n["eval"], "spec.eval", {"everyEpoch", "batchSize", "limit"})) {
+    getBool(n["eval"], "spec.eval", "everyEpoch", &spec->eval.everyEpoch);
+    getInt(n["eval"], "spec.eval", "batchSize", &spec->eval.batchSize);
+    getInt(n["eval"], "spec.eval", "limit", &spec->eval.limit);
+  }
+  getDouble(n, p, "bucketCapMb", &spec->bucketCapMb);
+  getDouble(n, p, "firstBucketMb", &spec->firstBucketMb);
+  getBool(n, p, "gradientAsBucketView", &spec->gradientAsBucketView);
+  getInt(n, p, "maxRestarts", &spec->maxRestarts);
+  if (n["timeouts"] && mapping(n["timeouts"], "spec.timeouts",
+                               {"collectiveSeconds", "rendezvousSeconds", "heartbeatSeconds"})) {
+    getDouble(n["timeouts"], "spec.timeouts", "collectiveSeconds", &spec->timeouts.collectiveSeconds);
+    getDouble(n["timeouts"], "spec.timeouts", "rendezvousSeconds", &spec->timeouts.rendezvousSeconds);
+    getDouble(n["timeouts"], "spec.timeouts", "heartbeatSeconds", &spec->timeouts.heartbeatSeconds);
+  }
+  getEnum(n, p, "logFormat", kLogFormats, &spec->logFormat);
+}
+
+void Parser::parseModel(const YAML::Node& n, const std::string& p, ModelSpec* model) {
+  if (!mapping(n, p, {"type", "hidden", "activation", "convChannels", "kernelSize"})) return;
+  if (required(n, p, "type")) getEnum(n, p, "type", kModels, &model->type);
+  const bool cnn = model->type == ModelType::kCnn;
+  if (cnn) model->hidden = kCnnDefaultHidden;
+  getIntList(n, p, "hidden", &model->hidden);
+  getString(n, p, "activation", &model->activation);
+  onlyWhen(n, p, "convChannels", cnn, "spec.model.type is cnn");
+  onlyWhen(n, p, "kernelSize", cnn, "spec.model.type is cnn");
+  getIntList(n, p, "convChannels", &model->convChannels);
+  getInt(n, p, "kernelSize", &model->kernelSize);
+}
+
+void Parser::parseData(const YAML::Node& n, const std::string& p, DataSpec* data) {
+  if (!mapping(n, p, {"dataset", "dir", "batchSize", "shuffle", "dropLast", "normalize", "limit",
+                      "uneven", "synthetic"})) {
+    return;
+  }
+  if (required(n, p, "dataset")) getEnum(n, p, "dataset", kDatasets, &data->dataset);
+  getString(n, p, "dir", &data->dir);
+  getInt(n, p, "batchSize", &data->batchSize);
+  getBool(n, p, "shuffle", &data->shuffle);
+  getBool(n, p, "dropLast", &data->dropLast);
+  getBool(n, p, "normalize", &data->normalize);
+  getInt(n, p, "limit", &data->limit);
+  if (n["uneven"] && mapping(n["uneven"], p + ".uneven", {"enabled", "counts"})) {
+    getBool(n["uneven"], p + ".uneven", "enabled", &data->uneven.enabled);
+    getIntList(n["uneven"], p + ".uneven", "counts", &data->uneven.counts);
+  }
+  const bool synthetic = data->dataset == DatasetKind::kSynthetic;
+  onlyWhen(n, p, "synthetic", synthetic, "spec.data.dataset is synthetic");
+  onlyWhen(n, p, "dir", !synthetic, "spec.data.dataset is fashion-mnist");
+  const std::string sp = p + ".synthetic";
+  if (synthetic && n["synthetic"] &&
+      mapping(n["synthetic"], sp, {"samples", "features", "classes", "separation", "noise"})) {
+    const YAML::Node& s = n["synthetic"];
+    getInt(s, sp, "samples", &data->synthetic.samples);
+    getInt(s, sp, "features", &data->synthetic.features);
+    getInt(s, sp, "classes", &data->synthetic.classes);
+    getDouble(s, sp, "separation", &data->synthetic.separation);
+    getDouble(s, sp, "noise", &data->synthetic.noise);
+  }
+}
+
+void Parser::parseOptimizer(const YAML::Node& n, const std::string& p, OptimizerSpec* o) {
+  if (!mapping(n, p, {"type", "lr", "weightDecay", "momentum", "dampening", "nesterov", "betas",
+                      "eps", "maxGradNorm", "schedule"})) {
+    return;
+  }
+  getEnum(n, p, "type", kOptimizers, &o->type);
+  getDouble(n, p, "lr", &o->lr);
+  getDouble(n, p, "weightDecay", &o->weightDecay);
+  getDouble(n, p, "momentum", &o->momentum);
+  getDouble(n, p, "dampening", &o->dampening);
+  getBool(n, p, "nesterov", &o->nesterov);
+  const bool adam = o->type != OptimizerType::kSgd;
+  onlyWhen(n, p, "betas", adam, "spec.optimizer.type is adam or adamw");
+  onlyWhen(n, p, "eps", adam, "spec.optimizer.type is adam or adamw");
+  if (n["betas"]) {
+    const YAML::Node& b = n["betas"];
+    if (!b.IsSequence() || b.size() != 2) {
+      fail(b, p + ".betas", "expected a sequence of two numbers [beta1, beta2], got " + describe(b));
+    } else {
+      readDouble(b[0], p + ".betas[0]", &o->beta1);
+      readDouble(b[1], p + ".betas[1]", &o->beta2);
+    }
+  }
+  getDouble(n, p, "eps", &o->eps);
+  getDouble(n, p, "maxGradNorm", &o->maxGradNorm);
+  const std::string sp = p + ".schedule";
+  if (n["schedule"] &&
+      mapping(n["schedule"], sp, {"type", "warmupSteps", "stepSize", "gamma", "minLr"})) {
+    const YAML::Node& s = n["schedule"];
+    getEnum(s, sp, "type", kSchedules, &o->schedule.type);
+    getInt(s, sp, "warmupSteps", &o->schedule.warmupSteps);
+    onlyWhen(s, sp, "stepSize", o->schedule.type == ScheduleType::kStep, "schedule type is step");
+    onlyWhen(s, sp, "gamma", o->schedule.type == ScheduleType::kStep, "schedule type is step");
+    onlyWhen(s, sp, "minLr", o->schedule.type == ScheduleType::kCosine, "schedule type is cosine");
+    getInt(s, sp, "stepSize", &o->schedule.stepSize);
+    getDouble(s, sp, "gamma", &o->schedule.gamma);
+    getDouble(s, sp, "minLr", &o->schedule.minLr);
+  }
+}
+
+void Parser::parseCommHook(const YAML::Node& n, const std::string& p, CommHookSpec* h) {
+  if (!mapping(n, p, {"type", "wrapper", "powerSGD"})) return;
+  getEnum(n, p, "type", kHooks, &h->type);
+  getEnum(n, p, "wrapper", kWrappers, &h->wrapper);
+  const bool powerSgd =
+      h->type == CommHookType::kPowerSgd || h->type == CommHookType::kBatchedPowerSgd;
+  onlyWhen(n, p, "powerSGD", powerSgd, "spec.commHook.type is powerSGD or batchedPowerSGD");
+  const std::string sp = p + ".powerSGD";
+  if (powerSgd && n["powerSGD"] &&
+      mapping(n["powerSGD"], sp, {"rank", "startIter", "minCompressionRate", "errorFeedback",
+                                  "warmStart", "orthogonalizationEpsilon", "seed",
+                                  "batchTensorsWithSameShape"})) {
+    const YAML::Node& s = n["powerSGD"];
+    getInt(s, sp, "rank", &h->powerSGD.rank);
+    getInt(s, sp, "startIter", &h->powerSGD.startIter);
+    getDouble(s, sp, "minCompressionRate", &h->powerSGD.minCompressionRate);
+    getBool(s, sp, "errorFeedback", &h->powerSGD.errorFeedback);
+    getBool(s, sp, "warmStart", &h->powerSGD.warmStart);
+    getDouble(s, sp, "orthogonalizationEpsilon", &h->powerSGD.orthogonalizationEpsilon);
+    getSeed(s, sp, "seed", &h->powerSGD.seed);
+    getBool(s, sp, "batchTensorsWithSameShape", &h->powerSGD.batchTensorsWithSameShape);
+  }
+}
+
+// True when `a` equals `b` or one is a path prefix of the other ("x.y" vs "x.y.z" / "x.y[0]").
+bool overlaps(const std::string& a, const std::string& b) {
+  const std::string& s = a.size() <= b.size() ? a : b;
+  const std::string& l = a.size() <= b.size() ? b : a;
+  if (l.compare(0, s.size(), s) != 0) return false;
+  return l.size() == s.size() || l[s.size()] == '.' || l[s.size()] == '[';
+}
+
+// Shortest decimal text that reads back as the same double.
+std::string formatDouble(double v) {
+  char buf[64];
+  if (std::fabs(v) < 1e15 && v == std::floor(v)) {
+    std::snprintf(buf, sizeof(buf), "%.1f", v);  // 300.0 rather than 3e+02
+    return buf;
+  }
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  std::string s = buf;
+  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // keep it visibly a number
+  return s;
+}
+
+void emitIntList(YAML::Emitter& out, const std::vector<int64_t>& v) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (int64_t x : v) out << x;
+  out << YAML::EndSeq;
+}
+
+}  // namespace
+
+Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* errorsOut) {
+  Parser parser;
+  JobSpec spec;
+  spec.apiVersion.clear();
+  spec.kind.clear();
+  try {
+    YAML::Node doc = YAML::Load(std::string(yaml));
+    parser.parse(doc, &spec);
+  } catch (const YAML::Exception& e) {
+    parser.errors.push_back({"", "YAML syntax error: " + e.msg, e.mark.line + 1, e.mark.column + 1});
+  }
+  // A document-level error (syntax, empty, not a mapping) leaves nothing worth validating.
+  const bool documentError = std::any_of(parser.errors.begin(), parser.errors.end(),
+                                         [](const SpecError& e) { return e.path.empty(); });
+  std::vector<SpecError> all = parser.errors;
+  if (!documentError) {
+    std::vector<SpecError> semantic;
+    (void)spec.validate(&semantic);
+    for (SpecError& e : semantic) {
+      // A field that failed to parse kept its default: its follow-on errors would mislead.
+      if (std::any_of(parser.errors.begin(), parser.errors.end(),
+                      [&](const SpecError& pe) { return overlaps(pe.path, e.path); })) {
+        continue;
+      }
+      // Locate at the field, or at the closest enclosing field present in the document.
+      for (std::string p = e.path; !p.empty();) {
+        auto it = parser.marks.find(p);
+        if (it != parser.marks.end()) {
+          e.line = it->second.first;
+          e.column = it->second.second;
+          break;
+        }
+        size_t cut = p.find_last_of(".[");
+        p = cut == std::string::npos ? "" : p.substr(0, cut);
+      }
+      all.push_back(std::move(e));
+    }
+  }
+  if (errorsOut) *errorsOut = all;
+  if (!all.empty()) return specErrorsToStatus(all);
+  return spec;
+}
+
+Result<JobSpec> loadJobSpecFile(const std::string& path, std::vector<SpecError>* errors) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return notFound("cannot read job file " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto r = parseJobSpec(ss.str(), errors);
+  if (!r.isOk()) return r.status().withContext(path);
+  return r;
+}
+
+std::string JobSpec::toYaml() const {
+  YAML::Emitter out;
+  using YAML::BeginMap;
+  using YAML::EndMap;
+  using YAML::Key;
+  using YAML::Value;
+  auto dbl = [](double v) { return formatDouble(v); };
+  out << BeginMap;
+  out << Key << "apiVersion" << Value << apiVersion;
+  out << Key << "kind" << Value << kind;
+  out << Key << "metadata" << Value << BeginMap << Key << "name" << Value << name;
+  if (!labels.empty()) {
+    out << Key << "labels" << Value << BeginMap;
+    for (const auto& [k, v] : labels) out << Key << k << Value << YAML::DoubleQuoted << v;
+    out << EndMap;
+  }
+  out << EndMap;
+  out << Key << "spec" << Value << BeginMap;
+  out << Key << "workers" << Value << YAML::Flow << BeginMap << Key << "count" << Value
+      << workers.count << Key << "min" << Value << workers.min << Key << "max" << Value
+      << workers.max << EndMap;
+  out << Key << "device" << Value << jobDeviceName(device);
+  out << Key << "threadsPerWorker" << Value << threadsPerWorker;
+
+  out << Key << "model" << Value << BeginMap;
+  out << Key << "type" << Value << modelTypeName(model.type);
+  out << Key << "hidden" << Value;
+  emitIntList(out, model.hidden);
+  out << Key << "activation" << Value << model.activation;
+  if (model.type == ModelType::kCnn) {
+    out << Key << "convChannels" << Value;
+    emitIntList(out, model.convChannels);
+    out << Key << "kernelSize" << Value << model.kernelSize;
+  }
+  out << EndMap;
+
+  out << Key << "data" << Value << BeginMap;
+  out << Key << "dataset" << Value << datasetKindName(data.dataset);
+  if (data.dataset == DatasetKind::kFashionMnist) {
+    out << Key << "dir" << Value << YAML::DoubleQuoted << data.dir;
+  }
+  out << Key << "batchSize" << Value << data.batchSize;
+  out << Key << "shuffle" << Value << data.shuffle;
+  out << Key << "dropLast" << Value << data.dropLast;
+  out << Key << "normalize" << Value << data.normalize;
+  out << Key << "limit" << Value << data.limit;
+  out << Key << "uneven" << Value << BeginMap << Key << "enabled" << Value << data.uneven.enabled
+      << Key << "counts" << Value;
+  emitIntList(out, data.uneven.counts);
+  out << EndMap;
+  if (data.dataset == DatasetKind::kSynthetic) {
+    const SyntheticSpec& s = data.synthetic;
+    out << Key << "synthetic" << Value << BeginMap << Key << "samples" << Value << s.samples
+        << Key << "features" << Value << s.features << Key << "classes" << Value << s.classes
+        << Key << "separation" << Value << dbl(s.separation) << Key << "noise" << Value
+        << dbl(s.noise) << EndMap;
+  }
+  out << EndMap;
+
+  const OptimizerSpec& o = optimizer;
+  out << Key << "optimizer" << Value << BeginMap;
+  out << Key << "type" << Value << optimizerTypeName(o.type);
+  out << Key << "lr" << Value << dbl(o.lr);
+  out << Key << "weightDecay" << Value << dbl(o.weightDecay);
+  out << Key << "momentum" << Value << dbl(o.momentum);
+  out << Key << "dampening" << Value << dbl(o.dampening);
+  out << Key << "nesterov" << Value << o.nesterov;
+  if (o.type != OptimizerType::kSgd) {
+    out << Key << "betas" << Value << YAML::Flow << YAML::BeginSeq << dbl(o.beta1) << dbl(o.beta2)
+        << YAML::EndSeq;
+    out << Key << "eps" << Value << dbl(o.eps);
+  }
+  out << Key << "maxGradNorm" << Value << dbl(o.maxGradNorm);
+  out << Key << "schedule" << Value << BeginMap;
+  out << Key << "type" << Value << scheduleTypeName(o.schedule.type);
+  out << Key << "warmupSteps" << Value << o.schedule.warmupSteps;
+  if (o.schedule.type == ScheduleType::kStep) {
+    out << Key << "stepSize" << Value << o.schedule.stepSize;
+    out << Key << "gamma" << Value << dbl(o.schedule.gamma);
+  }
+  if (o.schedule.type == ScheduleType::kCosine) out << Key << "minLr" << Value << dbl(o.schedule.minLr);
+  out << EndMap << EndMap;
+
+  out << Key << "zero" << Value << zeroModeName(zero);
+  out << Key << "commHook" << Value << BeginMap;
+  out << Key << "type" << Value << commHookTypeName(commHook.type);
+  out << Key << "wrapper" << Value << hookWrapperName(commHook.wrapper);
+  if (commHook.type == CommHookType::kPowerSgd || commHook.type == CommHookType::kBatchedPowerSgd) {
+    const PowerSgdSpec& p = commHook.powerSGD;
+    out << Key << "powerSGD" << Value << BeginMap << Key << "rank" << Value << p.rank << Key
+        << "startIter" << Value << p.startIter << Key << "minCompressionRate" << Value
+        << dbl(p.minCompressionRate) << Key << "errorFeedback" << Value << p.errorFeedback << Key
+        << "warmStart" << Value << p.warmStart << Key << "orthogonalizationEpsilon" << Value
+        << dbl(p.orthogonalizationEpsilon) << Key << "seed" << Value << p.seed << Key
+        << "batchTensorsWithSameShape" << Value << p.batchTensorsWithSameShape << EndMap;
+  }
+  out << EndMap;
+  out << Key << "join" << Value << BeginMap << Key << "enabled" << Value << join.enabled << Key
+      << "throwOnEarlyTermination" << Value << join.throwOnEarlyTermination << Key
+      << "divideByInitialWorldSize" << Value << join.divideByInitialWorldSize << EndMap;
+  out << Key << "gradientAccumulation" << Value << YAML::Flow << BeginMap << Key << "steps"
+      << Value << gradientAccumulationSteps << EndMap;
+  out << Key << "mixedPrecision" << Value << mixedPrecisionName(mixedPrecision);
+  if (epochs > 0 || steps == 0) out << Key << "epochs" << Value << epochs;
+  if (steps > 0) out << Key << "steps" << Value << steps;
+  out << Key << "seed" << Value << seed;
+  out << Key << "checkpoint" << Value << BeginMap << Key << "dir" << Value << YAML::DoubleQuoted
+      << checkpoint.dir << Key << "everySteps" << Value << checkpoint.everySteps << Key << "keep"
+      << Value << checkpoint.keep << EndMap;
+  out << Key << "eval" << Value << BeginMap << Key << "everyEpoch" << Value << eval.everyEpoch
+      << Key << "batchSize" << Value << eval.batchSize << Key << "limit" << Value << eval.limit
+      << EndMap;
+  out << Key << "bucketCapMb" << Value << dbl(bucketCapMb);
+  out << Key << "firstBucketMb" << Value << dbl(firstBucketMb);
+  out << Key << "gradientAsBucketView" << Value << gradientAsBucketView;
+  out << Key << "maxRestarts" << Value << maxRestarts;
+  out << Key << "timeouts" << Value << BeginMap << Key << "collectiveSeconds" << Value
+      << dbl(timeouts.collectiveSeconds) << Key << "rendezvousSeconds" << Value
+      << dbl(timeouts.rendezvousSeconds) << Key << "heartbeatSeconds" << Value
+      << dbl(timeouts.heartbeatSeconds) << EndMap;
+  out << Key << "logFormat" << Value << jobLogFormatName(logFormat);
+  out << EndMap << EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace ddp

@@ -1,0 +1,263 @@
+// JobSpec parsing and validation: every example parses; each kind of error (syntax, wrong
+// type, unknown field, missing required field, impossible combination) is reported with its
+// field path and location; several errors come back at once; toYaml() round-trips.
+#include "common/job_spec.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+namespace ddp {
+namespace {
+
+const char* kMinimal = R"(apiVersion: ddp.dev/v1
+kind: DDPJob
+metadata:
+  name: mini
+spec:
+  model:
+    type: mlp
+  data:
+    dataset: synthetic
+  epochs: 1
+)";
+
+std::vector<SpecError> errorsOf(const std::string& yaml) {
+  std::vector<SpecError> errors;
+  auto r = parseJobSpec(yaml, &errors);
+  EXPECT_FALSE(r.isOk()) << yaml;
+  if (!r.isOk()) {
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    for (const SpecError& e : errors) {
+      EXPECT_NE(r.status().message().find(e.toString()), std::string::npos) << e.toString();
+    }
+  }
+  return errors;
+}
+
+const SpecError* find(const std::vector<SpecError>& errors, const std::string& path) {
+  auto it = std::find_if(errors.begin(), errors.end(), [&](const SpecError& e) { return e.path == path; });
+  return it == errors.end() ? nullptr : &*it;
+}
+
+std::string withSpec(const std::string& extra) { return std::string(kMinimal) + extra; }
+
+TEST(JobSpecTest, MinimalDocumentGetsDefaults) {
+  auto r = parseJobSpec(kMinimal);
+  ASSERT_TRUE(r.isOk()) << r.status();
+  EXPECT_EQ(r->name, "mini");
+  EXPECT_EQ(r->workers.count, 1);
+  EXPECT_EQ(r->workers.min, 1);
+  EXPECT_EQ(r->workers.max, 1);
+  EXPECT_EQ(r->data.batchSize, 64);
+  EXPECT_EQ(r->commHook.type, CommHookType::kAllreduce);
+  EXPECT_EQ(r->commHook.powerSGD.startIter, 1000);
+  EXPECT_EQ(r->bucketCapMb, 25.0);
+  EXPECT_TRUE(r->validate().isOk());
+}
+
+TEST(JobSpecTest, EveryExampleParsesAndRoundTrips) {
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(DDP_SOURCE_DIR "/examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    ++seen;
+    auto r = loadJobSpecFile(entry.path().string());
+    ASSERT_TRUE(r.isOk()) << r.status();
+    auto again = parseJobSpec(r->toYaml());
+    ASSERT_TRUE(again.isOk()) << again.status() << "\n" << r->toYaml();
+    EXPECT_EQ(*again, *r) << r->toYaml();
+  }
+  EXPECT_GE(seen, 5);
+  auto main = loadJobSpecFile(DDP_SOURCE_DIR "/examples/fashion-mnist.yaml");
+  ASSERT_TRUE(main.isOk());
+  EXPECT_EQ(main->workers.count, 2);
+  EXPECT_EQ(main->model.hidden, (std::vector<int64_t>{256, 256}));
+  EXPECT_EQ(main->optimizer.type, OptimizerType::kAdam);
+  EXPECT_EQ(main->optimizer.schedule.type, ScheduleType::kCosine);
+}
+
+TEST(JobSpecTest, RoundTripOfNonDefaultValues) {
+  JobSpec s;
+  s.name = "all-fields";
+  s.labels = {{"team", "a b"}, {"x", "123"}};
+  s.workers = {3, 2, 5};
+  s.device = JobDevice::kCuda;
+  s.model.type = ModelType::kCnn;
+  s.model.convChannels = {4, 6};
+  s.model.hidden = {};
+  s.model.activation = "gelu";
+  s.data.batchSize = 17;
+  s.data.limit = 1000;
+  s.data.dir = "/data/fm";
+  s.optimizer.type = OptimizerType::kAdamW;
+  s.optimizer.lr = 3e-4;
+  s.optimizer.beta1 = 0.8;
+  s.optimizer.eps = 1e-6;
+  s.optimizer.weightDecay = 0.1;
+  s.optimizer.schedule = {ScheduleType::kCosine, 50, 1000, 0.1, 1e-5};
+  s.zero = ZeroMode::kZero1;
+  s.commHook.type = CommHookType::kBatchedPowerSgd;
+  s.commHook.wrapper = HookWrapper::kBf16;
+  s.commHook.powerSGD = {4, 20, 1.5, false, true, 1e-8, 99, true};
+  s.join = {true, true, false};
+  s.gradientAccumulationSteps = 4;
+  s.mixedPrecision = MixedPrecision::kBf16;
+  s.steps = 123;
+  s.seed = (uint64_t{1} << 62) + 5;
+  s.checkpoint = {"/ckpt", 10, 2};
+  s.eval = {false, 100, 500};
+  s.bucketCapMb = 0.1;
+  s.firstBucketMb = 0.3;
+  s.gradientAsBucketView = true;
+  s.maxRestarts = 0;
+  s.timeouts = {1.5, 30, 0.25};
+  s.logFormat = JobLogFormat::kJson;
+  ASSERT_TRUE(s.validate().isOk()) << s.validate();
+  auto back = parseJobSpec(s.toYaml());
+  ASSERT_TRUE(back.isOk()) << back.status() << "\n" << s.toYaml();
+  EXPECT_EQ(*back, s) << s.toYaml();
+}
+
+TEST(JobSpecTest, SyntaxErrorHasLineAndColumn) {
+  auto errors = errorsOf("apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: x\nspec:\n  a: [1, 2\n");
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].path, "");
+  EXPECT_NE(errors[0].message.find("YAML syntax error"), std::string::npos);
+  EXPECT_GE(errors[0].line, 3);
+  EXPECT_GT(errors[0].column, 0);
+}
+
+TEST(JobSpecTest, WrongTypesNameThePathAndExpectedType) {
+  auto errors = errorsOf(withSpec("  workers:\n    count: two\n  seed: 1.5\n  join:\n    enabled: maybe\n"));
+  const SpecError* count = find(errors, "spec.workers.count");
+  ASSERT_NE(count, nullptr);
+  EXPECT_NE(count->message.find("expected an integer"), std::string::npos);
+  EXPECT_EQ(count->line, 12);
+  EXPECT_EQ(count->column, 12);
+  ASSERT_NE(find(errors, "spec.seed"), nullptr);
+  ASSERT_NE(find(errors, "spec.join.enabled"), nullptr);
+  EXPECT_NE(find(errors, "spec.join.enabled")->message.find("expected a boolean"), std::string::npos);
+  // A type error does not also produce follow-on errors for the same field.
+  EXPECT_EQ(errors.size(), 3u);
+  errors = errorsOf(withSpec("  optimizer: [sgd]\n"));
+  ASSERT_NE(find(errors, "spec.optimizer"), nullptr);
+  EXPECT_NE(find(errors, "spec.optimizer")->message.find("expected a mapping"), std::string::npos);
+  errors = errorsOf(withSpec("  optimizer:\n    type: adam\n    betas: [0.9]\n"));
+  ASSERT_NE(find(errors, "spec.optimizer.betas"), nullptr);
+}
+
+TEST(JobSpecTest, UnknownFieldsAreRejectedWithPath) {
+  auto errors = errorsOf(withSpec("  optimiser:\n    lr: 1\n  commHook:\n    type: powerSGD\n    powerSGD:\n      rnk: 2\n"));
+  const SpecError* a = find(errors, "spec.optimiser");
+  ASSERT_NE(a, nullptr);
+  EXPECT_NE(a->message.find("unknown field"), std::string::npos);
+  EXPECT_NE(a->message.find("optimizer"), std::string::npos);  // lists the allowed names
+  ASSERT_NE(find(errors, "spec.commHook.powerSGD.rnk"), nullptr);
+  EXPECT_EQ(find(errors, "spec.commHook.powerSGD.rnk")->line, 16);
+}
+
+TEST(JobSpecTest, MissingRequiredFields) {
+  auto errors = errorsOf("apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {}\nspec:\n  data: {dataset: synthetic}\n");
+  EXPECT_NE(find(errors, "metadata.name"), nullptr);
+  EXPECT_NE(find(errors, "spec.model"), nullptr);
+  EXPECT_NE(find(errors, "spec.epochs"), nullptr);  // one of epochs / steps
+  errors = errorsOf("kind: DDPJob\nmetadata: {name: a}\n");
+  EXPECT_NE(find(errors, "apiVersion"), nullptr);
+  EXPECT_NE(find(errors, "spec"), nullptr);
+  errors = errorsOf("");
+  EXPECT_EQ(errors.size(), 1u);
+  errors = errorsOf("apiVersion: v2\nkind: Job\nmetadata: {name: Bad_Name}\nspec: {model: {type: mlp}, data: {dataset: synthetic}, steps: 1}\n");
+  EXPECT_NE(find(errors, "apiVersion"), nullptr);
+  EXPECT_NE(find(errors, "kind"), nullptr);
+  EXPECT_NE(find(errors, "metadata.name"), nullptr);
+}
+
+TEST(JobSpecTest, ImpossibleCombinationsAreRejected) {
+  struct Case {
+    std::string extra;
+    std::string path;
+    std::string words;
+  };
+  const std::vector<Case> cases = {
+      {"  zero: dfa\n  optimizer: {type: adam}\n  commHook: {type: powerSGD}\n", "spec.commHook.type",
+       "cannot be combined with zero: dfa"},
+      {"  zero: dfa\n", "spec.zero", "needs optimizer type adam"},
+      {"  workers: {count: 2, min: 3, max: 2}\n", "spec.workers.min", "must be <= spec.workers.max"},
+      {"  commHook:\n    type: powerSGD\n    powerSGD: {startIter: 1}\n",
+       "spec.commHook.powerSGD.startIter", "must be > 1 when errorFeedback is on"},
+      {"  commHook:\n    type: powerSGD\n    powerSGD: {startIter: 1, errorFeedback: false}\n",
+       "spec.commHook.powerSGD.startIter", "must be > 1 when warmStart is on"},
+      {"  commHook:\n    type: allreduce\n    powerSGD: {rank: 2}\n", "spec.commHook.powerSGD",
+       "only valid when"},
+      {"  data:\n    dataset: synthetic\n", "spec.data", "duplicate field"},
+      {"  steps: 10\n", "spec.steps", "not both"},
+      {"  optimizer: {type: sgd, nesterov: true}\n", "spec.optimizer.nesterov", "requires momentum"},
+      {"  optimizer: {type: sgd, betas: [0.9, 0.99]}\n", "spec.optimizer.betas", "only valid when"},
+      {"  optimizer: {type: adam, momentum: 0.9}\n", "spec.optimizer.momentum", "only valid for type sgd"},
+      {"  checkpoint: {everySteps: 10}\n", "spec.checkpoint.dir", "required when everySteps"},
+      {"  join: {throwOnEarlyTermination: true}\n", "spec.join.throwOnEarlyTermination", "only valid"},
+      {"  mixedPrecision: fp16\n", "spec.mixedPrecision", "needs device cuda"},
+      {"  commHook: {type: fp16, wrapper: bf16}\n", "spec.commHook.wrapper", "not fp16"},
+      {"  optimizer: {lr: 0.1, schedule: {type: cosine, minLr: 0.5}}\n", "spec.optimizer.schedule.minLr",
+       "must be in [0, lr)"},
+      {"  optimizer: {schedule: {type: constant, gamma: 0.5}}\n", "spec.optimizer.schedule.gamma",
+       "only valid when"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.extra);
+    auto errors = errorsOf(withSpec(c.extra));
+    const SpecError* e = find(errors, c.path);
+    ASSERT_NE(e, nullptr) << parseJobSpec(withSpec(c.extra)).status();
+    EXPECT_NE(e->message.find(c.words), std::string::npos) << e->toString();
+    EXPECT_GT(e->line, 0) << e->toString();
+  }
+}
+
+TEST(JobSpecTest, UnevenDataNeedsJoinAndOneCountPerWorker) {
+  const std::string doc = R"(apiVersion: ddp.dev/v1
+kind: DDPJob
+metadata: {name: u}
+spec:
+  workers: {count: 2}
+  model: {type: cnn, convChannels: [4, 4, 4, 4, 4]}
+  data:
+    dataset: fashion-mnist
+    dropLast: true
+    uneven: {enabled: true, counts: [10, 20, 30]}
+  epochs: 1
+)";
+  auto errors = errorsOf(doc);
+  EXPECT_NE(find(errors, "spec.data.uneven.enabled"), nullptr);  // needs join
+  EXPECT_NE(find(errors, "spec.data.dropLast"), nullptr);
+  EXPECT_NE(find(errors, "spec.data.uneven.counts"), nullptr);   // 3 counts for 2 workers
+  EXPECT_NE(find(errors, "spec.model.convChannels"), nullptr);   // 5 pools shrink 28 below 1
+  EXPECT_EQ(errors.size(), 4u);
+  // All errors at once, in one status message.
+  auto r = parseJobSpec(doc);
+  EXPECT_NE(r.status().message().find("4 errors"), std::string::npos) << r.status();
+}
+
+TEST(JobSpecTest, ValidateOnAStructBuiltInCode) {
+  JobSpec s;
+  s.name = "ok";
+  s.epochs = 1;
+  EXPECT_TRUE(s.validate().isOk());
+  s.workers.count = 0;
+  s.data.batchSize = 0;
+  std::vector<SpecError> errors;
+  Status st = s.validate(&errors);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(find(errors, "spec.workers.count"), nullptr);
+  EXPECT_NE(find(errors, "spec.data.batchSize"), nullptr);
+  EXPECT_EQ(errors[0].line, 0);  // no document, no location
+}
+
+TEST(JobSpecTest, MissingFileIsNotFound) {
+  EXPECT_EQ(loadJobSpecFile("/nonexistent/job.yaml").status().code(), StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace ddp
