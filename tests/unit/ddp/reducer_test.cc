@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "tests/support/recording_backend.h"
 #include "tests/unit/ddp/ddp_test_util.h"
 #include "worker/ddp/function_hook.h"
 
@@ -181,6 +182,38 @@ TEST(ReducerTest, FirstBucketIsReducedWhileBackwardGoesOn) {
         for (size_t b = 0; b < want.size(); ++b) want[b] = b;
         EXPECT_EQ(order, want) << "bucket callbacks must come in bucket order";
         expectGradsNear(model, oracleGrads(mixedLayers(), {0}, 0, world * kRowsPerRank), 1e-5, "overlap");
+      },
+      fastGroup());
+}
+
+TEST(ReducerTest, RecordingBackendSeesFirstBucketIssuedBeforeBackwardEnds) {
+  // Instrumented backend (RecordingBackend logs issue times; no faults injected): the first
+  // bucket's allreduce is issued while backward still has layers to go. Backward is slowed by
+  // 20 ms per layer so the margin is not a scheduling accident.
+  const int world = 2;
+  comm::runLocalRanks(
+      world,
+      [&](int rank, comm::Backend& inner) {
+        comm::RecordingBackend backend(inner);
+        LinearStack model(mixedLayers(), 1);
+        ReducerOptions opts;
+        opts.firstBucketCapBytes = 1;
+        auto r = Reducer::create(backend, model.parameters(), opts);
+        ASSERT_TRUE(r.isOk()) << r.status();
+        backend.clear();  // forget the construction collectives
+        model.backward(0, rank * kRowsPerRank, kRowsPerRank, (*r)->gradReadyFn(), {},
+                       [](int) { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
+        const TimePoint backwardEnd = std::chrono::steady_clock::now();
+        const size_t buckets = (*r)->plan().numBuckets();
+        const size_t bucket0Bytes = (*r)->bucketBuffer(0).bytes();
+        ASSERT_TRUE((*r)->finalize(stepDeadline()).isOk());
+        auto ops = backend.ops();
+        ASSERT_EQ(ops.size(), buckets + 1);  // one allreduce per bucket, then the rebuild's broadcast
+        for (size_t b = 0; b < buckets; ++b) EXPECT_EQ(ops[b].type, comm::OpType::kAllreduce);
+        EXPECT_EQ(ops[buckets].type, comm::OpType::kBroadcast);
+        EXPECT_LT(ops[0].issued + std::chrono::milliseconds(40), backwardEnd)
+            << "bucket 0 was issued only at the end of backward";
+        EXPECT_EQ(ops[0].bytes, bucket0Bytes);
       },
       fastGroup());
 }
