@@ -21,6 +21,7 @@ struct BatchedPowerSgdHook::BucketPlan {
   size_t total = 0, side = 0, rank = 0;
   std::vector<Slice> slices;
   std::vector<float> square, p, q;  // scratch, alive until finish()
+  std::vector<float> work;          // f32 copy of a half bucket
   PowerSgdBucketState* bucketState = nullptr;
 };
 
@@ -49,7 +50,7 @@ Result<HookResult> BatchedPowerSgdHook::run(GradBucket& bucket) {
   DDP_RETURN_IF_ERROR(checkBucket(bucket));
   const std::string where = name_ + " bucket " + std::to_string(bucket.index());
   const comm::BufferView buf = bucket.buffer();
-  float* base = buf.as<float>();
+  const char* bufferStart = static_cast<const char*>(buf.data);
   uint64_t iteration = 0;
   BucketPlan* plan = nullptr;
   {
@@ -72,7 +73,7 @@ Result<HookResult> BatchedPowerSgdHook::run(GradBucket& bucket) {
       for (size_t i = 0; i < grads.size(); ++i) {
         if (grads[i].count == 0) continue;
         BucketPlan::Slice s;
-        s.offset = static_cast<size_t>(static_cast<const float*>(grads[i].data) - base);
+        s.offset = static_cast<size_t>(static_cast<const char*>(grads[i].data) - bufferStart) / dtypeSize(buf.dtype);
         s.numel = grads[i].count;
         s.key = tensorKey(bucket, i);
         if (options_.useErrorFeedback) {
@@ -91,6 +92,7 @@ Result<HookResult> BatchedPowerSgdHook::run(GradBucket& bucket) {
   account(bucket, plan->total, 2 * plan->side * plan->rank);
 
   const Device cpu = Device::cpu();
+  DDP_ASSIGN_OR_RETURN(float* base, workingCopy(buf, plan->work));
   // Error feedback in, then the padded square copy.
   for (auto& s : plan->slices) {
     if (s.state == nullptr) continue;
@@ -121,7 +123,10 @@ Result<HookResult> BatchedPowerSgdHook::run(GradBucket& bucket) {
   HookResult result;
   result.work = backend_.allreduce(comm::viewOf(plan->q.data(), plan->q.size()), comm::ReduceOp::kSum);
   const bool isLast = bucket.isLast();
-  result.finish = [this, plan, base, isLast]() { return finishBucket(plan, base, isLast); };
+  result.finish = [this, plan, base, isLast, buf]() {
+    DDP_RETURN_IF_ERROR(finishBucket(plan, base, isLast));
+    return writeBack(buf, base);
+  };
   return result;
 }
 

@@ -34,6 +34,7 @@ struct PowerSgdHook::BucketPlan {
   std::vector<Batch> batches;
   uint64_t numelBefore = 0, numelAfter = 0;
   std::vector<float> packed, p, q;   // scratch, alive until finish()
+  std::vector<float> work;           // f32 copy of a half bucket
   comm::WorkPtr uncompressedWork;
 };
 
@@ -60,7 +61,8 @@ Result<PowerSgdHook::BucketPlan*> PowerSgdHook::planFor(const GradBucket& bucket
   const char* base = static_cast<const char*>(bucket.buffer().data);
   auto offsetOf = [&](size_t i) {
     return grads[i].count == 0 ? size_t{0}
-                               : static_cast<size_t>(static_cast<const char*>(grads[i].data) - base) / sizeof(float);
+                               : static_cast<size_t>(static_cast<const char*>(grads[i].data) - base) /
+                                     dtypeSize(bucket.buffer().dtype);
   };
   auto it = plans_.find(bucket.identity());
   if (it != plans_.end() && it->second->tensors.size() == grads.size()) {
@@ -160,7 +162,7 @@ Result<HookResult> PowerSgdHook::run(GradBucket& bucket) {
   account(bucket, plan->numelBefore, plan->numelAfter);
 
   const Device cpu = Device::cpu();
-  float* base = bucket.buffer().as<float>();
+  DDP_ASSIGN_OR_RETURN(float* base, workingCopy(bucket.buffer(), plan->work));
   // 1. Error feedback in; Q from memory (warm start) or from the seeded generator.
   for (size_t idx : plan->compressed) {
     TensorPlan& t = plan->tensors[idx];
@@ -193,7 +195,10 @@ Result<HookResult> PowerSgdHook::run(GradBucket& bucket) {
   }
   const bool isLast = bucket.isLast();
   HookResult result;
-  result.finish = [this, plan, base, isLast]() { return finishBucket(plan, base, isLast); };
+  result.finish = [this, plan, base, isLast, buffer = bucket.buffer()]() {
+    DDP_RETURN_IF_ERROR(finishBucket(plan, base, isLast));
+    return writeBack(buffer, base);
+  };
   if (plan->compressed.empty()) {
     result.work = plan->uncompressedWork;
     return result;

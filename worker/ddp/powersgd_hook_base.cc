@@ -3,6 +3,8 @@
 #include <vector>
 
 #include "common/log.h"
+#include "kernels/bucket_ops.h"
+#include "kernels/cast_ops.h"
 #include "kernels/powersgd_ops.h"
 
 namespace ddp {
@@ -22,8 +24,8 @@ PowerSgdHookBase::PowerSgdHookBase(comm::Backend& backend, PowerSgdOptions optio
 Status PowerSgdHookBase::checkBucket(const GradBucket& bucket) const {
   const comm::BufferView buf = bucket.buffer();
   const std::string where = name_ + " bucket " + std::to_string(bucket.index());
-  if (buf.dtype != DType::kF32) {
-    return unimplemented(where + ": PowerSGD compresses f32 buckets, got " + dtypeName(buf.dtype));
+  if (buf.dtype != DType::kF32 && buf.dtype != DType::kF16 && buf.dtype != DType::kBF16) {
+    return unimplemented(where + ": PowerSGD compresses f32, f16 and bf16 buckets, got " + dtypeName(buf.dtype));
   }
   if (!buf.device.isCpu()) {
     return unimplemented(where + ": PowerSGD hooks run on CPU buckets in this version (the kernels "
@@ -39,9 +41,10 @@ Status PowerSgdHookBase::checkBucket(const GradBucket& bucket) const {
   for (size_t i = 0; i < grads.size(); ++i) {
     const auto& g = grads[i];
     const char* p = static_cast<const char*>(g.data);
-    if (g.dtype != DType::kF32 || (g.count > 0 && (p < begin || p + g.bytes() > end ||
-                                                  (p - begin) % sizeof(float) != 0))) {
-      return invalidArgument(where + ": gradient " + std::to_string(i) + " is not an f32 view inside the bucket buffer");
+    if (g.dtype != buf.dtype || (g.count > 0 && (p < begin || p + g.bytes() > end ||
+                                                (p - begin) % dtypeSize(buf.dtype) != 0))) {
+      return invalidArgument(where + ": gradient " + std::to_string(i) + " is not a " + dtypeName(buf.dtype) +
+                             " view inside the bucket buffer");
     }
     if (i < bucket.parameters().size() && bucket.parameters()[i] != nullptr &&
         bucket.parameters()[i]->numel() != g.count) {
@@ -56,7 +59,7 @@ Status PowerSgdHookBase::checkBucket(const GradBucket& bucket) const {
 Result<HookResult> PowerSgdHookBase::runAllreduce(GradBucket& bucket) {
   const comm::BufferView buf = bucket.buffer();
   const int world = backend_.size();
-  DDP_RETURN_IF_ERROR(kernels::powersgd::scale(buf.device, buf.as<float>(), buf.count, 1.0f / world));
+  DDP_RETURN_IF_ERROR(kernels::scaleInPlace(flatView(buf), 1.0 / world));
   HookResult result;
   result.work = backend_.allreduce(buf, comm::ReduceOp::kSum);
   const bool isLast = bucket.isLast();
@@ -107,6 +110,22 @@ void PowerSgdHookBase::refillZeroColumns(float* q, size_t rows, size_t r, uint64
     kernels::powersgd::fillStandardNormal(column.data(), rows, kernels::powersgd::mix64(seed + j));
     for (size_t k = 0; k < rows; ++k) q[k * r + j] = column[k];
   }
+}
+
+kernels::FlatView PowerSgdHookBase::flatView(const comm::BufferView& v) {
+  return {v.data, v.count, v.dtype, v.device};
+}
+
+Result<float*> PowerSgdHookBase::workingCopy(const comm::BufferView& buf, std::vector<float>& scratch) {
+  if (buf.dtype == DType::kF32) return buf.as<float>();
+  scratch.resize(buf.count);
+  DDP_RETURN_IF_ERROR(kernels::castScaled(flatView(comm::viewOf(scratch.data(), scratch.size())), flatView(buf)));
+  return scratch.data();
+}
+
+Status PowerSgdHookBase::writeBack(const comm::BufferView& buf, const float* work) {
+  if (buf.dtype == DType::kF32) return Status::ok();
+  return kernels::castScaled(flatView(buf), flatView(comm::viewOf(const_cast<float*>(work), buf.count)));
 }
 
 CompressionStats PowerSgdHookBase::compressionStats() const {

@@ -17,7 +17,9 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <vector>
 
+#include "kernels/flat_view.h"
 #include "worker/comm/backend.h"
 #include "worker/ddp/comm_hook.h"
 #include "worker/ddp/powersgd_options.h"
@@ -48,7 +50,8 @@ class PowerSgdHookBase : public CommHook {
   PowerSgdState stateSnapshot() const;
 
  protected:
-  // Preconditions every bucket must meet: f32, on the CPU, gradient views inside the buffer.
+  // Preconditions every bucket must meet: f32/f16/bf16, on the CPU, gradient views of the
+  // buffer's dtype inside the buffer.
   Status checkBucket(const GradBucket& bucket) const;
   // The averaging allreduce used before the start iteration.
   Result<HookResult> runAllreduce(GradBucket& bucket);
@@ -61,6 +64,12 @@ class PowerSgdHookBase : public CommHook {
   // Refills the all-zero columns of a warm-start Q (rows x r, row-major) with seeded normals
   // (Note [Zero columns in Gram-Schmidt] in kernels/powersgd_ops.h).
   static void refillZeroColumns(float* q, size_t rows, size_t r, uint64_t seed);
+  // Half buckets (f16 / bf16, e.g. under an fp16 wrapper) are compressed in f32: the working
+  // f32 view of `buf` is its own memory for f32, else `scratch` filled by a cast; writeBack
+  // casts the result into a half bucket (no-op for f32).
+  static Result<float*> workingCopy(const comm::BufferView& buf, std::vector<float>& scratch);
+  static Status writeBack(const comm::BufferView& buf, const float* work);
+  static kernels::FlatView flatView(const comm::BufferView& v);
   // Drops cached per-layout plans (after loadState).
   virtual void clearPlans() = 0;
 
