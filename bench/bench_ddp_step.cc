@@ -4,17 +4,20 @@
 // (TCP loopback), against the same model in 1 process without DDP.
 //
 //   build/bin/bench_ddp_step [--json] [--steps 30] [--warmup 5] [--batch 64] [--world 2]
-//                            [--no-view] [--hooks none,allreduce,fp16,bf16,powersgd_r1,powersgd_r4,batched_powersgd_r4]
+//                            [--repeat 3] [--no-view] [--hooks none,allreduce,fp16,bf16,powersgd_r1,powersgd_r4,batched_powersgd_r4]
 //
 // Each configuration runs in fresh processes (this binary re-executed with --worker), each
 // with one compute thread (openblas_set_num_threads(1)); they meet through a file store in a
-// temporary directory. Reported per hook: median ms/step over the measured steps (the slowest
-// rank's median), hook_ms (mean ms per step inside CommHook::run + finish, on the comm thread),
+// temporary directory. The hooks run round-robin --repeat times (this machine's load drifts; each
+// round measures every hook) and each figure is the median over rounds. Reported per hook:
+// median ms/step over the measured steps (the slowest rank's median), hook_ms (mean ms per step inside CommHook::run + finish, on the comm thread),
 // bytes_per_step (payload bytes this rank handed to collectives per step), compression_ratio
-// (f32 gradient bytes / bytes_per_step). Gradients live in the buckets (gradientAsBucketView)
+// (f32 gradient bytes / bytes_per_step), and cpu_ms_per_step (CPU time of all the process's
+// threads per step: compute plus communication, the slowest rank; less sensitive to load). Gradients live in the buckets (gradientAsBucketView)
 // unless --no-view.
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -189,6 +192,7 @@ struct Args {
   int batch = 64;
   int world = 2;
   bool view = true;  // ReducerOptions::gradientAsBucketView (no pack/unpack copies)
+  int repeat = 3;    // rounds over all hooks (round-robin, so load drifts hit every hook alike)
   std::vector<std::string> hooks = {"none", "allreduce", "fp16", "bf16", "powersgd_r1", "powersgd_r4",
                                     "batched_powersgd_r4"};
   // Worker mode.
@@ -215,6 +219,12 @@ Result<std::unique_ptr<CommHook>> makeHook(const std::string& name, comm::Backen
     return std::unique_ptr<CommHook>(std::move(h));
   }
   return invalidArgument("unknown hook '" + name + "'");
+}
+
+double processCpuMs() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 }
 
 double median(std::vector<double> v) {
@@ -271,8 +281,10 @@ Status runWorker(const Args& a) {
   std::vector<double> stepMs;
   double hookStart = 0;
   uint64_t bytesStart = 0;
+  double cpuStart = 0;
   const float lr = 1e-3f;
   for (int step = 0; step < a.warmup + a.steps; ++step) {
+    if (step == a.warmup) cpuStart = processCpuMs();
     if (step == a.warmup && ddp) {
       hookStart = reducer->stats().hookSeconds;
       bytesStart = counting->bytes();
@@ -295,16 +307,18 @@ Status runWorker(const Args& a) {
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     if (step >= a.warmup) stepMs.push_back(ms);
   }
+  const double cpuMs = (processCpuMs() - cpuStart) / a.steps;
   const double hookMs = ddp ? (reducer->stats().hookSeconds - hookStart) * 1e3 / a.steps : 0.0;
   const double bytesPerStep = ddp ? static_cast<double>(counting->bytes() - bytesStart) / a.steps : 0.0;
   reducer.reset();
   std::ofstream out(a.dir + "/result_" + std::to_string(a.rank));
-  out << median(stepMs) << " " << hookMs << " " << bytesPerStep << " " << gradBytes << "\n";
+  out << median(stepMs) << " " << hookMs << " " << bytesPerStep << " " << gradBytes << " " << cpuMs << "\n";
   return out ? Status::ok() : unavailable("cannot write the result file");
 }
 
 struct Result1 {
   double msPerStep = 0, hookMs = 0, bytesPerStep = 0, gradBytes = 0;
+  double cpuMs = 0;  // CPU time (all threads of the process) per step
 };
 
 // Spawns the configuration's processes and collects their results.
@@ -343,7 +357,8 @@ Result<Result1> runConfig(const Args& a, const std::string& hook) {
   for (int r = 0; ok && r < world; ++r) {
     std::ifstream in(dir + "/result_" + std::to_string(r));
     Result1 one;
-    if (!(in >> one.msPerStep >> one.hookMs >> one.bytesPerStep >> one.gradBytes)) ok = false;
+    if (!(in >> one.msPerStep >> one.hookMs >> one.bytesPerStep >> one.gradBytes >> one.cpuMs)) ok = false;
+    res.cpuMs = std::max(res.cpuMs, one.cpuMs);
     res.msPerStep = std::max(res.msPerStep, one.msPerStep);  // the slowest rank sets the pace
     res.hookMs = std::max(res.hookMs, one.hookMs);
     res.bytesPerStep = std::max(res.bytesPerStep, one.bytesPerStep);
@@ -366,6 +381,7 @@ Args parse(int argc, char** argv) {
     else if (s == "--world") a.world = std::stoi(next());
     else if (s == "--worker") a.worker = true;
     else if (s == "--no-view") a.view = false;
+    else if (s == "--repeat") a.repeat = std::stoi(next());
     else if (s == "--rank") a.rank = std::stoi(next());
     else if (s == "--dir") a.dir = next();
     else if (s == "--hook") a.hook = next();
@@ -398,31 +414,48 @@ int main(int argc, char** argv) {
   double baseline = 0, allreduceBytes = 0;
   int failures = 0;
   if (!a.json) {
-    std::printf("%-22s %5s %12s %10s %10s %16s %12s\n", "hook", "world", "ms_per_step", "vs_single", "hook_ms",
-                "bytes_per_step", "compression");
+    std::printf("%-22s %5s %12s %10s %10s %16s %12s %12s\n", "hook", "world", "ms_per_step", "vs_single", "hook_ms",
+                "bytes_per_step", "compression", "cpu_ms/step");
   }
-  for (const auto& hook : a.hooks) {
-    auto r = runConfig(a, hook);
-    if (!r.isOk()) {
-      std::cerr << r.status() << "\n";
-      ++failures;
-      continue;
+  std::map<std::string, std::vector<Result1>> rounds;
+  for (int round = 0; round < a.repeat; ++round) {
+    for (const auto& hook : a.hooks) {
+      auto r = runConfig(a, hook);
+      if (!r.isOk()) {
+        std::cerr << r.status() << "\n";
+        ++failures;
+        continue;
+      }
+      rounds[hook].push_back(*r);
     }
-    if (hook == "none") baseline = r->msPerStep;
-    if (hook == "allreduce") allreduceBytes = r->bytesPerStep;
+  }
+  auto med = [](const std::vector<Result1>& v, double Result1::*field) {
+    std::vector<double> x;
+    for (const auto& r : v) x.push_back(r.*field);
+    return median(x);
+  };
+  for (const auto& hook : a.hooks) {
+    if (rounds[hook].empty()) continue;
+    Result1 r{med(rounds[hook], &Result1::msPerStep), med(rounds[hook], &Result1::hookMs),
+              med(rounds[hook], &Result1::bytesPerStep), rounds[hook][0].gradBytes,
+              med(rounds[hook], &Result1::cpuMs)};
+    if (hook == "none") baseline = r.msPerStep;
+    if (hook == "allreduce") allreduceBytes = r.bytesPerStep;
     const int world = hook == "none" ? 1 : a.world;
-    const double ratio = r->bytesPerStep > 0 ? r->gradBytes / r->bytesPerStep : 1.0;
-    const double vsSingle = baseline > 0 ? r->msPerStep / baseline : 0.0;
+    const double ratio = r.bytesPerStep > 0 ? r.gradBytes / r.bytesPerStep : 1.0;
+    const double vsSingle = baseline > 0 ? r.msPerStep / baseline : 0.0;
     if (a.json) {
       std::printf(
           "{\"bench\":\"ddp_step\",\"hook\":\"%s\",\"world\":%d,\"batch_per_rank\":%d,\"steps\":%d,"
           "\"ms_per_step\":%.3f,\"hook_ms\":%.3f,\"bytes_per_step\":%.0f,\"compression_ratio\":%.2f,"
-          "\"vs_single_process\":%.3f,\"bytes_vs_allreduce\":%.5f,\"grad_as_bucket_view\":%s}\n",
-          hook.c_str(), world, a.batch, a.steps, r->msPerStep, r->hookMs, r->bytesPerStep, ratio, vsSingle,
-          allreduceBytes > 0 ? r->bytesPerStep / allreduceBytes : 0.0, a.view ? "true" : "false");
+          "\"vs_single_process\":%.3f,\"bytes_vs_allreduce\":%.5f,\"grad_as_bucket_view\":%s,\"rounds\":%zu,"
+          "\"cpu_ms_per_step\":%.3f}\n",
+          hook.c_str(), world, a.batch, a.steps, r.msPerStep, r.hookMs, r.bytesPerStep, ratio, vsSingle,
+          allreduceBytes > 0 ? r.bytesPerStep / allreduceBytes : 0.0, a.view ? "true" : "false",
+          rounds[hook].size(), r.cpuMs);
     } else {
-      std::printf("%-22s %5d %12.2f %10.3f %10.2f %16.0f %12.2f\n", hook.c_str(), world, r->msPerStep, vsSingle,
-                  r->hookMs, r->bytesPerStep, ratio);
+      std::printf("%-22s %5d %12.2f %10.3f %10.2f %16.0f %12.2f %12.2f\n", hook.c_str(), world, r.msPerStep,
+                  vsSingle, r.hookMs, r.bytesPerStep, ratio, r.cpuMs);
     }
     std::fflush(stdout);
   }
