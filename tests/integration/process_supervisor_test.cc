@@ -89,6 +89,7 @@ TEST(ProcessSupervisorTest, FailedWorkerIsReportedWithLastLinesAndOthersStop) {
   EXPECT_EQ(o.firstFailure->rank, 1);
   EXPECT_EQ(o.firstFailure->code, 3);
   EXPECT_TRUE(cap.errHas("worker rank 1 exited with status 3")) << cap.err.size();
+  EXPECT_TRUE(cap.errHas("rank 1's last error: E fake_worker.cc:3] rank 1: dataset missing"));
   EXPECT_TRUE(cap.errHas("  | E fake_worker.cc:3] rank 1: dataset missing"));
   EXPECT_TRUE(cap.errHas("  | step 1 rank 1 progress"));  // dropped from the view, kept in the tail
   // The others received SIGTERM and stopped cleanly.

@@ -4,7 +4,8 @@ namespace ddp::runtime {
 
 OutputRouter::OutputRouter(int worldSize, size_t tailLines)
     : worldSize_(worldSize), tailLines_(tailLines),
-      partial_(static_cast<size_t>(worldSize) * 2), tails_(static_cast<size_t>(worldSize)) {}
+      partial_(static_cast<size_t>(worldSize) * 2), tails_(static_cast<size_t>(worldSize)),
+      lastErrors_(static_cast<size_t>(worldSize)) {}
 
 char OutputRouter::logLevelOf(const std::string& line) {
   size_t pos = 0;
@@ -38,6 +39,7 @@ RoutedLine OutputRouter::route(int rank, StreamKind stream, const std::string& l
 void OutputRouter::remember(int rank, const std::string& line) {
   auto& t = tails_[static_cast<size_t>(rank)];
   t.push_back(line);
+  if (logLevelOf(line) == 'E') lastErrors_[static_cast<size_t>(rank)] = line;
   while (t.size() > tailLines_) t.pop_front();
 }
 

@@ -39,6 +39,8 @@ class OutputRouter {
   std::vector<RoutedLine> flush(int rank, StreamKind stream);
   // The last lines of `rank` (both streams, in arrival order).
   const std::deque<std::string>& tail(int rank) const { return tails_[static_cast<size_t>(rank)]; }
+  // The last error-level log line of `rank` ("" if none): the death report leads with it.
+  const std::string& lastError(int rank) const { return lastErrors_[static_cast<size_t>(rank)]; }
 
   // The decision for one complete line (exposed for tests).
   RoutedLine route(int rank, StreamKind stream, const std::string& line) const;
@@ -51,6 +53,7 @@ class OutputRouter {
   size_t tailLines_;
   std::vector<std::string> partial_;             // [rank * 2 + stream]
   std::vector<std::deque<std::string>> tails_;   // [rank]
+  std::vector<std::string> lastErrors_;          // [rank]
 };
 
 }  // namespace ddp::runtime

@@ -229,6 +229,9 @@ void ProcessSupervisor::beginStop(int sig) {
 
 void ProcessSupervisor::reportFailure(const WorkerExit& e) {
   emit(RouteTarget::kStderr, "ddpctl: worker " + e.describe() + "; stopping the other workers");
+  if (const std::string& err = router_->lastError(e.rank); !err.empty()) {
+    emit(RouteTarget::kStderr, "ddpctl: rank " + std::to_string(e.rank) + "'s last error: " + err);
+  }
   const auto& tail = router_->tail(e.rank);
   if (tail.empty()) {
     emit(RouteTarget::kStderr, "ddpctl: rank " + std::to_string(e.rank) + " printed nothing");

@@ -141,4 +141,12 @@ void ProgressReporter::done(int64_t step, int epoch, double testAccuracy, double
   }
 }
 
+void ProgressReporter::summary(const Summary& s) {
+  if (format_ != LogFormat::kJson) return;
+  line("{\"event\":\"summary\",\"steps\":" + std::to_string(s.steps) + ",\"samples_per_s\":" +
+       num(s.samplesPerSecond) + ",\"compute_s\":" + num(s.compute) + ",\"exposed_comm_s\":" +
+       num(s.exposedComm) + ",\"hook_s\":" + num(s.hook) + ",\"optimizer_s\":" + num(s.optimizer) +
+       ",\"data_s\":" + num(s.data) + "}");
+}
+
 }  // namespace ddp::runtime

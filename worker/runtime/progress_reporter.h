@@ -12,6 +12,9 @@
 //   {"event":"checkpoint","step":..,"path":..,"seconds":..}
 //   {"event":"stop","step":..,"reason":".."}           (SIGTERM: checkpointed and stopped)
 //   {"event":"done","step":..,"epoch":..,"test_accuracy":..,"elapsed_s":..}
+//   {"event":"summary","steps":..,"samples_per_s":..,"compute_s":..,"exposed_comm_s":..,
+//    "hook_s":..,"optimizer_s":..,"data_s":..}   (JSON only: the step-time breakdown of this
+//    rank over the steps run in this process; samples_per_s is global)
 // loss/accuracy on step lines are means over the steps since the previous step line (this
 // rank's samples); test_* are over the whole test set. Human lines carry the same numbers.
 // Thread model: not thread-safe; the training thread only. Each line is one fwrite + fflush.
@@ -56,6 +59,11 @@ class ProgressReporter {
   void checkpoint(int64_t step, const std::string& path, double seconds);
   void stop(int64_t step, const std::string& reason);
   void done(int64_t step, int epoch, double testAccuracy, double elapsedSeconds);
+  struct Summary {
+    int64_t steps = 0;
+    double samplesPerSecond = 0, compute = 0, exposedComm = 0, hook = 0, optimizer = 0, data = 0;
+  };
+  void summary(const Summary& s);
 
   // JSON string literal with escapes.
   static std::string jsonString(const std::string& s);

@@ -414,6 +414,10 @@ Result<TrainResult> Trainer::Impl::run() {
   result.samplesPerSecond = stepSeconds > 0 ? static_cast<double>(samplesHere) * world / stepSeconds : 0;
   result.timings.hook = reducer ? reducer->stats().hookSeconds : 0.0;
   if (printing() && !result.stopped) reporter.done(state.step, state.epoch, result.testAccuracy, result.trainSeconds);
+  if (printing()) {
+    const StepTimings& t = result.timings;
+    reporter.summary({t.steps, result.samplesPerSecond, t.compute, t.exposedComm, t.hook, t.optimizer, t.data});
+  }
   return result;
 }
 
