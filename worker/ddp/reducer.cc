@@ -12,8 +12,6 @@
 namespace ddp {
 namespace {
 
-constexpr Duration kCompletionPoll = std::chrono::milliseconds(1);
-constexpr size_t kNoBucket = static_cast<size_t>(-1);
 
 kernels::FlatView flat(const comm::BufferView& v) { return {v.data, v.count, v.dtype, v.device}; }
 comm::BufferView gradOf(const Parameter* p) { return {p->grad, p->numel(), p->dtype, p->device}; }
@@ -392,119 +390,6 @@ ReducerStats Reducer::stats() const {
   s.hookSeconds = hookSeconds_;
   s.bucketsReduced = bucketsReduced_;
   return s;
-}
-
-// ---- comm thread ----
-
-void Reducer::commLoop() {
-  std::deque<size_t> inflight;  // buckets whose hook ran, in bucket order
-  std::optional<Deadline> stopDeadline;
-  for (;;) {
-    size_t toRun = kNoBucket;
-    bool shadow = false;
-    {
-      std::unique_lock<std::mutex> lock(sync_->mu);
-      for (;;) {
-        if (!sync_->queue.empty()) {
-          toRun = sync_->queue.front();
-          sync_->queue.pop_front();
-          break;
-        }
-        if (!inflight.empty()) {
-          const auto& work = buckets_[inflight.front()].result.work;
-          if (work == nullptr || work->isCompleted()) break;
-        }
-        if (sync_->stop) {
-          if (inflight.empty()) return;
-          if (!stopDeadline) stopDeadline = Deadline::after(options_.timeout);
-          if (stopDeadline->expired()) return;  // a collective hung past the timeout: give up
-        }
-        if (inflight.empty()) sync_->cv.wait(lock);
-        else sync_->cv.wait_for(lock, kCompletionPoll);
-      }
-      shadow = sync_->shadow;
-    }
-    if (toRun != kNoBucket) {
-      runBucket(toRun);
-      inflight.push_back(toRun);
-    } else {
-      completeBucket(inflight.front(), shadow);
-      inflight.pop_front();
-    }
-  }
-}
-
-void Reducer::runBucket(size_t b) {
-  Bucket& bk = buckets_[b];
-  bk.result = HookResult{};
-  {
-    std::lock_guard<std::mutex> lock(sync_->mu);
-    if (!sync_->error.isOk()) return;  // an earlier bucket failed: issue nothing more
-  }
-  const auto t0 = std::chrono::steady_clock::now();
-  Result<HookResult> r = hook_ ? hook_->run(*bk.grad)
-                               : Result<HookResult>(HookResult{backend_.allreduce(bk.grad->buffer(), comm::ReduceOp::kSum), {}});
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  {
-    std::lock_guard<std::mutex> lock(sync_->mu);
-    hookSeconds_ += secs;
-    if (!r.isOk()) {
-      if (sync_->error.isOk()) {
-        sync_->error = r.status().withContext("DDP bucket " + std::to_string(b) + " (hook '" +
-                                              (hook_ ? hook_->name() : std::string("default allreduce")) + "')");
-      }
-      return;
-    }
-  }
-  bk.result = std::move(r).value();
-  if (auto cw = std::dynamic_pointer_cast<comm::CompletionWork>(bk.result.work)) {
-    // Wake the comm thread as soon as the op completes instead of at the next poll. The callback
-    // may run right here (already complete) or on the backend's thread after the reducer is
-    // gone, so it holds only the shared Sync, and no lock is held while registering it.
-    cw->onComplete([sync = sync_](const Status&) {
-      { std::lock_guard<std::mutex> lock(sync->mu); }
-      sync->cv.notify_all();
-    });
-  }
-}
-
-void Reducer::completeBucket(size_t b, bool shadow) {
-  Bucket& bk = buckets_[b];
-  bool earlierError;
-  {
-    std::lock_guard<std::mutex> lock(sync_->mu);
-    earlierError = !sync_->error.isOk();
-  }
-  Status st;
-  if (!earlierError) {
-    if (bk.result.work) st = bk.result.work->status();
-    if (st.isOk() && bk.result.finish) {
-      const auto t0 = std::chrono::steady_clock::now();
-      st = bk.result.finish();
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      std::lock_guard<std::mutex> lock(sync_->mu);
-      hookSeconds_ += secs;
-    }
-    if (st.isOk() && !shadow && !options_.gradientAsBucketView) {
-      const BucketSpec& spec = plan_.buckets()[b];
-      std::vector<kernels::FlatView> grads;
-      grads.reserve(spec.params.size());
-      for (size_t idx : spec.params) grads.push_back(flat(gradOf(params_[idx])));
-      st = kernels::unpackBucket(flat(bk.grad->buffer()), grads, 1.0);
-    }
-    if (st.isOk() && !shadow && bucketCallback_) bucketCallback_(*bk.grad);
-  }
-  bk.result = HookResult{};
-  {
-    std::lock_guard<std::mutex> lock(sync_->mu);
-    if (!st.isOk() && sync_->error.isOk()) {
-      sync_->error = st.withContext("DDP bucket " + std::to_string(b) + " (hook '" +
-                                    (hook_ ? hook_->name() : std::string("default allreduce")) + "')");
-    }
-    ++sync_->done;
-    ++bucketsReduced_;
-  }
-  sync_->cv.notify_all();
 }
 
 }  // namespace ddp
