@@ -1,0 +1,140 @@
+#include "worker/runtime/job_spec_adapter.h"
+
+#include <chrono>
+
+#include "kernels/layer_ops.h"
+
+namespace ddp::runtime {
+
+Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
+  TrainerConfig c;
+  c.job = s.name.empty() ? "job" : s.name;
+  c.seed = s.seed;
+  if (s.device != JobDevice::kCpu) {
+    return unimplemented("spec.device: this worker trains on the CPU only (cuda is not wired into the trainer)");
+  }
+  if (s.mixedPrecision != MixedPrecision::kNone) {
+    return unimplemented("spec.mixedPrecision: not supported by the CPU trainer (use spec.commHook fp16/bf16 to compress communication)");
+  }
+  c.cpuThreads = s.threadsPerWorker;
+
+  kernels::Activation act;
+  if (!kernels::parseActivation(s.model.activation, &act)) {
+    return invalidArgument("spec.model.activation: unknown activation '" + s.model.activation + "'");
+  }
+  const bool synthetic = s.data.dataset == DatasetKind::kSynthetic;
+  const int64_t features = synthetic ? s.data.synthetic.features : 784;
+  const int classes = synthetic ? s.data.synthetic.classes : 10;
+  if (s.model.type == ModelType::kMlp) {
+    c.model = ModelKind::kMlp;
+    c.mlp.inputs = features;
+    c.mlp.hidden = s.model.hidden;
+    c.mlp.classes = classes;
+    c.mlp.activation = act;
+  } else {
+    c.model = ModelKind::kCnn;
+    if (features != 784) return invalidArgument("spec.data.synthetic.features: the cnn takes 1x28x28 inputs (784 features)");
+    c.cnn.input = {1, 28, 28};
+    c.cnn.convChannels.assign(s.model.convChannels.begin(), s.model.convChannels.end());
+    c.cnn.kernel = s.model.kernelSize;
+    c.cnn.hidden = s.model.hidden;
+    c.cnn.classes = classes;
+    c.cnn.activation = act;
+  }
+
+  c.data = synthetic ? DataSource::kSynthetic : DataSource::kFashionMnist;
+  c.dataDir = s.data.dir;
+  c.normalize = s.data.normalize;
+  c.trainLimit = s.data.limit;
+  c.testLimit = s.eval.limit;
+  c.shuffle = s.data.shuffle;
+  if (synthetic) {
+    c.synthetic.samples = s.data.synthetic.samples;
+    c.synthetic.sampleShape = s.model.type == ModelType::kCnn ? std::vector<int64_t>{1, 28, 28}
+                                                              : std::vector<int64_t>{features};
+    c.synthetic.classes = classes;
+    c.synthetic.separation = static_cast<float>(s.data.synthetic.separation);
+    c.synthetic.noise = static_cast<float>(s.data.synthetic.noise);
+    c.synthetic.seed = s.seed;
+    c.syntheticTestSamples = std::max<int64_t>(1, s.data.synthetic.samples / 4);
+  }
+  c.samplerMode = s.data.dropLast ? data::SamplerMode::kDropLast : data::SamplerMode::kPad;
+  if (s.data.uneven.enabled) {
+    c.samplerMode = data::SamplerMode::kUneven;
+    c.unevenCounts = s.data.uneven.counts;
+  }
+  c.batchSize = s.data.batchSize;
+  c.epochs = static_cast<int>(s.epochs);
+  c.maxSteps = s.steps;
+  c.gradAccumulation = s.gradientAccumulationSteps;
+  c.evalEachEpoch = s.eval.everyEpoch;
+  c.evalBatchSize = s.eval.batchSize;
+
+  switch (s.optimizer.type) {
+    case OptimizerType::kSgd:
+      c.optimizer = optim::OptimizerConfig::sgd(static_cast<float>(s.optimizer.lr), static_cast<float>(s.optimizer.momentum),
+                                                static_cast<float>(s.optimizer.dampening),
+                                                static_cast<float>(s.optimizer.weightDecay), s.optimizer.nesterov);
+      break;
+    case OptimizerType::kAdam:
+    case OptimizerType::kAdamW: {
+      auto make = s.optimizer.type == OptimizerType::kAdam ? &optim::OptimizerConfig::adam : &optim::OptimizerConfig::adamw;
+      c.optimizer = make(static_cast<float>(s.optimizer.lr), static_cast<float>(s.optimizer.beta1),
+                         static_cast<float>(s.optimizer.beta2), static_cast<float>(s.optimizer.eps),
+                         static_cast<float>(s.optimizer.weightDecay));
+      break;
+    }
+  }
+  c.maxGradNorm = s.optimizer.maxGradNorm;
+  const ScheduleSpec& sch = s.optimizer.schedule;
+  c.lr.kind = sch.type == ScheduleType::kStep     ? LrScheduleKind::kStep
+              : sch.type == ScheduleType::kCosine ? LrScheduleKind::kCosine
+                                                  : LrScheduleKind::kConstant;
+  c.lr.warmupSteps = sch.warmupSteps;
+  c.lr.stepSize = sch.stepSize;
+  c.lr.gamma = sch.gamma;
+  c.lr.minLr = sch.minLr;
+  c.lr.baseLr = s.optimizer.lr;
+
+  switch (s.commHook.type) {
+    case CommHookType::kAllreduce: c.hook = HookKind::kAllreduce; break;
+    case CommHookType::kFp16: c.hook = HookKind::kFp16; break;
+    case CommHookType::kBf16: c.hook = HookKind::kBf16; break;
+    case CommHookType::kPowerSgd: c.hook = HookKind::kPowerSgd; break;
+    case CommHookType::kBatchedPowerSgd: c.hook = HookKind::kBatchedPowerSgd; break;
+    case CommHookType::kNoop:
+      return invalidArgument("spec.commHook.type: noop leaves gradients unreduced (debugging only); the trainer refuses it");
+  }
+  c.hookWrapper = s.commHook.wrapper == HookWrapper::kFp16   ? HookWrapperKind::kFp16
+                  : s.commHook.wrapper == HookWrapper::kBf16 ? HookWrapperKind::kBf16
+                                                             : HookWrapperKind::kNone;
+  const PowerSgdSpec& p = s.commHook.powerSGD;
+  c.powerSgd.matrixApproximationRank = p.rank;
+  c.powerSgd.startPowerSgdIter = p.startIter;
+  c.powerSgd.minCompressionRate = p.minCompressionRate;
+  c.powerSgd.useErrorFeedback = p.errorFeedback;
+  c.powerSgd.warmStart = p.warmStart;
+  c.powerSgd.orthogonalizationEpsilon = static_cast<float>(p.orthogonalizationEpsilon);
+  c.powerSgd.randomSeed = p.seed;
+  c.powerSgd.batchTensorsWithSameShape = p.batchTensorsWithSameShape;
+  c.bucketCapMb = s.bucketCapMb;
+  c.firstBucketMb = s.firstBucketMb;
+  c.gradientAsBucketView = s.gradientAsBucketView;
+  c.sharding = s.zero == ZeroMode::kZero1 ? OptimizerSharding::kZero
+               : s.zero == ZeroMode::kDfa ? OptimizerSharding::kFusedAdam
+                                          : OptimizerSharding::kNone;
+  c.join = s.join.enabled;
+  c.joinThrow = s.join.throwOnEarlyTermination;
+  c.joinDivideByInitialWorldSize = s.join.divideByInitialWorldSize;
+  c.collectiveTimeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s.timeouts.collectiveSeconds));
+
+  c.checkpointDir = s.checkpoint.dir;
+  c.checkpointEverySteps = s.checkpoint.everySteps;
+  c.keepCheckpoints = s.checkpoint.keep;
+  c.checkpointEachEpoch = false;
+  c.checkpointAtEnd = true;
+  DDP_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+}  // namespace ddp::runtime
