@@ -24,6 +24,13 @@
 #include "common/dtype.h"
 #include "common/status.h"
 
+// Lets small helpers (ConvGeometry) run in CUDA kernels too.
+#if defined(__CUDACC__)
+#define DDP_LAYER_OPS_HD __host__ __device__
+#else
+#define DDP_LAYER_OPS_HD
+#endif
+
 namespace ddp::kernels {
 
 enum class Activation : uint8_t { kIdentity = 0, kRelu, kTanh, kGelu };
@@ -34,11 +41,11 @@ bool parseActivation(const std::string& name, Activation* out);  // inverse of t
 struct ConvGeometry {
   int batch = 1, channels = 1, height = 1, width = 1;
   int kernelH = 1, kernelW = 1, stride = 1, pad = 0;
-  int outHeight() const { return (height + 2 * pad - kernelH) / stride + 1; }
-  int outWidth() const { return (width + 2 * pad - kernelW) / stride + 1; }
+  DDP_LAYER_OPS_HD int outHeight() const { return (height + 2 * pad - kernelH) / stride + 1; }
+  DDP_LAYER_OPS_HD int outWidth() const { return (width + 2 * pad - kernelW) / stride + 1; }
   // Rows and columns of the im2col matrix: (C*kh*kw) x (N*OH*OW).
-  int64_t colRows() const { return int64_t{channels} * kernelH * kernelW; }
-  int64_t colCols() const { return int64_t{batch} * outHeight() * outWidth(); }
+  DDP_LAYER_OPS_HD int64_t colRows() const { return int64_t{channels} * kernelH * kernelW; }
+  DDP_LAYER_OPS_HD int64_t colCols() const { return int64_t{batch} * outHeight() * outWidth(); }
 };
 
 // Sets OpenBLAS's thread count for this process (a process-wide setting; default 1 per worker).
