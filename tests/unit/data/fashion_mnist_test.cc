@@ -91,9 +91,17 @@ TEST(FashionMnistTest, RealFilesCountsLabelsAndFirstImage) {
   auto test = loadFashionMnist(Split::kTest, {.normalize = false});
   ASSERT_TRUE(test.isOk()) << test.status();
   EXPECT_EQ(test->size(), 10000);
-  auto train = loadFashionMnist(Split::kTrain, {.normalize = false, .limit = 100});
+  auto train = loadFashionMnist(Split::kTrain, {.normalize = false});
   ASSERT_TRUE(train.isOk()) << train.status();
-  EXPECT_EQ(train->size(), 100);
+  EXPECT_EQ(train->size(), 60000);
+  EXPECT_EQ(train->images.size(), 60000u * 784u);
+  std::vector<int> trainPerClass(10, 0);
+  for (int32_t l : train->labels) trainPerClass.at(l)++;
+  for (int c = 0; c < 10; ++c) EXPECT_EQ(trainPerClass[c], 6000) << "class " << c;
+  auto head = loadFashionMnist(Split::kTrain, {.normalize = false, .limit = 100});
+  ASSERT_TRUE(head.isOk());
+  EXPECT_EQ(head->size(), 100);
+  EXPECT_EQ(head->labels, std::vector<int32_t>(train->labels.begin(), train->labels.begin() + 100));
   std::vector<int> perClass(10, 0);
   for (int32_t l : test->labels) {
     ASSERT_GE(l, 0);
