@@ -1,7 +1,9 @@
 #include "kernels/powersgd_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "kernels/linalg_ops.h"
 
@@ -167,6 +169,66 @@ Status decompress(Device device, const float* p, const float* q, float* m, size_
   s.strideB = i64(cols * r);
   s.strideC = i64(rows * cols);
   return linalg::sgemm(device, s, 1.0f, p, q, 0.0f, m, stream);
+}
+
+namespace {
+
+// Rows per block so that a block of M (and the decompression scratch) stays in L2.
+size_t blockRows(size_t cols) {
+  constexpr size_t kBlockElements = 32 * 1024;  // 128 KiB of floats
+  return std::max<size_t>(1, kBlockElements / std::max<size_t>(cols, 1));
+}
+
+}  // namespace
+
+Status addErrorAndComputeP(Device device, float* m, const float* error, const float* q, float* p, size_t rows,
+                           size_t cols, size_t r, void* stream) {
+  if (device.isCuda()) {  // unfused on CUDA: bandwidth is not the bottleneck there
+    DDP_RETURN_IF_ERROR(errorFeedbackAdd(device, m, error, rows * cols, stream));
+    return computeP(device, m, q, p, 1, rows, cols, r, stream);
+  }
+  const size_t step = blockRows(cols);
+  for (size_t row = 0; row < rows; row += step) {
+    const size_t n = std::min(step, rows - row);
+    float* mb = m + row * cols;
+    const float* eb = error + row * cols;
+    for (size_t i = 0; i < n * cols; ++i) mb[i] += eb[i];
+    DDP_RETURN_IF_ERROR(computeP(device, mb, q, p + row * r, 1, n, cols, r, stream));
+  }
+  return Status::ok();
+}
+
+Status decompressWithError(Device device, float* m, const float* p, const float* q, float* error, size_t rows,
+                           size_t cols, size_t r, void* stream) {
+  if (device.isCuda()) {
+    DDP_RETURN_IF_ERROR(decompress(device, p, q, error, 1, rows, cols, r, stream));
+    return errorFeedbackUpdate(device, m, error, rows * cols, stream);
+  }
+  // Row by row: the row of M~ is r axpys of Q's columns (Q transposed once, so each is a
+  // contiguous, vectorisable loop) into a row buffer that stays in L1.
+  thread_local std::vector<float> qt, approx;
+  qt.resize(r * cols);
+  approx.resize(cols);
+  for (size_t j = 0; j < cols; ++j)
+    for (size_t k = 0; k < r; ++k) qt[k * cols + j] = q[j * r + k];
+  float* a = approx.data();
+  for (size_t i = 0; i < rows; ++i) {
+    const float* pi = p + i * r;
+    const float* q0 = qt.data();
+    for (size_t j = 0; j < cols; ++j) a[j] = pi[0] * q0[j];
+    for (size_t k = 1; k < r; ++k) {
+      const float pk = pi[k];
+      const float* qk = qt.data() + k * cols;
+      for (size_t j = 0; j < cols; ++j) a[j] += pk * qk[j];
+    }
+    float* mr = m + i * cols;
+    float* er = error + i * cols;
+    for (size_t j = 0; j < cols; ++j) {
+      er[j] = mr[j] - a[j];
+      mr[j] = a[j];
+    }
+  }
+  return Status::ok();
 }
 
 }  // namespace ddp::kernels::powersgd

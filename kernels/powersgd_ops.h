@@ -70,6 +70,17 @@ Status computeQ(Device device, const float* m, const float* p, float* q, size_t 
 Status decompress(Device device, const float* p, const float* q, float* m, size_t batch, size_t rows,
                   size_t cols, size_t r, void* stream = nullptr);
 
+// Fused error feedback, the two passes over each gradient that PowerSGD cannot avoid:
+//  addErrorAndComputeP: M += error (M keeps the sum), then P = M Q;
+//  decompressWithError: M~ = P Q^T, error = M - M~, M = M~.
+// Same results as errorFeedbackAdd + computeP and decompress + errorFeedbackUpdate up to float
+// rounding; the CPU versions walk M in row blocks that stay in cache, so each gradient is read
+// and written once per call (3 memory passes instead of 4 and 5).
+Status addErrorAndComputeP(Device device, float* m, const float* error, const float* q, float* p, size_t rows,
+                           size_t cols, size_t r, void* stream = nullptr);
+Status decompressWithError(Device device, float* m, const float* p, const float* q, float* error, size_t rows,
+                           size_t cols, size_t r, void* stream = nullptr);
+
 // Fills out[0..n) (host memory) with standard normal samples from a counter-based generator:
 // sample i depends only on (seed, i), so every replica that uses the same seed gets the same
 // values, whatever else it drew before. Box-Muller over SplitMix64 in double precision.

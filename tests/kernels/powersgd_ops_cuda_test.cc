@@ -132,6 +132,23 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ProductsCudaTest,
                          ::testing::Values(std::make_tuple(1, 1, 1, 1), std::make_tuple(1, 33, 17, 2),
                                            std::make_tuple(4, 128, 256, 4), std::make_tuple(1, 2048, 1024, 8)));
 
+TEST(FusedCudaTest, ErrorFeedbackProductsMatchCpuTwin) {
+  SKIP_WITHOUT_GPU();
+  const size_t rows = 300, cols = 257, r = 4;
+  auto m = randomVector(rows * cols, 30), error = randomVector(rows * cols, 31), q = randomVector(cols * r, 32);
+  std::vector<float> p(rows * r);
+  DeviceVector dm(m), de(error), dq(q), dp(p);
+  ASSERT_TRUE(addErrorAndComputeP(kCpu, m.data(), error.data(), q.data(), p.data(), rows, cols, r).isOk());
+  ASSERT_TRUE(addErrorAndComputeP(kGpu, dm.get(), de.get(), dq.get(), dp.get(), rows, cols, r).isOk());
+  EXPECT_EQ(dm.host(), m);
+  expectClose(dp.host(), p, 1e-4);
+  DeviceVector dpCpu(p);
+  ASSERT_TRUE(decompressWithError(kCpu, m.data(), p.data(), q.data(), error.data(), rows, cols, r).isOk());
+  ASSERT_TRUE(decompressWithError(kGpu, dm.get(), dpCpu.get(), dq.get(), de.get(), rows, cols, r).isOk());
+  expectClose(dm.host(), m, 1e-4);
+  expectClose(de.host(), error, 1e-4);
+}
+
 TEST(SgemmCudaTest, LeadingDimensionsAndBetaMatchCpu) {
   SKIP_WITHOUT_GPU();
   linalg::GemmShape s;

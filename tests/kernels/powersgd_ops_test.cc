@@ -179,6 +179,35 @@ TEST(ErrorFeedbackTest, AddAndFusedUpdate) {
   }
 }
 
+class FusedTest : public ::testing::TestWithParam<std::tuple<size_t, size_t, size_t>> {};
+
+// The fused kernels against their unfused compositions (row blocks must not change the maths).
+TEST_P(FusedTest, MatchUnfusedComposition) {
+  const auto [rows, cols, r] = GetParam();
+  auto m = randomVector(rows * cols, 20), error = randomVector(rows * cols, 21), q = randomVector(cols * r, 22);
+  auto m2 = m;
+  std::vector<float> p(rows * r), p2(rows * r);
+  ASSERT_TRUE(addErrorAndComputeP(kCpu, m.data(), error.data(), q.data(), p.data(), rows, cols, r).isOk());
+  ASSERT_TRUE(errorFeedbackAdd(kCpu, m2.data(), error.data(), m2.size()).isOk());
+  ASSERT_TRUE(computeP(kCpu, m2.data(), q.data(), p2.data(), 1, rows, cols, r).isOk());
+  EXPECT_EQ(m, m2);
+  for (size_t i = 0; i < p.size(); ++i) ASSERT_NEAR(p[i], p2[i], 1e-4 * (1 + std::abs(p2[i])));
+
+  auto e1 = randomVector(rows * cols, 23);  // overwritten
+  std::vector<float> e2(rows * cols);
+  ASSERT_TRUE(decompressWithError(kCpu, m.data(), p.data(), q.data(), e1.data(), rows, cols, r).isOk());
+  ASSERT_TRUE(decompress(kCpu, p.data(), q.data(), e2.data(), 1, rows, cols, r).isOk());
+  ASSERT_TRUE(errorFeedbackUpdate(kCpu, m2.data(), e2.data(), m2.size()).isOk());
+  for (size_t i = 0; i < m.size(); ++i) {
+    ASSERT_NEAR(m[i], m2[i], 1e-4 * (1 + std::abs(m2[i]))) << i;
+    ASSERT_NEAR(e1[i], e2[i], 1e-4 * (1 + std::abs(e2[i]))) << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, FusedTest,
+                         ::testing::Values(std::make_tuple(1, 1, 1), std::make_tuple(7, 5, 2),
+                                           std::make_tuple(300, 200, 4), std::make_tuple(50, 3000, 3)));
+
 TEST(ScaleTest, MultipliesEveryElement) {
   std::vector<float> x{1.f, -2.f, 4.f};
   ASSERT_TRUE(scale(kCpu, x.data(), x.size(), 0.25f).isOk());

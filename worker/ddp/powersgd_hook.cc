@@ -163,17 +163,10 @@ Result<HookResult> PowerSgdHook::run(GradBucket& bucket) {
 
   const Device cpu = Device::cpu();
   DDP_ASSIGN_OR_RETURN(float* base, workingCopy(bucket.buffer(), plan->work));
-  // 1. Error feedback in; Q from memory (warm start) or from the seeded generator.
+  // 1. Q from memory (warm start) or from the seeded generator.
   for (size_t idx : plan->compressed) {
     TensorPlan& t = plan->tensors[idx];
     PowerSgdTensorState& s = *t.state;
-    if (options_.useErrorFeedback) {
-      if (s.error.size() == t.numel) {
-        DDP_RETURN_IF_ERROR(ops::errorFeedbackAdd(cpu, base + t.offset, s.error.data(), t.numel));
-      } else {
-        s.error.assign(t.numel, 0.0f);  // written in finish()
-      }
-    }
     float* q = plan->q.data() + t.qOffset;
     if (options_.warmStart && s.rank == t.rank && s.q.size() == t.cols * t.rank) {
       std::memcpy(q, s.q.data(), s.q.size() * sizeof(float));
@@ -203,12 +196,29 @@ Result<HookResult> PowerSgdHook::run(GradBucket& bucket) {
     result.work = plan->uncompressedWork;
     return result;
   }
-  // 3. P = M Q with orthogonal Q; allreduce P.
+  // 3. Orthogonal Q; error feedback in (M += e) fused with P = M Q; allreduce P.
   for (const Batch& b : plan->batches) {
-    const TensorPlan& t = plan->tensors[plan->compressed[b.first]];
-    float* q = plan->q.data() + t.qOffset;
-    DDP_RETURN_IF_ERROR(ops::orthogonalize(cpu, q, b.count, t.cols, t.rank, options_.orthogonalizationEpsilon));
-    DDP_RETURN_IF_ERROR(ops::computeP(cpu, base + t.offset, q, plan->p.data() + t.pOffset, b.count, t.rows, t.cols, t.rank));
+    const TensorPlan& first = plan->tensors[plan->compressed[b.first]];
+    float* q = plan->q.data() + first.qOffset;
+    DDP_RETURN_IF_ERROR(ops::orthogonalize(cpu, q, b.count, first.cols, first.rank, options_.orthogonalizationEpsilon));
+    if (!options_.useErrorFeedback) {
+      DDP_RETURN_IF_ERROR(ops::computeP(cpu, base + first.offset, q, plan->p.data() + first.pOffset, b.count,
+                                        first.rows, first.cols, first.rank));
+      continue;
+    }
+    for (size_t c = b.first; c < b.first + b.count; ++c) {
+      const TensorPlan& t = plan->tensors[plan->compressed[c]];
+      std::vector<float>& error = t.state->error;
+      float* m = base + t.offset;
+      float* tq = plan->q.data() + t.qOffset;
+      float* tp = plan->p.data() + t.pOffset;
+      if (error.size() == t.numel) {
+        DDP_RETURN_IF_ERROR(ops::addErrorAndComputeP(cpu, m, error.data(), tq, tp, t.rows, t.cols, t.rank));
+      } else {
+        error.assign(t.numel, 0.0f);  // no error yet; written in finish()
+        DDP_RETURN_IF_ERROR(ops::computeP(cpu, m, tq, tp, 1, t.rows, t.cols, t.rank));
+      }
+    }
   }
   comm::WorkPtr pWork = backend_.allreduce(comm::viewOf(plan->p.data(), plan->p.size()), comm::ReduceOp::kSum);
   DDP_RETURN_IF_ERROR(pWork->wait().withContext(where + ": allreduce of P"));
@@ -242,10 +252,9 @@ Status PowerSgdHook::finishBucket(BucketPlan* plan, float* base, bool isLast) {
           s.rank = t.rank;
           s.q.assign(q, q + t.cols * t.rank);
         }
-        if (options_.useErrorFeedback) {
-          // M~ into the error buffer, then one fused pass: bucket = M~, error = M - M~.
-          DDP_RETURN_IF_ERROR(ops::decompress(cpu, plan->p.data() + t.pOffset, q, s.error.data(), 1, t.rows, t.cols, t.rank));
-          DDP_RETURN_IF_ERROR(ops::errorFeedbackUpdate(cpu, base + t.offset, s.error.data(), t.numel));
+        if (options_.useErrorFeedback) {  // bucket = M~, error = M - M~ in one pass
+          DDP_RETURN_IF_ERROR(ops::decompressWithError(cpu, base + t.offset, plan->p.data() + t.pOffset, q,
+                                                       s.error.data(), t.rows, t.cols, t.rank));
         }
       }
     }

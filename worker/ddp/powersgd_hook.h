@@ -6,10 +6,11 @@
 // Per bucket, from the start iteration on (before it: divide by world and allreduce):
 //  1. each gradient is viewed as shape[0] x rest; it is compressed when it passes the rate test
 //     (n + m) * r * rate < n * m with r = min(n, m, rank); 1-D tensors never pass;
-//  2. with error feedback, last step's error is added to each compressed gradient (M += e);
-//  3. the uncompressed gradients are packed and allreduced (they come back exact: no error);
-//  4. Q (warm start: last step's Q, else seeded random) is orthogonalised, P = M Q, allreduce P;
-//  5. P is orthogonalised (Gram-Schmidt), Q = M^T P, allreduce Q (returned in flight);
+//  2. the uncompressed gradients are packed and allreduced (they come back exact: no error);
+//  3. Q (warm start: last step's Q, else seeded random) is orthogonalised; with error feedback
+//     last step's error is added to each compressed gradient (M += e) in the same pass as
+//     P = M Q (kernels/powersgd_ops.h addErrorAndComputeP); allreduce P;
+//  4. P is orthogonalised (Gram-Schmidt), Q = M^T P, allreduce Q (returned in flight);
 //  finish(): Q /= world, M~ = P Q^T replaces the gradient, e = M - M~ is kept, the uncompressed
 //  gradients are unpacked divided by world, and the last bucket advances the iteration.
 // Collectives per compressed bucket: allreduce(uncompressed) if any, allreduce(P), allreduce(Q),
