@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "worker/comm/gloo_collectives.h"
+#include "worker/comm/gloo_header_lane.h"
 #include "worker/comm/gloo_p2p.h"
 #include "worker/comm/gloo_store_adapter.h"
 #include "worker/comm/gloo_transport_abort.h"
@@ -41,6 +42,17 @@ struct GlooBackend::Task {
 };
 
 namespace {
+
+OpHeader headerOf(const GlooBackend::Op& op, uint64_t collSeq) {
+  OpHeader h;
+  h.collSeq = collSeq;
+  h.type = static_cast<uint8_t>(op.type);
+  h.dtype = op.type == OpType::kBarrier ? 0 : static_cast<uint8_t>(op.in.dtype);
+  h.reduceOp = (op.type == OpType::kAllreduce || op.type == OpType::kReduceScatter) ? static_cast<uint8_t>(op.reduceOp) : 0;
+  h.root = op.root;
+  h.count = op.type == OpType::kReduceScatter ? op.out.count : op.type == OpType::kBarrier ? 0 : op.in.count;
+  return h;
+}
 
 bool isCollective(OpType t) { return t != OpType::kSend && t != OpType::kRecv; }
 
@@ -99,6 +111,7 @@ GlooBackend::GlooBackend(const GlooOptions& options, std::shared_ptr<::gloo::Con
       context_(std::move(context)) {
   coll_ = std::make_unique<GlooCollectives>(context_);
   p2p_ = std::make_unique<GlooP2p>(context_);
+  lane_ = std::make_unique<GlooHeaderLane>(context_);
   flight_ = std::make_unique<FlightRecorder>(options_.flightRecords, clock_);
   live_ = std::make_shared<Live>();
   watchdog_ = std::make_unique<Watchdog>(
@@ -123,6 +136,7 @@ GlooBackend::~GlooBackend() {
   if (busy) abort(abortedError("backend destroyed with ops still pending"));
   cv_.notify_all();
   if (executor_.joinable()) executor_.join();
+  lane_->stop();
   p2p_->stop();
   watchdog_->stop();
 }
@@ -239,6 +253,10 @@ WorkPtr GlooBackend::issue(Op op, const OpOptions& opts) {
   task->collSeq = isCollective(op.type) ? nextCollSeq_++ : 0;
   task->timeout = op.timeout;
   task->work = work;
+  if (task->collSeq != 0) {
+    lane_->post(headerOf(op, task->collSeq), std::string(opTypeName(op.type)) + " seq " + std::to_string(op.seq) + " on " + group_,
+                toMs(op.timeout + kGlooTimeoutSlack));
+  }
   task->members.push_back(std::move(op));
   enqueue(std::move(task));
   return work;
@@ -388,6 +406,23 @@ WorkPtr GlooBackend::endCoalescing() {
   task->seq = seq;
   task->batch = true;
   task->collSeq = anyCollective ? nextCollSeq_++ : 0;
+  if (task->collSeq != 0) {
+    OpHeader h;
+    h.collSeq = task->collSeq;
+    h.type = static_cast<uint8_t>(OpType::kCoalesced);
+    uint64_t hash = 1469598103934665603ull;
+    for (const auto& m : members) {
+      if (!isCollective(m.type)) continue;
+      const OpHeader mh = headerOf(m, 0);
+      ++h.count;
+      for (uint64_t v : {uint64_t(mh.type), uint64_t(mh.dtype), uint64_t(mh.reduceOp), uint64_t(int64_t(mh.root)), mh.count}) {
+        hash = fnv(hash, v);
+      }
+    }
+    h.hash = hash;
+    lane_->post(h, "coalesced batch seq " + std::to_string(seq) + " (" + std::to_string(members.size()) + " ops) on " + group_,
+                toMs(timeout + kGlooTimeoutSlack));
+  }
   task->timeout = timeout;
   task->work = work;
   task->members = std::move(members);
@@ -466,18 +501,18 @@ void GlooBackend::runTask(Task& task) {
   finishTask(task, st);
 }
 
+Status GlooBackend::awaitHeader(uint64_t collSeq, std::chrono::milliseconds timeout) {
+  Status st = lane_->await(collSeq, Deadline::after(timeout), [this] { return isAborted(); });
+  if (st.isOk() || st.code() == StatusCode::kInvalidArgument) return st;
+  if (isAborted()) return abortStatus();
+  // A transport failure or timeout in the exchange: the communicator is broken.
+  throw ::gloo::IoException(st.message());
+}
+
 Status GlooBackend::runCollective(const Op& op, uint64_t collSeq, std::chrono::milliseconds timeout) {
-  OpHeader h;
-  h.collSeq = collSeq;
-  h.type = static_cast<uint8_t>(op.type);
-  h.dtype = static_cast<uint8_t>(op.in.dtype);
-  h.reduceOp = static_cast<uint8_t>(op.reduceOp);
-  h.root = op.root;
-  h.count = op.type == OpType::kReduceScatter ? op.out.count : op.in.count;
-  if (op.type == OpType::kBarrier) h.dtype = 0, h.count = 0;
-  const uint32_t tag = static_cast<uint32_t>(collSeq * 2);
   const std::string what = std::string(opTypeName(op.type)) + " seq " + std::to_string(op.seq) + " on " + group_;
-  DDP_RETURN_IF_ERROR(coll_->exchangeHeaders(h, what, tag, timeout));
+  DDP_RETURN_IF_ERROR(awaitHeader(collSeq, timeout));
+  const uint32_t tag = static_cast<uint32_t>(collSeq * 2);
   const uint32_t opTag = tag + 1;
   switch (op.type) {
     case OpType::kAllreduce: coll_->allreduce(op.in, op.reduceOp, opTag, timeout); break;
@@ -502,22 +537,8 @@ Status GlooBackend::runBatch(Task& task, std::chrono::milliseconds timeout) {
     if (!st.isOk()) throw ::gloo::IoException(st.message());
   }
   if (task.collSeq == 0) return Status::ok();
-  OpHeader h;
-  h.collSeq = task.collSeq;
-  h.type = static_cast<uint8_t>(OpType::kCoalesced);
-  uint64_t hash = 1469598103934665603ull;
-  for (const auto& m : task.members) {
-    if (!isCollective(m.type)) continue;
-    ++h.count;
-    hash = fnv(hash, static_cast<uint64_t>(m.type));
-    hash = fnv(hash, static_cast<uint64_t>(m.in.dtype));
-    hash = fnv(hash, static_cast<uint64_t>(m.reduceOp));
-    hash = fnv(hash, static_cast<uint64_t>(static_cast<int64_t>(m.root)));
-    hash = fnv(hash, m.type == OpType::kReduceScatter ? m.out.count : m.in.count);
-  }
-  h.hash = hash;
+  DDP_RETURN_IF_ERROR(awaitHeader(task.collSeq, timeout));
   const uint32_t tag = static_cast<uint32_t>(task.collSeq * 2);
-  DDP_RETURN_IF_ERROR(coll_->exchangeHeaders(h, what, tag, timeout));
   uint32_t opTag = tag + 1;
   std::vector<bool> done(task.members.size(), false);
   for (size_t i = 0; i < task.members.size(); ++i) {

@@ -3,10 +3,11 @@
 // network), rendezvous through our Store. Implements comm::Backend (see backend.h for the
 // contract every op follows).
 //
-// Thread model: every public method may be called from any thread. The backend starts three
+// Thread model: every public method may be called from any thread. The backend starts five
 // threads, all joined by the destructor:
 //  - the executor: runs collectives one at a time in issue order (Note [Executor order]);
-//  - the p2p completion thread (GlooP2p);
+//  - the header lane (GlooHeaderLane), ahead of the executor;
+//  - two p2p completion threads (GlooP2p);
 //  - the watchdog poller (Watchdog).
 // Gloo itself runs one device-loop thread per backend for socket I/O.
 // Shared state is guarded by mu_. Callbacks on Works run on the completing thread.
@@ -15,8 +16,9 @@
 // Every op gets the next sequence number under mu_ and is appended to one FIFO queue; the
 // executor pops and runs them in that order, so ops overlap with the caller's compute but
 // never with each other, and every rank runs its collectives in its issue order. Each
-// collective first exchanges an OpHeader (Note [Op header]) so ranks that disagree fail
-// cleanly. P2p ops are posted in queue order and completed by GlooP2p (Note [P2p protocol]).
+// collective's OpHeader (Note [Op header]) is exchanged by GlooHeaderLane as soon as it is
+// issued (Note [Header lane]); the executor checks the verdict before moving any payload, so
+// ranks that disagree fail cleanly. P2p ops are posted in queue order and completed by GlooP2p (Note [P2p protocol]).
 //
 // Note [Abort]
 // abort() marks the backend aborted, fails every queued and running op's Work with Aborted at
@@ -63,6 +65,7 @@ class Context;
 namespace ddp::comm {
 
 class GlooCollectives;
+class GlooHeaderLane;
 class GlooP2p;
 
 class GlooBackend final : public Backend {
@@ -117,6 +120,9 @@ class GlooBackend final : public Backend {
   void runTask(Task& task);
   Status runCollective(const Op& op, uint64_t collSeq, std::chrono::milliseconds timeout);
   Status runBatch(Task& task, std::chrono::milliseconds timeout);
+  // The header verdict of collective `collSeq` (Note [Header lane]); throws gloo::IoException
+  // when the exchange itself failed (the communicator is then broken).
+  Status awaitHeader(uint64_t collSeq, std::chrono::milliseconds timeout);
   void finishTask(Task& task, const Status& st);
   void onWatchdogTimeout(const WatchedOp& op, const Status& st);
   void signalTransport(const std::string& msg);
@@ -133,6 +139,7 @@ class GlooBackend final : public Backend {
   std::shared_ptr<::gloo::Context> context_;
   std::unique_ptr<GlooCollectives> coll_;  // executor thread only
   std::unique_ptr<GlooP2p> p2p_;
+  std::unique_ptr<GlooHeaderLane> lane_;
   std::unique_ptr<FlightRecorder> flight_;
   std::unique_ptr<Watchdog> watchdog_;
   // Works of ops not yet complete, by seq (own mutex: Work callbacks never take mu_).

@@ -68,26 +68,6 @@ char* GlooCollectives::scratch(size_t bytes) {
   return scratch_.data();
 }
 
-Status GlooCollectives::exchangeHeaders(const OpHeader& mine, const std::string& what, uint32_t tag,
-                                        std::chrono::milliseconds timeout) {
-  if (size_ == 1) return Status::ok();
-  OpHeader in = mine;
-  std::vector<OpHeader> all(static_cast<size_t>(size_));
-  ::gloo::AllgatherOptions opts(context_);
-  opts.setInput<uint8_t>(reinterpret_cast<uint8_t*>(&in), sizeof(OpHeader));
-  opts.setOutput<uint8_t>(reinterpret_cast<uint8_t*>(all.data()), sizeof(OpHeader) * all.size());
-  opts.setTag(tag);
-  opts.setTimeout(timeout);
-  ::gloo::allgather(opts);
-  bool agree = true;
-  for (const auto& h : all) agree = agree && (h == mine);
-  if (agree) return Status::ok();
-  std::string msg = what + ": ranks disagree on the op (every rank must issue the same collectives "
-                           "with the same sizes):";
-  for (int r = 0; r < size_; ++r) msg += " rank " + std::to_string(r) + " has " + all[r].describe() + ";";
-  return invalidArgument(msg);
-}
-
 void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout) {
   if (buf.count == 0 || size_ == 1) return;
   ::gloo::AllreduceOptions opts(context_);

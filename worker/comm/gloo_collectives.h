@@ -2,11 +2,11 @@
 // GlooCollectives: runs one collective on a connected Gloo context, synchronously, on the
 // calling thread (GlooBackend's executor). Gloo's own algorithms for allreduce (ring),
 // broadcast, allgather, gather and barrier; a ring reduce-scatter over Gloo unbound buffers;
-// a fused allreduce over a flattened scratch buffer for coalesced batches; and the op-header
-// exchange that detects ranks disagreeing on an op before any payload moves.
+// and a fused allreduce over a flattened scratch buffer for coalesced batches. OpHeader (the
+// description ranks compare before each op) lives here too; GlooHeaderLane exchanges it.
 //
 // Errors: every method may throw Gloo's exceptions (gloo::IoException, gloo::EnforceNotMet);
-// GlooBackend catches them at its boundary. exchangeHeaders returns a Status instead.
+// GlooBackend catches them at its boundary.
 // Thread model: not thread-safe; one executor thread owns it.
 
 #include <chrono>
@@ -25,7 +25,7 @@ class Context;
 namespace ddp::comm {
 
 // Note [Op header]
-// Before each collective (or coalesced batch) every rank allgathers a 32-byte header: op type,
+// Before each collective (or coalesced batch) every rank exchanges a 32-byte header: op type,
 // dtype, reduce op, root, element count and a hash of a batch's members. Gloo itself aborts the
 // process (an enforce on the device thread) when peers post different sizes; comparing headers
 // first turns that into a failed Work with the same message on every rank, and the
@@ -56,10 +56,6 @@ class GlooCollectives {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-
-  // Allgathers `mine`; InvalidArgument naming the ranks and their headers on disagreement.
-  Status exchangeHeaders(const OpHeader& mine, const std::string& what, uint32_t tag,
-                         std::chrono::milliseconds timeout);
 
   void allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout);
   // Allreduce of many buffers with the same dtype and op as one Gloo operation.
