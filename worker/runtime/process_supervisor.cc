@@ -139,8 +139,8 @@ Status ProcessSupervisor::start(const std::vector<ProcessSpec>& workers) {
       return unavailable(std::string("fork: ") + std::strerror(e));
     }
     if (pid == 0) {
-      // Child: only async-signal-safe calls until exec.
-      ::setpgid(0, 0);
+      // Child: only async-signal-safe calls until exec. Own session (Note [Worker supervision]).
+      ::setsid();
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(127);
       ::dup2(out[1], STDOUT_FILENO);

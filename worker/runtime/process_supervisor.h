@@ -3,9 +3,12 @@
 // `ddpctl run`).
 //
 // Note [Worker supervision]
-//  - start() fork/execs every worker with its stdout and stderr on pipes, in its own process
-//    group (so a terminal's Ctrl-C reaches only the supervisor, which forwards it) and with
-//    PR_SET_PDEATHSIG=SIGKILL (a supervisor that dies takes its workers with it).
+//  - start() fork/execs every worker with its stdout and stderr on pipes, in its own session
+//    (setsid: its own process group without a controlling terminal, so a terminal's Ctrl-C
+//    reaches only the supervisor, which forwards it; and, where the kernel groups CPU time by
+//    session (autogroup), each worker is scheduled as its own group, as separate machines'
+//    workers would be) and with PR_SET_PDEATHSIG=SIGKILL (a supervisor that dies takes its
+//    workers with it).
 //  - run() multiplexes the pipes into one view (Note [Merged worker output]) and reaps exits.
 //    The first worker that exits non-zero or by a signal is reported (rank, exit status or
 //    signal, its last lines); every other worker then gets SIGTERM, and SIGKILL once the grace
