@@ -1,5 +1,5 @@
 // End to end: the built-in MLP trained by DDP (the real Reducer over real Gloo on loopback,
-// two ranks as threads) with PowerSGD rank 2 ends within 5% of the loss of the same training
+// two ranks as threads, small buckets so several are in flight each step) with PowerSGD rank 2 ends within 5% of the loss of the same training
 // with the allreduce hook; batched PowerSGD trains too. Synthetic data: a random linear teacher
 // labels Gaussian inputs, with 10% of the labels flipped (a noise floor both runs approach).
 #include <gtest/gtest.h>
@@ -77,7 +77,10 @@ Outcome train(HookChoice choice, const Dataset& data) {
     auto net = model::buildMlp(config, options);
     ASSERT_TRUE(net.isOk()) << net.status();
     auto& m = **net;
-    auto reducer = Reducer::create(backend, m.parameters());
+    ReducerOptions ropts;  // small buckets: several in flight per step (Note [Hook ordering])
+    ropts.bucketCapBytes = 1024;
+    ropts.firstBucketCapBytes = 1024;
+    auto reducer = Reducer::create(backend, m.parameters(), ropts);
     ASSERT_TRUE(reducer.isOk()) << reducer.status();
     PowerSgdOptions psgd;
     psgd.matrixApproximationRank = 2;
@@ -122,6 +125,7 @@ Outcome train(HookChoice choice, const Dataset& data) {
         for (size_t i = 0; i < p->numel(); ++i) w[i] -= kLr * g[i];
       }
     }
+    EXPECT_GE((*reducer)->plan().numBuckets(), 3u);
     if (rank == 0) {
       outcome.finalLoss = evaluate();
       if (psgdHook != nullptr) outcome.stats = psgdHook->compressionStats();
