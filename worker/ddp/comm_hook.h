@@ -12,7 +12,8 @@
 // hooks (allreduce, fp16) return without waiting, so several buckets are in flight at once.
 //
 // Thread model: run() is called on the reducer's comm thread only; finish() on the thread that
-// completes the step (comm thread or finalize caller), never concurrently for one hook.
+// completes the step, never concurrently for one hook. The Reducer (worker/ddp/reducer.h) runs
+// finish() on its comm thread too, so a hook's run() and finish() calls never overlap.
 
 #include <cstdint>
 #include <functional>
