@@ -1,0 +1,68 @@
+#include "worker/runtime/job_spec_adapter.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace ddp::runtime {
+namespace {
+
+Result<TrainerConfig> adapt(const std::string& yaml) {
+  auto spec = parseJobSpec(yaml);
+  if (!spec.isOk()) return spec.status();
+  return trainerConfigFromJobSpec(*spec);
+}
+
+std::string job(const std::string& extra) {
+  return "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: t}\nspec:\n"
+         "  model: {type: mlp, hidden: [32]}\n  data: {dataset: synthetic, batchSize: 8}\n  epochs: 1\n" + extra;
+}
+
+TEST(JobSpecAdapterTest, EveryExampleJobAdapts) {
+  int n = 0;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(DDP_SOURCE_DIR) + "/examples")) {
+    if (e.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(e.path().string());
+    auto spec = loadJobSpecFile(e.path().string());
+    ASSERT_TRUE(spec.isOk()) << spec.status();
+    auto c = trainerConfigFromJobSpec(*spec);
+    EXPECT_TRUE(c.isOk()) << c.status();
+    ++n;
+  }
+  EXPECT_GE(n, 2);
+}
+
+TEST(JobSpecAdapterTest, MapsTheFieldsTheTrainerUses) {
+  auto c = adapt(job("  optimizer: {type: adamw, lr: 0.003, weightDecay: 0.05, schedule: {type: cosine, warmupSteps: 7, minLr: 0.0001}}\n"
+                     "  commHook: {type: powerSGD, powerSGD: {rank: 4, startIter: 20}}\n"
+                     "  gradientAccumulation: {steps: 3}\n"
+                     "  checkpoint: {dir: /tmp/x, everySteps: 50, keep: 2}\n"
+                     "  seed: 9\n"));
+  ASSERT_TRUE(c.isOk()) << c.status();
+  EXPECT_EQ(c->data, DataSource::kSynthetic);
+  EXPECT_EQ(c->mlp.hidden, (std::vector<int64_t>{32}));
+  EXPECT_EQ(c->optimizer.kind, optim::OptimizerKind::kAdamW);
+  EXPECT_FLOAT_EQ(c->optimizer.lr, 0.003f);
+  EXPECT_FLOAT_EQ(c->optimizer.weightDecay, 0.05f);
+  EXPECT_EQ(c->lr.kind, LrScheduleKind::kCosine);
+  EXPECT_EQ(c->lr.warmupSteps, 7);
+  EXPECT_EQ(c->hook, HookKind::kPowerSgd);
+  EXPECT_EQ(c->powerSgd.matrixApproximationRank, 4);
+  EXPECT_EQ(c->powerSgd.startPowerSgdIter, 20);
+  EXPECT_EQ(c->gradAccumulation, 3);
+  EXPECT_EQ(c->checkpointDir, "/tmp/x");
+  EXPECT_EQ(c->checkpointEverySteps, 50);
+  EXPECT_EQ(c->keepCheckpoints, 2);
+  EXPECT_EQ(c->seed, 9u);
+}
+
+TEST(JobSpecAdapterTest, RefusesWhatTheCpuTrainerCannotDoNamingTheField) {
+  EXPECT_NE(adapt(job("  device: cuda\n")).status().message().find("spec.device"), std::string::npos);
+  EXPECT_NE(adapt(job("  mixedPrecision: bf16\n")).status().message().find("spec.mixedPrecision"), std::string::npos);
+  EXPECT_NE(adapt(job("  commHook: {type: noop}\n")).status().message().find("spec.commHook.type"), std::string::npos);
+  EXPECT_NE(adapt(job("  zero: dfa\n  optimizer: {type: adam}\n  commHook: {type: fp16}\n")).status().message().find("spec.commHook"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace ddp::runtime
