@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <set>
 
 #include "common/log.h"
 #include "kernels/powersgd_ops.h"
@@ -70,12 +71,17 @@ Result<HookResult> BatchedPowerSgdHook::run(GradBucket& bucket) {
       plan = slot.get();
       plan->slices.clear();
       const auto& grads = bucket.gradients();
+      std::set<std::string> keys;
       for (size_t i = 0; i < grads.size(); ++i) {
         if (grads[i].count == 0) continue;
         BucketPlan::Slice s;
         s.offset = static_cast<size_t>(static_cast<const char*>(grads[i].data) - bufferStart) / dtypeSize(buf.dtype);
         s.numel = grads[i].count;
         s.key = tensorKey(bucket, i);
+        if (!keys.insert(s.key).second) {
+          return invalidArgument(where + ": two gradients share the key '" + s.key +
+                                 "' (parameter names must be unique)");
+        }
         if (options_.useErrorFeedback) {
           PowerSgdTensorState& ts = state_.tensors[s.key];
           if (ts.rows != s.numel || ts.cols != 1) ts = PowerSgdTensorState{s.numel, 1, {}, 0, {}};

@@ -132,6 +132,33 @@ TEST(BatchedPowerSgdTest, ErrorFeedbackRunningSumTracksTrueSum) {
   EXPECT_GT(std::sqrt(drift), 0.3 * scale);
 }
 
+// An f16 bucket is compressed in f32: from the start iteration on, its result is the f32
+// hook's result on the same rounded inputs, rounded.
+TEST(BatchedPowerSgdTest, HalfBucketMatchesF32Rounded) {
+  comm::runLocalRanks(2, [&](int rank, comm::Backend& backend) {
+    BatchedPowerSgdHook f32Hook(backend, quickOptions(2)), halfHook(backend, quickOptions(2));
+    TestBucket ref(0, true, {{"w", {6, 5}}, {"b", {6}}});
+    std::vector<uint16_t> storage(ref.buffer().size());
+    Parameter w = ref.params()[0], b = ref.params()[1];
+    for (int step = 0; step < 5; ++step) {
+      const auto x = randomVector(storage.size(), 80 * step + rank);
+      for (size_t i = 0; i < x.size(); ++i) {
+        storage[i] = floatToHalf(x[i]);
+        ref.buffer()[i] = halfToFloat(storage[i]);
+      }
+      comm::BufferView all = comm::viewOf(storage.data(), storage.size(), DType::kF16);
+      GradBucket hb(0, true, all, {all.slice(0, 30), all.slice(30, 6)}, {&w, &b}, ref.gradBucket().identity());
+      auto r = halfHook.run(hb);
+      ASSERT_TRUE(r.isOk()) << r.status();
+      ASSERT_TRUE(r->work->wait().isOk());
+      ASSERT_TRUE(r->finish().isOk());
+      ASSERT_TRUE(runStep(f32Hook, {&ref}).isOk());
+      if (step < 2) continue;
+      for (size_t i = 0; i < storage.size(); ++i) ASSERT_EQ(storage[i], floatToHalf(ref.buffer()[i])) << step << " " << i;
+    }
+  });
+}
+
 TEST(BatchedPowerSgdTest, SeveralBucketsInFlightMatchSequential) {
   const int world = 3;
   std::vector<std::vector<float>> overlapped(world), sequential(world);

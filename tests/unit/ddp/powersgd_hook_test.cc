@@ -355,6 +355,28 @@ TEST(PowerSgdHookTest, HalfBucketsAreCompressedInF32) {
   }
 }
 
+// Sizes 0 and 1 next to an ordinary tensor: empty tensors and an empty bucket pass through (the
+// empty bucket issues no collective, on every rank alike), a 1 x 1 tensor is averaged exactly.
+TEST(PowerSgdHookTest, EmptyAndTinyTensorsPassThrough) {
+  const int world = 3;
+  comm::runLocalRanks(world, [&](int rank, comm::Backend& backend) {
+    PowerSgdHook hook(backend, quickOptions(1));
+    TestBucket empty(0, false, {});
+    TestBucket b(1, true, {{"zero", {0, 5}}, {"one", {1, 1}}, {"w", {9, 7}}, {"none", {0}}});
+    for (int step = 0; step < 4; ++step) {
+      std::vector<std::vector<float>> inputs;
+      for (int r = 0; r < world; ++r) inputs.push_back(randomVector(b.buffer().size(), 70 * step + r));
+      b.buffer() = inputs[rank];
+      ASSERT_TRUE(runStep(hook, {&empty, &b}).isOk());
+      const size_t one = b.offset(1);
+      const float want = (inputs[0][one] + inputs[1][one] + inputs[2][one]) * (1.0f / world);
+      EXPECT_NEAR(b.buffer()[one], want, 1e-6) << "step " << step;
+    }
+    EXPECT_EQ(hook.iteration(), 4u);
+    EXPECT_EQ(hook.stateSnapshot().tensors.count("w"), 1u);
+  });
+}
+
 TEST(PowerSgdHookTest, BadBucketsAreRejected) {
   comm::runLocalRanks(1, [](int, comm::Backend& backend) {
     PowerSgdHook hook(backend, quickOptions(1));
