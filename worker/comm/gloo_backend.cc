@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/log.h"
+#include "worker/comm/gloo_backend_internal.h"
 #include "worker/comm/gloo_collectives.h"
 #include "worker/comm/gloo_header_lane.h"
 #include "worker/comm/gloo_p2p.h"
@@ -17,31 +18,7 @@
 #include "worker/comm/gloo_transport_abort.h"
 
 namespace ddp::comm {
-
-struct GlooBackend::Op {
-  OpType type = OpType::kBarrier;
-  ReduceOp reduceOp = ReduceOp::kSum;
-  BufferView in;   // the buffer of single-buffer ops
-  BufferView out;
-  int root = -1;   // broadcast / gather root
-  int peer = -1;   // send / recv peer
-  int tag = 0;
-  uint64_t seq = 0;
-  size_t bytes = 0;
-  Duration timeout{};
-  std::shared_ptr<CompletionWork> work;
-};
-
-struct GlooBackend::Task {
-  uint64_t seq = 0;
-  uint64_t collSeq = 0;  // 0 when no collective is involved
-  bool batch = false;
-  Duration timeout{};
-  std::shared_ptr<CompletionWork> work;
-  std::vector<Op> members;  // one for a single op
-};
-
-namespace {
+namespace gloo_internal {
 
 OpHeader headerOf(const GlooBackend::Op& op, uint64_t collSeq) {
   OpHeader h;
@@ -54,7 +31,6 @@ OpHeader headerOf(const GlooBackend::Op& op, uint64_t collSeq) {
   return h;
 }
 
-bool isCollective(OpType t) { return t != OpType::kSend && t != OpType::kRecv; }
 
 FlightState stateOf(const Status& st) {
   if (st.isOk()) return FlightState::kCompleted;
@@ -63,8 +39,6 @@ FlightState stateOf(const Status& st) {
   return FlightState::kFailed;
 }
 
-// Gloo's end-to-end timeout is a backstop behind the watchdog (which names the op better).
-constexpr Duration kGlooTimeoutSlack = std::chrono::seconds(2);
 
 std::chrono::milliseconds toMs(Duration d) {
   return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(d));
@@ -78,12 +52,9 @@ uint64_t fnv(uint64_t h, uint64_t v) {
   return h;
 }
 
-}  // namespace
+}  // namespace gloo_internal
 
-struct GlooBackend::Live {
-  std::mutex mu;
-  std::unordered_map<uint64_t, std::weak_ptr<CompletionWork>> works;
-};
+using namespace gloo_internal;
 
 Result<std::unique_ptr<GlooBackend>> GlooBackend::create(const GlooOptions& options, Store& store) {
   DDP_RETURN_IF_ERROR(options.validate());
@@ -149,285 +120,6 @@ Status GlooBackend::abortStatus() const {
 bool GlooBackend::isAborted() const {
   std::lock_guard<std::mutex> lock(mu_);
   return aborted_;
-}
-
-void GlooBackend::track(const std::shared_ptr<CompletionWork>& work, const std::string& name) {
-  const uint64_t seq = work->seq();
-  flight_->recordIssued(seq, name, work->bytes());
-  {
-    std::lock_guard<std::mutex> lock(live_->mu);
-    live_->works[seq] = work;
-  }
-  watchdog_->watch(WatchedOp{seq, name, work->bytes(), group_, work->timeout(), clock_.now() + work->timeout()});
-  // The callback may outlive this backend only if the Work is completed after destruction,
-  // which the destructor rules out (it fails or drains every op first).
-  Watchdog* wd = watchdog_.get();
-  FlightRecorder* fr = flight_.get();
-  std::weak_ptr<Live> live = live_;
-  work->onComplete([wd, fr, live, seq](const Status& st) {
-    wd->unwatch(seq);
-    fr->recordEnded(seq, stateOf(st), st.isOk() ? std::string() : st.message());
-    if (auto l = live.lock()) {
-      std::lock_guard<std::mutex> lock(l->mu);
-      l->works.erase(seq);
-    }
-  });
-}
-
-Status GlooBackend::validateOp(const Op& op) const {
-  const std::string what = std::string(opTypeName(op.type)) + " on " + group_;
-  auto checkBuf = [&](const BufferView& b, const char* name) -> Status {
-    if (!b.device.isCpu()) return invalidArgument(what + ": " + name + " is on " + b.device.toString() + "; gloo needs CPU buffers");
-    if (b.count > 0 && b.data == nullptr) return invalidArgument(what + ": " + name + " has no data but " + std::to_string(b.count) + " elements");
-    if (dtypeSize(b.dtype) == 0) return invalidArgument(what + ": " + name + " has an unknown dtype");
-    return Status::ok();
-  };
-  const int n = options_.size;
-  switch (op.type) {
-    case OpType::kAllreduce:
-      return checkBuf(op.in, "buffer");
-    case OpType::kBroadcast:
-      DDP_RETURN_IF_ERROR(checkBuf(op.in, "buffer"));
-      if (op.root < 0 || op.root >= n) return invalidArgument(what + ": root " + std::to_string(op.root) + " out of range [0, " + std::to_string(n) + ")");
-      return Status::ok();
-    case OpType::kAllgather:
-    case OpType::kReduceScatter:
-    case OpType::kGather: {
-      DDP_RETURN_IF_ERROR(checkBuf(op.in, "input"));
-      if (op.type == OpType::kGather) {
-        if (op.root < 0 || op.root >= n) return invalidArgument(what + ": root " + std::to_string(op.root) + " out of range [0, " + std::to_string(n) + ")");
-        if (op.root != options_.rank) return Status::ok();  // out is ignored off the root
-      }
-      DDP_RETURN_IF_ERROR(checkBuf(op.out, "output"));
-      if (op.in.dtype != op.out.dtype) return invalidArgument(what + ": input is " + dtypeName(op.in.dtype) + " but output is " + dtypeName(op.out.dtype));
-      const bool rs = op.type == OpType::kReduceScatter;
-      const size_t small = rs ? op.out.count : op.in.count;
-      const size_t big = rs ? op.in.count : op.out.count;
-      if (big != small * static_cast<size_t>(n)) {
-        return invalidArgument(what + ": " + (rs ? "input" : "output") + " must hold world size (" + std::to_string(n) + ") x " +
-                               std::to_string(small) + " elements, got " + std::to_string(big));
-      }
-      return Status::ok();
-    }
-    case OpType::kBarrier:
-    case OpType::kCoalesced:
-      return Status::ok();
-    case OpType::kSend:
-    case OpType::kRecv:
-      DDP_RETURN_IF_ERROR(checkBuf(op.in, "buffer"));
-      if (op.peer < 0 || op.peer >= n || op.peer == options_.rank) {
-        return invalidArgument(what + ": peer " + std::to_string(op.peer) + " must be another rank in [0, " + std::to_string(n) + ")");
-      }
-      if (op.tag < 0) return invalidArgument(what + ": tag must be >= 0, got " + std::to_string(op.tag));
-      return Status::ok();
-  }
-  return invalidArgument(what + ": unknown op");
-}
-
-WorkPtr GlooBackend::issue(Op op, const OpOptions& opts) {
-  op.timeout = opts.timeout.value_or(options_.timeout);
-  std::unique_lock<std::mutex> lock(mu_);
-  op.seq = nextSeq_++;
-  auto work = std::make_shared<CompletionWork>(op.seq, op.type, op.bytes, op.timeout);
-  if (aborted_) {
-    work->complete(abortStatus_);
-    return work;
-  }
-  if (op.timeout <= Duration::zero()) {
-    work->complete(invalidArgument(std::string(opTypeName(op.type)) + ": timeout must be positive"));
-    return work;
-  }
-  Status valid = validateOp(op);
-  if (!valid.isOk()) {
-    work->complete(valid);
-    return work;
-  }
-  op.work = work;
-  track(work, opTypeName(op.type));
-  if (coalescing_ && std::this_thread::get_id() == coalescingThread_) {
-    held_.push_back(std::move(op));
-    return work;
-  }
-  auto task = std::make_shared<Task>();
-  task->seq = op.seq;
-  task->collSeq = isCollective(op.type) ? nextCollSeq_++ : 0;
-  task->timeout = op.timeout;
-  task->work = work;
-  if (task->collSeq != 0) {
-    lane_->post(headerOf(op, task->collSeq), std::string(opTypeName(op.type)) + " seq " + std::to_string(op.seq) + " on " + group_,
-                toMs(op.timeout + kGlooTimeoutSlack));
-  }
-  task->members.push_back(std::move(op));
-  enqueue(std::move(task));
-  return work;
-}
-
-void GlooBackend::enqueue(std::shared_ptr<Task> task) {
-  queue_.push_back(std::move(task));
-  cv_.notify_all();
-}
-
-WorkPtr GlooBackend::allreduce(BufferView buf, ReduceOp op, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kAllreduce;
-  o.reduceOp = op;
-  o.in = buf;
-  o.bytes = buf.bytes();
-  return issue(std::move(o), opts);
-}
-
-WorkPtr GlooBackend::broadcast(BufferView buf, int root, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kBroadcast;
-  o.in = buf;
-  o.root = root;
-  o.bytes = buf.bytes();
-  return issue(std::move(o), opts);
-}
-
-WorkPtr GlooBackend::allgather(BufferView in, BufferView out, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kAllgather;
-  o.in = in;
-  o.out = out;
-  o.bytes = in.bytes();
-  return issue(std::move(o), opts);
-}
-
-WorkPtr GlooBackend::reduceScatter(BufferView in, BufferView out, ReduceOp op, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kReduceScatter;
-  o.reduceOp = op;
-  o.in = in;
-  o.out = out;
-  o.bytes = in.bytes();
-  return issue(std::move(o), opts);
-}
-
-WorkPtr GlooBackend::gather(BufferView in, BufferView out, int root, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kGather;
-  o.in = in;
-  o.out = out;
-  o.root = root;
-  o.bytes = in.bytes();
-  return issue(std::move(o), opts);
-}
-
-WorkPtr GlooBackend::barrier(const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kBarrier;
-  return issue(std::move(o), opts);
-}
-
-WorkPtr GlooBackend::send(BufferView buf, int dst, int tag, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kSend;
-  o.in = buf;
-  o.peer = dst;
-  o.tag = tag;
-  o.bytes = buf.bytes();
-  return issue(std::move(o), opts);
-}
-
-WorkPtr GlooBackend::recv(BufferView buf, int src, int tag, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kRecv;
-  o.in = buf;
-  o.peer = src;
-  o.tag = tag;
-  o.bytes = buf.bytes();
-  return issue(std::move(o), opts);
-}
-
-Status GlooBackend::startCoalescing() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (coalescing_) return failedPrecondition("startCoalescing on " + group_ + ": a coalescing scope is already open (scopes do not nest)");
-  coalescing_ = true;
-  coalescingThread_ = std::this_thread::get_id();
-  return Status::ok();
-}
-
-WorkPtr GlooBackend::endCoalescing() {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (!coalescing_ || std::this_thread::get_id() != coalescingThread_) {
-    return completedWork(failedPrecondition("endCoalescing on " + group_ + " without startCoalescing on this thread"),
-                         OpType::kCoalesced);
-  }
-  coalescing_ = false;
-  std::vector<Op> members = std::move(held_);
-  held_.clear();
-  const uint64_t seq = nextSeq_++;
-  size_t bytes = 0;
-  Duration timeout = Duration::zero();
-  bool anyCollective = false;
-  for (const auto& m : members) {
-    bytes += m.bytes;
-    timeout = std::max(timeout, m.timeout);
-    anyCollective = anyCollective || isCollective(m.type);
-  }
-  if (members.empty()) timeout = options_.timeout;
-  auto work = std::make_shared<CompletionWork>(seq, OpType::kCoalesced, bytes, timeout);
-  if (aborted_) {
-    work->complete(abortStatus_);
-    for (auto& m : members) m.work->complete(abortStatus_);
-    return work;
-  }
-  if (members.empty()) {
-    work->complete(Status::ok());
-    return work;
-  }
-  track(work, opTypeName(OpType::kCoalesced));
-  // The batch Work completes when every member has, with the first failure if any.
-  struct Join {
-    std::mutex mu;
-    size_t remaining;
-    Status first;
-  };
-  auto join = std::make_shared<Join>();
-  join->remaining = members.size();
-  std::weak_ptr<CompletionWork> weakWork = work;
-  for (auto& m : members) {
-    m.work->onComplete([join, weakWork](const Status& st) {
-      bool last;
-      Status result;
-      {
-        std::lock_guard<std::mutex> l(join->mu);
-        if (!st.isOk() && join->first.isOk()) join->first = st;
-        last = --join->remaining == 0;
-        result = join->first;
-      }
-      if (last) {
-        if (auto w = weakWork.lock()) w->complete(result);
-      }
-    });
-  }
-  auto task = std::make_shared<Task>();
-  task->seq = seq;
-  task->batch = true;
-  task->collSeq = anyCollective ? nextCollSeq_++ : 0;
-  if (task->collSeq != 0) {
-    OpHeader h;
-    h.collSeq = task->collSeq;
-    h.type = static_cast<uint8_t>(OpType::kCoalesced);
-    uint64_t hash = 1469598103934665603ull;
-    for (const auto& m : members) {
-      if (!isCollective(m.type)) continue;
-      const OpHeader mh = headerOf(m, 0);
-      ++h.count;
-      for (uint64_t v : {uint64_t(mh.type), uint64_t(mh.dtype), uint64_t(mh.reduceOp), uint64_t(int64_t(mh.root)), mh.count}) {
-        hash = fnv(hash, v);
-      }
-    }
-    h.hash = hash;
-    lane_->post(h, "coalesced batch seq " + std::to_string(seq) + " (" + std::to_string(members.size()) + " ops) on " + group_,
-                toMs(timeout + kGlooTimeoutSlack));
-  }
-  task->timeout = timeout;
-  task->work = work;
-  task->members = std::move(members);
-  enqueue(std::move(task));
-  return work;
 }
 
 void GlooBackend::executorLoop() {

@@ -7,7 +7,7 @@ namespace {
 
 template <typename T>
 void sumK(void* o, const void* a, const void* b, size_t n) {
-  T* __restrict out = static_cast<T*>(o);
+  T* out = static_cast<T*>(o);
   const T* x = static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
   for (size_t i = 0; i < n; ++i) out[i] = x[i] + y[i];
