@@ -218,6 +218,46 @@ TEST(ReducerTest, RecordingBackendSeesFirstBucketIssuedBeforeBackwardEnds) {
       fastGroup());
 }
 
+TEST(ReducerTest, BucketReadyEarlyWaitsForItsPredecessors) {
+  // Gradients marked in registration order make the LAST bucket ready first; its hook must still
+  // run after buckets 0..n-2 (every rank issues collectives in bucket order). The recorded
+  // allreduce sizes must follow the bucket order.
+  const int world = 2;
+  comm::runLocalRanks(
+      world,
+      [&](int rank, comm::Backend& inner) {
+        comm::RecordingBackend backend(inner);
+        LinearStack model(mixedLayers(), 1);
+        ReducerOptions opts;
+        opts.bucketCapBytes = 100;
+        opts.firstBucketCapBytes = 50;
+        opts.rebuildBuckets = false;
+        auto r = Reducer::create(backend, model.parameters(), opts);
+        ASSERT_TRUE(r.isOk()) << r.status();
+        std::vector<size_t> hookOrder;
+        auto hook = makeFunctionHook("recording_allreduce", static_cast<comm::Backend*>(&backend),
+                                     [&hookOrder](comm::Backend*& b, GradBucket& bucket) {
+                                       hookOrder.push_back(bucket.index());
+                                       return AllreduceHook(*b).run(bucket);
+                                     });
+        ASSERT_TRUE((*r)->registerCommHook(std::move(hook)).isOk());
+        backend.clear();
+        model.backward(0, rank * kRowsPerRank, kRowsPerRank, {});
+        for (size_t i = 0; i < model.parameters().size(); ++i) ASSERT_TRUE((*r)->markGradReady(i).isOk());
+        ASSERT_TRUE((*r)->finalize(stepDeadline()).isOk());
+        const size_t n = (*r)->plan().numBuckets();
+        ASSERT_GT(n, 2u);
+        std::vector<size_t> inOrder(n);
+        for (size_t b = 0; b < n; ++b) inOrder[b] = b;
+        EXPECT_EQ(hookOrder, inOrder);
+        auto ops = backend.ops();
+        ASSERT_EQ(ops.size(), n);
+        for (size_t b = 0; b < n; ++b) EXPECT_EQ(ops[b].bytes, (*r)->bucketBuffer(b).bytes()) << "bucket " << b;
+        expectGradsNear(model, oracleGrads(mixedLayers(), {0}, 0, world * kRowsPerRank), 1e-5, "early bucket");
+      },
+      fastGroup());
+}
+
 TEST(ReducerTest, RebuildFollowsRankZerosReadyOrderOnEveryRank) {
   // Ranks mark gradients in different orders; after the first step every rank holds the plan
   // computed from rank 0's order, and later steps stay correct.
