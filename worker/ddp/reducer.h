@@ -116,8 +116,10 @@ class Reducer {
   Status finalize(Deadline deadline);
 
   // For Join: issues the collectives of one synced step over zero-filled buckets (same buckets,
-  // same order, same hook), writes nothing back and calls no bucket callback; takes part in the
-  // one-time rebuild like a synced step does. Only between steps.
+  // same order, same hook), calls no bucket callback and takes part in the one-time rebuild like
+  // a synced step does. Only between steps. Nothing is copied back into Parameter::grad; with
+  // gradientAsBucketView the gradients ARE the bucket buffers, so they end up holding the
+  // reduced result (the other ranks' average with this rank's zeros).
   Status runShadowStep(Deadline deadline);
 
   const BucketPlan& plan() const { return plan_; }
