@@ -12,7 +12,6 @@
 namespace ddp {
 namespace {
 
-
 kernels::FlatView flat(const comm::BufferView& v) { return {v.data, v.count, v.dtype, v.device}; }
 comm::BufferView gradOf(const Parameter* p) { return {p->grad, p->numel(), p->dtype, p->device}; }
 
