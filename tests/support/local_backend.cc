@@ -262,7 +262,7 @@ class LocalGroup {
         continue;
       }
       Failures fails;
-      expireLocked(SystemClock::instance().now(), &fails);
+      expireLocked(options_.clock->now(), &fails);
       if (!fails.empty()) {
         lock.unlock();
         complete(fails);
@@ -273,6 +273,9 @@ class LocalGroup {
       auto wake = [&] { return stop_ || !ready_.empty() || nextDeadlineLocked() < next; };
       if (next == TimePoint::max()) {
         cv_.wait(lock, wake);
+      } else if (options_.clock != &SystemClock::instance()) {
+        // An injected clock moves on its own: look again every few real milliseconds.
+        cv_.wait_for(lock, std::chrono::milliseconds(2), wake);
       } else {
         cv_.wait_until(lock, next, wake);
       }
@@ -620,7 +623,7 @@ WorkPtr LocalBackend::issue(Op op, const OpOptions& opts) {
   } else if (p2p && !op.error.isOk()) {
     work->complete(op.error);
   } else {
-    op.deadline = SystemClock::instance().now() + op.timeout;
+    op.deadline = group_->options().clock->now() + op.timeout;
     group_->submit(std::move(op));
   }
   return work;
@@ -682,7 +685,7 @@ WorkPtr LocalBackend::endCoalescing() {
       batch->complete(result);
     });
   }
-  const TimePoint now = SystemClock::instance().now();
+  const TimePoint now = group_->options().clock->now();
   for (auto& op : held) {
     if ((op.type == OpType::kSend || op.type == OpType::kRecv) && !op.error.isOk()) {
       op.work->complete(op.error);

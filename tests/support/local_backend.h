@@ -44,6 +44,9 @@ struct LocalGroupOptions {
   Duration timeout = std::chrono::seconds(60);
   std::string name = "local";
   std::vector<DeviceType> devices = {DeviceType::kCpu};
+  // Deadlines are measured on this clock (must outlive the group). Tests inject a FakeClock to
+  // make ops time out without waiting; the executor then re-checks every 2 ms of real time.
+  const Clock* clock = &SystemClock::instance();
 };
 
 // Creates the shared state of `world` ranks.

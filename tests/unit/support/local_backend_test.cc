@@ -218,6 +218,24 @@ TEST(LocalBackendTest, MissingRankTimesOutNamingIt) {
   });
 }
 
+TEST(LocalBackendTest, InjectedClockDrivesTimeouts) {
+  FakeClock clock;
+  LocalGroupOptions opts;
+  opts.clock = &clock;
+  opts.timeout = std::chrono::minutes(10);
+  runLocalRanks(2, [&](int rank, Backend& b) {
+    if (rank == 1) return;  // never joins
+    float v = 1.f;
+    auto w = b.allreduce(viewOf(&v, 1), ReduceOp::kSum);
+    EXPECT_EQ(w->wait(Deadline::after(20ms)).code(), StatusCode::kTimeout);  // caller's deadline
+    EXPECT_FALSE(w->isCompleted());
+    clock.advance(std::chrono::minutes(11));  // the op's own 10-minute timeout passes
+    Status st = w->wait(Deadline::after(5s));
+    EXPECT_EQ(st.code(), StatusCode::kTimeout) << st;
+    EXPECT_NE(st.message().find("10.0m"), std::string::npos) << st;
+  }, opts);
+}
+
 TEST(LocalBackendTest, RecvWithoutSendTimesOut) {
   runLocalRanks(2, [&](int rank, Backend& b) {
     if (rank == 0) return;
