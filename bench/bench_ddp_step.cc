@@ -10,11 +10,14 @@
 // with one compute thread (openblas_set_num_threads(1)); they meet through a file store in a
 // temporary directory. The hooks run round-robin --repeat times (this machine's load drifts; each
 // round measures every hook) and each figure is the median over rounds. Reported per hook:
-// median ms/step over the measured steps (the slowest rank's median), hook_ms (mean ms per step inside CommHook::run + finish, on the comm thread),
-// bytes_per_step (payload bytes this rank handed to collectives per step), compression_ratio
-// (f32 gradient bytes / bytes_per_step), and cpu_ms_per_step (CPU time of all the process's
-// threads per step: compute plus communication, the slowest rank; less sensitive to load). Gradients live in the buckets (gradientAsBucketView)
-// unless --no-view.
+//  - ms_per_step: median over the measured steps (the slowest rank's median);
+//  - hook_ms: CPU ms per step of the comm thread inside CommHook::run + finish (the hook's
+//    computation); hook_wall_ms adds the time multi-stage hooks wait on their collectives;
+//  - bytes_per_step: payload bytes this rank handed to collectives per step;
+//  - compression_ratio: f32 gradient bytes / bytes_per_step;
+//  - cpu_ms_per_step: CPU time of all the process's threads per step (compute plus
+//    communication, the slowest rank; less sensitive to the machine's load than wall time).
+// Gradients live in the buckets (gradientAsBucketView) unless --no-view.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -232,8 +235,8 @@ double median(std::vector<double> v) {
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-// One process of one configuration; writes "<ms_per_step> <hook_ms> <bytes_per_step> <grad_bytes>"
-// to dir/result_<rank>.
+// One process of one configuration; writes "<ms_per_step> <hook_ms> <bytes_per_step> <grad_bytes>
+// <cpu_ms> <hook_wall_ms>" to dir/result_<rank>.
 Status runWorker(const Args& a) {
   const bool ddp = a.hook != "none";
   model::MlpConfig cfg;
@@ -279,7 +282,7 @@ Status runWorker(const Args& a) {
   for (Parameter* p : model->parameters()) gradBytes += p->numel() * sizeof(float);
 
   std::vector<double> stepMs;
-  double hookStart = 0;
+  double hookStart = 0, hookCpuStart = 0;
   uint64_t bytesStart = 0;
   double cpuStart = 0;
   const float lr = 1e-3f;
@@ -287,6 +290,7 @@ Status runWorker(const Args& a) {
     if (step == a.warmup) cpuStart = processCpuMs();
     if (step == a.warmup && ddp) {
       hookStart = reducer->stats().hookSeconds;
+      hookCpuStart = reducer->stats().hookCpuSeconds;
       bytesStart = counting->bytes();
     }
     const int b = step % kBatches;
@@ -308,17 +312,19 @@ Status runWorker(const Args& a) {
     if (step >= a.warmup) stepMs.push_back(ms);
   }
   const double cpuMs = (processCpuMs() - cpuStart) / a.steps;
-  const double hookMs = ddp ? (reducer->stats().hookSeconds - hookStart) * 1e3 / a.steps : 0.0;
+  const double hookMs = ddp ? (reducer->stats().hookCpuSeconds - hookCpuStart) * 1e3 / a.steps : 0.0;
+  const double hookWallMs = ddp ? (reducer->stats().hookSeconds - hookStart) * 1e3 / a.steps : 0.0;
   const double bytesPerStep = ddp ? static_cast<double>(counting->bytes() - bytesStart) / a.steps : 0.0;
   reducer.reset();
   std::ofstream out(a.dir + "/result_" + std::to_string(a.rank));
-  out << median(stepMs) << " " << hookMs << " " << bytesPerStep << " " << gradBytes << " " << cpuMs << "\n";
+  out << median(stepMs) << " " << hookMs << " " << bytesPerStep << " " << gradBytes << " " << cpuMs << " " << hookWallMs << "\n";
   return out ? Status::ok() : unavailable("cannot write the result file");
 }
 
 struct Result1 {
   double msPerStep = 0, hookMs = 0, bytesPerStep = 0, gradBytes = 0;
   double cpuMs = 0;  // CPU time (all threads of the process) per step
+  double hookWallMs = 0;
 };
 
 // Spawns the configuration's processes and collects their results.
@@ -357,7 +363,8 @@ Result<Result1> runConfig(const Args& a, const std::string& hook) {
   for (int r = 0; ok && r < world; ++r) {
     std::ifstream in(dir + "/result_" + std::to_string(r));
     Result1 one;
-    if (!(in >> one.msPerStep >> one.hookMs >> one.bytesPerStep >> one.gradBytes >> one.cpuMs)) ok = false;
+    if (!(in >> one.msPerStep >> one.hookMs >> one.bytesPerStep >> one.gradBytes >> one.cpuMs >> one.hookWallMs)) ok = false;
+    res.hookWallMs = std::max(res.hookWallMs, one.hookWallMs);
     res.cpuMs = std::max(res.cpuMs, one.cpuMs);
     res.msPerStep = std::max(res.msPerStep, one.msPerStep);  // the slowest rank sets the pace
     res.hookMs = std::max(res.hookMs, one.hookMs);
@@ -438,7 +445,7 @@ int main(int argc, char** argv) {
     if (rounds[hook].empty()) continue;
     Result1 r{med(rounds[hook], &Result1::msPerStep), med(rounds[hook], &Result1::hookMs),
               med(rounds[hook], &Result1::bytesPerStep), rounds[hook][0].gradBytes,
-              med(rounds[hook], &Result1::cpuMs)};
+              med(rounds[hook], &Result1::cpuMs), med(rounds[hook], &Result1::hookWallMs)};
     if (hook == "none") baseline = r.msPerStep;
     if (hook == "allreduce") allreduceBytes = r.bytesPerStep;
     const int world = hook == "none" ? 1 : a.world;
@@ -449,10 +456,10 @@ int main(int argc, char** argv) {
           "{\"bench\":\"ddp_step\",\"hook\":\"%s\",\"world\":%d,\"batch_per_rank\":%d,\"steps\":%d,"
           "\"ms_per_step\":%.3f,\"hook_ms\":%.3f,\"bytes_per_step\":%.0f,\"compression_ratio\":%.2f,"
           "\"vs_single_process\":%.3f,\"bytes_vs_allreduce\":%.5f,\"grad_as_bucket_view\":%s,\"rounds\":%zu,"
-          "\"cpu_ms_per_step\":%.3f}\n",
+          "\"cpu_ms_per_step\":%.3f,\"hook_wall_ms\":%.3f}\n",
           hook.c_str(), world, a.batch, a.steps, r.msPerStep, r.hookMs, r.bytesPerStep, ratio, vsSingle,
           allreduceBytes > 0 ? r.bytesPerStep / allreduceBytes : 0.0, a.view ? "true" : "false",
-          rounds[hook].size(), r.cpuMs);
+          rounds[hook].size(), r.cpuMs, r.hookWallMs);
     } else {
       std::printf("%-22s %5d %12.2f %10.3f %10.2f %16.0f %12.2f %12.2f\n", hook.c_str(), world, r.msPerStep,
                   vsSingle, r.hookMs, r.bytesPerStep, ratio, r.cpuMs);

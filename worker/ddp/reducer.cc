@@ -387,6 +387,7 @@ ReducerStats Reducer::stats() const {
   s.shadowSteps = shadowSteps_;
   std::lock_guard<std::mutex> lock(sync_->mu);
   s.hookSeconds = hookSeconds_;
+  s.hookCpuSeconds = hookCpuSeconds_;
   s.bucketsReduced = bucketsReduced_;
   return s;
 }

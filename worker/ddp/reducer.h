@@ -75,7 +75,9 @@ struct ReducerStats {
   uint64_t syncedSteps = 0;
   uint64_t noSyncSteps = 0;
   uint64_t shadowSteps = 0;
-  double hookSeconds = 0;   // wall time inside CommHook::run + finish (or the default allreduce issue)
+  double hookSeconds = 0;     // wall time inside CommHook::run + finish (or the default allreduce issue)
+  double hookCpuSeconds = 0;  // CPU time of the comm thread in the same calls (hook computation,
+                              // without the time multi-stage hooks spend waiting on collectives)
   uint64_t bucketsReduced = 0;
 };
 
@@ -191,8 +193,9 @@ class Reducer {
   Status stepError_;                 // first error seen by gradReadyFn in this step
   Status broken_;                    // sticky failure
 
-  // Stats: hookSeconds_/bucketsReduced_ written by the comm thread, guarded by sync_->mu.
+  // Stats: hook*Seconds_/bucketsReduced_ written by the comm thread, guarded by sync_->mu.
   double hookSeconds_ = 0;
+  double hookCpuSeconds_ = 0;
   uint64_t bucketsReduced_ = 0;
   uint64_t syncedSteps_ = 0, noSyncSteps_ = 0, shadowSteps_ = 0;
 };

@@ -1,6 +1,8 @@
 // The Reducer's comm thread (Note [Hook ordering] in worker/ddp/comm_hook.h): runs each queued
 // bucket's hook in bucket order, then completes buckets in order once their Work is done
 // (finish, copy back into Parameter::grad, bucket-reduced callback).
+#include <time.h>
+
 #include <chrono>
 
 #include "kernels/bucket_ops.h"
@@ -14,6 +16,13 @@ constexpr size_t kNoBucket = static_cast<size_t>(-1);
 
 kernels::FlatView flat(const comm::BufferView& v) { return {v.data, v.count, v.dtype, v.device}; }
 comm::BufferView gradOf(const Parameter* p) { return {p->grad, p->numel(), p->dtype, p->device}; }
+
+// CPU time of the calling thread.
+double threadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 }  // namespace
 
@@ -63,12 +72,15 @@ void Reducer::runBucket(size_t b) {
     if (!sync_->error.isOk()) return;  // an earlier bucket failed: issue nothing more
   }
   const auto t0 = std::chrono::steady_clock::now();
+  const double c0 = threadCpuSeconds();
   Result<HookResult> r = hook_ ? hook_->run(*bk.grad)
                                : Result<HookResult>(HookResult{backend_.allreduce(bk.grad->buffer(), comm::ReduceOp::kSum), {}});
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double cpu = threadCpuSeconds() - c0;
   {
     std::lock_guard<std::mutex> lock(sync_->mu);
     hookSeconds_ += secs;
+    hookCpuSeconds_ += cpu;
     if (!r.isOk()) {
       if (sync_->error.isOk()) {
         sync_->error = r.status().withContext("DDP bucket " + std::to_string(b) + " (hook '" +
@@ -101,10 +113,13 @@ void Reducer::completeBucket(size_t b, bool shadow) {
     if (bk.result.work) st = bk.result.work->status();
     if (st.isOk() && bk.result.finish) {
       const auto t0 = std::chrono::steady_clock::now();
+      const double c0 = threadCpuSeconds();
       st = bk.result.finish();
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double cpu = threadCpuSeconds() - c0;
       std::lock_guard<std::mutex> lock(sync_->mu);
       hookSeconds_ += secs;
+      hookCpuSeconds_ += cpu;
     }
     if (st.isOk() && !shadow && !options_.gradientAsBucketView) {
       const BucketSpec& spec = plan_.buckets()[b];
