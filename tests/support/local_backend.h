@@ -6,7 +6,7 @@
 // one LocalBackend; all of them share one LocalGroup, which matches the ranks' ops and runs them
 // on plain shared memory.
 //
-// Semantics (see Note [LocalGroup matching]):
+// Semantics (Note [LocalGroup matching] in local_group.cc):
 //  - Collectives are matched by each rank's collective issue number (1st collective of rank 0
 //    with the 1st of rank 1, ...). Send/recv pairs are matched by (src, dst, tag) in FIFO order
 //    and do not take a collective number.
@@ -22,10 +22,9 @@
 //  - Devices: CPU by default. A group can be told to accept other device types (e.g. CUDA) to
 //    stand in for a GPU backend in routing tests; it then treats the memory as host memory.
 //
-// Thread model: each LocalGroup starts one executor thread (joined by its destructor) that runs
-// matched ops in match order, completes their Works (so Work callbacks run on it) and fails ops
-// whose deadline passed. All LocalBackend methods are thread-safe; the group's state is guarded
-// by LocalGroup::mu_, each backend's by LocalBackend::mu_ (taken before the group's, never after).
+// Thread model: the LocalGroup's executor thread (local_group.h) runs matched ops and completes
+// their Works, so Work callbacks run on it. All LocalBackend methods are thread-safe; each
+// backend's state is guarded by LocalBackend::mu_ (taken before the group's lock, never after).
 
 #include <functional>
 #include <memory>
@@ -33,24 +32,10 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/local_group.h"
 #include "worker/comm/backend.h"
 
 namespace ddp::comm {
-
-class LocalGroup;
-
-struct LocalGroupOptions {
-  // Default op timeout (shorter than the interface's 10 minutes: a hung test should fail fast).
-  Duration timeout = std::chrono::seconds(60);
-  std::string name = "local";
-  std::vector<DeviceType> devices = {DeviceType::kCpu};
-  // Deadlines are measured on this clock (must outlive the group). Tests inject a FakeClock to
-  // make ops time out without waiting; the executor then re-checks every 2 ms of real time.
-  const Clock* clock = &SystemClock::instance();
-};
-
-// Creates the shared state of `world` ranks.
-std::shared_ptr<LocalGroup> makeLocalGroup(int world, LocalGroupOptions options = {});
 
 class LocalBackend final : public Backend {
  public:
@@ -79,21 +64,7 @@ class LocalBackend final : public Backend {
   bool isAborted() const override;
   Duration defaultTimeout() const override;
 
-  // One op as the group sees it (public for the group's use only).
-  struct Op {
-    OpType type = OpType::kBarrier;
-    BufferView in;
-    BufferView out;
-    ReduceOp reduce = ReduceOp::kSum;
-    int root = 0;   // root for broadcast/gather; peer for send/recv
-    int tag = 0;
-    int rank = 0;
-    uint64_t collSeq = 0;  // collective issue number (0 for send/recv)
-    TimePoint deadline;
-    Duration timeout{};
-    Status error;          // set when this rank's own arguments were bad
-    std::shared_ptr<CompletionWork> work;
-  };
+  using Op = LocalOp;
 
  private:
   WorkPtr issue(Op op, const OpOptions& opts);
