@@ -4,16 +4,18 @@
 // cost of Join: total time of DDP + Adam with uneven inputs (20 vs 30 batches) against even
 // inputs (30 and 30).
 //
-//   build/bin/bench_optim [--json] [--steps 10] [--warmup 3] [--batch 64] [--world 2]
+//   build/bin/bench_optim [--json] [--steps 10] [--warmup 3] [--rounds 3] [--batch 64] [--world 2]
 //                         [--dfa-bucket-mib 25] [--configs ddp_adam,zero1,dfa,join]
 //
 // Every configuration runs in fresh processes (this binary re-executed with --worker), one
 // compute thread each, over Gloo (TCP loopback); they meet through an HttpStoreServer that this
 // process runs. ms_per_step is the slowest rank's median over the measured steps of a whole
 // training step (zero grad, forward, backward with the reduction overlapped, optimizer step,
-// parameter sync); state_bytes_per_rank is the largest rank's optimizer state (exp_avg and
+// parameter sync); cpu_ms_per_step the same for the process's CPU time (all threads), which a
+// loaded machine disturbs less than wall time; state_bytes_per_rank is the largest rank's optimizer state (exp_avg and
 // exp_avg_sq: plain Adam holds all of it, ZeRO-1 its partition, DFA its padded shards).
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -55,6 +58,7 @@ struct Args {
   int warmup = 3;
   int batch = 64;
   int world = 2;
+  int rounds = 3;          // Note [Interleaved rounds]
   int dfaBucketMib = 25;  // DDP's bucket cap, so both overlap backward alike (DFA's default is 100)
   std::vector<std::string> configs = {"ddp_adam", "zero1", "dfa", "join"};
   // Worker mode.
@@ -63,16 +67,24 @@ struct Args {
   std::string config;  // ddp_adam | zero1 | dfa | join_even | join_uneven
   std::string store;   // host:port
   std::string dir;
+  std::string prefix;
 };
 
 Deadline longDeadline() { return Deadline::after(std::chrono::minutes(5)); }
+
+// CPU time of the whole process (every thread: compute, Gloo's transport, the comm thread).
+double processCpuMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
-// One process; writes "<ms_per_step> <state_bytes> <total_s>" to dir/result_<rank>.
+// One process; writes "<ms_per_step> <state_bytes> <total_s> <cpu_ms_per_step>" to dir/result_<rank>.
 Status runWorker(const Args& a) {
   model::MlpConfig mc;
   mc.inputs = 1024;
@@ -98,7 +110,7 @@ Status runWorker(const Args& a) {
   comm::GlooOptions go;
   go.rank = a.rank;
   go.size = a.world;
-  go.prefix = "bench_optim/" + a.config;
+  go.prefix = a.prefix;  // unique per run: the store outlives runs (Note [Store prefix per generation])
   go.timeout = std::chrono::seconds(300);
   DDP_ASSIGN_OR_RETURN(auto gloo, comm::GlooBackend::create(go, *store));
 
@@ -129,7 +141,7 @@ Status runWorker(const Args& a) {
     iterations = a.config == "join_uneven" && a.rank == 0 ? kJoinShort : kJoinLong;
   }
 
-  std::vector<double> stepMs;
+  std::vector<double> stepMs, cpuMs;
   const auto start = Clock::now();
   if (isJoin) {
     DDP_ASSIGN_OR_RETURN(joinScope, join::Join::create({ddpJoin.get()}));
@@ -137,6 +149,7 @@ Status runWorker(const Args& a) {
   for (int step = 0; step < iterations; ++step) {
     const int b = step % kDistinct;
     const auto t0 = Clock::now();
+    const double c0 = processCpuMs();
     model->zeroGrad();
     if (ddpJoin) DDP_RETURN_IF_ERROR(ddpJoin->beginIteration(longDeadline()));
     const GradReadyFn ready = dfa ? dfa->gradReadyFn() : reducer->gradReadyFn();
@@ -151,7 +164,10 @@ Status runWorker(const Args& a) {
       DDP_RETURN_IF_ERROR(zero ? zero->step(longDeadline()) : plain->step());
     }
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    if (step >= a.warmup) stepMs.push_back(ms);
+    if (step >= a.warmup) {
+      stepMs.push_back(ms);
+      cpuMs.push_back(processCpuMs() - c0);
+    }
   }
   if (joinScope) DDP_RETURN_IF_ERROR(joinScope->finish(longDeadline()));
   const double totalS = std::chrono::duration<double>(Clock::now() - start).count();
@@ -159,12 +175,12 @@ Status runWorker(const Args& a) {
   joinScope.reset();
   reducer.reset();
   std::ofstream out(a.dir + "/result_" + std::to_string(a.rank));
-  out << median(stepMs) << " " << stateBytes << " " << totalS << "\n";
+  out << median(stepMs) << " " << stateBytes << " " << totalS << " " << median(cpuMs) << "\n";
   return out ? Status::ok() : unavailable("cannot write the result file");
 }
 
 struct ConfigResult {
-  double msPerStep = 0, totalS = 0;
+  double msPerStep = 0, totalS = 0, cpuMsPerStep = 0;
   size_t stateBytes = 0;
 };
 
@@ -173,11 +189,13 @@ Result<ConfigResult> runConfig(const Args& a, const std::string& config, const s
   char tmpl[] = "/tmp/bench_optim.XXXXXX";
   if (mkdtemp(tmpl) == nullptr) return unavailable("mkdtemp failed");
   const std::string dir = tmpl;
+  static int runCounter = 0;
+  const std::string prefix = "bench_optim/" + config + "/" + std::to_string(++runCounter);
   std::vector<pid_t> pids;
   for (int r = 0; r < a.world; ++r) {
     std::vector<std::string> argv = {"/proc/self/exe", "--worker", "--rank", std::to_string(r), "--world",
                                      std::to_string(a.world), "--config", config, "--store", storeAddress,
-                                     "--dir", dir, "--dfa-bucket-mib", std::to_string(a.dfaBucketMib),
+                                     "--dir", dir, "--prefix", prefix, "--dfa-bucket-mib", std::to_string(a.dfaBucketMib),
                                      "--steps", std::to_string(a.steps), "--warmup",
                                      std::to_string(a.warmup), "--batch", std::to_string(a.batch)};
     const pid_t pid = fork();
@@ -202,7 +220,8 @@ Result<ConfigResult> runConfig(const Args& a, const std::string& config, const s
   for (int r = 0; ok && r < a.world; ++r) {
     std::ifstream in(dir + "/result_" + std::to_string(r));
     ConfigResult one;
-    if (!(in >> one.msPerStep >> one.stateBytes >> one.totalS)) ok = false;
+    if (!(in >> one.msPerStep >> one.stateBytes >> one.totalS >> one.cpuMsPerStep)) ok = false;
+    res.cpuMsPerStep = std::max(res.cpuMsPerStep, one.cpuMsPerStep);
     res.msPerStep = std::max(res.msPerStep, one.msPerStep);
     res.stateBytes = std::max(res.stateBytes, one.stateBytes);
     res.totalS = std::max(res.totalS, one.totalS);
@@ -222,12 +241,14 @@ Args parse(int argc, char** argv) {
     else if (s == "--warmup") a.warmup = std::stoi(next());
     else if (s == "--batch") a.batch = std::stoi(next());
     else if (s == "--world") a.world = std::stoi(next());
+    else if (s == "--rounds") a.rounds = std::stoi(next());
     else if (s == "--dfa-bucket-mib") a.dfaBucketMib = std::stoi(next());
     else if (s == "--worker") a.worker = true;
     else if (s == "--rank") a.rank = std::stoi(next());
     else if (s == "--config") a.config = next();
     else if (s == "--store") a.store = next();
     else if (s == "--dir") a.dir = next();
+    else if (s == "--prefix") a.prefix = next();
     else if (s == "--configs") {
       a.configs.clear();
       std::stringstream ss(next());
@@ -240,6 +261,10 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
+// Note [Interleaved rounds]
+// The reference machine is shared and its load swings by 2x within a minute, so one run per
+// configuration would compare different machines. Each round runs every configuration once,
+// in order; a ratio is taken within a round and the reported figure is the median over rounds.
 int runParent(const Args& a) {
   comm::HttpStoreServer server;
   Status st = server.start();
@@ -248,56 +273,78 @@ int runParent(const Args& a) {
     return 1;
   }
   const std::string address = server.address();
-  int failures = 0;
-  double adamMs = 0;
-  size_t adamBytes = 0;
-  if (!a.json) std::printf("%-10s %5s %12s %10s %22s %10s\n", "optimizer", "world", "ms_per_step", "vs_ddp_adam",
-                           "state_bytes_per_rank", "vs_adam");
-  for (const auto& config : a.configs) {
-    if (config == "join") {
-      auto even = runConfig(a, "join_even", address);
-      auto uneven = even.isOk() ? runConfig(a, "join_uneven", address) : even;
-      if (!uneven.isOk()) {
-        std::cerr << uneven.status() << "\n";
-        ++failures;
-        continue;
+  std::vector<std::string> runs;
+  for (const auto& c : a.configs) {
+    if (c == "join") {
+      runs.push_back("join_even");
+      runs.push_back("join_uneven");
+    } else {
+      runs.push_back(c);
+    }
+  }
+  std::map<std::string, std::vector<ConfigResult>> results;
+  std::map<std::string, std::vector<double>> msRatio, cpuRatio, joinRatio;
+  for (int round = 0; round < a.rounds; ++round) {
+    std::map<std::string, ConfigResult> thisRound;
+    for (const auto& config : runs) {
+      auto r = runConfig(a, config, address);
+      if (!r.isOk()) {
+        std::cerr << r.status() << "\n";
+        return 1;
       }
-      if (a.json) {
-        std::printf("{\"bench\":\"join\",\"world\":%d,\"batch_per_rank\":%d,\"even_batches\":\"%d,%d\","
-                    "\"uneven_batches\":\"%d,%d\",\"even_s\":%.3f,\"uneven_s\":%.3f,\"uneven_vs_even\":%.3f}\n",
-                    a.world, a.batch, kJoinLong, kJoinLong, kJoinShort, kJoinLong, even->totalS, uneven->totalS,
-                    uneven->totalS / even->totalS);
-      } else {
-        std::printf("join: even (30,30) %.2f s, uneven (20,30) %.2f s, ratio %.3f\n", even->totalS, uneven->totalS,
-                    uneven->totalS / even->totalS);
-      }
-      std::fflush(stdout);
-      continue;
+      thisRound[config] = *r;
+      results[config].push_back(*r);
     }
-    auto r = runConfig(a, config, address);
-    if (!r.isOk()) {
-      std::cerr << r.status() << "\n";
-      ++failures;
-      continue;
+    for (const auto& [config, r] : thisRound) {
+      if (!thisRound.count("ddp_adam")) continue;
+      msRatio[config].push_back(r.msPerStep / thisRound["ddp_adam"].msPerStep);
+      cpuRatio[config].push_back(r.cpuMsPerStep / thisRound["ddp_adam"].cpuMsPerStep);
     }
-    if (config == "ddp_adam") {
-      adamMs = r->msPerStep;
-      adamBytes = r->stateBytes;
+    if (thisRound.count("join_even") && thisRound.count("join_uneven")) {
+      joinRatio["join"].push_back(thisRound["join_uneven"].totalS / thisRound["join_even"].totalS);
     }
-    const double vsMs = adamMs > 0 ? r->msPerStep / adamMs : 0.0;
-    const double vsBytes = adamBytes > 0 ? static_cast<double>(r->stateBytes) / adamBytes : 0.0;
+  }
+  auto med = [](std::vector<double> v) { return median(std::move(v)); };
+  if (!a.json) std::printf("%-10s %5s %12s %10s %12s %10s %22s %10s\n", "optimizer", "world", "ms_per_step",
+                           "vs_ddp_adam", "cpu_ms", "vs_ddp_adam", "state_bytes_per_rank", "vs_adam");
+  const size_t adamBytes = results.count("ddp_adam") ? results["ddp_adam"].front().stateBytes : 0;
+  for (const auto& config : runs) {
+    if (config.rfind("join", 0) == 0) continue;
+    std::vector<double> ms, cpu;
+    for (const auto& r : results[config]) {
+      ms.push_back(r.msPerStep);
+      cpu.push_back(r.cpuMsPerStep);
+    }
+    const double vsCpu = cpuRatio.count(config) ? med(cpuRatio[config]) : 0.0;
+    const size_t bytes = results[config].front().stateBytes;
+    const double vsMs = msRatio.count(config) ? med(msRatio[config]) : 0.0;
+    const double vsBytes = adamBytes ? static_cast<double>(bytes) / adamBytes : 0.0;
     if (a.json) {
       std::printf("{\"bench\":\"optim\",\"optimizer\":\"%s\",\"world\":%d,\"batch_per_rank\":%d,\"steps\":%d,"
-                  "\"ms_per_step\":%.3f,\"state_bytes_per_rank\":%zu,\"ms_vs_ddp_adam\":%.3f,"
-                  "\"state_vs_ddp_adam\":%.4f}\n",
-                  config.c_str(), a.world, a.batch, a.steps, r->msPerStep, r->stateBytes, vsMs, vsBytes);
+                  "\"rounds\":%d,\"ms_per_step\":%.3f,\"state_bytes_per_rank\":%zu,\"ms_vs_ddp_adam\":%.3f,"
+                  "\"cpu_ms_per_step\":%.3f,\"cpu_vs_ddp_adam\":%.3f,\"state_vs_ddp_adam\":%.4f}\n",
+                  config.c_str(), a.world, a.batch, a.steps, a.rounds, med(ms), bytes, vsMs, med(cpu), vsCpu, vsBytes);
     } else {
-      std::printf("%-10s %5d %12.2f %10.3f %22zu %10.4f\n", config.c_str(), a.world, r->msPerStep, vsMs,
-                  r->stateBytes, vsBytes);
+      std::printf("%-10s %5d %12.2f %10.3f %12.2f %10.3f %22zu %10.4f\n", config.c_str(), a.world, med(ms), vsMs,
+                  med(cpu), vsCpu, bytes, vsBytes);
     }
-    std::fflush(stdout);
   }
-  return failures == 0 ? 0 : 1;
+  if (joinRatio.count("join")) {
+    std::vector<double> even, uneven;
+    for (const auto& r : results["join_even"]) even.push_back(r.totalS);
+    for (const auto& r : results["join_uneven"]) uneven.push_back(r.totalS);
+    if (a.json) {
+      std::printf("{\"bench\":\"join\",\"world\":%d,\"batch_per_rank\":%d,\"even_batches\":\"%d,%d\","
+                  "\"uneven_batches\":\"%d,%d\",\"rounds\":%d,\"even_s\":%.3f,\"uneven_s\":%.3f,"
+                  "\"uneven_vs_even\":%.3f}\n",
+                  a.world, a.batch, kJoinLong, kJoinLong, kJoinShort, kJoinLong, a.rounds, med(even), med(uneven),
+                  med(joinRatio["join"]));
+    } else {
+      std::printf("join: even (30,30) %.2f s, uneven (20,30) %.2f s, uneven/even %.3f\n", med(even), med(uneven),
+                  med(joinRatio["join"]));
+    }
+  }
+  return 0;
 }
 
 }  // namespace
