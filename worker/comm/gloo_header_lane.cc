@@ -49,6 +49,16 @@ Status GlooHeaderLane::await(uint64_t collSeq, Deadline deadline, const std::fun
       verdicts_.erase(it);
       return st;
     }
+    // Not started by the lane yet (it is idle or busy with an earlier header): exchange it on
+    // this thread, saving a thread hand-off. Each header has its own slot, so exchanges need
+    // not happen in order.
+    for (auto q = queue_.begin(); q != queue_.end(); ++q) {
+      if (q->header.collSeq != collSeq) continue;
+      Item item = std::move(*q);
+      queue_.erase(q);
+      lock.unlock();
+      return exchange(item);
+    }
     if (stopping_) return abortedError("header exchange stopped");
     if (abandon) {
       // Called without our lock: `abandon` may take the caller's locks, and the caller may hold

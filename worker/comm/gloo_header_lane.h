@@ -6,7 +6,8 @@
 // Headers are posted at issue time in collective order (collSeq 1, 2, ...); the lane's thread
 // exchanges them one after another with every peer (32-byte unbound-buffer sends/recvs on slots
 // of their own) while the executor is still busy with earlier ops. When the executor reaches
-// op k, its header has usually been compared already; await() returns the verdict: ok,
+// op k, its header has usually been compared already (if the lane has not started it yet, the
+// executor exchanges it itself instead of waiting); await() returns the verdict: ok,
 // InvalidArgument naming every rank's header on disagreement, or the transport error.
 // Every rank posts the same collectives in the same order, so the lanes of all ranks pair up.
 //
