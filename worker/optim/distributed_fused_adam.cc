@@ -113,8 +113,11 @@ void DistributedFusedAdam::launch(size_t bucket) {
     if (!st.isOk() && pendingError_.isOk()) pendingError_ = st;
   }
   const DfaBucket& bk = layout_.buckets[bucket];
+  // The first backward since the last step reduces straight into the gradient shard; later
+  // ones (accumulation) go through scratch and are added in completeOldest().
+  float* out = accumulated_ == 0 ? gradShard_[bucket].data() : scratch_[bucket].data();
   comm::WorkPtr w = pg_.reduceScatter(comm::viewOf(full_[bucket].data(), bk.paddedElems()),
-                                      comm::viewOf(scratch_[bucket].data(), bk.shardElems), comm::ReduceOp::kSum);
+                                      comm::viewOf(out, bk.shardElems), comm::ReduceOp::kSum);
   inFlight_.push_back({bucket, std::move(w)});
 }
 
@@ -126,13 +129,10 @@ Status DistributedFusedAdam::completeOldest(Deadline deadline) {
     if (!f.work->isCompleted()) (void)f.work->wait();
     return st.withContext("DistributedFusedAdam reduce-scatter of bucket " + std::to_string(f.bucket));
   }
-  float* acc = gradShard_[f.bucket].data();
-  const float* in = scratch_[f.bucket].data();
-  const size_t n = scratch_[f.bucket].size();
-  if (accumulated_ == 0) {
-    std::memcpy(acc, in, n * sizeof(float));
-  } else {
-    for (size_t i = 0; i < n; ++i) acc[i] += in[i];
+  if (accumulated_ > 0) {
+    float* acc = gradShard_[f.bucket].data();
+    const float* in = scratch_[f.bucket].data();
+    for (size_t i = 0, n = scratch_[f.bucket].size(); i < n; ++i) acc[i] += in[i];
   }
   return Status::ok();
 }

@@ -123,7 +123,7 @@ class DistributedFusedAdam {
 
   // Per bucket.
   std::vector<std::vector<float>> full_;       // padded full bucket (grads, then gathered params)
-  std::vector<std::vector<float>> scratch_;    // reduce-scatter output, then parameter shard
+  std::vector<std::vector<float>> scratch_;    // reduce-scatter output when accumulating; parameter shard
   std::vector<std::vector<float>> gradShard_;  // accumulated summed gradient shard
   std::vector<std::vector<float>> expAvg_, expAvgSq_;
   std::vector<size_t> readyCount_;
