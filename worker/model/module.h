@@ -8,6 +8,7 @@
 //  - forward(input, batch): input is device memory, batch x numel(inputShape()). Returns the
 //    logits, batch x outputFeatures(), in memory owned by the module and valid until the next
 //    forward. Buffers are preallocated per batch size (reserve) so steps do not allocate.
+//    `input` must stay valid until the matching backward (layers read it for gradients).
 //  - backward(gradOutput, ready): after forward, with d(loss)/d(logits). Accumulates into every
 //    Parameter::grad (read afresh each time: the reducer may rebind it, see
 //    worker/core/parameter.h), and calls ready(i) exactly once per parameter, as soon as its
