@@ -253,9 +253,7 @@ Result<TrainResult> Trainer::Impl::run() {
 
   while (!finished && state.epoch < config.epochs) {
     // A fresh epoch starts at position 0; a resumed one continues where the sampler was.
-    if (sampler->epoch() != static_cast<uint64_t>(state.epoch) || sampler->remaining() == sampler->numSamples()) {
-      if (sampler->epoch() != static_cast<uint64_t>(state.epoch)) sampler->setEpoch(static_cast<uint64_t>(state.epoch));
-    }
+    if (sampler->epoch() != static_cast<uint64_t>(state.epoch)) sampler->setEpoch(static_cast<uint64_t>(state.epoch));
     data::BatchIterator it(data.train, *sampler, config.batchSize);
     std::unique_ptr<join::Join> joinScope;
     if (ddpJoin) {
@@ -267,7 +265,6 @@ Result<TrainResult> Trainer::Impl::run() {
       DDP_ASSIGN_OR_RETURN(joinScope, join::Join::create(joinables, jo));
     }
     while (state.step < totalSteps && sampler->remaining() > 0) {
-      const auto stepStart = SteadyClock::now();
       comm::WorkPtr stopWork;
       if (perStepStopFlag) {
         stopBuf = stopRequestedHere() ? 1 : 0;
@@ -319,7 +316,6 @@ Result<TrainResult> Trainer::Impl::run() {
       logLoss += stepStats.lossSum;
       logCorrect += static_cast<double>(stepStats.correct);
       logCount += static_cast<double>(stepStats.count);
-      (void)stepStart;
 
       if (printing() && (state.step % config.logEverySteps == 0 || state.step == totalSteps)) {
         const double secs = secondsSince(logStart);
