@@ -139,6 +139,27 @@ Status computeP(Device device, const float* m, const float* q, float* p, size_t 
 
 Status computeQ(Device device, const float* m, const float* p, float* q, size_t batch, size_t rows,
                 size_t cols, size_t r, void* stream) {
+  if (device.isCpu() && batch > 0 && rows > 0 && cols > 0 && r > 0) {
+    // OpenBLAS is faster at Q^T = P^T M (M streamed row by row as the wide operand) than at
+    // M^T P; Q^T (r x cols) is then transposed into Q, which is small.
+    linalg::GemmShape s;
+    s.transA = true;  // P^T
+    s.m = i64(r);
+    s.n = i64(cols);
+    s.k = i64(rows);
+    s.lda = i64(r);
+    s.ldb = i64(cols);
+    s.ldc = i64(cols);
+    thread_local std::vector<float> qt;
+    qt.resize(r * cols);
+    for (size_t b = 0; b < batch; ++b) {
+      DDP_RETURN_IF_ERROR(linalg::sgemm(device, s, 1.0f, p + b * rows * r, m + b * rows * cols, 0.0f, qt.data()));
+      float* qb = q + b * cols * r;
+      for (size_t k = 0; k < r; ++k)
+        for (size_t j = 0; j < cols; ++j) qb[j * r + k] = qt[k * cols + j];
+    }
+    return Status::ok();
+  }
   linalg::GemmShape s;
   s.transA = true;  // M^T
   s.m = i64(cols);
