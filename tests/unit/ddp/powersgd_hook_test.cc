@@ -377,6 +377,28 @@ TEST(PowerSgdHookTest, EmptyAndTinyTensorsPassThrough) {
   });
 }
 
+// Statistics are logged on the last bucket of the first PowerSGD step and then every
+// compressionStatsLoggingFrequency iterations (PyTorch's next_stats_report schedule).
+TEST(PowerSgdHookTest, StatisticsAreReportedOnSchedule) {
+  comm::runLocalRanks(1, [](int, comm::Backend& backend) {
+    PowerSgdOptions o = quickOptions(1);
+    o.compressionStatsLoggingFrequency = 3;
+    PowerSgdHook hook(backend, o);
+    TestBucket first(0, false, {{"a", {8, 8}}});
+    TestBucket last(1, true, {{"b", {8, 8}}});
+    std::vector<uint64_t> nextReport;
+    for (int step = 0; step < 9; ++step) {
+      first.buffer() = randomVector(64, step);
+      last.buffer() = randomVector(64, 100 + step);
+      ASSERT_TRUE(runStep(hook, {&first, &last}).isOk());
+      nextReport.push_back(hook.stateSnapshot().nextStatsReport);
+    }
+    // Reports at iterations 2, 5, 8 (the run() of each step sees the iteration before finish).
+    EXPECT_EQ(nextReport, (std::vector<uint64_t>{0, 0, 5, 5, 5, 8, 8, 8, 11}));
+    EXPECT_EQ(hook.compressionStats().numelBeforeCompression, 7u * 128u);
+  });
+}
+
 TEST(PowerSgdHookTest, BadBucketsAreRejected) {
   comm::runLocalRanks(1, [](int, comm::Backend& backend) {
     PowerSgdHook hook(backend, quickOptions(1));
