@@ -1,5 +1,5 @@
-// JobSpec <-> YAML: the parser that collects every error with its field path and location,
-// and the emitter behind JobSpec::toYaml().
+// YAML -> JobSpec: the parser that collects every error with its field path and location.
+// (The emitter, JobSpec::toYaml(), is in job_spec_emit.cc.)
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -423,28 +423,6 @@ bool overlaps(const std::string& a, const std::string& b) {
   return l.size() == s.size() || l[s.size()] == '.' || l[s.size()] == '[';
 }
 
-// Shortest decimal text that reads back as the same double.
-std::string formatDouble(double v) {
-  char buf[64];
-  if (std::fabs(v) < 1e15 && v == std::floor(v)) {
-    std::snprintf(buf, sizeof(buf), "%.1f", v);  // 300.0 rather than 3e+02
-    return buf;
-  }
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  std::string s = buf;
-  if (s.find_first_of(".eEn") == std::string::npos) s += ".0";  // keep it visibly a number
-  return s;
-}
-
-void emitIntList(YAML::Emitter& out, const std::vector<int64_t>& v) {
-  out << YAML::Flow << YAML::BeginSeq;
-  for (int64_t x : v) out << x;
-  out << YAML::EndSeq;
-}
-
 }  // namespace
 
 Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* errorsOut) {
@@ -498,131 +476,6 @@ Result<JobSpec> loadJobSpecFile(const std::string& path, std::vector<SpecError>*
   auto r = parseJobSpec(ss.str(), errors);
   if (!r.isOk()) return r.status().withContext(path);
   return r;
-}
-
-std::string JobSpec::toYaml() const {
-  YAML::Emitter out;
-  using YAML::BeginMap;
-  using YAML::EndMap;
-  using YAML::Key;
-  using YAML::Value;
-  auto dbl = [](double v) { return formatDouble(v); };
-  out << BeginMap;
-  out << Key << "apiVersion" << Value << apiVersion;
-  out << Key << "kind" << Value << kind;
-  out << Key << "metadata" << Value << BeginMap << Key << "name" << Value << name;
-  if (!labels.empty()) {
-    out << Key << "labels" << Value << BeginMap;
-    for (const auto& [k, v] : labels) out << Key << k << Value << YAML::DoubleQuoted << v;
-    out << EndMap;
-  }
-  out << EndMap;
-  out << Key << "spec" << Value << BeginMap;
-  out << Key << "workers" << Value << YAML::Flow << BeginMap << Key << "count" << Value
-      << workers.count << Key << "min" << Value << workers.min << Key << "max" << Value
-      << workers.max << EndMap;
-  out << Key << "device" << Value << jobDeviceName(device);
-  out << Key << "threadsPerWorker" << Value << threadsPerWorker;
-
-  out << Key << "model" << Value << BeginMap;
-  out << Key << "type" << Value << modelTypeName(model.type);
-  out << Key << "hidden" << Value;
-  emitIntList(out, model.hidden);
-  out << Key << "activation" << Value << model.activation;
-  if (model.type == ModelType::kCnn) {
-    out << Key << "convChannels" << Value;
-    emitIntList(out, model.convChannels);
-    out << Key << "kernelSize" << Value << model.kernelSize;
-  }
-  out << EndMap;
-
-  out << Key << "data" << Value << BeginMap;
-  out << Key << "dataset" << Value << datasetKindName(data.dataset);
-  if (data.dataset == DatasetKind::kFashionMnist) {
-    out << Key << "dir" << Value << YAML::DoubleQuoted << data.dir;
-  }
-  out << Key << "batchSize" << Value << data.batchSize;
-  out << Key << "shuffle" << Value << data.shuffle;
-  out << Key << "dropLast" << Value << data.dropLast;
-  out << Key << "normalize" << Value << data.normalize;
-  out << Key << "limit" << Value << data.limit;
-  out << Key << "uneven" << Value << BeginMap << Key << "enabled" << Value << data.uneven.enabled
-      << Key << "counts" << Value;
-  emitIntList(out, data.uneven.counts);
-  out << EndMap;
-  if (data.dataset == DatasetKind::kSynthetic) {
-    const SyntheticSpec& s = data.synthetic;
-    out << Key << "synthetic" << Value << BeginMap << Key << "samples" << Value << s.samples
-        << Key << "features" << Value << s.features << Key << "classes" << Value << s.classes
-        << Key << "separation" << Value << dbl(s.separation) << Key << "noise" << Value
-        << dbl(s.noise) << EndMap;
-  }
-  out << EndMap;
-
-  const OptimizerSpec& o = optimizer;
-  out << Key << "optimizer" << Value << BeginMap;
-  out << Key << "type" << Value << optimizerTypeName(o.type);
-  out << Key << "lr" << Value << dbl(o.lr);
-  out << Key << "weightDecay" << Value << dbl(o.weightDecay);
-  out << Key << "momentum" << Value << dbl(o.momentum);
-  out << Key << "dampening" << Value << dbl(o.dampening);
-  out << Key << "nesterov" << Value << o.nesterov;
-  if (o.type != OptimizerType::kSgd) {
-    out << Key << "betas" << Value << YAML::Flow << YAML::BeginSeq << dbl(o.beta1) << dbl(o.beta2)
-        << YAML::EndSeq;
-    out << Key << "eps" << Value << dbl(o.eps);
-  }
-  out << Key << "maxGradNorm" << Value << dbl(o.maxGradNorm);
-  out << Key << "schedule" << Value << BeginMap;
-  out << Key << "type" << Value << scheduleTypeName(o.schedule.type);
-  out << Key << "warmupSteps" << Value << o.schedule.warmupSteps;
-  if (o.schedule.type == ScheduleType::kStep) {
-    out << Key << "stepSize" << Value << o.schedule.stepSize;
-    out << Key << "gamma" << Value << dbl(o.schedule.gamma);
-  }
-  if (o.schedule.type == ScheduleType::kCosine) out << Key << "minLr" << Value << dbl(o.schedule.minLr);
-  out << EndMap << EndMap;
-
-  out << Key << "zero" << Value << zeroModeName(zero);
-  out << Key << "commHook" << Value << BeginMap;
-  out << Key << "type" << Value << commHookTypeName(commHook.type);
-  out << Key << "wrapper" << Value << hookWrapperName(commHook.wrapper);
-  if (commHook.type == CommHookType::kPowerSgd || commHook.type == CommHookType::kBatchedPowerSgd) {
-    const PowerSgdSpec& p = commHook.powerSGD;
-    out << Key << "powerSGD" << Value << BeginMap << Key << "rank" << Value << p.rank << Key
-        << "startIter" << Value << p.startIter << Key << "minCompressionRate" << Value
-        << dbl(p.minCompressionRate) << Key << "errorFeedback" << Value << p.errorFeedback << Key
-        << "warmStart" << Value << p.warmStart << Key << "orthogonalizationEpsilon" << Value
-        << dbl(p.orthogonalizationEpsilon) << Key << "seed" << Value << p.seed << Key
-        << "batchTensorsWithSameShape" << Value << p.batchTensorsWithSameShape << EndMap;
-  }
-  out << EndMap;
-  out << Key << "join" << Value << BeginMap << Key << "enabled" << Value << join.enabled << Key
-      << "throwOnEarlyTermination" << Value << join.throwOnEarlyTermination << Key
-      << "divideByInitialWorldSize" << Value << join.divideByInitialWorldSize << EndMap;
-  out << Key << "gradientAccumulation" << Value << YAML::Flow << BeginMap << Key << "steps"
-      << Value << gradientAccumulationSteps << EndMap;
-  out << Key << "mixedPrecision" << Value << mixedPrecisionName(mixedPrecision);
-  if (epochs > 0 || steps == 0) out << Key << "epochs" << Value << epochs;
-  if (steps > 0) out << Key << "steps" << Value << steps;
-  out << Key << "seed" << Value << seed;
-  out << Key << "checkpoint" << Value << BeginMap << Key << "dir" << Value << YAML::DoubleQuoted
-      << checkpoint.dir << Key << "everySteps" << Value << checkpoint.everySteps << Key << "keep"
-      << Value << checkpoint.keep << EndMap;
-  out << Key << "eval" << Value << BeginMap << Key << "everyEpoch" << Value << eval.everyEpoch
-      << Key << "batchSize" << Value << eval.batchSize << Key << "limit" << Value << eval.limit
-      << EndMap;
-  out << Key << "bucketCapMb" << Value << dbl(bucketCapMb);
-  out << Key << "firstBucketMb" << Value << dbl(firstBucketMb);
-  out << Key << "gradientAsBucketView" << Value << gradientAsBucketView;
-  out << Key << "maxRestarts" << Value << maxRestarts;
-  out << Key << "timeouts" << Value << BeginMap << Key << "collectiveSeconds" << Value
-      << dbl(timeouts.collectiveSeconds) << Key << "rendezvousSeconds" << Value
-      << dbl(timeouts.rendezvousSeconds) << Key << "heartbeatSeconds" << Value
-      << dbl(timeouts.heartbeatSeconds) << EndMap;
-  out << Key << "logFormat" << Value << jobLogFormatName(logFormat);
-  out << EndMap << EndMap;
-  return std::string(out.c_str()) + "\n";
 }
 
 }  // namespace ddp
