@@ -20,8 +20,10 @@ struct BatchedPowerSgdHook::BucketPlan {
     PowerSgdTensorState* state = nullptr;  // set by run() when error feedback is on
   };
   size_t total = 0, side = 0, rank = 0;
+  size_t fullRows = 0, rest = 0;  // total = fullRows * side + rest (Note [Square view])
   std::vector<Slice> slices;
-  std::vector<float> square, p, q;  // scratch, alive until finish()
+  std::vector<float> row, p, q;     // scratch, alive until finish()
+  std::vector<float> error;         // the bucket's new error before it is split per tensor
   std::vector<float> work;          // f32 copy of a half bucket
   PowerSgdBucketState* bucketState = nullptr;
 };
@@ -64,7 +66,9 @@ Result<HookResult> BatchedPowerSgdHook::run(GradBucket& bucket) {
         slot->total = buf.count;
         slot->side = squareSide(buf.count);
         slot->rank = std::min<size_t>(slot->side, static_cast<size_t>(options_.matrixApproximationRank));
-        slot->square.resize(slot->side * slot->side);
+        slot->fullRows = buf.count / slot->side;
+        slot->rest = buf.count % slot->side;
+        slot->row.resize(slot->side);
         slot->p.resize(slot->side * slot->rank);
         slot->q.resize(slot->side * slot->rank);
       }
@@ -99,7 +103,7 @@ Result<HookResult> BatchedPowerSgdHook::run(GradBucket& bucket) {
 
   const Device cpu = Device::cpu();
   DDP_ASSIGN_OR_RETURN(float* base, workingCopy(buf, plan->work));
-  // Error feedback in, then the padded square copy.
+  // Error feedback in.
   for (auto& s : plan->slices) {
     if (s.state == nullptr) continue;
     if (s.state->error.size() == s.numel) {
@@ -108,9 +112,6 @@ Result<HookResult> BatchedPowerSgdHook::run(GradBucket& bucket) {
       s.state->error.assign(s.numel, 0.0f);
     }
   }
-  std::memcpy(plan->square.data(), base, plan->total * sizeof(float));
-  std::fill(plan->square.begin() + static_cast<std::ptrdiff_t>(plan->total), plan->square.end(), 0.0f);
-
   PowerSgdBucketState& bs = *plan->bucketState;
   if (options_.warmStart && bs.q.size() == plan->q.size()) {
     std::memcpy(plan->q.data(), bs.q.data(), bs.q.size() * sizeof(float));
@@ -120,12 +121,29 @@ Result<HookResult> BatchedPowerSgdHook::run(GradBucket& bucket) {
   }
   const size_t n = plan->side, r = plan->rank;
   const float eps = options_.orthogonalizationEpsilon;
+  const size_t full = plan->fullRows, rest = plan->rest;
+  float* lastRow = plan->row.data();  // the partial row, zero-padded
+  if (rest > 0) {
+    std::memcpy(lastRow, base + full * n, rest * sizeof(float));
+    std::fill(lastRow + rest, lastRow + n, 0.0f);
+  }
   DDP_RETURN_IF_ERROR(ops::orthogonalize(cpu, plan->q.data(), 1, n, r, eps));
-  DDP_RETURN_IF_ERROR(ops::computeP(cpu, plan->square.data(), plan->q.data(), plan->p.data(), 1, n, n, r));
+  // P = S Q: the full rows straight from the bucket, the partial row from its padded copy, and
+  // zero for the all-padding rows.
+  std::fill(plan->p.begin(), plan->p.end(), 0.0f);
+  DDP_RETURN_IF_ERROR(ops::computeP(cpu, base, plan->q.data(), plan->p.data(), 1, full, n, r));
+  if (rest > 0) DDP_RETURN_IF_ERROR(ops::computeP(cpu, lastRow, plan->q.data(), plan->p.data() + full * r, 1, 1, n, r));
   comm::WorkPtr pWork = backend_.allreduce(comm::viewOf(plan->p.data(), plan->p.size()), comm::ReduceOp::kSum);
   DDP_RETURN_IF_ERROR(pWork->wait().withContext(where + ": allreduce of P"));
   DDP_RETURN_IF_ERROR(ops::orthogonalize(cpu, plan->p.data(), 1, n, r, eps));
-  DDP_RETURN_IF_ERROR(ops::computeQ(cpu, plan->square.data(), plan->p.data(), plan->q.data(), 1, n, n, r));
+  // Q = S^T P = (full rows)^T P_full + lastRow^T p_last.
+  std::fill(plan->q.begin(), plan->q.end(), 0.0f);
+  DDP_RETURN_IF_ERROR(ops::computeQ(cpu, base, plan->p.data(), plan->q.data(), 1, full, n, r));
+  if (rest > 0) {
+    const float* pLast = plan->p.data() + full * r;
+    for (size_t j = 0; j < rest; ++j)
+      for (size_t k = 0; k < r; ++k) plan->q[j * r + k] += lastRow[j] * pLast[k];
+  }
   HookResult result;
   result.work = backend_.allreduce(comm::viewOf(plan->q.data(), plan->q.size()), comm::ReduceOp::kSum);
   const bool isLast = bucket.isLast();
@@ -141,15 +159,25 @@ Status BatchedPowerSgdHook::finishBucket(BucketPlan* plan, float* base, bool isL
   const size_t n = plan->side, r = plan->rank;
   DDP_RETURN_IF_ERROR(ops::scale(cpu, plan->q.data(), plan->q.size(), 1.0f / static_cast<float>(backend_.size())));
   if (options_.warmStart) plan->bucketState->q = plan->q;
-  DDP_RETURN_IF_ERROR(ops::decompress(cpu, plan->p.data(), plan->q.data(), plan->square.data(), 1, n, n, r));
+  const size_t full = plan->fullRows, rest = plan->rest;
+  const float* pLast = plan->p.data() + full * r;
+  float* approxRow = plan->row.data();
+  if (rest > 0) DDP_RETURN_IF_ERROR(ops::decompress(cpu, pLast, plan->q.data(), approxRow, 1, 1, n, r));
+  float* tail = base + full * n;
   if (options_.useErrorFeedback) {
-    // bucket = S~, square = M - S~ (the error), then each tensor keeps its slice.
-    DDP_RETURN_IF_ERROR(ops::errorFeedbackUpdate(cpu, base, plan->square.data(), plan->total));
+    // bucket = S~ and the bucket's error = M - S~ in one pass, then each tensor keeps its slice.
+    plan->error.resize(plan->total);
+    DDP_RETURN_IF_ERROR(ops::decompressWithError(cpu, base, plan->p.data(), plan->q.data(), plan->error.data(), full, n, r));
+    for (size_t j = 0; j < rest; ++j) {
+      plan->error[full * n + j] = tail[j] - approxRow[j];
+      tail[j] = approxRow[j];
+    }
     for (const auto& s : plan->slices) {
-      std::memcpy(s.state->error.data(), plan->square.data() + s.offset, s.numel * sizeof(float));
+      std::memcpy(s.state->error.data(), plan->error.data() + s.offset, s.numel * sizeof(float));
     }
   } else {
-    std::memcpy(base, plan->square.data(), plan->total * sizeof(float));
+    DDP_RETURN_IF_ERROR(ops::decompress(cpu, plan->p.data(), plan->q.data(), base, 1, full, n, r));
+    std::memcpy(tail, approxRow, rest * sizeof(float));
   }
   advance(isLast);
   return Status::ok();

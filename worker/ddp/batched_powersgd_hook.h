@@ -6,9 +6,14 @@
 // and batchTensorsWithSameShape do not apply.
 //
 // Per bucket, from the start iteration on (before it: divide by world and allreduce): M += e;
-// S = M padded to side x side; orthogonalise Q; P = S Q; allreduce P; orthogonalise P;
-// Q = S^T P; allreduce Q (in flight). finish(): Q /= world; S~ = P Q^T replaces the bucket;
-// e = M - S~. Collectives per bucket: allreduce(P), allreduce(Q).
+// S = M viewed as side x side, zero-padded; orthogonalise Q; P = S Q; allreduce P;
+// orthogonalise P; Q = S^T P; allreduce Q (in flight). finish(): Q /= world; S~ = P Q^T
+// replaces the bucket; e = M - S~. Collectives per bucket: allreduce(P), allreduce(Q).
+//
+// Note [Square view]
+// The square is never materialised: its first n / side rows are the bucket itself (row-major),
+// the partial row is copied into a padded scratch row, and the all-padding rows contribute zero
+// rows of P. So a step costs the same memory passes as PowerSgdHook's, with no side^2 copy.
 //
 // State (Note [PowerSGD state keys]): Q per bucket identity (it only means something for one
 // layout); error feedback per tensor key. Unlike PyTorch, the padding's error is not carried
