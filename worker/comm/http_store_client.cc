@@ -41,6 +41,15 @@ int64_t waitMs(Deadline deadline, Duration longPoll) {
 
 }  // namespace
 
+// A "missing" answer well before the hold we asked for means the server could not hold the
+// request (Note [Store long poll]): wait a little before asking again instead of spinning.
+void HttpStoreClient::backOffIfNotHeld(TimePoint sent, int64_t askedMs, Deadline deadline) const {
+  const auto held = SystemClock::instance().now() - sent;
+  if (askedMs > 0 && held < std::chrono::milliseconds(askedMs) / 2 && !deadline.expired()) {
+    std::this_thread::sleep_for(std::min(options_.retryBackoff, deadline.remaining()));
+  }
+}
+
 Status HttpStoreClientOptions::validate() const {
   if (connectTimeout <= Duration::zero()) return invalidArgument("store client connectTimeout must be > 0");
   if (requestTimeout <= Duration::zero()) return invalidArgument("store client requestTimeout must be > 0");
@@ -140,10 +149,12 @@ Result<std::string> HttpStoreClient::get(const std::string& key, Deadline deadli
     const int64_t ms = waitMs(deadline, options_.longPoll);
     const std::string tgt = target(store_wire::kValuePath, key,
                                    "&" + std::string(store_wire::kWaitParam) + "=" + std::to_string(ms));
+    const TimePoint sent = SystemClock::instance().now();
     DDP_ASSIGN_OR_RETURN(Reply r, call(Method::kGet, tgt, "", deadline,
                                        std::chrono::milliseconds(ms) + kGrace, what));
     if (r.status == 200) return std::move(r.body);
     if (!r.missing) return replyError(r, what);
+    backOffIfNotHeld(sent, ms, deadline);
     if (deadline.expired()) {
       return timeoutError("store get: key '" + key + "' not set before the deadline (server " + address_ + ")");
     }
@@ -197,10 +208,12 @@ Status HttpStoreClient::wait(const std::vector<std::string>& keys, Deadline dead
     const int64_t ms = waitMs(deadline, options_.longPoll);
     std::string tgt = std::string(store_wire::kWaitPath) + keyQuery(keys);
     tgt += (keys.empty() ? "?" : "&") + std::string(store_wire::kWaitParam) + "=" + std::to_string(ms);
+    const TimePoint sent = SystemClock::instance().now();
     DDP_ASSIGN_OR_RETURN(Reply r, call(Method::kGet, tgt, "", deadline,
                                        std::chrono::milliseconds(ms) + kGrace, what));
     if (r.status == 200) return Status::ok();
     if (!r.missing) return replyError(r, what);
+    backOffIfNotHeld(sent, ms, deadline);
     if (deadline.expired()) {
       std::string missing;
       size_t start = 0;

@@ -64,6 +64,7 @@ class HttpStoreClient final : public Store {
                      Deadline deadline, Duration readTimeout, const std::string& what) const;
   // Maps a non-200 reply to a Status.
   Status replyError(const Reply& reply, const std::string& what) const;
+  void backOffIfNotHeld(TimePoint sent, int64_t askedMs, Deadline deadline) const;
   Deadline requestDeadline() const { return Deadline::after(options_.requestTimeout); }
 
   const std::string host_;

@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <mutex>
@@ -20,6 +21,9 @@ namespace ddp::comm {
 // waiting request) and answers 200 with the value, or 404 with `X-Ddp-Store: missing` when the
 // wait ended first. The client then asks again until its own deadline. No request outlives
 // maxLongPoll, so a pool thread is never held for long and a dead client costs one slice.
+// A few pool threads (reservedThreads) never long-poll: when every other thread is held by a
+// long poll, further blocking requests are answered at once (404 missing) and the client backs
+// off before asking again, so a set() is never queued behind waiting readers.
 
 namespace {
 
@@ -59,6 +63,22 @@ struct HttpStoreServer::Impl {
   bool used = false;     // guarded by mu: start() was called once
   std::atomic<int> port{-1};
   std::atomic<bool> listenerDone{false};
+  std::atomic<int> longPolls{0};  // requests holding a pool thread in a long poll
+
+  // Note [Store long poll]: threads kept free for non-blocking requests.
+  int reservedThreads() const { return std::max(1, std::min(4, options.threads / 4)); }
+
+  // Claims a long-poll slot for the scope; when every slot is taken the request does not wait.
+  class LongPollSlot {
+   public:
+    LongPollSlot(Impl& m, Duration* wait) : m_(m) {
+      if (++m_.longPolls > m_.options.threads - m_.reservedThreads()) *wait = Duration::zero();
+    }
+    ~LongPollSlot() { --m_.longPolls; }
+
+   private:
+    Impl& m_;
+  };
 
   // Reads the single `key` parameter; on failure answers 400 and returns false.
   bool key(const httplib::Request& req, httplib::Response& res, std::string* out) const {
@@ -149,6 +169,7 @@ struct HttpStoreServer::Impl {
     std::string k;
     Duration wait{};
     if (!key(req, res, &k) || !waitParam(req, res, &wait)) return;
+    LongPollSlot slot(*this, &wait);
     const Deadline until = Deadline::after(wait);
     while (true) {
       auto got = store->get(k, until.min(Deadline::after(kSlice)));
@@ -166,6 +187,7 @@ struct HttpStoreServer::Impl {
     std::vector<std::string> ks;
     Duration wait{};
     if (!keys(req, res, &ks) || !waitParam(req, res, &wait)) return;
+    LongPollSlot slot(*this, &wait);
     const Deadline until = Deadline::after(wait);
     while (true) {
       Status st = store->wait(ks, until.min(Deadline::after(kSlice)));

@@ -67,6 +67,35 @@ TEST(HttpStoreTest, BlockingGetSpansSeveralLongPolls) {
   EXPECT_TRUE(*server.store().check({"nccl_id"}));
 }
 
+TEST(HttpStoreTest, SetsAreServedWhileEveryPollThreadIsHeld) {
+  HttpStoreServerOptions so;
+  so.threads = 4;  // one reserved for non-blocking requests, three may long-poll
+  so.maxLongPoll = 2s;
+  HttpStoreServer server(so);
+  ASSERT_TRUE(server.start().isOk());
+  HttpStoreClientOptions co = fastClient();
+  co.longPoll = 2s;
+  constexpr int kReaders = 6;  // more blocking readers than poll threads
+  std::vector<std::thread> readers;
+  std::vector<Result<std::string>> got(kReaders, Result<std::string>(internalError("not run")));
+  for (int i = 0; i < kReaders; ++i) {
+    readers.emplace_back([&, i] {
+      HttpStoreClient c("127.0.0.1", server.port(), co);
+      got[i] = c.get("key" + std::to_string(i), Deadline::after(10s));
+    });
+  }
+  std::this_thread::sleep_for(200ms);  // let the readers occupy the poll threads
+  HttpStoreClient writer("127.0.0.1", server.port(), co);
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kReaders; ++i) ASSERT_TRUE(writer.set("key" + std::to_string(i), "v").isOk());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);  // never queued behind a long poll
+  for (auto& t : readers) t.join();
+  for (int i = 0; i < kReaders; ++i) {
+    ASSERT_TRUE(got[i].isOk()) << i << ": " << got[i].status();
+    EXPECT_EQ(*got[i], "v");
+  }
+}
+
 // Raw HTTP requests (not through our client) that the server must reject with a reason.
 TEST(HttpStoreTest, MalformedRequestsGet4xxWithReasonAndServerLivesOn) {
   HttpStoreServer server(smallServer());
