@@ -141,11 +141,12 @@ void GlooBackend::executorLoop() {
   }
 }
 
-void GlooBackend::finishTask(Task& task, const Status& st) {
-  // Posted p2p ops are completed by GlooP2p; a single op's task Work is its member's Work; a
-  // batch's Work completes when its members have.
+void GlooBackend::finishTask(Task& task, const Status& st, bool p2pToo) {
+  // Posted p2p ops are completed by GlooP2p (a collective member of the same batch failing does
+  // not stop them); a single op's task Work is its member's Work; a batch's Work completes when
+  // its members have.
   for (auto& m : task.members) {
-    if (!isCollective(m.type) && st.isOk()) continue;
+    if (!isCollective(m.type) && !p2pToo) continue;
     m.work->complete(st);
   }
 }
@@ -155,7 +156,7 @@ void GlooBackend::runTask(Task& task) {
   {
     Status ab = abortStatus();
     if (!ab.isOk()) {
-      finishTask(task, ab);
+      finishTask(task, ab, /*p2pToo=*/true);  // nothing was posted
       return;
     }
   }
@@ -186,11 +187,11 @@ void GlooBackend::runTask(Task& task) {
     fatal = true;
   }
   if (fatal) {
-    abortWith(st, [&] { finishTask(task, st); });
+    abortWith(st, [&] { finishTask(task, st, /*p2pToo=*/true); });
     return;
   }
   if (!st.isOk() && isAborted()) st = abortStatus();
-  finishTask(task, st);
+  finishTask(task, st, /*p2pToo=*/false);
 }
 
 Status GlooBackend::awaitHeader(uint64_t collSeq, std::chrono::milliseconds timeout) {

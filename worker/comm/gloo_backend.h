@@ -123,7 +123,8 @@ class GlooBackend final : public Backend {
   // The header verdict of collective `collSeq` (Note [Header lane]); throws gloo::IoException
   // when the exchange itself failed (the communicator is then broken).
   Status awaitHeader(uint64_t collSeq, std::chrono::milliseconds timeout);
-  void finishTask(Task& task, const Status& st);
+  // Completes the task's members with `st`; posted p2p members only if `p2pToo`.
+  void finishTask(Task& task, const Status& st, bool p2pToo);
   void onWatchdogTimeout(const WatchedOp& op, const Status& st);
   void signalTransport(const std::string& msg);
   // abort(), running `failCulprit` (which completes the op that caused it with its own status)

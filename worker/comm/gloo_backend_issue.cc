@@ -248,9 +248,9 @@ WorkPtr GlooBackend::endCoalescing() {
   };
   auto join = std::make_shared<Join>();
   join->remaining = members.size();
-  std::weak_ptr<CompletionWork> weakWork = work;
   for (auto& m : members) {
-    m.work->onComplete([join, weakWork](const Status& st) {
+    // Members hold the batch Work (not the reverse): it completes even if its caller dropped it.
+    m.work->onComplete([join, work](const Status& st) {
       bool last;
       Status result;
       {
@@ -259,9 +259,7 @@ WorkPtr GlooBackend::endCoalescing() {
         last = --join->remaining == 0;
         result = join->first;
       }
-      if (last) {
-        if (auto w = weakWork.lock()) w->complete(result);
-      }
+      if (last) work->complete(result);
     });
   }
   auto task = std::make_shared<Task>();

@@ -141,6 +141,27 @@ TEST_P(GlooCoalescingTest, RanksDisagreeingOnABatchFailCleanly) {
   EXPECT_TRUE(st.isOk()) << st;
 }
 
+TEST_P(GlooCoalescingTest, P2pMembersCompleteWhenACollectiveMemberFails) {
+  const int world = GetParam();
+  if (world == 1) GTEST_SKIP() << "no peer";
+  Status st = test::runRanks(world, [world](int rank, Backend& b) {
+    const int next = (rank + 1) % world, prev = (rank + world - 1) % world;
+    std::vector<int32_t> out(64, rank), in(64, -1);
+    std::vector<float> x(rank == 0 ? 3 : 4, 1.f);
+    CoalescingScope scope(b);
+    auto r = b.recv(viewOf(in.data(), in.size()), prev, 5);
+    auto s = b.send(viewOf(out.data(), out.size()), next, 5);
+    auto a = b.allreduce(viewOf(x.data(), x.size()), ReduceOp::kSum);
+    Status bs = scope.end()->wait(Deadline::after(10s));
+    EXPECT_EQ(bs.code(), StatusCode::kInvalidArgument) << bs;
+    EXPECT_EQ(a->status().code(), StatusCode::kInvalidArgument);
+    EXPECT_TRUE(r->wait(Deadline::after(10s)).isOk()) << r->status();
+    EXPECT_TRUE(s->wait(Deadline::after(10s)).isOk()) << s->status();
+    for (int32_t v : in) ASSERT_EQ(v, prev);
+  });
+  EXPECT_TRUE(st.isOk()) << st;
+}
+
 INSTANTIATE_TEST_SUITE_P(Worlds, GlooCoalescingTest, ::testing::Values(1, 2, 3, 4));
 
 TEST(GlooCoalescingMisuseTest, NestedAndUnmatchedScopes) {
