@@ -41,7 +41,7 @@ std::string header(const std::string& name) {
 }
 
 // A synthetic job long enough to be interrupted (hundreds of steps), short enough for CI.
-std::string syntheticJob(const std::string& name, const std::string& ckptDir, const std::string& extra = "") {
+std::string syntheticJob(const std::string& name, const std::string& ckptDir, int epochs = 2) {
   return header(name) +
          "  workers: {count: 2}\n"
          "  model: {type: mlp, hidden: [128, 128]}\n"
@@ -50,9 +50,9 @@ std::string syntheticJob(const std::string& name, const std::string& ckptDir, co
          "    batchSize: 16\n"
          "    synthetic: {samples: 6400, features: 784, classes: 10, separation: 3.0}\n"
          "  optimizer: {type: adam, lr: 0.001, schedule: {type: cosine, warmupSteps: 20}}\n"
-         "  epochs: 2\n"
+         "  epochs: " + std::to_string(epochs) + "\n"
          "  seed: 5\n"
-         "  checkpoint: {dir: " + ckptDir + ", everySteps: 100, keep: 5}\n" + extra;
+         "  checkpoint: {dir: " + ckptDir + ", everySteps: 100, keep: 5}\n";
 }
 
 bool contains(const std::string& haystack, const std::string& needle) {
@@ -178,12 +178,26 @@ TEST(DdpctlRunTest, SigtermThenRerunResumesBitwiseAndSkipsCorruptCheckpoint) {
   ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
   EXPECT_TRUE(contains(resumed.err, "skipping checkpoint step " + std::to_string(stopStep))) << resumed.err;
   EXPECT_TRUE(contains(resumed.out, "resumed from")) << resumed.out;
-  EXPECT_TRUE(contains(resumed.out, "at step " + std::to_string(stopStep / 100 * 100))) << resumed.out;
+  EXPECT_TRUE(contains(resumed.out, "at step " + std::to_string((stopStep - 1) / 100 * 100))) << resumed.out;
   for (int r = 0; r < 2; ++r) {
     const std::string a = modelBytes(refCkpt, r), b = modelBytes(ckpt, r);
     ASSERT_FALSE(a.empty());
     EXPECT_TRUE(a == b) << "rank " << r << ": resumed parameters differ from the uninterrupted run";
   }
+}
+
+// --time-limit stops the job like SIGTERM does: every worker checkpoints, ddpctl exits 124.
+TEST(DdpctlRunTest, TimeLimitStopsWithACheckpoint) {
+  TempDir dir;
+  const std::string ckpt = dir.path() + "/ckpt";
+  auto r = test::runCli({kDdpctl, "run", dir.write("job.yaml", syntheticJob("limited", ckpt, 200)), "--time-limit", "3"}, 60);
+  EXPECT_EQ(r.exitCode, 124) << r.err;
+  EXPECT_TRUE(contains(r.err, "time limit")) << r.err;
+  runtime::CheckpointStore store(ckpt);
+  auto latest = store.findLatestComplete(2);
+  ASSERT_TRUE(latest.isOk());
+  ASSERT_TRUE(latest->manifest.has_value()) << "the stop wrote a complete checkpoint";
+  EXPECT_TRUE(contains(r.out, "stopped at step " + std::to_string(latest->manifest->step))) << r.out;
 }
 
 pid_t workerPid(pid_t ddpctl, int rank) {

@@ -341,7 +341,7 @@ Result<TrainResult> Trainer::Impl::run() {
       if (stopWork) {
         DDP_RETURN_IF_ERROR(stopWork->wait(opDeadline()).withContext("stop-flag allreduce"));
         if (stopBuf != 0) {
-          if (checkpoints) DDP_RETURN_IF_ERROR(checkpoint().status());
+          if (checkpoints && lastCheckpointStep != state.step) DDP_RETURN_IF_ERROR(checkpoint().status());
           result.stopped = true;
           if (printing()) reporter.stop(state.step, checkpoints ? "stop requested; checkpoint written" : "stop requested (no checkpoint directory)");
           DDP_LOG(Info) << "stop requested: stopped at step " << state.step;
