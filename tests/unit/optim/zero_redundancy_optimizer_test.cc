@@ -11,6 +11,8 @@
 
 #include "tests/support/local_backend.h"
 #include "tests/support/recording_backend.h"
+#include "worker/join/join.h"
+#include "worker/optim/zero_partition.h"
 
 namespace ddp::optim {
 namespace {
@@ -152,6 +154,40 @@ TEST(ZeroRedundancyOptimizerTest, ReshardingFourToTwoToThreeContinuesTheTrajecto
     ASSERT_TRUE((*plain2)->loadStateDict(checkpoint).isOk());
     for (size_t i = 0; i < kSizes.size(); ++i) EXPECT_EQ((*plain2)->state(i), (*plain)->state(i)) << i;
   }
+}
+
+// ZeRO as the only (hence first) joinable: its step() issues the Join notify, and a joined
+// rank's main hook steps its own shard with the gradients it last had (no DDP here to reduce
+// fresh ones) while taking part in every owner's broadcast. Oracle: parameter i is updated at
+// every iteration t with the gradient of iteration min(t, batches[owner(i)] - 1).
+TEST(ZeroRedundancyOptimizerTest, JoinableAloneWithUnevenStepsMatchesOwnerOracle) {
+  const std::vector<int> batches{3, 6, 4};
+  const auto cfg = OptimizerConfig::adam(0.05f);
+  auto gradAt = [](size_t i, size_t k, int t) { return std::sin(0.3f * t + 0.1f * k + i); };
+  std::vector<size_t> numels(kSizes.begin(), kSizes.end());
+  const std::vector<int> owner = partitionParameters(numels, 3);
+  Model ref(kSizes);
+  auto plain = makeOptimizer(cfg, ref.ptrs());
+  for (int t = 0; t < 6; ++t) {
+    for (size_t i = 0; i < kSizes.size(); ++i)
+      for (size_t k = 0; k < kSizes[i]; ++k) ref.grad[i][k] = gradAt(i, k, std::min(t, batches[owner[i]] - 1));
+    ASSERT_TRUE((*plain)->step().isOk());
+  }
+  comm::runLocalRanks(3, [&](int rank, comm::Backend& pg) {
+    Model m(kSizes);
+    auto zero = ZeroRedundancyOptimizer::create(m.ptrs(), pg, cfg);
+    ASSERT_TRUE(zero.isOk());
+    auto join = join::Join::create({zero->get()});
+    ASSERT_TRUE(join.isOk());
+    for (int t = 0; t < batches[rank]; ++t) {
+      for (size_t i = 0; i < kSizes.size(); ++i)
+        for (size_t k = 0; k < kSizes[i]; ++k) m.grad[i][k] = gradAt(i, k, t);
+      ASSERT_TRUE((*zero)->step(soon()).isOk());
+    }
+    ASSERT_TRUE((*join)->finish(soon()).isOk());
+    EXPECT_EQ((*join)->rounds(), 6 - batches[rank]);
+    for (size_t i = 0; i < kSizes.size(); ++i) EXPECT_EQ(m.data[i], ref.data[i]) << "rank " << rank << " param " << i;
+  });
 }
 
 TEST(ZeroRedundancyOptimizerTest, LoadRejectsMismatchedModel) {
