@@ -220,7 +220,9 @@ void Parser::parse(const YAML::Node& doc, JobSpec* spec) {
     errors.push_back({"", "empty document (expected a DDPJob mapping)", 1, 1});
     return;
   }
-  if (!mapping(doc, "", {"apiVersion", "kind", "metadata", "spec"})) return;
+  // `status` belongs to the controller (a DDPJob read back from the API server carries it):
+  // accepted and ignored here.
+  if (!mapping(doc, "", {"apiVersion", "kind", "metadata", "spec", "status"})) return;
   if (required(doc, "", "apiVersion")) getString(doc, "", "apiVersion", &spec->apiVersion);
   if (required(doc, "", "kind")) getString(doc, "", "kind", &spec->kind);
   if (required(doc, "", "metadata")) parseMetadata(doc["metadata"], spec);
@@ -228,7 +230,15 @@ void Parser::parse(const YAML::Node& doc, JobSpec* spec) {
 }
 
 void Parser::parseMetadata(const YAML::Node& n, JobSpec* spec) {
-  if (!mapping(n, "metadata", {"name", "labels", "namespace", "annotations"})) return;
+  // Kubernetes ObjectMeta fields other than name and labels are accepted and ignored, so that
+  // a DDPJob read back from the API server parses.
+  if (!mapping(n, "metadata", {"name", "labels", "namespace", "annotations", "uid",
+                               "resourceVersion", "generation", "creationTimestamp",
+                               "deletionTimestamp", "deletionGracePeriodSeconds",
+                               "managedFields", "ownerReferences", "finalizers", "generateName",
+                               "selfLink"})) {
+    return;
+  }
   if (required(n, "metadata", "name")) getString(n, "metadata", "name", &spec->name);
   if (n["labels"]) {
     const YAML::Node& l = n["labels"];

@@ -255,6 +255,33 @@ TEST(JobSpecTest, ValidateOnAStructBuiltInCode) {
   EXPECT_EQ(errors[0].line, 0);  // no document, no location
 }
 
+TEST(JobSpecTest, AcceptsWhatTheApiServerAddsToACustomResource) {
+  const std::string doc = R"(apiVersion: ddp.dev/v1
+kind: DDPJob
+metadata:
+  name: from-cluster
+  namespace: team-a
+  uid: 3f0c9a5e-1b2c-4d5e-8f90-123456789abc
+  resourceVersion: "12345"
+  generation: 2
+  creationTimestamp: "2026-01-01T00:00:00Z"
+  annotations: {note: x}
+spec:
+  model: {type: mlp}
+  data: {dataset: synthetic}
+  epochs: 1
+status:
+  phase: Running
+)";
+  auto r = parseJobSpec(doc);
+  ASSERT_TRUE(r.isOk()) << r.status();
+  EXPECT_EQ(r->name, "from-cluster");
+  // Other unknown metadata is still an error.
+  auto errors = errorsOf("apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: a, nmae: b}\n"
+                         "spec: {model: {type: mlp}, data: {dataset: synthetic}, epochs: 1}\n");
+  EXPECT_NE(find(errors, "metadata.nmae"), nullptr);
+}
+
 TEST(JobSpecTest, MissingFileIsNotFound) {
   EXPECT_EQ(loadJobSpecFile("/nonexistent/job.yaml").status().code(), StatusCode::kNotFound);
 }
