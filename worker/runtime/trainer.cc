@@ -266,7 +266,7 @@ Result<TrainResult> Trainer::Impl::run() {
     }
     while (state.step < totalSteps && sampler->remaining() > 0) {
       comm::WorkPtr stopWork;
-      if (perStepStopFlag) {
+      if (perStepStopFlag && (state.step + 1) % config.stopCheckEverySteps == 0) {
         stopBuf = stopRequestedHere() ? 1 : 0;
         stopWork = backend.allreduce(comm::viewOf(&stopBuf, 1), comm::ReduceOp::kMax);
       }

@@ -2,14 +2,17 @@
 // Trainer: the step loop of one worker, from a TrainerConfig over a Backend.
 //
 // Per optimizer step (Note [Trainer step]):
-//   1. issue the stop-flag allreduce(MAX) of this rank's SIGTERM flag (1 int, asynchronous);
+//   1. on every stopCheckEverySteps-th step, issue the stop-flag allreduce(MAX) of this rank's
+//      SIGTERM flag (1 int, asynchronous; one collective every few steps keeps its fixed cost
+//      off most steps, and a stop still lands within a fraction of a second);
 //   2. for each of the gradAccumulation micro-batches: forward/backward with the reducer's
 //      ready callback, no_sync on all but the last (gradients accumulate locally, scaled by
 //      1/micro-batches), reducer.finalize();
 //   3. lr = schedule(step); optimizer step (plain, or ZeRO: shard step + owners' broadcasts);
 //      zero the gradients;
-//   4. wait for the stop flag: if any rank was asked to stop, every rank checkpoints this same
-//      step and returns `stopped` (they all saw the same allreduce result).
+//   4. on those steps, wait for the stop flag: if any rank was asked to stop, every rank
+//      checkpoints this same step and returns `stopped` (they all saw the same allreduce
+//      result).
 // At each epoch's end: evaluation on the test set (each rank a contiguous slice, sums
 // allreduced), then a checkpoint when configured. With Join (uneven inputs) the per-step stop
 // flag is not issued (a joined rank could not match it); a stop request is honoured at the

@@ -49,6 +49,7 @@ Status TrainerConfig::validate() const {
   if (gradAccumulation <= 0) return invalidArgument("spec.gradientAccumulation.steps: must be >= 1");
   if (cpuThreads < 0) return invalidArgument("spec.threadsPerWorker: must be >= 0");
   if (evalBatchSize <= 0) return invalidArgument("spec.eval.batchSize must be >= 1");
+  if (stopCheckEverySteps <= 0) return invalidArgument("stopCheckEverySteps: must be >= 1");
   if (logEverySteps <= 0) return invalidArgument("logEverySteps: must be >= 1");
   if (hook == HookKind::kPowerSgd || hook == HookKind::kBatchedPowerSgd) {
     DDP_RETURN_IF_ERROR(powerSgd.validate().withContext("spec.commHook.powerSGD"));

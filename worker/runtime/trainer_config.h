@@ -89,6 +89,9 @@ struct TrainerConfig {
   int keepCheckpoints = 3;
   bool resume = true;            // start from the latest complete checkpoint when there is one
 
+  // Stop requests (SIGTERM) are agreed on every this many steps (Note [Trainer step]).
+  int stopCheckEverySteps = 8;
+
   // Progress.
   int logEverySteps = 50;
 

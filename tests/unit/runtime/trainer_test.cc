@@ -50,6 +50,7 @@ TrainerConfig smallConfig() {
   c.epochs = 2;
   c.optimizer = optim::OptimizerConfig::sgd(0.05f, 0.9f);
   c.logEverySteps = 1000;
+  c.stopCheckEverySteps = 1;  // the tests stop at exact steps
   c.evalBatchSize = 128;
   return c;
 }
@@ -270,6 +271,22 @@ TEST(TrainerTest, JoinThrowModeStopsEveryRankWithAClearError) {
   for (const auto& e : errors) {
     EXPECT_EQ(e.code(), StatusCode::kAborted) << e;
   }
+}
+
+TEST(TrainerTest, StopIsAgreedOnTheNextCheckStep) {
+  TrainerConfig c = smallConfig();
+  c.stopCheckEverySteps = 4;
+  TempDir dir;
+  c.checkpointDir = dir.path();
+  TrainerIo io;
+  io.stopAfterStep = 5;  // requested during step 5: the ranks agree at step 8
+  auto out = train(2, c, io);
+  EXPECT_TRUE(out[0].result.stopped);
+  EXPECT_EQ(out[0].result.steps, 8);
+  EXPECT_EQ(out[1].result.steps, 8);
+  auto latest = CheckpointStore(dir.path()).findLatestComplete(2);
+  ASSERT_TRUE(latest.isOk() && latest->manifest.has_value());
+  EXPECT_EQ(latest->manifest->step, 8);
 }
 
 TEST(TrainerTest, CorruptLatestCheckpointFallsBackToThePreviousOne) {
