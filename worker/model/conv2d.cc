@@ -39,8 +39,7 @@ std::string Conv2d::describe() const {
 void Conv2d::reserve(int batch) {
   kernels::ConvGeometry g = geometry(batch);
   const size_t colBytes = static_cast<size_t>(g.colRows() * g.colCols()) * sizeof(float);
-  col_.reserve(colBytes);
-  dcol_.reserve(colBytes);
+  col_.reserve(colBytes);  // dcol_ is sized by backward (evaluation batches never need it)
   work_.reserve(static_cast<size_t>(outChannels_) * g.colCols() * sizeof(float));
 }
 
@@ -70,6 +69,7 @@ void Conv2d::backward(const float* x, const float* /*y*/, const float* dy, float
              static_cast<float*>(weight_.param.grad));
   if (ready) ready(offset + 0);
   if (dx != nullptr) {
+    dcol_.reserve(static_cast<size_t>(g.colRows() * g.colCols()) * sizeof(float));
     ops_->gemm(true, false, static_cast<int>(g.colRows()), static_cast<int>(g.colCols()),
                outChannels_, 1.f, static_cast<const float*>(weight_.param.data), work_.f32(),
                0.f, dcol_.f32());

@@ -95,12 +95,6 @@ void Sequential::reserve(int batch) {
     const size_t outBytes =
         static_cast<size_t>(batch) * shapeNumel(layers_[i]->outputShape()) * sizeof(float);
     acts_[i].reserve(outBytes);
-    // grads_[i] holds the gradient w.r.t. layer i's input (= layer i-1's output); the model's
-    // own input needs none. The last entry also serves as a dlogits-sized scratch.
-    if (i > 0) {
-      grads_[i].reserve(static_cast<size_t>(batch) * shapeNumel(layers_[i]->inputShape()) *
-                        sizeof(float));
-    }
     layers_[i]->reserve(batch);
   }
   reserved_ = batch;
@@ -122,6 +116,13 @@ void Sequential::backward(const float* gradOutput, const GradReadyFn& ready) {
   DDP_CHECK(input_ != nullptr);  // backward needs a forward first
   const float* dy = gradOutput;
   for (size_t i = layers_.size(); i-- > 0;) {
+    // grads_[i] holds the gradient w.r.t. layer i's input; the model's own input needs none.
+    // Sized on the first backward of a batch size (not in reserve): evaluation-only batch
+    // sizes never allocate gradient buffers.
+    if (i > 0) {
+      grads_[i].reserve(static_cast<size_t>(batch_) * shapeNumel(layers_[i]->inputShape()) *
+                        sizeof(float));
+    }
     const float* x = i == 0 ? input_ : acts_[i - 1].f32();
     float* dx = i == 0 ? nullptr : grads_[i].f32();
     layers_[i]->backward(x, acts_[i].f32(), dy, dx, batch_, ready, paramOffset_[i]);

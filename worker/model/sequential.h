@@ -1,7 +1,8 @@
 #pragma once
 // Sequential: a Module made of a stack of Layers, each feeding the next. It owns one activation
-// buffer per layer output and one gradient buffer per layer input, grown to the largest batch
-// seen (or reserved up front), so a training step allocates nothing.
+// buffer per layer output (grown to the largest batch seen, or reserved up front) and one
+// gradient buffer per layer input (grown on the first backward of the largest training batch),
+// so after the first step of each size a training step allocates nothing.
 // Parameters are named "<layer name>.weight" / ".bias" and ordered by layer; backward visits
 // layers in reverse and each layer reports its parameters ready in descending order, so the
 // GradReadyFn indices are strictly descending over the whole model.

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "common/split_mix_rng.h"
@@ -109,6 +110,26 @@ TEST(ModelsTest, GradientsAccumulateUntilZeroGrad) {
   for (size_t i = 0; i < once.size(); ++i) EXPECT_FLOAT_EQ(static_cast<float*>(w->grad)[i], 2 * once[i]);
   m->zeroGrad();
   for (size_t i = 0; i < once.size(); ++i) EXPECT_EQ(static_cast<float*>(w->grad)[i], 0.f);
+}
+
+TEST(ModelsTest, ChangingBatchSizesGiveTheSameGradientsAsAFreshModel) {
+  // Buffers grow with the batch (forward on evaluation, backward on training sizes): a step
+  // after other sizes must equal the same step on a fresh model.
+  CnnConfig cfg{.input = {1, 8, 8}, .convChannels = {3}, .hidden = {5}, .classes = 4};
+  auto used = buildCnn(cfg, {.seed = 6}).value();
+  auto fresh = buildCnn(cfg, {.seed = 6}).value();
+  Batch small = randomBatch(*used, 2, 4, 1), big = randomBatch(*used, 9, 4, 2), mid = randomBatch(*used, 5, 4, 3);
+  ASSERT_TRUE(used->forwardBackward(small.x.data(), small.y.data(), 2).isOk());
+  ASSERT_TRUE(used->evaluate(big.x.data(), big.y.data(), 9).isOk());
+  used->zeroGrad();
+  auto a = used->forwardBackward(mid.x.data(), mid.y.data(), 5);
+  auto b = fresh->forwardBackward(mid.x.data(), mid.y.data(), 5);
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  EXPECT_EQ(a->lossSum, b->lossSum);
+  for (size_t i = 0; i < used->parameters().size(); ++i) {
+    Parameter* p = used->parameters()[i];
+    EXPECT_EQ(std::memcmp(p->grad, fresh->parameters()[i]->grad, p->bytes()), 0) << p->name;
+  }
 }
 
 TEST(ModelsTest, RejectsOutOfRangeLabelsAndBadConfigs) {
