@@ -32,7 +32,9 @@ TEST_P(ReducerOverGloo, MatchesSingleProcessAcrossNoSyncAndRebuild) {
         opts.gradientAsBucketView = c.view;
         auto r = Reducer::create(backend, model.parameters(), opts);
         ASSERT_TRUE(r.isOk()) << r.status();
-        if (auto h = hookByName(c.hook, backend)) ASSERT_TRUE((*r)->registerCommHook(std::move(h)).isOk());
+        if (auto h = hookByName(c.hook, backend)) {
+          ASSERT_TRUE((*r)->registerCommHook(std::move(h)).isOk());
+        }
         double tol = toleranceFor(c.hook);
         if (c.reduceDtype) tol = std::max(tol, *c.reduceDtype == DType::kBF16 ? 2e-2 : 2e-3);
         // Step 0 synced (rebuild after it), then one no_sync micro-step and a synced one.

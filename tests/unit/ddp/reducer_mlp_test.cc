@@ -73,7 +73,9 @@ TEST_P(ReducerWithMlp, MatchesSingleProcessOnConcatenatedBatch) {
     opts.bucketCapBytes = 512;
     auto r = Reducer::create(backend, m->parameters(), opts);
     ASSERT_TRUE(r.isOk()) << r.status();
-    if (hook) ASSERT_TRUE((*r)->registerCommHook(makeAllreduceHook(backend)).isOk());
+    if (hook) {
+      ASSERT_TRUE((*r)->registerCommHook(makeAllreduceHook(backend)).isOk());
+    }
     std::vector<float> x;
     std::vector<int32_t> y;
     for (int s = 0; s < steps; ++s) {

@@ -28,7 +28,9 @@ TEST_P(NoSyncAccumulation, KStepsThenSyncEqualsOneLargeBatchStep) {
         auto r = Reducer::create(backend, model.parameters(), opts);
         ASSERT_TRUE(r.isOk()) << r.status();
         Reducer& reducer = **r;
-        if (auto h = hookByName(hook, backend)) ASSERT_TRUE(reducer.registerCommHook(std::move(h)).isOk());
+        if (auto h = hookByName(hook, backend)) {
+          ASSERT_TRUE(reducer.registerCommHook(std::move(h)).isOk());
+        }
         uint64_t step = 0;
         for (int window = 0; window < 2; ++window) {
           model.zeroGrad();
@@ -131,7 +133,9 @@ TEST_P(MixedPrecision, ReducesInHalfKeepsFullPrecisionGradients) {
         opts.firstBucketCapBytes = 100;
         auto r = Reducer::create(backend, model.parameters(), opts);
         ASSERT_TRUE(r.isOk()) << r.status();
-        if (auto h = hookByName(hook, backend)) ASSERT_TRUE((*r)->registerCommHook(std::move(h)).isOk());
+        if (auto h = hookByName(hook, backend)) {
+          ASSERT_TRUE((*r)->registerCommHook(std::move(h)).isOk());
+        }
         for (size_t b = 0; b < (*r)->plan().numBuckets(); ++b) EXPECT_EQ((*r)->bucketBuffer(b).dtype, dtype);
         for (uint64_t step = 0; step < 2; ++step) {
           model.zeroGrad();
@@ -167,7 +171,9 @@ TEST_P(ShadowStep, JoinedRankShadowsTheReductionWithZeros) {
         opts.firstBucketCapBytes = 50;
         auto r = Reducer::create(backend, model.parameters(), opts);
         ASSERT_TRUE(r.isOk()) << r.status();
-        if (auto h = hookByName(hook, backend)) ASSERT_TRUE((*r)->registerCommHook(std::move(h)).isOk());
+        if (auto h = hookByName(hook, backend)) {
+          ASSERT_TRUE((*r)->registerCommHook(std::move(h)).isOk());
+        }
         int callbacks = 0;
         ASSERT_TRUE((*r)->setBucketReducedCallback([&](GradBucket&) { ++callbacks; }).isOk());
         for (uint64_t step = 0; step < 2; ++step) {

@@ -42,7 +42,9 @@ void runAndCompare(int world, const CapCase& caps, const std::string& hook, bool
         auto created = Reducer::create(backend, model.parameters(), opts);
         ASSERT_TRUE(created.isOk()) << created.status();
         Reducer& reducer = **created;
-        if (auto h = hookByName(hook, backend)) ASSERT_TRUE(reducer.registerCommHook(std::move(h)).isOk());
+        if (auto h = hookByName(hook, backend)) {
+          ASSERT_TRUE(reducer.registerCommHook(std::move(h)).isOk());
+        }
         for (int step = 0; step < steps; ++step) {
           model.zeroGrad();
           model.backward(step, rank * kRowsPerRank, kRowsPerRank, reducer.gradReadyFn());
