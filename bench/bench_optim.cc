@@ -14,6 +14,8 @@
 // parameter sync); cpu_ms_per_step the same for the process's CPU time (all threads), which a
 // loaded machine disturbs less than wall time; state_bytes_per_rank is the largest rank's optimizer state (exp_avg and
 // exp_avg_sq: plain Adam holds all of it, ZeRO-1 its partition, DFA its padded shards).
+// Optional config `oib`: DDP with Adam run per bucket from the reducer's callback (optimizer in
+// backward) instead of after finalize().
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -41,6 +43,7 @@
 #include "worker/model/mlp.h"
 #include "worker/optim/distributed_fused_adam.h"
 #include "worker/optim/optimizer.h"
+#include "worker/optim/optimizer_in_backward.h"
 #include "worker/optim/zero_redundancy_optimizer.h"
 
 namespace ddp::bench {
@@ -64,7 +67,7 @@ struct Args {
   // Worker mode.
   bool worker = false;
   int rank = 0;
-  std::string config;  // ddp_adam | zero1 | dfa | join_even | join_uneven
+  std::string config;  // ddp_adam | zero1 | dfa | oib | join_even | join_uneven
   std::string store;   // host:port
   std::string dir;
   std::string prefix;
@@ -119,6 +122,7 @@ Status runWorker(const Args& a) {
   std::unique_ptr<optim::Optimizer> plain;
   std::unique_ptr<optim::ZeroRedundancyOptimizer> zero;
   std::unique_ptr<optim::DistributedFusedAdam> dfa;
+  std::unique_ptr<optim::OptimizerInBackward> oib;
   const bool isJoin = a.config.rfind("join", 0) == 0;
   if (a.config == "dfa") {
     optim::DistributedFusedAdamOptions o;
@@ -129,6 +133,8 @@ Status runWorker(const Args& a) {
     DDP_ASSIGN_OR_RETURN(reducer, Reducer::create(*gloo, model->parameters()));
     if (a.config == "zero1") {
       DDP_ASSIGN_OR_RETURN(zero, optim::ZeroRedundancyOptimizer::create(model->parameters(), *gloo, adam));
+    } else if (a.config == "oib") {
+      DDP_ASSIGN_OR_RETURN(oib, optim::OptimizerInBackward::create(*reducer, adam));
     } else {
       DDP_ASSIGN_OR_RETURN(plain, optim::makeOptimizer(adam, model->parameters()));
     }
@@ -161,7 +167,11 @@ Status runWorker(const Args& a) {
       DDP_RETURN_IF_ERROR(dfa->step(longDeadline()));
     } else {
       DDP_RETURN_IF_ERROR(ddpJoin ? ddpJoin->finalize(longDeadline()) : reducer->finalize(longDeadline()));
-      DDP_RETURN_IF_ERROR(zero ? zero->step(longDeadline()) : plain->step());
+      if (oib) {
+        DDP_RETURN_IF_ERROR(oib->takeError());
+      } else {
+        DDP_RETURN_IF_ERROR(zero ? zero->step(longDeadline()) : plain->step());
+      }
     }
     const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     if (step >= a.warmup) {
@@ -171,8 +181,12 @@ Status runWorker(const Args& a) {
   }
   if (joinScope) DDP_RETURN_IF_ERROR(joinScope->finish(longDeadline()));
   const double totalS = std::chrono::duration<double>(Clock::now() - start).count();
-  const size_t stateBytes = dfa ? dfa->stateBytes() : zero ? zero->stateBytes() : plain->stateBytes();
+  const size_t stateBytes = dfa    ? dfa->stateBytes()
+                            : zero ? zero->stateBytes()
+                            : oib  ? oib->optimizer().stateBytes()
+                                   : plain->stateBytes();
   joinScope.reset();
+  oib.reset();  // unregisters its callback from the reducer
   reducer.reset();
   std::ofstream out(a.dir + "/result_" + std::to_string(a.rank));
   out << median(stepMs) << " " << stateBytes << " " << totalS << " " << median(cpuMs) << "\n";
