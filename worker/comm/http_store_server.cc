@@ -8,6 +8,8 @@
 #include <mutex>
 #include <thread>
 
+#include <sys/socket.h>
+
 #include "common/log.h"
 #include "worker/comm/http_store_wire.h"
 #include "worker/comm/in_memory_store.h"
@@ -28,6 +30,14 @@ namespace ddp::comm {
 namespace {
 
 constexpr Duration kSlice = std::chrono::milliseconds(50);
+
+// Note [Listen backlog]
+// cpp-httplib 0.11 listens with a backlog of 5 (compiled into the library). When dozens of
+// ranks connect at once (every rendezvous does), connections past the backlog are reset and
+// clients see read errors. The server therefore captures its listening socket through the
+// socket-options hook and calls listen() again with a larger backlog, which Linux applies to an
+// already listening socket.
+constexpr int kListenBacklog = 1024;
 
 void reply(httplib::Response& res, int code, const std::string& text) {
   res.status = code;
@@ -63,6 +73,7 @@ struct HttpStoreServer::Impl {
   bool used = false;     // guarded by mu: start() was called once
   std::atomic<int> port{-1};
   std::atomic<bool> listenerDone{false};
+  std::atomic<int> listenFd{-1};  // Note [Listen backlog]
   std::atomic<int> longPolls{0};  // requests holding a pool thread in a long poll
 
   // Note [Store long poll]: threads kept free for non-blocking requests.
@@ -299,6 +310,10 @@ Status HttpStoreServer::start(Deadline deadline) {
   m.server.set_keep_alive_timeout(1);
   m.server.set_read_timeout(std::chrono::seconds(5));
   m.server.set_write_timeout(std::chrono::seconds(5));
+  m.server.set_socket_options([&m](socket_t sock) {
+    httplib::default_socket_options(sock);
+    m.listenFd = static_cast<int>(sock);
+  });
   int port = m.options.port;
   if (port == 0) {
     port = m.server.bind_to_any_port(m.options.host);
@@ -307,6 +322,7 @@ Status HttpStoreServer::start(Deadline deadline) {
     return unavailable("store server cannot bind " + m.options.host + ":" + std::to_string(port));
   }
   m.port = port;
+  if (m.listenFd.load() >= 0) (void)::listen(m.listenFd.load(), kListenBacklog);
   m.stopping = false;
   m.listenerDone = false;
   m.listener = std::thread([&m] {

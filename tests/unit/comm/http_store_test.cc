@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
 
 #include "tests/support/store_conformance.h"
@@ -94,6 +95,27 @@ TEST(HttpStoreTest, SetsAreServedWhileEveryPollThreadIsHeld) {
     ASSERT_TRUE(got[i].isOk()) << i << ": " << got[i].status();
     EXPECT_EQ(*got[i], "v");
   }
+}
+
+TEST(HttpStoreTest, ManyClientsConnectingAtOnceAllSucceed) {
+  // A rendezvous makes every rank connect at the same moment (Note [Listen backlog]).
+  HttpStoreServer server;
+  ASSERT_TRUE(server.start().isOk());
+  constexpr int kClients = 48;
+  std::vector<std::thread> threads;
+  std::vector<Status> results(kClients);
+  std::atomic<int> ready{0};
+  for (int i = 0; i < kClients; ++i) {
+    threads.emplace_back([&, i] {
+      HttpStoreClient c("127.0.0.1", server.port(), fastClient());
+      ++ready;
+      while (ready.load() < kClients) std::this_thread::yield();
+      results[i] = c.set("rank" + std::to_string(i), "addr");
+      if (results[i].isOk()) results[i] = c.get("rank" + std::to_string((i + 1) % kClients), Deadline::after(10s)).status();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < kClients; ++i) EXPECT_TRUE(results[i].isOk()) << i << ": " << results[i];
 }
 
 // Raw HTTP requests (not through our client) that the server must reject with a reason.
