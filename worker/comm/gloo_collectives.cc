@@ -93,7 +93,7 @@ void GlooCollectives::fusedAllreduce(const std::vector<BufferView>& bufs, Reduce
   char* flat = scratch(total);
   size_t off = 0;
   for (const auto& b : bufs) {
-    std::memcpy(flat + off, b.data, b.bytes());
+    if (b.bytes() > 0) std::memcpy(flat + off, b.data, b.bytes());  // empty views may be null
     off += b.bytes();
   }
   const DType dtype = bufs[0].dtype;
@@ -101,7 +101,7 @@ void GlooCollectives::fusedAllreduce(const std::vector<BufferView>& bufs, Reduce
   allreduce(all, op, tag, timeout);
   off = 0;
   for (const auto& b : bufs) {
-    std::memcpy(b.data, flat + off, b.bytes());
+    if (b.bytes() > 0) std::memcpy(b.data, flat + off, b.bytes());
     off += b.bytes();
   }
 }
