@@ -26,6 +26,7 @@ struct BatchedPowerSgdHook::BucketPlan {
   std::vector<float> error;         // the bucket's new error before it is split per tensor
   std::vector<float> work;          // f32 copy of a half bucket
   PowerSgdBucketState* bucketState = nullptr;
+  uint64_t lastIteration = 0;
 };
 
 BatchedPowerSgdHook::BatchedPowerSgdHook(comm::Backend& backend, PowerSgdOptions options)
@@ -60,6 +61,7 @@ Result<HookResult> BatchedPowerSgdHook::run(GradBucket& bucket) {
     std::lock_guard<std::mutex> lock(mu_);
     iteration = state_.iteration;
     if (iteration >= static_cast<uint64_t>(options_.startPowerSgdIter) && buf.count > 0) {
+      evictStalePlans(plans_, iteration);
       auto& slot = plans_[bucket.identity()];
       if (slot == nullptr || slot->total != buf.count) {
         slot = std::make_unique<BucketPlan>();
@@ -73,6 +75,7 @@ Result<HookResult> BatchedPowerSgdHook::run(GradBucket& bucket) {
         slot->q.resize(slot->side * slot->rank);
       }
       plan = slot.get();
+      plan->lastIteration = iteration;
       plan->slices.clear();
       const auto& grads = bucket.gradients();
       std::set<std::string> keys;

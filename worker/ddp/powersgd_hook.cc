@@ -36,6 +36,7 @@ struct PowerSgdHook::BucketPlan {
   std::vector<float> packed, p, q;   // scratch, alive until finish()
   std::vector<float> work;           // f32 copy of a half bucket
   comm::WorkPtr uncompressedWork;
+  uint64_t lastIteration = 0;
 };
 
 PowerSgdHook::PowerSgdHook(comm::Backend& backend, PowerSgdOptions options)
@@ -140,7 +141,9 @@ Result<HookResult> PowerSgdHook::run(GradBucket& bucket) {
     iteration = state_.iteration;
     if (iteration < static_cast<uint64_t>(options_.startPowerSgdIter)) plan = nullptr;
     else {
+      evictStalePlans(plans_, iteration);
       DDP_ASSIGN_OR_RETURN(plan, planFor(bucket));
+      plan->lastIteration = iteration;
       // Find or create every compressed tensor's state (std::map nodes stay put).
       for (size_t idx : plan->compressed) {
         TensorPlan& t = plan->tensors[idx];

@@ -81,6 +81,16 @@ class PowerSgdHookBase : public CommHook {
   PowerSgdState state_;  // guarded by mu_ (maps, counters); see the thread model for buffers
 };
 
+// Drops the plans (per-layout scratch, keyed by bucket identity) of layouts not run in the last
+// two iterations, e.g. the layout before the bucket rebuild. Plans need a `lastIteration`.
+template <typename PlanMap>
+void evictStalePlans(PlanMap& plans, uint64_t iteration) {
+  for (auto it = plans.begin(); it != plans.end();) {
+    if (it->second->lastIteration + 2 <= iteration) it = plans.erase(it);
+    else ++it;
+  }
+}
+
 // The state key of gradient i of `bucket`: the parameter's name, or "bucket <identity>/<i>".
 std::string tensorKey(const GradBucket& bucket, size_t i);
 
