@@ -92,7 +92,7 @@ Result<HttpStoreClient::Reply> HttpStoreClient::call(Method method, const std::s
     cli.set_keep_alive(false);
     cli.set_url_encode(false);  // targets are already percent-encoded
     cli.set_connection_timeout(std::min(options_.connectTimeout, left));
-    cli.set_read_timeout(std::max(readTimeout, kMinTimeout));
+    cli.set_read_timeout(std::max(std::min(readTimeout, left + kGrace), kMinTimeout));
     cli.set_write_timeout(left + kGrace);
     httplib::Result r = [&] {
       switch (method) {
@@ -111,13 +111,15 @@ Result<HttpStoreClient::Reply> HttpStoreClient::call(Method method, const std::s
       return reply;
     }
     const httplib::Error err = r.error();
-    if (err == httplib::Error::Connection && !deadline.expired()) {
+    // Nothing was sent if the connection failed; GETs are read-only: both are safe to repeat.
+    const bool retry = err == httplib::Error::Connection || method == Method::kGet;
+    if (retry && !deadline.expired()) {
       std::this_thread::sleep_for(std::min(options_.retryBackoff, deadline.remaining()));
       continue;
     }
     return unavailable("store server " + address_ + " unreachable during " + what + ": " +
                        httplib::to_string(err) +
-                       (err == httplib::Error::Connection ? " (retried until the deadline)" : ""));
+                       (retry ? " (retried until the deadline)" : ""));
   }
 }
 

@@ -7,8 +7,10 @@
 // op's deadline (plus a 250 ms grace for the answer to a long poll, see Note [Store long poll]).
 // A blocking get is a series of long polls, so it survives a server that restarts in between.
 // Connection failures (nothing was sent) are retried until the deadline, then reported as
-// Unavailable naming the server's address; a failure after the request was sent is reported at
-// once (an add() may or may not have been applied).
+// Unavailable naming the server's address; so are any transport failures of the read-only
+// requests (get, wait, check), so a blocking get survives a server restart. A failure of a
+// mutating request after it was sent is reported at once (an add() may or may not have been
+// applied).
 // Status mapping: 400/413/409 -> InvalidArgument with the server's reason; 503 -> Unavailable.
 //
 // Thread model: thread-safe and stateless between calls; each call opens its own connection

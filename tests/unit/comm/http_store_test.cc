@@ -1,5 +1,9 @@
 // HttpStoreServer + HttpStoreClient over a real loopback server on port 0.
 #include <httplib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -9,6 +13,7 @@
 #include "tests/support/store_conformance.h"
 #include "worker/comm/http_store_client.h"
 #include "worker/comm/http_store_server.h"
+#include "worker/comm/in_memory_store.h"
 #include "worker/comm/prefix_store.h"
 
 namespace ddp::comm {
@@ -218,6 +223,83 @@ TEST(HttpStoreTest, ClientRetriesUntilTheServerComesUp) {
   t.join();
   ASSERT_TRUE(got.isOk()) << got.status();
   EXPECT_EQ(*got, "v");
+}
+
+TEST(HttpStoreTest, BlockingGetSurvivesAServerRestart) {
+  auto backing = std::make_shared<InMemoryStore>();  // the state survives, as a durable store's would
+  HttpStoreServerOptions so;
+  so.maxLongPoll = 5s;
+  auto first = std::make_unique<HttpStoreServer>(so, backing);
+  ASSERT_TRUE(first->start().isOk());
+  so.port = first->port();
+  HttpStoreClientOptions co = fastClient();
+  co.longPoll = 5s;
+  HttpStoreClient client("127.0.0.1", so.port, co);
+  Result<std::string> got(internalError("not run"));
+  std::thread t([&] { got = client.get("late", Deadline::after(10s)); });
+  std::this_thread::sleep_for(150ms);
+  first->stop();  // the client's long poll is cut off mid-request
+  first.reset();
+  HttpStoreServer second(so, backing);
+  ASSERT_TRUE(second.start().isOk());
+  ASSERT_TRUE(backing->set("late", "value").isOk());
+  t.join();
+  ASSERT_TRUE(got.isOk()) << got.status();
+  EXPECT_EQ(*got, "value");
+}
+
+// A fake for faults: a TCP listener that accepts every connection and closes it without a reply.
+class DroppingListener {
+ public:
+  DroppingListener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len), 0);
+    EXPECT_EQ(::listen(fd_, 64), 0);
+    EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] {
+      while (true) {
+        int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;  // the listening socket was shut down
+        accepted_++;
+        ::close(c);
+      }
+    });
+  }
+  ~DroppingListener() {
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+  }
+  int port() const { return port_; }
+  int accepted() const { return accepted_.load(); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<int> accepted_{0};
+  std::thread thread_;
+};
+
+TEST(HttpStoreTest, ReadOnlyRequestsRetryDroppedConnectionsMutatingOnesDoNot) {
+  DroppingListener dropper;
+  HttpStoreClientOptions o = fastClient();
+  o.requestTimeout = 300ms;
+  HttpStoreClient client("127.0.0.1", dropper.port(), o);
+  auto start = std::chrono::steady_clock::now();
+  auto got = client.get("k", Deadline::after(300ms));
+  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable) << got.status();
+  EXPECT_NE(got.status().message().find("retried until the deadline"), std::string::npos) << got.status();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);
+  EXPECT_GT(dropper.accepted(), 1);
+  const int before = dropper.accepted();
+  auto added = client.add("n", 1);  // may or may not have been applied: not repeated
+  EXPECT_EQ(added.status().code(), StatusCode::kUnavailable) << added.status();
+  EXPECT_EQ(dropper.accepted(), before + 1);
 }
 
 TEST(HttpStoreTest, StopReleasesLongPollsPromptly) {
