@@ -9,6 +9,7 @@
 
 #include "tests/support/local_backend.h"
 #include "tests/unit/ddp/powersgd_test_util.h"
+#include "worker/ddp/default_hooks.h"
 
 namespace ddp {
 namespace {
@@ -396,6 +397,32 @@ TEST(PowerSgdHookTest, StatisticsAreReportedOnSchedule) {
     // Reports at iterations 2, 5, 8 (the run() of each step sees the iteration before finish).
     EXPECT_EQ(nextReport, (std::vector<uint64_t>{0, 0, 5, 5, 5, 8, 8, 8, 11}));
     EXPECT_EQ(hook.compressionStats().numelBeforeCompression, 7u * 128u);
+  });
+}
+
+// The built-in fp16 wrapper (worker/ddp/default_hooks.h) around PowerSGD: the hook sees an f16
+// bucket, compresses it in f32, and the result is the f32 hook's up to f16 rounding.
+TEST(PowerSgdHookTest, WorksInsideTheFp16Wrapper) {
+  comm::runLocalRanks(2, [](int rank, comm::Backend& backend) {
+    auto wrapped = makeFp16Wrapper(std::make_unique<PowerSgdHook>(backend, quickOptions(2)));
+    PowerSgdHook plain(backend, quickOptions(2));
+    EXPECT_TRUE(wrapped->hasState());
+    TestBucket a(0, true, {{"w", {16, 12}}, {"b", {16}}});
+    TestBucket b(0, true, {{"w", {16, 12}}, {"b", {16}}});
+    for (int step = 0; step < 5; ++step) {
+      auto x = randomVector(a.buffer().size(), 90 * step + rank);
+      for (auto& v : x) v = halfToFloat(floatToHalf(v));  // representable in f16
+      a.buffer() = x;
+      b.buffer() = x;
+      ASSERT_TRUE(runStep(*wrapped, {&a}).isOk());
+      ASSERT_TRUE(runStep(plain, {&b}).isOk());
+      const double scale = testing_util::norm(b.buffer().data(), b.buffer().size()) / std::sqrt(b.buffer().size());
+      EXPECT_LT(maxAbsDiff(a.buffer().data(), b.buffer().data(), a.buffer().size()), 5e-3 * scale + 1e-3)
+          << "step " << step;
+    }
+    auto saved = wrapped->saveState();
+    ASSERT_TRUE(saved.isOk());
+    EXPECT_TRUE(PowerSgdState::deserialize(*saved).isOk());
   });
 }
 
