@@ -2,9 +2,8 @@
 // Trainer: the step loop of one worker, from a TrainerConfig over a Backend.
 //
 // Per optimizer step (Note [Trainer step]):
-//   1. on every stopCheckEverySteps-th step, issue the stop-flag allreduce(MAX) of this rank's
-//      SIGTERM flag (1 int, asynchronous; one collective every few steps keeps its fixed cost
-//      off most steps, and a stop still lands within a fraction of a second);
+//   1. on every stopCheckEverySteps-th step (default: every step), issue the stop-flag
+//      allreduce(MAX) of this rank's SIGTERM flag (1 int, asynchronous, overlapped with the step);
 //   2. for each of the gradAccumulation micro-batches: forward/backward with the reducer's
 //      ready callback, no_sync on all but the last (gradients accumulate locally, scaled by
 //      1/micro-batches), reducer.finalize();

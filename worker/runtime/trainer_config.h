@@ -89,8 +89,9 @@ struct TrainerConfig {
   int keepCheckpoints = 3;
   bool resume = true;            // start from the latest complete checkpoint when there is one
 
-  // Stop requests (SIGTERM) are agreed on every this many steps (Note [Trainer step]).
-  int stopCheckEverySteps = 8;
+  // Stop requests (SIGTERM) are agreed on every this many steps (Note [Trainer step]); 1: the
+  // next step boundary. Larger values save the 1-int collective on the other steps.
+  int stopCheckEverySteps = 1;
 
   // Progress.
   int logEverySteps = 50;
