@@ -8,6 +8,7 @@
 
 #include <thread>
 
+#include "tests/support/gloo_harness.h"
 #include "tests/support/local_backend.h"
 #include "tests/support/recording_backend.h"
 
@@ -165,6 +166,36 @@ TEST(ProcessGroupTest, AbortAbortsEveryMember) {
                 StatusCode::kAborted);
     }
   });
+}
+
+TEST(ProcessGroupTest, RealGlooMemberRunsTheCpuOpsAndTheBarrier) {
+  // The CPU member is a real GlooBackend over loopback TCP; the CUDA member is the fake above.
+  LocalGroupOptions cudaOpts;
+  cudaOpts.name = "fake-cuda";
+  cudaOpts.devices = {DeviceType::kCuda};
+  auto cudaGroup = makeLocalGroup(3, cudaOpts);
+  Status st = test::runRanks(3, [&](int rank, Backend& gloo) {
+    LocalBackend cuda(cudaGroup, rank);
+    RecordingBackend recGloo(gloo), recCuda(cuda);
+    auto pg = ProcessGroup::createUnowned({&recGloo, &recCuda});
+    ASSERT_TRUE(pg.isOk()) << pg.status();
+    EXPECT_EQ((*pg)->name(), "pg(gloo,fake-cuda)");
+    std::vector<double> host(5, rank + 1.0);
+    std::vector<float> dev(3, float(rank));
+    int64_t flag = rank == 2 ? 1 : 0;
+    auto a = (*pg)->allreduce(viewOf(host.data(), 5), ReduceOp::kSum);
+    auto b = (*pg)->allreduce(fakeCuda(dev.data(), 3), ReduceOp::kMax);
+    auto c = (*pg)->allreduce(viewOf(&flag, 1), ReduceOp::kMax);  // a control flag stays on CPU
+    ASSERT_TRUE(a->wait().isOk() && b->wait().isOk() && c->wait().isOk());
+    ASSERT_TRUE((*pg)->barrier()->wait().isOk());
+    for (double x : host) EXPECT_EQ(x, 6.0);
+    for (float x : dev) EXPECT_EQ(x, 2.f);
+    EXPECT_EQ(flag, 1);
+    EXPECT_EQ(types(recGloo.ops()),
+              (std::vector<OpType>{OpType::kAllreduce, OpType::kAllreduce, OpType::kBarrier}));
+    EXPECT_EQ(types(recCuda.ops()), (std::vector<OpType>{OpType::kAllreduce}));
+  });
+  EXPECT_TRUE(st.isOk()) << st;
 }
 
 TEST(ProcessGroupTest, MembersAreValidated) {
