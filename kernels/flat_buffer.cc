@@ -11,6 +11,7 @@ namespace ddp::kernels {
 // In flat_buffer_cuda.cc.
 Result<void*> cudaAllocZeroed(size_t bytes, int device);
 void cudaFreeBuffer(void* p, int device);
+Status cudaCopy(void* dst, const void* src, size_t bytes, int device);
 #endif
 
 FlatBuffer::~FlatBuffer() { release(); }
@@ -55,6 +56,24 @@ Result<FlatBuffer> FlatBuffer::allocate(size_t count, DType dtype, Device device
   if (buf.view_.data == nullptr) return internalError("FlatBuffer: out of host memory for " + std::to_string(bytes) + " bytes");
   std::memset(buf.view_.data, 0, rounded == 0 ? 64 : rounded);
   return buf;
+}
+
+Status copyFlat(FlatView dst, FlatView src) {
+  if (dst.count != src.count || dst.dtype != src.dtype) {
+    return invalidArgument("copyFlat: dst " + std::to_string(dst.count) + " x " + dtypeName(dst.dtype) + ", src " +
+                           std::to_string(src.count) + " x " + dtypeName(src.dtype));
+  }
+  if (src.count == 0 || dst.data == src.data) return Status::ok();
+  if (dst.device.isCpu() && src.device.isCpu()) {
+    std::memmove(dst.data, src.data, src.bytes());
+    return Status::ok();
+  }
+#if DDP_WITH_CUDA
+  return cudaCopy(dst.data, src.data, src.bytes(), dst.device.isCuda() ? dst.device.index : src.device.index);
+#else
+  return unimplemented("copyFlat between " + src.device.toString() + " and " + dst.device.toString() +
+                       ": this build has no CUDA");
+#endif
 }
 
 }  // namespace ddp::kernels

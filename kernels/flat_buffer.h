@@ -31,4 +31,8 @@ class FlatBuffer {
   FlatView view_;
 };
 
+// Copies src into dst (same count and dtype) across any pair of devices (host <-> CUDA through
+// cudaMemcpy, synchronous). Unimplemented for CUDA views in a build without CUDA.
+Status copyFlat(FlatView dst, FlatView src);
+
 }  // namespace ddp::kernels

@@ -25,4 +25,13 @@ void cudaFreeBuffer(void* p, int device) {
   (void)cudaFree(p);
 }
 
+Status cudaCopy(void* dst, const void* src, size_t bytes, int device) {
+  cudaError_t err = cudaSetDevice(device);
+  if (err == cudaSuccess) err = cudaMemcpy(dst, src, bytes, cudaMemcpyDefault);
+  if (err != cudaSuccess) {
+    return internalError("copyFlat: cudaMemcpy of " + std::to_string(bytes) + " bytes: " + cudaGetErrorString(err));
+  }
+  return Status::ok();
+}
+
 }  // namespace ddp::kernels

@@ -366,7 +366,10 @@ Status Reducer::rebuildIfDue(Deadline deadline) {
     if (!seen[i]) order.push_back(static_cast<int64_t>(i));
   }
   readyOrder_.clear();
-  Status st = broadcastFrom(backend_, {comm::viewOf(order.data(), order.size())}, 0, deadline);
+  Status st = runStaged(
+      backend_, stagingDevice(params_), {comm::viewOf(order.data(), order.size())},
+      [&](const std::vector<comm::BufferView>& v) { return backend_.broadcast(v[0], 0, {deadline.remaining()}); },
+      deadline);
   if (!st.isOk()) {
     broken_ = st.withContext("bucket rebuild");
     return broken_;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "kernels/flat_buffer.h"
+
 namespace ddp {
 namespace {
 
@@ -37,7 +39,32 @@ std::string describe(const int64_t* d) {
   return s + "] " + dtypeName(static_cast<DType>(d[1]));
 }
 
+kernels::FlatView flat(const comm::BufferView& v) { return {v.data, v.count, v.dtype, v.device}; }
+
 }  // namespace
+
+Device stagingDevice(const std::vector<Parameter*>& params) {
+  for (const Parameter* p : params) {
+    if (p->device.isCuda()) return p->device;
+  }
+  return Device::cuda(0);
+}
+
+Status runStaged(comm::Backend& backend, Device device, const std::vector<comm::BufferView>& host,
+                 const std::function<comm::WorkPtr(const std::vector<comm::BufferView>&)>& op, Deadline deadline) {
+  if (backend.supportsDevice(DeviceType::kCpu)) return op(host)->wait(deadline);
+  std::vector<kernels::FlatBuffer> staged;
+  std::vector<comm::BufferView> views;
+  for (const auto& h : host) {
+    DDP_ASSIGN_OR_RETURN(kernels::FlatBuffer buf, kernels::FlatBuffer::allocate(h.count, h.dtype, device));
+    DDP_RETURN_IF_ERROR(kernels::copyFlat(buf.view(), flat(h)));
+    views.push_back({buf.data(), h.count, h.dtype, device});
+    staged.push_back(std::move(buf));
+  }
+  DDP_RETURN_IF_ERROR(op(views)->wait(deadline));
+  for (size_t i = 0; i < host.size(); ++i) DDP_RETURN_IF_ERROR(kernels::copyFlat(flat(host[i]), staged[i].view()));
+  return Status::ok();
+}
 
 Status verifyParameterSignatures(comm::Backend& backend, const std::vector<Parameter*>& params, Deadline deadline) {
   const int world = backend.size();
@@ -48,7 +75,10 @@ Status verifyParameterSignatures(comm::Backend& backend, const std::vector<Param
   }
   std::vector<int64_t> mine = {static_cast<int64_t>(h), static_cast<int64_t>(params.size())};
   std::vector<int64_t> all(2 * static_cast<size_t>(world));
-  Status st = backend.allgather(comm::viewOf(mine.data(), 2), comm::viewOf(all.data(), all.size()), opts)->wait(deadline);
+  const Device staging = stagingDevice(params);
+  auto allgather = [&](const std::vector<comm::BufferView>& v) { return backend.allgather(v[0], v[1], opts); };
+  Status st = runStaged(backend, staging, {comm::viewOf(mine.data(), 2), comm::viewOf(all.data(), all.size())},
+                        allgather, deadline);
   if (!st.isOk()) return st.withContext("DDP parameter check (allgather of signatures)");
   bool same = true;
   int64_t maxCount = 0;
@@ -66,8 +96,9 @@ Status verifyParameterSignatures(comm::Backend& backend, const std::vector<Param
     std::copy(d.begin(), d.end(), descs.begin() + static_cast<ptrdiff_t>(i * kDescWords));
   }
   std::vector<int64_t> gathered(descs.size() * static_cast<size_t>(world));
-  st = backend.allgather(comm::viewOf(descs.data(), descs.size()), comm::viewOf(gathered.data(), gathered.size()), opts)
-           ->wait(deadline);
+  st = runStaged(backend, staging,
+                 {comm::viewOf(descs.data(), descs.size()), comm::viewOf(gathered.data(), gathered.size())}, allgather,
+                 deadline);
   if (!st.isOk()) return st.withContext("DDP parameter check (allgather of descriptors)");
   for (size_t i = 0; i < static_cast<size_t>(maxCount); ++i) {
     const int64_t* ref = &gathered[i * kDescWords];

@@ -4,6 +4,7 @@
 // Both are collectives: every rank calls them in the same order.
 // Thread model: called by the training thread; blocks until done or the deadline passes.
 
+#include <functional>
 #include <vector>
 
 #include "common/clock.h"
@@ -23,5 +24,13 @@ Status verifyParameterSignatures(comm::Backend& backend, const std::vector<Param
 // Overwrites each view with rank `root`'s contents (one broadcast per view, all in flight at
 // once, then waited).
 Status broadcastFrom(comm::Backend& backend, const std::vector<comm::BufferView>& views, int root, Deadline deadline);
+
+// Runs `op` on buffers the backend accepts and waits for it: the `host` views themselves when the
+// backend takes CPU memory, else copies on `device` (copied in before, every one copied back
+// after), as a GPU-only backend (NCCL) needs for the reducer's small control collectives.
+Status runStaged(comm::Backend& backend, Device device, const std::vector<comm::BufferView>& host,
+                 const std::function<comm::WorkPtr(const std::vector<comm::BufferView>&)>& op, Deadline deadline);
+// The device to stage on for `params`: the first CUDA parameter's, else cuda:0.
+Device stagingDevice(const std::vector<Parameter*>& params);
 
 }  // namespace ddp
