@@ -4,6 +4,8 @@
 #include <time.h>
 
 #include <chrono>
+#include <exception>
+#include <string>
 
 #include "kernels/bucket_ops.h"
 #include "worker/ddp/reducer.h"
@@ -22,6 +24,30 @@ double threadCpuSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// User code (hooks, callbacks) runs on the comm thread; an exception must not end the thread
+// (or the process): it becomes an Internal status like any other hook failure.
+template <typename T, typename F>
+Result<T> guarded(const char* what, F&& fn) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    return internalError(std::string("exception in ") + what + ": " + e.what());
+  } catch (...) {
+    return internalError(std::string("unknown exception in ") + what);
+  }
+}
+
+template <typename F>
+Status guardedStatus(const char* what, F&& fn) {
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    return internalError(std::string("exception in ") + what + ": " + e.what());
+  } catch (...) {
+    return internalError(std::string("unknown exception in ") + what);
+  }
 }
 
 }  // namespace
@@ -73,8 +99,10 @@ void Reducer::runBucket(size_t b) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   const double c0 = threadCpuSeconds();
-  Result<HookResult> r = hook_ ? hook_->run(*bk.grad)
-                               : Result<HookResult>(HookResult{backend_.allreduce(bk.grad->buffer(), comm::ReduceOp::kSum), {}});
+  Result<HookResult> r = guarded<HookResult>("run", [&]() -> Result<HookResult> {
+    if (hook_) return hook_->run(*bk.grad);
+    return HookResult{backend_.allreduce(bk.grad->buffer(), comm::ReduceOp::kSum), {}};
+  });
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double cpu = threadCpuSeconds() - c0;
   {
@@ -114,7 +142,7 @@ void Reducer::completeBucket(size_t b, bool shadow) {
     if (st.isOk() && bk.result.finish) {
       const auto t0 = std::chrono::steady_clock::now();
       const double c0 = threadCpuSeconds();
-      st = bk.result.finish();
+      st = guardedStatus("finish", bk.result.finish);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double cpu = threadCpuSeconds() - c0;
       std::lock_guard<std::mutex> lock(sync_->mu);
@@ -128,7 +156,12 @@ void Reducer::completeBucket(size_t b, bool shadow) {
       for (size_t idx : spec.params) grads.push_back(flat(gradOf(params_[idx])));
       st = kernels::unpackBucket(flat(bk.grad->buffer()), grads, 1.0);
     }
-    if (st.isOk() && !shadow && bucketCallback_) bucketCallback_(*bk.grad);
+    if (st.isOk() && !shadow && bucketCallback_) {
+      st = guardedStatus("bucket-reduced callback", [&] {
+        bucketCallback_(*bk.grad);
+        return Status::ok();
+      });
+    }
   }
   bk.result = HookResult{};
   {

@@ -6,6 +6,8 @@
 // return them; everything else runs on LocalBackend.
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "tests/unit/ddp/ddp_test_util.h"
 #include "worker/ddp/function_hook.h"
 #include "worker/ddp/reducer.h"
@@ -167,6 +169,20 @@ TEST(ReducerMisuseTest, FailedCollectiveIsReportedAndSticky) {
     EXPECT_EQ(st.code(), StatusCode::kUnavailable);
     EXPECT_TRUE(contains(st, "DDP bucket 0 (hook 'failing')") && contains(st, "peer 3")) << st;
     EXPECT_TRUE(contains(reducer.finalize(stepDeadline()), "unusable"));
+  });
+}
+
+TEST(ReducerMisuseTest, ThrowingHookBecomesAnErrorNotACrash) {
+  withReducer({}, [](LinearStack& model, Reducer& reducer, comm::Backend&) {
+    ASSERT_TRUE(reducer
+                    .registerCommHook(makeFunctionHook("throwing", 0, [](int&, GradBucket&) -> Result<HookResult> {
+                      throw std::runtime_error("user hook bug");
+                    }))
+                    .isOk());
+    model.backward(0, 0, kRowsPerRank, reducer.gradReadyFn());
+    Status st = reducer.finalize(stepDeadline());
+    EXPECT_EQ(st.code(), StatusCode::kInternal);
+    EXPECT_TRUE(contains(st, "exception in run: user hook bug")) << st;
   });
 }
 
