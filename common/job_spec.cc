@@ -258,10 +258,11 @@ Status JobSpec::validate(std::vector<SpecError>* errors) const {
           "only valid when spec.join.enabled is true");
   c.check(gradientAccumulationSteps >= 1, "spec.gradientAccumulation.steps", "must be >= 1");
   if (mixedPrecision != MixedPrecision::kNone) {
-    c.check(device == JobDevice::kCuda, "spec.mixedPrecision",
+    // Mixed precision is the DDP reducer's reduce dtype; DistributedFusedAdam has no reducer.
+    c.check(zero != ZeroMode::kDfa, "spec.mixedPrecision",
             std::string(mixedPrecisionName(mixedPrecision)) +
-                " needs device cuda (CPU training computes in f32; commHook fp16/bf16 "
-                "compresses communication)");
+                " cannot be combined with zero: dfa (DistributedFusedAdam reduces f32 gradients "
+                "itself, without the DDP reducer)");
   }
 
   // Length of the run.

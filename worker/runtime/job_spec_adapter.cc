@@ -13,9 +13,9 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   if (s.device != JobDevice::kCpu) {
     return unimplemented("spec.device: this worker trains on the CPU only (cuda is not wired into the trainer)");
   }
-  if (s.mixedPrecision != MixedPrecision::kNone) {
-    return unimplemented("spec.mixedPrecision: not supported by the CPU trainer (use spec.commHook fp16/bf16 to compress communication)");
-  }
+  c.mixedPrecision = s.mixedPrecision == MixedPrecision::kFp16   ? MixedPrecisionKind::kFp16
+                     : s.mixedPrecision == MixedPrecision::kBf16 ? MixedPrecisionKind::kBf16
+                                                                 : MixedPrecisionKind::kNone;
   c.cpuThreads = s.threadsPerWorker;
 
   kernels::Activation act;

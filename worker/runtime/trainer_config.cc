@@ -32,6 +32,15 @@ const char* shardingName(OptimizerSharding s) {
   return "?";
 }
 
+const char* mixedPrecisionKindName(MixedPrecisionKind k) {
+  switch (k) {
+    case MixedPrecisionKind::kNone: return "none";
+    case MixedPrecisionKind::kFp16: return "fp16";
+    case MixedPrecisionKind::kBf16: return "bf16";
+  }
+  return "?";
+}
+
 bool parseSharding(const std::string& t, OptimizerSharding* out) {
   if (t == "none" || t.empty()) *out = OptimizerSharding::kNone;
   else if (t == "zero" || t == "zero1" || t == "zero_redundancy") *out = OptimizerSharding::kZero;
@@ -80,6 +89,16 @@ Status TrainerConfig::validate() const {
   }
   if (sharding == OptimizerSharding::kFusedAdam && join) {
     return invalidArgument("spec.join.enabled: not supported with spec.zero: dfa");
+  }
+  if (mixedPrecision != MixedPrecisionKind::kNone && sharding == OptimizerSharding::kFusedAdam) {
+    return invalidArgument(std::string("spec.mixedPrecision: ") + mixedPrecisionKindName(mixedPrecision) +
+                           " is not supported with spec.zero: dfa (DistributedFusedAdam reduce-scatters the f32 "
+                           "gradients itself, bypassing the DDP reducer that casts them)");
+  }
+  if (mixedPrecision != MixedPrecisionKind::kNone && gradientAsBucketView) {
+    return invalidArgument(std::string("spec.mixedPrecision: ") + mixedPrecisionKindName(mixedPrecision) +
+                           " cannot be combined with spec.gradientAsBucketView (the half-precision buckets "
+                           "cannot hold the f32 gradients)");
   }
   if (join && gradAccumulation != 1) {
     return invalidArgument("spec.join.enabled: not supported with spec.gradientAccumulation.steps > 1");

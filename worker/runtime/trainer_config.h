@@ -28,10 +28,13 @@ enum class HookKind { kAllreduce, kFp16, kBf16, kPowerSgd, kBatchedPowerSgd };
 enum class HookWrapperKind { kNone, kFp16, kBf16 };
 // Who holds the optimizer state.
 enum class OptimizerSharding { kNone, kZero, kFusedAdam };
+// Mixed precision (Note [Mixed precision] in training_setup.h): the dtype gradients are reduced in.
+enum class MixedPrecisionKind { kNone, kFp16, kBf16 };
 
 const char* hookKindName(HookKind k);
 bool parseHookKind(const std::string& text, HookKind* out);
 const char* shardingName(OptimizerSharding s);
+const char* mixedPrecisionKindName(MixedPrecisionKind k);
 bool parseSharding(const std::string& text, OptimizerSharding* out);
 
 struct TrainerConfig {
@@ -75,6 +78,9 @@ struct TrainerConfig {
   double bucketCapMb = 25.0;
   double firstBucketMb = 1.0;
   bool gradientAsBucketView = false;
+  // Reduce gradients in fp16 / bf16 (the reducer's reduceDtype); parameters, gradients and
+  // optimizer state stay f32. Not with kFusedAdam nor gradientAsBucketView.
+  MixedPrecisionKind mixedPrecision = MixedPrecisionKind::kNone;
   OptimizerSharding sharding = OptimizerSharding::kNone;
   bool join = false;             // uneven inputs: Join shadows finished ranks
   bool joinThrow = false;        // throw mode: a rank running out stops every rank with an error

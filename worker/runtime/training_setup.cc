@@ -77,6 +77,8 @@ ReducerOptions makeReducerOptions(const TrainerConfig& c) {
   o.bucketCapBytes = static_cast<size_t>(c.bucketCapMb * 1024 * 1024);
   o.firstBucketCapBytes = std::min(static_cast<size_t>(c.firstBucketMb * 1024 * 1024), o.bucketCapBytes);
   o.gradientAsBucketView = c.gradientAsBucketView;
+  if (c.mixedPrecision == MixedPrecisionKind::kFp16) o.reduceDtype = DType::kF16;
+  if (c.mixedPrecision == MixedPrecisionKind::kBf16) o.reduceDtype = DType::kBF16;
   // Note [Deterministic buckets]: the rebuild after the first step would give a resumed run
   // (which starts with the initial layout) a different bucket layout for one step than the
   // uninterrupted run; with more than two ranks the ring's summation order follows the layout,

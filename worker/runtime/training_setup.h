@@ -32,7 +32,25 @@ Result<TrainingData> loadTrainingData(const TrainerConfig& config);
 Result<std::unique_ptr<model::Sequential>> buildModel(const TrainerConfig& config);
 // The comm hook selected by config.hook (never null).
 Result<std::unique_ptr<CommHook>> buildCommHook(const TrainerConfig& config, comm::Backend& backend);
+// Bucket sizes, timeout, fixed bucket layout, and the reduce dtype of mixed precision.
 ReducerOptions makeReducerOptions(const TrainerConfig& config);
+
+// Note [Mixed precision]
+// spec.mixedPrecision fp16 / bf16 sets ReducerOptions::reduceDtype: the reducer allocates its
+// buckets in that dtype and casts each f32 gradient into its bucket slot while packing, so the
+// comm hook (allreduce, powerSGD, ...) receives a half-precision bucket; after the reduction the
+// averaged values are cast back into the f32 Parameter::grad. Forward, backward, parameters,
+// gradients and optimizer state all stay f32 (master weights): only the communicated values
+// and their sum are rounded to half precision. On this CPU trainer that halves the bytes sent;
+// the compute dtype is not changed. Combinations:
+//   - commHook allreduce / powerSGD / batchedPowerSGD: the hook reduces the half bucket
+//     (PowerSGD compresses f16/bf16 buckets).
+//   - commHook fp16 / bf16 or a wrapper: valid but redundant (the bucket is already half; a
+//     different half type rounds a second time).
+//   - zero: zero1 (ZeRO-1 steps its shard on the reducer's f32 result): valid.
+//   - zero: dfa: refused (DistributedFusedAdam reduce-scatters f32 gradients itself, no reducer).
+//   - gradientAsBucketView: refused (an f32 gradient cannot live inside a half bucket).
+// Resume stays bitwise: the casts are deterministic and the reducer holds no state.
 
 // The optimizer step as the trainer sees it: plain (every rank steps every parameter on the
 // averaged gradients), ZeRO (each rank steps its shard, owners broadcast), or

@@ -199,7 +199,8 @@ TEST(JobSpecTest, ImpossibleCombinationsAreRejected) {
       {"  optimizer: {type: adam, momentum: 0.9}\n", "spec.optimizer.momentum", "only valid for type sgd"},
       {"  checkpoint: {everySteps: 10}\n", "spec.checkpoint.dir", "required when everySteps"},
       {"  join: {throwOnEarlyTermination: true}\n", "spec.join.throwOnEarlyTermination", "only valid"},
-      {"  mixedPrecision: fp16\n", "spec.mixedPrecision", "needs device cuda"},
+      {"  mixedPrecision: fp16\n  zero: dfa\n  optimizer: {type: adam}\n", "spec.mixedPrecision",
+       "cannot be combined with zero: dfa"},
       {"  commHook: {type: fp16, wrapper: bf16}\n", "spec.commHook.wrapper", "not fp16"},
       {"  optimizer: {lr: 0.1, schedule: {type: cosine, minLr: 0.5}}\n", "spec.optimizer.schedule.minLr",
        "must be in [0, lr)"},
@@ -213,6 +214,19 @@ TEST(JobSpecTest, ImpossibleCombinationsAreRejected) {
     ASSERT_NE(e, nullptr) << parseJobSpec(withSpec(c.extra)).status();
     EXPECT_NE(e->message.find(c.words), std::string::npos) << e->toString();
     EXPECT_GT(e->line, 0) << e->toString();
+  }
+}
+
+TEST(JobSpecTest, MixedPrecisionIsAcceptedOnCpuExceptWithDistributedFusedAdam) {
+  for (const char* mp : {"fp16", "bf16"}) {
+    SCOPED_TRACE(mp);
+    auto r = parseJobSpec(withSpec(std::string("  mixedPrecision: ") + mp + "\n  zero: zero1\n"));
+    ASSERT_TRUE(r.isOk()) << r.status();
+    EXPECT_EQ(r->device, JobDevice::kCpu);
+    EXPECT_EQ(r->mixedPrecision, std::string(mp) == "fp16" ? MixedPrecision::kFp16 : MixedPrecision::kBf16);
+    auto dfa = errorsOf(withSpec(std::string("  mixedPrecision: ") + mp + "\n  zero: dfa\n  optimizer: {type: adam}\n"));
+    ASSERT_EQ(dfa.size(), 1u);
+    EXPECT_EQ(dfa[0].path, "spec.mixedPrecision");
   }
 }
 

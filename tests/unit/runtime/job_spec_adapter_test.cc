@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <utility>
+
+#include "worker/runtime/training_setup.h"
 
 namespace ddp::runtime {
 namespace {
@@ -56,9 +59,28 @@ TEST(JobSpecAdapterTest, MapsTheFieldsTheTrainerUses) {
   EXPECT_EQ(c->seed, 9u);
 }
 
+TEST(JobSpecAdapterTest, MixedPrecisionBecomesTheReduceDtype) {
+  const std::pair<const char*, MixedPrecisionKind> cases[] = {
+      {"none", MixedPrecisionKind::kNone}, {"fp16", MixedPrecisionKind::kFp16}, {"bf16", MixedPrecisionKind::kBf16}};
+  for (const auto& [text, kind] : cases) {
+    SCOPED_TRACE(text);
+    auto c = adapt(job(std::string("  mixedPrecision: ") + text + "\n  commHook: {type: powerSGD, powerSGD: {startIter: 2}}\n"));
+    ASSERT_TRUE(c.isOk()) << c.status();
+    EXPECT_EQ(c->mixedPrecision, kind);
+    const ReducerOptions o = makeReducerOptions(*c);
+    EXPECT_EQ(o.reduceDtype.has_value(), kind != MixedPrecisionKind::kNone);
+    if (kind == MixedPrecisionKind::kFp16) EXPECT_EQ(*o.reduceDtype, DType::kF16);
+    if (kind == MixedPrecisionKind::kBf16) EXPECT_EQ(*o.reduceDtype, DType::kBF16);
+    EXPECT_TRUE(o.validate().isOk()) << o.validate();
+  }
+}
+
 TEST(JobSpecAdapterTest, RefusesWhatTheCpuTrainerCannotDoNamingTheField) {
   EXPECT_NE(adapt(job("  device: cuda\n")).status().message().find("spec.device"), std::string::npos);
-  EXPECT_NE(adapt(job("  mixedPrecision: bf16\n")).status().message().find("spec.mixedPrecision"), std::string::npos);
+  EXPECT_NE(adapt(job("  mixedPrecision: bf16\n  gradientAsBucketView: true\n")).status().message().find("spec.mixedPrecision"),
+            std::string::npos);
+  EXPECT_NE(adapt(job("  mixedPrecision: fp16\n  zero: dfa\n  optimizer: {type: adam}\n")).status().message().find("spec.mixedPrecision"),
+            std::string::npos);
   EXPECT_NE(adapt(job("  commHook: {type: noop}\n")).status().message().find("spec.commHook.type"), std::string::npos);
   EXPECT_NE(adapt(job("  zero: dfa\n  optimizer: {type: adam}\n  commHook: {type: fp16}\n")).status().message().find("spec.commHook"),
             std::string::npos);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -185,6 +186,13 @@ TEST(TrainerTest, ResumeIsBitwiseForZeroFusedAdamAndPowerSgd) {
          c.powerSgd.startPowerSgdIter = 3;
        }},
       {"accumulation", [](TrainerConfig& c) { c.gradAccumulation = 2; }},
+      {"fp16-mixed-precision", [](TrainerConfig& c) { c.mixedPrecision = MixedPrecisionKind::kFp16; }},
+      {"bf16-mixed-precision-powersgd", [](TrainerConfig& c) {
+         c.mixedPrecision = MixedPrecisionKind::kBf16;
+         c.hook = HookKind::kPowerSgd;
+         c.powerSgd.matrixApproximationRank = 2;
+         c.powerSgd.startPowerSgdIter = 3;
+       }},
   };
   for (const auto& v : variants) {
     SCOPED_TRACE(v.name);
@@ -204,6 +212,87 @@ TEST(TrainerTest, ResumeIsBitwiseForZeroFusedAdamAndPowerSgd) {
     EXPECT_EQ(second[0].result.startStep, 5);
     for (int r = 0; r < 2; ++r) EXPECT_TRUE(bitwiseEqual(second[r].params, reference[r].params)) << "rank " << r;
   }
+}
+
+// Mixed precision: the gradients are reduced in fp16 / bf16, so one SGD step moves the parameters
+// by lr times a half-precision-rounded average. Oracle: the same step reduced in f32. The
+// gradient each run applied is recovered as (p0 - p1) / lr (momentum has no effect on step 1).
+TEST(TrainerTest, MixedPrecisionStepMatchesTheF32StepWithinHalfPrecision) {
+  TrainerConfig c = smallConfig();
+  c.epochs = 0;
+  c.maxSteps = 1;
+  const float lr = c.optimizer.lr;
+  auto initial = buildModel(c);
+  ASSERT_TRUE(initial.isOk()) << initial.status();
+  const auto p0 = copyParams(**initial);
+  const auto f32 = train(2, c);
+  auto appliedGrads = [&](const std::vector<std::vector<float>>& p1) {
+    auto g = p0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      for (size_t j = 0; j < g[i].size(); ++j) g[i][j] = (p0[i][j] - p1[i][j]) / lr;
+    }
+    return g;
+  };
+  const auto gRef = appliedGrads(f32[0].params);
+  // Unit roundoff of the reduce dtype; a few roundings per element (cast, 1/world scale, sum,
+  // cast back), each relative to the largest contribution in the tensor.
+  const std::pair<MixedPrecisionKind, double> kinds[] = {{MixedPrecisionKind::kFp16, std::ldexp(1.0, -11)},
+                                                         {MixedPrecisionKind::kBf16, std::ldexp(1.0, -8)}};
+  for (const auto& [kind, unit] : kinds) {
+    SCOPED_TRACE(mixedPrecisionKindName(kind));
+    TrainerConfig m = c;
+    m.mixedPrecision = kind;
+    auto half = train(2, m);
+    EXPECT_TRUE(bitwiseEqual(half[0].params, half[1].params));
+    EXPECT_FALSE(bitwiseEqual(half[0].params, f32[0].params)) << "no rounding: the reduction was not in half precision";
+    const auto g = appliedGrads(half[0].params);
+    size_t differing = 0, total = 0;
+    for (size_t i = 0; i < g.size(); ++i) {
+      float maxRef = 0;
+      for (float v : gRef[i]) maxRef = std::max(maxRef, std::abs(v));
+      ASSERT_GT(maxRef, 0.f);
+      const double tol = 6 * unit * maxRef + 1e-5;  // + f32 error of (p0 - p1) / lr
+      for (size_t j = 0; j < g[i].size(); ++j) {
+        EXPECT_NEAR(g[i][j], gRef[i][j], tol) << "param " << i << " element " << j;
+        differing += g[i][j] != gRef[i][j];
+        ++total;
+      }
+    }
+    EXPECT_GT(differing, total / 10) << "too few elements rounded differently";
+  }
+}
+
+TEST(TrainerTest, MixedPrecisionTrainsLikeF32) {
+  TrainerConfig c = smallConfig();
+  const auto f32 = train(2, c);
+  for (MixedPrecisionKind kind : {MixedPrecisionKind::kFp16, MixedPrecisionKind::kBf16}) {
+    SCOPED_TRACE(mixedPrecisionKindName(kind));
+    TrainerConfig m = c;
+    m.mixedPrecision = kind;
+    auto half = train(2, m);
+    EXPECT_TRUE(bitwiseEqual(half[0].params, half[1].params));
+    EXPECT_GT(half[0].result.testAccuracy, 0.85);
+    EXPECT_NEAR(half[0].result.testAccuracy, f32[0].result.testAccuracy, 0.03);
+    EXPECT_NEAR(half[0].result.stepLosses.back(), f32[0].result.stepLosses.back(), 0.1);
+  }
+}
+
+TEST(TrainerTest, MixedPrecisionRefusesDistributedFusedAdamAndBucketViews) {
+  TrainerConfig c = smallConfig();
+  c.mixedPrecision = MixedPrecisionKind::kBf16;
+  c.optimizer = optim::OptimizerConfig::adam(0.01f);
+  c.sharding = OptimizerSharding::kFusedAdam;
+  Status st = c.validate();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("spec.mixedPrecision"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("spec.zero: dfa"), std::string::npos) << st;
+  c.sharding = OptimizerSharding::kNone;
+  c.gradientAsBucketView = true;
+  st = c.validate();
+  EXPECT_NE(st.message().find("spec.gradientAsBucketView"), std::string::npos) << st;
+  c.gradientAsBucketView = false;
+  c.sharding = OptimizerSharding::kZero;
+  EXPECT_TRUE(c.validate().isOk()) << c.validate();
 }
 
 // Oracle for Join with divideByInitialWorldSize: one process replays every rank's batches; at
