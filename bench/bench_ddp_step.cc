@@ -16,7 +16,8 @@
 //  - bytes_per_step: payload bytes this rank handed to collectives per step;
 //  - compression_ratio: f32 gradient bytes / bytes_per_step;
 //  - cpu_ms_per_step: CPU time of all the process's threads per step (compute plus
-//    communication, the slowest rank; less sensitive to the machine's load than wall time).
+//    communication, the slowest rank; less sensitive to the machine's load than wall time);
+//  - finalize_ms: median time blocked in Reducer::finalize after backward (exposed communication).
 // Gradients live in the buckets (gradientAsBucketView) unless --no-view.
 #include <fcntl.h>
 #include <sys/file.h>
@@ -281,7 +282,7 @@ Status runWorker(const Args& a) {
   uint64_t gradBytes = 0;
   for (Parameter* p : model->parameters()) gradBytes += p->numel() * sizeof(float);
 
-  std::vector<double> stepMs;
+  std::vector<double> stepMs, finalizeMs;
   double hookStart = 0, hookCpuStart = 0;
   uint64_t bytesStart = 0;
   double cpuStart = 0;
@@ -301,7 +302,11 @@ Status runWorker(const Args& a) {
                                                 labels.data() + static_cast<size_t>(b) * a.batch, a.batch,
                                                 ddp ? reducer->gradReadyFn() : GradReadyFn{}));
     (void)stats;
-    if (ddp) DDP_RETURN_IF_ERROR(reducer->finalize(Deadline::after(std::chrono::seconds(120))));
+    if (ddp) {
+      const auto f0 = Clock::now();
+      DDP_RETURN_IF_ERROR(reducer->finalize(Deadline::after(std::chrono::seconds(120))));
+      if (step >= a.warmup) finalizeMs.push_back(std::chrono::duration<double, std::milli>(Clock::now() - f0).count());
+    }
     for (Parameter* p : model->parameters()) {
       float* w = static_cast<float*>(p->data);
       const float* g = static_cast<const float*>(p->grad);
@@ -317,7 +322,7 @@ Status runWorker(const Args& a) {
   const double bytesPerStep = ddp ? static_cast<double>(counting->bytes() - bytesStart) / a.steps : 0.0;
   reducer.reset();
   std::ofstream out(a.dir + "/result_" + std::to_string(a.rank));
-  out << median(stepMs) << " " << hookMs << " " << bytesPerStep << " " << gradBytes << " " << cpuMs << " " << hookWallMs << "\n";
+  out << median(stepMs) << " " << hookMs << " " << bytesPerStep << " " << gradBytes << " " << cpuMs << " " << hookWallMs << " " << median(finalizeMs) << "\n";
   return out ? Status::ok() : unavailable("cannot write the result file");
 }
 
@@ -325,6 +330,7 @@ struct Result1 {
   double msPerStep = 0, hookMs = 0, bytesPerStep = 0, gradBytes = 0;
   double cpuMs = 0;  // CPU time (all threads of the process) per step
   double hookWallMs = 0;
+  double finalizeMs = 0;  // median time blocked in finalize() after backward (exposed communication)
 };
 
 // Spawns the configuration's processes and collects their results.
@@ -363,7 +369,8 @@ Result<Result1> runConfig(const Args& a, const std::string& hook) {
   for (int r = 0; ok && r < world; ++r) {
     std::ifstream in(dir + "/result_" + std::to_string(r));
     Result1 one;
-    if (!(in >> one.msPerStep >> one.hookMs >> one.bytesPerStep >> one.gradBytes >> one.cpuMs >> one.hookWallMs)) ok = false;
+    if (!(in >> one.msPerStep >> one.hookMs >> one.bytesPerStep >> one.gradBytes >> one.cpuMs >> one.hookWallMs >> one.finalizeMs)) ok = false;
+    res.finalizeMs = std::max(res.finalizeMs, one.finalizeMs);
     res.hookWallMs = std::max(res.hookWallMs, one.hookWallMs);
     res.cpuMs = std::max(res.cpuMs, one.cpuMs);
     res.msPerStep = std::max(res.msPerStep, one.msPerStep);  // the slowest rank sets the pace
@@ -421,8 +428,8 @@ int main(int argc, char** argv) {
   double baseline = 0, allreduceBytes = 0;
   int failures = 0;
   if (!a.json) {
-    std::printf("%-22s %5s %12s %10s %10s %16s %12s %12s\n", "hook", "world", "ms_per_step", "vs_single", "hook_ms",
-                "bytes_per_step", "compression", "cpu_ms/step");
+    std::printf("%-22s %5s %12s %10s %10s %16s %12s %12s %12s\n", "hook", "world", "ms_per_step", "vs_single",
+                "hook_ms", "bytes_per_step", "compression", "cpu_ms/step", "finalize_ms");
   }
   std::map<std::string, std::vector<Result1>> rounds;
   for (int round = 0; round < a.repeat; ++round) {
@@ -445,7 +452,8 @@ int main(int argc, char** argv) {
     if (rounds[hook].empty()) continue;
     Result1 r{med(rounds[hook], &Result1::msPerStep), med(rounds[hook], &Result1::hookMs),
               med(rounds[hook], &Result1::bytesPerStep), rounds[hook][0].gradBytes,
-              med(rounds[hook], &Result1::cpuMs), med(rounds[hook], &Result1::hookWallMs)};
+              med(rounds[hook], &Result1::cpuMs), med(rounds[hook], &Result1::hookWallMs),
+              med(rounds[hook], &Result1::finalizeMs)};
     if (hook == "none") baseline = r.msPerStep;
     if (hook == "allreduce") allreduceBytes = r.bytesPerStep;
     const int world = hook == "none" ? 1 : a.world;
@@ -456,13 +464,13 @@ int main(int argc, char** argv) {
           "{\"bench\":\"ddp_step\",\"hook\":\"%s\",\"world\":%d,\"batch_per_rank\":%d,\"steps\":%d,"
           "\"ms_per_step\":%.3f,\"hook_ms\":%.3f,\"bytes_per_step\":%.0f,\"compression_ratio\":%.2f,"
           "\"vs_single_process\":%.3f,\"bytes_vs_allreduce\":%.5f,\"grad_as_bucket_view\":%s,\"rounds\":%zu,"
-          "\"cpu_ms_per_step\":%.3f,\"hook_wall_ms\":%.3f}\n",
+          "\"cpu_ms_per_step\":%.3f,\"hook_wall_ms\":%.3f,\"finalize_ms\":%.3f}\n",
           hook.c_str(), world, a.batch, a.steps, r.msPerStep, r.hookMs, r.bytesPerStep, ratio, vsSingle,
           allreduceBytes > 0 ? r.bytesPerStep / allreduceBytes : 0.0, a.view ? "true" : "false",
-          rounds[hook].size(), r.cpuMs, r.hookWallMs);
+          rounds[hook].size(), r.cpuMs, r.hookWallMs, r.finalizeMs);
     } else {
-      std::printf("%-22s %5d %12.2f %10.3f %10.2f %16.0f %12.2f %12.2f\n", hook.c_str(), world, r.msPerStep,
-                  vsSingle, r.hookMs, r.bytesPerStep, ratio, r.cpuMs);
+      std::printf("%-22s %5d %12.2f %10.3f %10.2f %16.0f %12.2f %12.2f %12.2f\n", hook.c_str(), world, r.msPerStep,
+                  vsSingle, r.hookMs, r.bytesPerStep, ratio, r.cpuMs, r.finalizeMs);
     }
     std::fflush(stdout);
   }

@@ -142,6 +142,7 @@ class Reducer {
     size_t pending = 0;               // parameters not yet ready (training thread)
     bool ready = false;               // training thread
     HookResult result;                // comm thread
+    bool notifies = false;            // comm thread: result.work wakes the comm thread on completion
   };
   // State shared with the comm thread and with Work completion callbacks (which may outlive the
   // reducer, hence shared_ptr).

@@ -13,7 +13,10 @@
 namespace ddp {
 namespace {
 
+// How often the comm thread checks in-flight Works: often for Works that cannot notify, rarely
+// (a safety net) when every in-flight Work wakes it through a completion callback.
 constexpr Duration kCompletionPoll = std::chrono::milliseconds(1);
+constexpr Duration kNotifiedCompletionPoll = std::chrono::milliseconds(50);
 constexpr size_t kNoBucket = static_cast<size_t>(-1);
 
 kernels::FlatView flat(const comm::BufferView& v) { return {v.data, v.count, v.dtype, v.device}; }
@@ -75,8 +78,13 @@ void Reducer::commLoop() {
           if (!stopDeadline) stopDeadline = Deadline::after(options_.timeout);
           if (stopDeadline->expired()) return;  // a collective hung past the timeout: give up
         }
-        if (inflight.empty()) sync_->cv.wait(lock);
-        else sync_->cv.wait_for(lock, kCompletionPoll);
+        if (inflight.empty()) {
+          sync_->cv.wait(lock);
+        } else {
+          bool allNotify = true;
+          for (size_t b : inflight) allNotify = allNotify && buckets_[b].notifies;
+          sync_->cv.wait_for(lock, allNotify ? kNotifiedCompletionPoll : kCompletionPoll);
+        }
       }
       shadow = sync_->shadow;
     }
@@ -93,6 +101,7 @@ void Reducer::commLoop() {
 void Reducer::runBucket(size_t b) {
   Bucket& bk = buckets_[b];
   bk.result = HookResult{};
+  bk.notifies = false;
   {
     std::lock_guard<std::mutex> lock(sync_->mu);
     if (!sync_->error.isOk()) return;  // an earlier bucket failed: issue nothing more
@@ -119,6 +128,7 @@ void Reducer::runBucket(size_t b) {
   }
   bk.result = std::move(r).value();
   if (auto cw = std::dynamic_pointer_cast<comm::CompletionWork>(bk.result.work)) {
+    bk.notifies = true;
     // Wake the comm thread as soon as the op completes instead of at the next poll. The callback
     // may run right here (already complete) or on the backend's thread after the reducer is
     // gone, so it holds only the shared Sync, and no lock is held while registering it.
