@@ -1,7 +1,8 @@
 // Accuracy parity through `ddpctl run` (real processes, Gloo over loopback, real Fashion-MNIST
-// subset: 20000 training and 5000 test samples, 2 epochs, same seed): every communication or
-// optimizer variant, and 1 / 2 / 4 workers at the same global batch of 128, ends within 0.5
-// points of test accuracy of the 2-worker allreduce baseline.
+// subset: 20000 training and 5000 test samples, 2 epochs, same seed): every communication,
+// mixed-precision (gradients reduced in fp16 / bf16) or optimizer variant, and 1 / 2 / 4
+// workers at the same global batch of 128, ends within 0.5 points of test accuracy of the
+// 2-worker allreduce baseline.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -56,6 +57,8 @@ TEST(AccuracyParityTest, VariantsAndWorkerCountsWithinHalfAPointOfAllreduce) {
   const Variant variants[] = {
       {"fp16", 2, 64, "  commHook: {type: fp16}\n"},
       {"bf16", 2, 64, "  commHook: {type: bf16}\n"},
+      {"mp-fp16", 2, 64, "  mixedPrecision: fp16\n"},
+      {"mp-bf16", 2, 64, "  mixedPrecision: bf16\n"},
       {"powersgd-4", 2, 64, "  commHook: {type: powerSGD, powerSGD: {rank: 4, startIter: 10}}\n"},
       {"zero1", 2, 64, "  zero: zero1\n"},
       {"dfa", 2, 64, "  zero: dfa\n"},
