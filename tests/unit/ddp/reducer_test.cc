@@ -191,7 +191,7 @@ TEST(ReducerTest, FirstBucketIsReducedWhileBackwardGoesOn) {
 TEST(ReducerTest, RecordingBackendSeesFirstBucketIssuedBeforeBackwardEnds) {
   // Instrumented backend (RecordingBackend logs issue times; no faults injected): the first
   // bucket's allreduce is issued while backward still has layers to go. Backward is slowed by
-  // 20 ms per layer so the margin is not a scheduling accident.
+  // 40 ms per layer so the margin is not a scheduling accident.
   const int world = 2;
   comm::runLocalRanks(
       world,
@@ -204,7 +204,7 @@ TEST(ReducerTest, RecordingBackendSeesFirstBucketIssuedBeforeBackwardEnds) {
         ASSERT_TRUE(r.isOk()) << r.status();
         backend.clear();  // forget the construction collectives
         model.backward(0, rank * kRowsPerRank, kRowsPerRank, (*r)->gradReadyFn(), {},
-                       [](int) { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
+                       [](int) { std::this_thread::sleep_for(std::chrono::milliseconds(40)); });
         const TimePoint backwardEnd = std::chrono::steady_clock::now();
         const size_t buckets = (*r)->plan().numBuckets();
         const size_t bucket0Bytes = (*r)->bucketBuffer(0).bytes();
