@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 
+#include "tests/support/float_params.h"
 #include "tests/support/local_backend.h"
 #include "tests/support/recording_backend.h"
 #include "worker/optim/optimizer.h"
@@ -24,25 +25,8 @@ Deadline soon() { return Deadline::after(std::chrono::seconds(60)); }
 const std::vector<size_t> kSizes{23, 4, 16, 9, 1};
 const std::vector<int> kBatches{20, 30, 25};
 
-struct Model {
-  std::vector<std::vector<float>> data, grad;
-  std::vector<Parameter> params;
-  Model() : data(kSizes.size()), grad(kSizes.size()), params(kSizes.size()) {
-    for (size_t i = 0; i < kSizes.size(); ++i) {
-      data[i].resize(kSizes[i]);
-      grad[i].assign(kSizes[i], 0.f);
-      for (size_t k = 0; k < kSizes[i]; ++k) data[i][k] = std::sin(0.3f * (i + 1) + 0.17f * k);
-      params[i].name = "p" + std::to_string(i);
-      params[i].shape = {static_cast<int64_t>(kSizes[i])};
-      params[i].data = data[i].data();
-      params[i].grad = grad[i].data();
-    }
-  }
-  std::vector<Parameter*> ptrs() {
-    std::vector<Parameter*> out;
-    for (auto& p : params) out.push_back(&p);
-    return out;
-  }
+struct Model : test::FloatParams {
+  Model() : FloatParams(kSizes, [](size_t i, size_t k) { return std::sin(0.3f * (i + 1) + 0.17f * k); }) {}
   float localGrad(size_t i, size_t k, int iter, int rank) const {
     return std::cos(2.f * data[i][k] + 0.3f * iter + rank) * (1.f + 0.5f * rank);
   }

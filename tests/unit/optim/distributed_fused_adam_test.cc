@@ -8,6 +8,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "tests/support/float_params.h"
 #include "tests/support/local_backend.h"
 #include "tests/support/recording_backend.h"
 #include "worker/optim/optimizer.h"
@@ -17,25 +18,9 @@ namespace {
 
 Deadline soon() { return Deadline::after(std::chrono::seconds(30)); }
 
-struct Model {
-  std::vector<std::vector<float>> data, grad;
-  std::vector<Parameter> params;
-  explicit Model(const std::vector<size_t>& sizes) : data(sizes.size()), grad(sizes.size()), params(sizes.size()) {
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      data[i].resize(sizes[i]);
-      grad[i].resize(sizes[i]);
-      for (size_t k = 0; k < sizes[i]; ++k) data[i][k] = std::sin(0.37f * (i + 1) + 0.11f * k);
-      params[i].name = "p" + std::to_string(i);
-      params[i].shape = {static_cast<int64_t>(sizes[i])};
-      params[i].data = data[i].data();
-      params[i].grad = grad[i].data();
-    }
-  }
-  std::vector<Parameter*> ptrs() {
-    std::vector<Parameter*> out;
-    for (auto& p : params) out.push_back(&p);
-    return out;
-  }
+struct Model : test::FloatParams {
+  explicit Model(const std::vector<size_t>& sizes)
+      : FloatParams(sizes, [](size_t i, size_t k) { return std::sin(0.37f * (i + 1) + 0.11f * k); }) {}
 };
 
 // Rank r's local gradient at `step` (depends on the current parameters).

@@ -7,6 +7,7 @@
 
 #include <cmath>
 
+#include "tests/support/float_params.h"
 #include "tests/support/local_backend.h"
 
 namespace ddp::optim {
@@ -16,25 +17,8 @@ Deadline soon() { return Deadline::after(std::chrono::seconds(30)); }
 
 const std::vector<size_t> kSizes{40, 3, 17, 64, 1, 9};
 
-struct Model {
-  std::vector<std::vector<float>> data, grad;
-  std::vector<Parameter> params;
-  Model() : data(kSizes.size()), grad(kSizes.size()), params(kSizes.size()) {
-    for (size_t i = 0; i < kSizes.size(); ++i) {
-      data[i].resize(kSizes[i]);
-      grad[i].assign(kSizes[i], 0.f);
-      for (size_t k = 0; k < kSizes[i]; ++k) data[i][k] = std::cos(0.21f * (i + 1) + 0.13f * k);
-      params[i].name = "p" + std::to_string(i);
-      params[i].shape = {static_cast<int64_t>(kSizes[i])};
-      params[i].data = data[i].data();
-      params[i].grad = grad[i].data();
-    }
-  }
-  std::vector<Parameter*> ptrs() {
-    std::vector<Parameter*> out;
-    for (auto& p : params) out.push_back(&p);
-    return out;
-  }
+struct Model : test::FloatParams {
+  Model() : FloatParams(kSizes, [](size_t i, size_t k) { return std::cos(0.21f * (i + 1) + 0.13f * k); }) {}
   // Backward: accumulates into grad (as models do) and marks ready last parameter first.
   void backward(Reducer& reducer, int step, int rank) {
     for (size_t i = kSizes.size(); i-- > 0;) {

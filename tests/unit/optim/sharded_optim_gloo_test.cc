@@ -7,6 +7,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "tests/support/float_params.h"
 #include "tests/support/gloo_harness.h"
 #include "worker/ddp/ddp_joinable.h"
 #include "worker/optim/distributed_fused_adam.h"
@@ -20,25 +21,8 @@ Deadline soon() { return Deadline::after(std::chrono::seconds(30)); }
 
 const std::vector<size_t> kSizes{300, 7, 129, 1, 64};
 
-struct Model {
-  std::vector<std::vector<float>> data, grad;
-  std::vector<Parameter> params;
-  Model() : data(kSizes.size()), grad(kSizes.size()), params(kSizes.size()) {
-    for (size_t i = 0; i < kSizes.size(); ++i) {
-      data[i].resize(kSizes[i]);
-      grad[i].assign(kSizes[i], 0.f);
-      for (size_t k = 0; k < kSizes[i]; ++k) data[i][k] = std::sin(0.41f * (i + 1) + 0.07f * k);
-      params[i].name = "p" + std::to_string(i);
-      params[i].shape = {static_cast<int64_t>(kSizes[i])};
-      params[i].data = data[i].data();
-      params[i].grad = grad[i].data();
-    }
-  }
-  std::vector<Parameter*> ptrs() {
-    std::vector<Parameter*> out;
-    for (auto& p : params) out.push_back(&p);
-    return out;
-  }
+struct Model : test::FloatParams {
+  Model() : FloatParams(kSizes, [](size_t i, size_t k) { return std::sin(0.41f * (i + 1) + 0.07f * k); }) {}
   float localGrad(size_t i, size_t k, int step, int rank) const {
     return std::cos(2.f * data[i][k] + 0.4f * step + rank) * (1.f + 0.3f * rank);
   }

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "tests/support/float_params.h"
 #include "tests/support/local_backend.h"
 #include "tests/support/recording_backend.h"
 #include "worker/join/join.h"
@@ -20,25 +21,9 @@ namespace {
 Deadline soon() { return Deadline::after(std::chrono::seconds(30)); }
 
 // A model's parameters: sizes chosen so no world size divides the total evenly.
-struct Model {
-  std::vector<std::vector<float>> data, grad;
-  std::vector<Parameter> params;
-  explicit Model(const std::vector<size_t>& sizes) : data(sizes.size()), grad(sizes.size()), params(sizes.size()) {
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      data[i].resize(sizes[i]);
-      grad[i].resize(sizes[i]);
-      for (size_t k = 0; k < sizes[i]; ++k) data[i][k] = std::sin(0.37f * (i + 1) + 0.11f * k);
-      params[i].name = "p" + std::to_string(i);
-      params[i].shape = {static_cast<int64_t>(sizes[i])};
-      params[i].data = data[i].data();
-      params[i].grad = grad[i].data();
-    }
-  }
-  std::vector<Parameter*> ptrs() {
-    std::vector<Parameter*> out;
-    for (auto& p : params) out.push_back(&p);
-    return out;
-  }
+struct Model : test::FloatParams {
+  explicit Model(const std::vector<size_t>& sizes)
+      : FloatParams(sizes, [](size_t i, size_t k) { return std::sin(0.37f * (i + 1) + 0.11f * k); }) {}
   void computeGrads(int step) {
     for (size_t i = 0; i < data.size(); ++i) {
       for (size_t k = 0; k < data[i].size(); ++k) grad[i][k] = std::cos(3.f * data[i][k] + 0.5f * step) + 0.01f * k;
