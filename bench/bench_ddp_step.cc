@@ -23,7 +23,6 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,20 +35,19 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "kernels/layer_ops.h"
+#include "bench/common/mlp_bench.h"
+#include "bench/common/rank_processes.h"
 #include "worker/comm/gloo_backend.h"
 #include "worker/comm/store.h"
 #include "worker/ddp/batched_powersgd_hook.h"
 #include "worker/ddp/default_hooks.h"
 #include "worker/ddp/powersgd_hook.h"
 #include "worker/ddp/reducer.h"
-#include "worker/model/mlp.h"
 
 namespace ddp::bench {
 namespace {
@@ -231,35 +229,12 @@ double processCpuMs() {
   return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 // One process of one configuration; writes "<ms_per_step> <hook_ms> <bytes_per_step> <grad_bytes>
 // <cpu_ms> <hook_wall_ms>" to dir/result_<rank>.
 Status runWorker(const Args& a) {
   const bool ddp = a.hook != "none";
-  model::MlpConfig cfg;
-  cfg.inputs = 1024;
-  cfg.hidden = {2048, 2048, 2048, 2048};
-  cfg.classes = 10;
-  model::ModelOptions mo;
-  mo.seed = 7;
-  mo.cpuThreads = 1;
-  DDP_ASSIGN_OR_RETURN(auto model, model::buildMlp(cfg, mo));
-  kernels::setCpuThreads(1);
-  model->reserve(a.batch);
-
-  // Synthetic data: 4 distinct batches per rank, cycled.
-  std::mt19937 rng(1234 + a.rank);
-  std::normal_distribution<float> normal;
-  std::uniform_int_distribution<int32_t> label(0, 9);
-  const int kBatches = 4;
-  std::vector<float> images(static_cast<size_t>(kBatches) * a.batch * 1024);
-  std::vector<int32_t> labels(static_cast<size_t>(kBatches) * a.batch);
-  for (auto& x : images) x = normal(rng);
-  for (auto& y : labels) y = label(rng);
+  DDP_ASSIGN_OR_RETURN(auto model, buildBenchMlp(a.batch));
+  const SyntheticBatches data(a.rank, a.batch);  // cycled
 
   std::unique_ptr<comm::GlooBackend> gloo;
   std::unique_ptr<CountingBackend> counting;
@@ -294,12 +269,11 @@ Status runWorker(const Args& a) {
       hookCpuStart = reducer->stats().hookCpuSeconds;
       bytesStart = counting->bytes();
     }
-    const int b = step % kBatches;
+    const int b = step % kSyntheticBatches;
     const auto t0 = Clock::now();
     model->zeroGrad();
     DDP_ASSIGN_OR_RETURN(auto stats,
-                         model->forwardBackward(images.data() + static_cast<size_t>(b) * a.batch * 1024,
-                                                labels.data() + static_cast<size_t>(b) * a.batch, a.batch,
+                         model->forwardBackward(data.images(b), data.labels(b), a.batch,
                                                 ddp ? reducer->gradReadyFn() : GradReadyFn{}));
     (void)stats;
     if (ddp) {
@@ -336,50 +310,31 @@ struct Result1 {
 // Spawns the configuration's processes and collects their results.
 Result<Result1> runConfig(const Args& a, const std::string& hook) {
   const int world = hook == "none" ? 1 : a.world;
-  char tmpl[] = "/tmp/bench_ddp_step.XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) return unavailable("mkdtemp failed");
-  const std::string dir = tmpl;
+  DDP_ASSIGN_OR_RETURN(const std::string dir, makeTempDir("bench_ddp_step"));
   fs::create_directories(dir + "/store");
-  std::vector<pid_t> pids;
-  for (int r = 0; r < world; ++r) {
+  auto argvFor = [&](int r) {
     std::vector<std::string> argv = {"/proc/self/exe", "--worker", "--rank", std::to_string(r), "--world",
                                      std::to_string(world), "--hook", hook, "--dir", dir, "--steps",
                                      std::to_string(a.steps), "--warmup", std::to_string(a.warmup), "--batch",
                                      std::to_string(a.batch)};
     if (!a.view) argv.push_back("--no-view");
-    const pid_t pid = fork();
-    if (pid == 0) {
-      std::vector<char*> cargv;
-      for (auto& s : argv) cargv.push_back(s.data());
-      cargv.push_back(nullptr);
-      setenv("OPENBLAS_NUM_THREADS", "1", 1);
-      execv("/proc/self/exe", cargv.data());
-      _exit(127);
-    }
-    if (pid < 0) return unavailable("fork failed");
-    pids.push_back(pid);
-  }
-  bool ok = true;
-  for (pid_t pid : pids) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  }
-  Result1 res;
-  for (int r = 0; ok && r < world; ++r) {
-    std::ifstream in(dir + "/result_" + std::to_string(r));
-    Result1 one;
-    if (!(in >> one.msPerStep >> one.hookMs >> one.bytesPerStep >> one.gradBytes >> one.cpuMs >> one.hookWallMs >> one.finalizeMs)) ok = false;
-    res.finalizeMs = std::max(res.finalizeMs, one.finalizeMs);
-    res.hookWallMs = std::max(res.hookWallMs, one.hookWallMs);
-    res.cpuMs = std::max(res.cpuMs, one.cpuMs);
-    res.msPerStep = std::max(res.msPerStep, one.msPerStep);  // the slowest rank sets the pace
-    res.hookMs = std::max(res.hookMs, one.hookMs);
-    res.bytesPerStep = std::max(res.bytesPerStep, one.bytesPerStep);
-    res.gradBytes = one.gradBytes;
-  }
+    return argv;
+  };
+  // Each rank's line: ms_per_step hook_ms bytes_per_step grad_bytes cpu_ms hook_wall_ms finalize_ms.
+  auto rows = runRankProcesses(world, argvFor, dir, 7);
+  if (!rows.isOk() && rows.status().code() == StatusCode::kUnavailable) return rows.status();
   fs::remove_all(dir);
-  if (!ok) return internalError("configuration '" + hook + "' failed (see the workers' messages above)");
+  if (!rows.isOk()) return internalError("configuration '" + hook + "' failed (see the workers' messages above)");
+  Result1 res;
+  for (const auto& one : *rows) {
+    res.finalizeMs = std::max(res.finalizeMs, one[6]);
+    res.hookWallMs = std::max(res.hookWallMs, one[5]);
+    res.cpuMs = std::max(res.cpuMs, one[4]);
+    res.msPerStep = std::max(res.msPerStep, one[0]);  // the slowest rank sets the pace
+    res.hookMs = std::max(res.hookMs, one[1]);
+    res.bytesPerStep = std::max(res.bytesPerStep, one[2]);
+    res.gradBytes = one[3];
+  }
   return res;
 }
 

@@ -16,9 +16,7 @@
 // exp_avg_sq: plain Adam holds all of it, ZeRO-1 its partition, DFA its padded shards).
 // Optional config `oib`: DDP with Adam run per bucket from the reducer's callback (optimizer in
 // backward) instead of after finalize().
-#include <sys/wait.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -28,19 +26,18 @@
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "kernels/layer_ops.h"
+#include "bench/common/mlp_bench.h"
+#include "bench/common/rank_processes.h"
 #include "worker/comm/gloo_backend.h"
 #include "worker/comm/http_store_client.h"
 #include "worker/comm/http_store_server.h"
 #include "worker/ddp/ddp_joinable.h"
 #include "worker/ddp/reducer.h"
 #include "worker/join/join.h"
-#include "worker/model/mlp.h"
 #include "worker/optim/distributed_fused_adam.h"
 #include "worker/optim/optimizer.h"
 #include "worker/optim/optimizer_in_backward.h"
@@ -82,32 +79,10 @@ double processCpuMs() {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
 // One process; writes "<ms_per_step> <state_bytes> <total_s> <cpu_ms_per_step>" to dir/result_<rank>.
 Status runWorker(const Args& a) {
-  model::MlpConfig mc;
-  mc.inputs = 1024;
-  mc.hidden = {2048, 2048, 2048, 2048};
-  mc.classes = 10;
-  model::ModelOptions mo;
-  mo.seed = 7;
-  mo.cpuThreads = 1;
-  DDP_ASSIGN_OR_RETURN(auto model, model::buildMlp(mc, mo));
-  kernels::setCpuThreads(1);
-  model->reserve(a.batch);
-
-  std::mt19937 rng(1234 + a.rank);
-  std::normal_distribution<float> normal;
-  std::uniform_int_distribution<int32_t> label(0, 9);
-  const int kDistinct = 4;
-  std::vector<float> images(static_cast<size_t>(kDistinct) * a.batch * 1024);
-  std::vector<int32_t> labels(static_cast<size_t>(kDistinct) * a.batch);
-  for (auto& x : images) x = normal(rng);
-  for (auto& y : labels) y = label(rng);
+  DDP_ASSIGN_OR_RETURN(auto model, buildBenchMlp(a.batch));
+  const SyntheticBatches data(a.rank, a.batch);
 
   DDP_ASSIGN_OR_RETURN(auto store, comm::HttpStoreClient::connect(a.store));
   comm::GlooOptions go;
@@ -153,15 +128,13 @@ Status runWorker(const Args& a) {
     DDP_ASSIGN_OR_RETURN(joinScope, join::Join::create({ddpJoin.get()}));
   }
   for (int step = 0; step < iterations; ++step) {
-    const int b = step % kDistinct;
+    const int b = step % kSyntheticBatches;
     const auto t0 = Clock::now();
     const double c0 = processCpuMs();
     model->zeroGrad();
     if (ddpJoin) DDP_RETURN_IF_ERROR(ddpJoin->beginIteration(longDeadline()));
     const GradReadyFn ready = dfa ? dfa->gradReadyFn() : reducer->gradReadyFn();
-    DDP_ASSIGN_OR_RETURN(auto stats, model->forwardBackward(images.data() + static_cast<size_t>(b) * a.batch * 1024,
-                                                            labels.data() + static_cast<size_t>(b) * a.batch,
-                                                            a.batch, ready));
+    DDP_ASSIGN_OR_RETURN(auto stats, model->forwardBackward(data.images(b), data.labels(b), a.batch, ready));
     (void)stats;
     if (dfa) {
       DDP_RETURN_IF_ERROR(dfa->step(longDeadline()));
@@ -200,48 +173,28 @@ struct ConfigResult {
 
 // Spawns the configuration's processes and collects the slowest / largest rank's figures.
 Result<ConfigResult> runConfig(const Args& a, const std::string& config, const std::string& storeAddress) {
-  char tmpl[] = "/tmp/bench_optim.XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) return unavailable("mkdtemp failed");
-  const std::string dir = tmpl;
+  DDP_ASSIGN_OR_RETURN(const std::string dir, makeTempDir("bench_optim"));
   static int runCounter = 0;
   const std::string prefix = "bench_optim/" + config + "/" + std::to_string(++runCounter);
-  std::vector<pid_t> pids;
-  for (int r = 0; r < a.world; ++r) {
-    std::vector<std::string> argv = {"/proc/self/exe", "--worker", "--rank", std::to_string(r), "--world",
-                                     std::to_string(a.world), "--config", config, "--store", storeAddress,
-                                     "--dir", dir, "--prefix", prefix, "--dfa-bucket-mib", std::to_string(a.dfaBucketMib),
-                                     "--steps", std::to_string(a.steps), "--warmup",
-                                     std::to_string(a.warmup), "--batch", std::to_string(a.batch)};
-    const pid_t pid = fork();
-    if (pid == 0) {
-      std::vector<char*> cargv;
-      for (auto& s : argv) cargv.push_back(s.data());
-      cargv.push_back(nullptr);
-      setenv("OPENBLAS_NUM_THREADS", "1", 1);
-      execv("/proc/self/exe", cargv.data());
-      _exit(127);
-    }
-    if (pid < 0) return unavailable("fork failed");
-    pids.push_back(pid);
-  }
-  bool ok = true;
-  for (pid_t pid : pids) {
-    int status = 0;
-    waitpid(pid, &status, 0);
-    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
-  }
-  ConfigResult res;
-  for (int r = 0; ok && r < a.world; ++r) {
-    std::ifstream in(dir + "/result_" + std::to_string(r));
-    ConfigResult one;
-    if (!(in >> one.msPerStep >> one.stateBytes >> one.totalS >> one.cpuMsPerStep)) ok = false;
-    res.cpuMsPerStep = std::max(res.cpuMsPerStep, one.cpuMsPerStep);
-    res.msPerStep = std::max(res.msPerStep, one.msPerStep);
-    res.stateBytes = std::max(res.stateBytes, one.stateBytes);
-    res.totalS = std::max(res.totalS, one.totalS);
-  }
+  auto argvFor = [&](int r) -> std::vector<std::string> {
+    return {"/proc/self/exe", "--worker", "--rank", std::to_string(r), "--world",
+            std::to_string(a.world), "--config", config, "--store", storeAddress,
+            "--dir", dir, "--prefix", prefix, "--dfa-bucket-mib", std::to_string(a.dfaBucketMib),
+            "--steps", std::to_string(a.steps), "--warmup",
+            std::to_string(a.warmup), "--batch", std::to_string(a.batch)};
+  };
+  // Each rank's line: ms_per_step state_bytes total_s cpu_ms_per_step.
+  auto rows = runRankProcesses(a.world, argvFor, dir, 4);
+  if (!rows.isOk() && rows.status().code() == StatusCode::kUnavailable) return rows.status();
   fs::remove_all(dir);
-  if (!ok) return internalError("configuration '" + config + "' failed (see the workers' messages above)");
+  if (!rows.isOk()) return internalError("configuration '" + config + "' failed (see the workers' messages above)");
+  ConfigResult res;
+  for (const auto& one : *rows) {
+    res.cpuMsPerStep = std::max(res.cpuMsPerStep, one[3]);
+    res.msPerStep = std::max(res.msPerStep, one[0]);
+    res.stateBytes = std::max(res.stateBytes, static_cast<size_t>(one[1]));
+    res.totalS = std::max(res.totalS, one[2]);
+  }
   return res;
 }
 
