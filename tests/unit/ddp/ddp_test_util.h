@@ -75,6 +75,27 @@ inline comm::LocalGroupOptions fastGroup() {
 
 inline Deadline stepDeadline() { return Deadline::after(std::chrono::seconds(20)); }
 
+// Single-process gradients on the whole global batch of `steps` (every rank's rows, summed over
+// `steps`): what DDP must produce when all ranks use every layer.
+inline std::vector<std::vector<double>> globalOracleGrads(int world, const std::vector<uint64_t>& steps) {
+  return oracleGrads(mixedLayers(), steps, 0, world * kRowsPerRank);
+}
+
+// Backward of `rank`'s share of `step`'s global batch (rows [rank * kRowsPerRank, +kRowsPerRank)).
+inline void rankBackward(LinearStack& model, int rank, uint64_t step, const GradReadyFn& ready,
+                         const std::vector<int>& skip = {}) {
+  model.backward(step, rank * kRowsPerRank, kRowsPerRank, ready, skip);
+}
+
+// A Reducer over model's parameters with hookByName(hook) registered ("none": the default path).
+inline Result<std::unique_ptr<Reducer>> makeReducer(comm::Backend& backend, LinearStack& model,
+                                                    const ReducerOptions& options = {},
+                                                    const std::string& hook = "none") {
+  DDP_ASSIGN_OR_RETURN(auto reducer, Reducer::create(backend, model.parameters(), options));
+  if (auto h = hookByName(hook, backend)) DDP_RETURN_IF_ERROR(reducer->registerCommHook(std::move(h)));
+  return reducer;
+}
+
 }  // namespace ddp::testing
 
 namespace ddp::testing {

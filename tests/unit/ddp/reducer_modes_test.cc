@@ -21,27 +21,21 @@ TEST_P(NoSyncAccumulation, KStepsThenSyncEqualsOneLargeBatchStep) {
       world,
       [&](int rank, comm::Backend& backend) {
         LinearStack model(mixedLayers(), 1);
-        ReducerOptions opts;
-        opts.bucketCapBytes = 200;
-        opts.firstBucketCapBytes = 100;
-        opts.gradientAsBucketView = view;
-        auto r = Reducer::create(backend, model.parameters(), opts);
+        auto r = makeReducer(backend, model,
+                             {.bucketCapBytes = 200, .firstBucketCapBytes = 100, .gradientAsBucketView = view}, hook);
         ASSERT_TRUE(r.isOk()) << r.status();
         Reducer& reducer = **r;
-        if (auto h = hookByName(hook, backend)) {
-          ASSERT_TRUE(reducer.registerCommHook(std::move(h)).isOk());
-        }
         uint64_t step = 0;
         for (int window = 0; window < 2; ++window) {
           model.zeroGrad();
           std::vector<uint64_t> steps;
           for (int micro = 0; micro <= k; ++micro, ++step) {
             ASSERT_TRUE(reducer.setNoSync(micro < k).isOk());
-            model.backward(step, rank * kRowsPerRank, kRowsPerRank, reducer.gradReadyFn());
+            rankBackward(model, rank, step, reducer.gradReadyFn());
             ASSERT_TRUE(reducer.finalize(stepDeadline()).isOk());
             steps.push_back(step);
           }
-          expectGradsNear(model, oracleGrads(mixedLayers(), steps, 0, world * kRowsPerRank), toleranceFor(hook),
+          expectGradsNear(model, globalOracleGrads(world, steps), toleranceFor(hook),
                           "no_sync hook " + hook + " window " + std::to_string(window));
         }
         EXPECT_EQ(reducer.stats().noSyncSteps, 4u);
@@ -68,16 +62,15 @@ TEST_P(UnusedParameters, LocallyUnusedAverageWithZeroGloballyUnusedAreZero) {
       world,
       [&](int rank, comm::Backend& backend) {
         LinearStack model(mixedLayers(), 1);
-        ReducerOptions opts;
-        opts.findUnusedParameters = true;
-        opts.gradientAsBucketView = view;
-        opts.bucketCapBytes = 100;
-        opts.firstBucketCapBytes = 50;
-        auto r = Reducer::create(backend, model.parameters(), opts);
+        auto r = makeReducer(backend, model,
+                             {.bucketCapBytes = 100,
+                              .firstBucketCapBytes = 50,
+                              .findUnusedParameters = true,
+                              .gradientAsBucketView = view});
         ASSERT_TRUE(r.isOk()) << r.status();
         for (uint64_t step = 0; step < 3; ++step) {
           model.zeroGrad();
-          model.backward(step, rank * kRowsPerRank, kRowsPerRank, (*r)->gradReadyFn(), skipOf(rank));
+          rankBackward(model, rank, step, (*r)->gradReadyFn(), skipOf(rank));
           ASSERT_TRUE((*r)->finalize(stepDeadline()).isOk());
           auto want = averagedLocalGrads(mixedLayers(), world, [&](int rk) {
             return std::vector<MicroStep>{{step, skipOf(rk)}};
@@ -96,17 +89,14 @@ TEST_P(UnusedParameters, NoSyncAccumulationOfALayerUnusedInTheSyncedStepIsKept) 
       world,
       [&](int rank, comm::Backend& backend) {
         LinearStack model(mixedLayers(), 1);
-        ReducerOptions opts;
-        opts.findUnusedParameters = true;
-        opts.gradientAsBucketView = view;
-        auto r = Reducer::create(backend, model.parameters(), opts);
+        auto r = makeReducer(backend, model, {.findUnusedParameters = true, .gradientAsBucketView = view});
         ASSERT_TRUE(r.isOk()) << r.status();
         ASSERT_TRUE((*r)->setNoSync(true).isOk());
-        model.backward(0, rank * kRowsPerRank, kRowsPerRank, (*r)->gradReadyFn());
+        rankBackward(model, rank, 0, (*r)->gradReadyFn());
         ASSERT_TRUE((*r)->finalize(stepDeadline()).isOk());
         ASSERT_TRUE((*r)->setNoSync(false).isOk());
         const std::vector<int> skip = rank == 1 ? std::vector<int>{1} : std::vector<int>{};
-        model.backward(1, rank * kRowsPerRank, kRowsPerRank, (*r)->gradReadyFn(), skip);
+        rankBackward(model, rank, 1, (*r)->gradReadyFn(), skip);
         ASSERT_TRUE((*r)->finalize(stepDeadline()).isOk());
         auto want = averagedLocalGrads(mixedLayers(), world, [](int rk) {
           return std::vector<MicroStep>{{0, {}}, {1, rk == 1 ? std::vector<int>{1} : std::vector<int>{}}};
@@ -127,22 +117,16 @@ TEST_P(MixedPrecision, ReducesInHalfKeepsFullPrecisionGradients) {
       world,
       [&](int rank, comm::Backend& backend) {
         LinearStack model(mixedLayers(), 1);
-        ReducerOptions opts;
-        opts.reduceDtype = dtype;
-        opts.bucketCapBytes = 200;
-        opts.firstBucketCapBytes = 100;
-        auto r = Reducer::create(backend, model.parameters(), opts);
+        auto r = makeReducer(backend, model, {.bucketCapBytes = 200, .firstBucketCapBytes = 100, .reduceDtype = dtype},
+                             hook);
         ASSERT_TRUE(r.isOk()) << r.status();
-        if (auto h = hookByName(hook, backend)) {
-          ASSERT_TRUE((*r)->registerCommHook(std::move(h)).isOk());
-        }
         for (size_t b = 0; b < (*r)->plan().numBuckets(); ++b) EXPECT_EQ((*r)->bucketBuffer(b).dtype, dtype);
         for (uint64_t step = 0; step < 2; ++step) {
           model.zeroGrad();
-          model.backward(step, rank * kRowsPerRank, kRowsPerRank, (*r)->gradReadyFn());
+          rankBackward(model, rank, step, (*r)->gradReadyFn());
           ASSERT_TRUE((*r)->finalize(stepDeadline()).isOk());
           const double tol = dtype == DType::kBF16 ? 2e-2 : 2e-3;
-          expectGradsNear(model, oracleGrads(mixedLayers(), {step}, 0, world * kRowsPerRank), tol,
+          expectGradsNear(model, globalOracleGrads(world, {step}), tol,
                           std::string("reduce in ") + dtypeName(dtype));
         }
         for (Parameter* p : model.parameters()) EXPECT_TRUE(p->dtype == DType::kF32 || p->dtype == DType::kF64);
@@ -166,14 +150,8 @@ TEST_P(ShadowStep, JoinedRankShadowsTheReductionWithZeros) {
       world,
       [&](int rank, comm::Backend& backend) {
         LinearStack model(mixedLayers(), 1);
-        ReducerOptions opts;
-        opts.bucketCapBytes = 100;
-        opts.firstBucketCapBytes = 50;
-        auto r = Reducer::create(backend, model.parameters(), opts);
+        auto r = makeReducer(backend, model, {.bucketCapBytes = 100, .firstBucketCapBytes = 50}, hook);
         ASSERT_TRUE(r.isOk()) << r.status();
-        if (auto h = hookByName(hook, backend)) {
-          ASSERT_TRUE((*r)->registerCommHook(std::move(h)).isOk());
-        }
         int callbacks = 0;
         ASSERT_TRUE((*r)->setBucketReducedCallback([&](GradBucket&) { ++callbacks; }).isOk());
         for (uint64_t step = 0; step < 2; ++step) {
@@ -195,10 +173,9 @@ TEST_P(ShadowStep, JoinedRankShadowsTheReductionWithZeros) {
         EXPECT_TRUE((*r)->bucketsRebuilt());
         EXPECT_EQ(callbacks, rank == 1 ? 0 : static_cast<int>(2 * (*r)->plan().numBuckets()));
         model.zeroGrad();  // both ranks train again
-        model.backward(7, rank * kRowsPerRank, kRowsPerRank, (*r)->gradReadyFn());
+        rankBackward(model, rank, 7, (*r)->gradReadyFn());
         ASSERT_TRUE((*r)->finalize(stepDeadline()).isOk());
-        expectGradsNear(model, oracleGrads(mixedLayers(), {7}, 0, world * kRowsPerRank), toleranceFor(hook),
-                        "after join");
+        expectGradsNear(model, globalOracleGrads(world, {7}), toleranceFor(hook), "after join");
       },
       fastGroup());
 }

@@ -35,22 +35,17 @@ void runAndCompare(int world, const CapCase& caps, const std::string& hook, bool
       world,
       [&](int rank, comm::Backend& backend) {
         LinearStack model(mixedLayers(), /*initSeed=*/rank + 1);  // differs per rank until the broadcast
-        ReducerOptions opts;
-        opts.bucketCapBytes = caps.cap;
-        opts.firstBucketCapBytes = caps.firstCap;
-        opts.gradientAsBucketView = view;
-        auto created = Reducer::create(backend, model.parameters(), opts);
+        const ReducerOptions opts{
+            .bucketCapBytes = caps.cap, .firstBucketCapBytes = caps.firstCap, .gradientAsBucketView = view};
+        auto created = makeReducer(backend, model, opts, hook);
         ASSERT_TRUE(created.isOk()) << created.status();
         Reducer& reducer = **created;
-        if (auto h = hookByName(hook, backend)) {
-          ASSERT_TRUE(reducer.registerCommHook(std::move(h)).isOk());
-        }
         for (int step = 0; step < steps; ++step) {
           model.zeroGrad();
-          model.backward(step, rank * kRowsPerRank, kRowsPerRank, reducer.gradReadyFn());
+          rankBackward(model, rank, step, reducer.gradReadyFn());
           Status st = reducer.finalize(stepDeadline());
           ASSERT_TRUE(st.isOk()) << st;
-          auto want = oracleGrads(mixedLayers(), {static_cast<uint64_t>(step)}, 0, world * kRowsPerRank);
+          auto want = globalOracleGrads(world, {static_cast<uint64_t>(step)});
           expectGradsNear(model, want, toleranceFor(hook),
                           "world " + std::to_string(world) + " caps " + caps.name + " hook " + hook + " step " +
                               std::to_string(step) + " rank " + std::to_string(rank));
@@ -95,10 +90,9 @@ TEST(ReducerTest, NoopHookLeavesLocalGradients) {
       world,
       [&](int rank, comm::Backend& backend) {
         LinearStack model(mixedLayers(), 1);
-        auto r = Reducer::create(backend, model.parameters());
+        auto r = makeReducer(backend, model, {}, "noop");
         ASSERT_TRUE(r.isOk()) << r.status();
-        ASSERT_TRUE((*r)->registerCommHook(makeNoopHook()).isOk());
-        model.backward(0, rank * kRowsPerRank, kRowsPerRank, (*r)->gradReadyFn());
+        rankBackward(model, rank, 0, (*r)->gradReadyFn());
         ASSERT_TRUE((*r)->finalize(stepDeadline()).isOk());
         expectGradsNear(model, oracleGrads(mixedLayers(), {0}, rank * kRowsPerRank, kRowsPerRank), 1e-6, "noop");
       },
@@ -116,10 +110,7 @@ TEST(ReducerTest, FunctionHookWithUserState) {
       world,
       [&](int rank, comm::Backend& backend) {
         LinearStack model(mixedLayers(), 1);
-        ReducerOptions opts;
-        opts.bucketCapBytes = 64;
-        opts.firstBucketCapBytes = 64;
-        auto r = Reducer::create(backend, model.parameters(), opts);
+        auto r = makeReducer(backend, model, {.bucketCapBytes = 64, .firstBucketCapBytes = 64});
         ASSERT_TRUE(r.isOk()) << r.status();
         auto hook = makeFunctionHook("sum_then_divide", State{&backend},
                                      [](State& s, GradBucket& b) -> Result<HookResult> {
@@ -140,11 +131,11 @@ TEST(ReducerTest, FunctionHookWithUserState) {
         auto* raw = hook.get();
         ASSERT_TRUE((*r)->registerCommHook(std::move(hook)).isOk());
         const size_t buckets = (*r)->plan().numBuckets();
-        model.backward(0, rank * kRowsPerRank, kRowsPerRank, (*r)->gradReadyFn());
+        rankBackward(model, rank, 0, (*r)->gradReadyFn());
         ASSERT_TRUE((*r)->finalize(stepDeadline()).isOk());
         EXPECT_EQ(raw->state().runs, static_cast<int>(buckets));
         EXPECT_EQ(raw->state().finishes, static_cast<int>(buckets));
-        expectGradsNear(model, oracleGrads(mixedLayers(), {0}, 0, world * kRowsPerRank), 1e-5, "function hook");
+        expectGradsNear(model, globalOracleGrads(world, {0}), 1e-5, "function hook");
       },
       fastGroup());
 }
@@ -158,9 +149,8 @@ TEST(ReducerTest, FirstBucketIsReducedWhileBackwardGoesOn) {
       world,
       [&](int rank, comm::Backend& backend) {
         LinearStack model(mixedLayers(), 1);
-        ReducerOptions opts;
-        opts.firstBucketCapBytes = 1;  // bucket 0 closes after its first parameter
-        auto r = Reducer::create(backend, model.parameters(), opts);
+        // Bucket 0 closes after its first parameter.
+        auto r = makeReducer(backend, model, {.firstBucketCapBytes = 1});
         ASSERT_TRUE(r.isOk()) << r.status();
         std::mutex mu;
         std::vector<size_t> order;
@@ -183,7 +173,7 @@ TEST(ReducerTest, FirstBucketIsReducedWhileBackwardGoesOn) {
         std::vector<size_t> want((*r)->plan().numBuckets());
         for (size_t b = 0; b < want.size(); ++b) want[b] = b;
         EXPECT_EQ(order, want) << "bucket callbacks must come in bucket order";
-        expectGradsNear(model, oracleGrads(mixedLayers(), {0}, 0, world * kRowsPerRank), 1e-5, "overlap");
+        expectGradsNear(model, globalOracleGrads(world, {0}), 1e-5, "overlap");
       },
       fastGroup());
 }
@@ -198,9 +188,7 @@ TEST(ReducerTest, RecordingBackendSeesFirstBucketIssuedBeforeBackwardEnds) {
       [&](int rank, comm::Backend& inner) {
         comm::RecordingBackend backend(inner);
         LinearStack model(mixedLayers(), 1);
-        ReducerOptions opts;
-        opts.firstBucketCapBytes = 1;
-        auto r = Reducer::create(backend, model.parameters(), opts);
+        auto r = makeReducer(backend, model, {.firstBucketCapBytes = 1});
         ASSERT_TRUE(r.isOk()) << r.status();
         backend.clear();  // forget the construction collectives
         model.backward(0, rank * kRowsPerRank, kRowsPerRank, (*r)->gradReadyFn(), {},
@@ -230,11 +218,8 @@ TEST(ReducerTest, BucketReadyEarlyWaitsForItsPredecessors) {
       [&](int rank, comm::Backend& inner) {
         comm::RecordingBackend backend(inner);
         LinearStack model(mixedLayers(), 1);
-        ReducerOptions opts;
-        opts.bucketCapBytes = 100;
-        opts.firstBucketCapBytes = 50;
-        opts.rebuildBuckets = false;
-        auto r = Reducer::create(backend, model.parameters(), opts);
+        auto r =
+            makeReducer(backend, model, {.bucketCapBytes = 100, .firstBucketCapBytes = 50, .rebuildBuckets = false});
         ASSERT_TRUE(r.isOk()) << r.status();
         std::vector<size_t> hookOrder;
         auto hook = makeFunctionHook("recording_allreduce", static_cast<comm::Backend*>(&backend),
@@ -244,7 +229,7 @@ TEST(ReducerTest, BucketReadyEarlyWaitsForItsPredecessors) {
                                      });
         ASSERT_TRUE((*r)->registerCommHook(std::move(hook)).isOk());
         backend.clear();
-        model.backward(0, rank * kRowsPerRank, kRowsPerRank, {});
+        rankBackward(model, rank, 0, {});
         for (size_t i = 0; i < model.parameters().size(); ++i) ASSERT_TRUE((*r)->markGradReady(i).isOk());
         ASSERT_TRUE((*r)->finalize(stepDeadline()).isOk());
         const size_t n = (*r)->plan().numBuckets();
@@ -255,7 +240,7 @@ TEST(ReducerTest, BucketReadyEarlyWaitsForItsPredecessors) {
         auto ops = backend.ops();
         ASSERT_EQ(ops.size(), n);
         for (size_t b = 0; b < n; ++b) EXPECT_EQ(ops[b].bytes, (*r)->bucketBuffer(b).bytes()) << "bucket " << b;
-        expectGradsNear(model, oracleGrads(mixedLayers(), {0}, 0, world * kRowsPerRank), 1e-5, "early bucket");
+        expectGradsNear(model, globalOracleGrads(world, {0}), 1e-5, "early bucket");
       },
       fastGroup());
 }
@@ -268,10 +253,7 @@ TEST(ReducerTest, RebuildFollowsRankZerosReadyOrderOnEveryRank) {
       world,
       [&](int rank, comm::Backend& backend) {
         LinearStack model(mixedLayers(), 1);
-        ReducerOptions opts;
-        opts.bucketCapBytes = 100;
-        opts.firstBucketCapBytes = 50;
-        auto r = Reducer::create(backend, model.parameters(), opts);
+        auto r = makeReducer(backend, model, {.bucketCapBytes = 100, .firstBucketCapBytes = 50});
         ASSERT_TRUE(r.isOk()) << r.status();
         Reducer& reducer = **r;
         const size_t n = model.parameters().size();
@@ -288,7 +270,7 @@ TEST(ReducerTest, RebuildFollowsRankZerosReadyOrderOnEveryRank) {
         EXPECT_EQ(reducer.plan(), *before);
         for (int step = 0; step < 3; ++step) {
           model.zeroGrad();
-          model.backward(step, rank * kRowsPerRank, kRowsPerRank, {});
+          rankBackward(model, rank, step, {});
           auto order = step == 0 ? orderFor(rank) : reducer.plan().flatOrder();
           for (size_t i : order) ASSERT_TRUE(reducer.markGradReady(i).isOk());
           ASSERT_TRUE(reducer.finalize(stepDeadline()).isOk());
@@ -297,8 +279,8 @@ TEST(ReducerTest, RebuildFollowsRankZerosReadyOrderOnEveryRank) {
             ASSERT_TRUE(want.isOk());
             EXPECT_EQ(reducer.plan(), *want) << "rank " << rank << ": " << reducer.plan().describe();
           }
-          expectGradsNear(model, oracleGrads(mixedLayers(), {static_cast<uint64_t>(step)}, 0, world * kRowsPerRank),
-                          1e-5, "rebuild step " + std::to_string(step));
+          expectGradsNear(model, globalOracleGrads(world, {static_cast<uint64_t>(step)}), 1e-5,
+                          "rebuild step " + std::to_string(step));
         }
       },
       fastGroup());
