@@ -30,20 +30,10 @@ double threadCpuSeconds() {
 }
 
 // User code (hooks, callbacks) runs on the comm thread; an exception must not end the thread
-// (or the process): it becomes an Internal status like any other hook failure.
-template <typename T, typename F>
-Result<T> guarded(const char* what, F&& fn) {
-  try {
-    return fn();
-  } catch (const std::exception& e) {
-    return internalError(std::string("exception in ") + what + ": " + e.what());
-  } catch (...) {
-    return internalError(std::string("unknown exception in ") + what);
-  }
-}
-
-template <typename F>
-Status guardedStatus(const char* what, F&& fn) {
+// (or the process): it becomes an Internal status like any other hook failure. R is Status or
+// a Result<T> (both built from an error Status).
+template <typename R, typename F>
+R guarded(const char* what, F&& fn) {
   try {
     return fn();
   } catch (const std::exception& e) {
@@ -108,7 +98,7 @@ void Reducer::runBucket(size_t b) {
   }
   const auto t0 = std::chrono::steady_clock::now();
   const double c0 = threadCpuSeconds();
-  Result<HookResult> r = guarded<HookResult>("run", [&]() -> Result<HookResult> {
+  Result<HookResult> r = guarded<Result<HookResult>>("run", [&]() -> Result<HookResult> {
     if (hook_) return hook_->run(*bk.grad);
     return HookResult{backend_.allreduce(bk.grad->buffer(), comm::ReduceOp::kSum), {}};
   });
@@ -152,7 +142,7 @@ void Reducer::completeBucket(size_t b, bool shadow) {
     if (st.isOk() && bk.result.finish) {
       const auto t0 = std::chrono::steady_clock::now();
       const double c0 = threadCpuSeconds();
-      st = guardedStatus("finish", bk.result.finish);
+      st = guarded<Status>("finish", bk.result.finish);
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const double cpu = threadCpuSeconds() - c0;
       std::lock_guard<std::mutex> lock(sync_->mu);
@@ -167,7 +157,7 @@ void Reducer::completeBucket(size_t b, bool shadow) {
       st = kernels::unpackBucket(flat(bk.grad->buffer()), grads, 1.0);
     }
     if (st.isOk() && !shadow && bucketCallback_) {
-      st = guardedStatus("bucket-reduced callback", [&] {
+      st = guarded<Status>("bucket-reduced callback", [&] {
         bucketCallback_(*bk.grad);
         return Status::ok();
       });
