@@ -114,29 +114,24 @@ WorkPtr LocalBackend::barrier(const OpOptions& opts) {
 }
 
 WorkPtr LocalBackend::send(BufferView buf, int dst, int tag, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kSend;
-  o.in = buf;
-  o.root = dst;
-  o.tag = tag;
-  o.error = checkBuffer(buf, "send buffer");
-  if (o.error.isOk() && (dst < 0 || dst >= size() || dst == rank_)) {
-    o.error = invalidArgument("send destination " + std::to_string(dst) + " invalid for rank " +
-                              std::to_string(rank_) + " of " + std::to_string(size()));
-  }
-  return issue(std::move(o), opts);
+  return issuePointToPoint(OpType::kSend, buf, dst, tag, opts);
 }
 
 WorkPtr LocalBackend::recv(BufferView buf, int src, int tag, const OpOptions& opts) {
+  return issuePointToPoint(OpType::kRecv, buf, src, tag, opts);
+}
+
+WorkPtr LocalBackend::issuePointToPoint(OpType type, BufferView buf, int peer, int tag, const OpOptions& opts) {
+  const bool send = type == OpType::kSend;
   Op o;
-  o.type = OpType::kRecv;
+  o.type = type;
   o.in = buf;
-  o.root = src;
+  o.root = peer;
   o.tag = tag;
-  o.error = checkBuffer(buf, "recv buffer");
-  if (o.error.isOk() && (src < 0 || src >= size() || src == rank_)) {
-    o.error = invalidArgument("recv source " + std::to_string(src) + " invalid for rank " +
-                              std::to_string(rank_) + " of " + std::to_string(size()));
+  o.error = checkBuffer(buf, send ? "send buffer" : "recv buffer");
+  if (o.error.isOk() && (peer < 0 || peer >= size() || peer == rank_)) {
+    o.error = invalidArgument(std::string(send ? "send destination " : "recv source ") + std::to_string(peer) +
+                              " invalid for rank " + std::to_string(rank_) + " of " + std::to_string(size()));
   }
   return issue(std::move(o), opts);
 }

@@ -68,6 +68,8 @@ class LocalBackend final : public Backend {
 
  private:
   WorkPtr issue(Op op, const OpOptions& opts);
+  // send (kSend, peer = destination) or recv (kRecv, peer = source).
+  WorkPtr issuePointToPoint(OpType type, BufferView buf, int peer, int tag, const OpOptions& opts);
   Status checkBuffer(const BufferView& b, const char* what) const;
 
   const std::shared_ptr<LocalGroup> group_;
