@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/linalg_ops.h"
+#include "kernels/powersgd_ops_cpu.h"
 
 #if DDP_WITH_CUDA
 #include "kernels/powersgd_ops_cuda.h"
@@ -123,6 +124,14 @@ int64_t i64(size_t v) { return static_cast<int64_t>(v); }
 
 Status computeP(Device device, const float* m, const float* q, float* p, size_t batch, size_t rows,
                 size_t cols, size_t r, void* stream) {
+  if (device.isCpu()) {  // Note [Skinny PowerSGD products on the CPU]
+    for (size_t b = 0; b < batch; ++b) {
+      // With no error the kernel only reads M.
+      cpu::addErrorAndComputeP(const_cast<float*>(m + b * rows * cols), nullptr, q + b * cols * r, p + b * rows * r,
+                               rows, cols, r);
+    }
+    return Status::ok();
+  }
   linalg::GemmShape s;
   s.m = i64(rows);
   s.n = i64(r);
@@ -139,25 +148,8 @@ Status computeP(Device device, const float* m, const float* q, float* p, size_t 
 
 Status computeQ(Device device, const float* m, const float* p, float* q, size_t batch, size_t rows,
                 size_t cols, size_t r, void* stream) {
-  if (device.isCpu() && batch > 0 && rows > 0 && cols > 0 && r > 0) {
-    // OpenBLAS is faster at Q^T = P^T M (M streamed row by row as the wide operand) than at
-    // M^T P; Q^T (r x cols) is then transposed into Q, which is small.
-    linalg::GemmShape s;
-    s.transA = true;  // P^T
-    s.m = i64(r);
-    s.n = i64(cols);
-    s.k = i64(rows);
-    s.lda = i64(r);
-    s.ldb = i64(cols);
-    s.ldc = i64(cols);
-    thread_local std::vector<float> qt;
-    qt.resize(r * cols);
-    for (size_t b = 0; b < batch; ++b) {
-      DDP_RETURN_IF_ERROR(linalg::sgemm(device, s, 1.0f, p + b * rows * r, m + b * rows * cols, 0.0f, qt.data()));
-      float* qb = q + b * cols * r;
-      for (size_t k = 0; k < r; ++k)
-        for (size_t j = 0; j < cols; ++j) qb[j * r + k] = qt[k * cols + j];
-    }
+  if (device.isCpu()) {  // Note [Skinny PowerSGD products on the CPU]
+    for (size_t b = 0; b < batch; ++b) cpu::computeQ(m + b * rows * cols, p + b * rows * r, q + b * cols * r, rows, cols, r);
     return Status::ok();
   }
   linalg::GemmShape s;
@@ -177,6 +169,10 @@ Status computeQ(Device device, const float* m, const float* p, float* q, size_t 
 
 Status decompress(Device device, const float* p, const float* q, float* m, size_t batch, size_t rows,
                   size_t cols, size_t r, void* stream) {
+  if (device.isCpu()) {  // Note [Skinny PowerSGD products on the CPU]
+    for (size_t b = 0; b < batch; ++b) cpu::decompress(m + b * rows * cols, p + b * rows * r, q + b * cols * r, nullptr, rows, cols, r);
+    return Status::ok();
+  }
   linalg::GemmShape s;
   s.transB = true;  // Q^T
   s.m = i64(rows);
@@ -192,30 +188,13 @@ Status decompress(Device device, const float* p, const float* q, float* m, size_
   return linalg::sgemm(device, s, 1.0f, p, q, 0.0f, m, stream);
 }
 
-namespace {
-
-// Rows per block so that a block of M (and the decompression scratch) stays in L2.
-size_t blockRows(size_t cols) {
-  constexpr size_t kBlockElements = 32 * 1024;  // 128 KiB of floats
-  return std::max<size_t>(1, kBlockElements / std::max<size_t>(cols, 1));
-}
-
-}  // namespace
-
 Status addErrorAndComputeP(Device device, float* m, const float* error, const float* q, float* p, size_t rows,
                            size_t cols, size_t r, void* stream) {
   if (device.isCuda()) {  // unfused on CUDA: bandwidth is not the bottleneck there
     DDP_RETURN_IF_ERROR(errorFeedbackAdd(device, m, error, rows * cols, stream));
     return computeP(device, m, q, p, 1, rows, cols, r, stream);
   }
-  const size_t step = blockRows(cols);
-  for (size_t row = 0; row < rows; row += step) {
-    const size_t n = std::min(step, rows - row);
-    float* mb = m + row * cols;
-    const float* eb = error + row * cols;
-    for (size_t i = 0; i < n * cols; ++i) mb[i] += eb[i];
-    DDP_RETURN_IF_ERROR(computeP(device, mb, q, p + row * r, 1, n, cols, r, stream));
-  }
+  cpu::addErrorAndComputeP(m, error, q, p, rows, cols, r);  // one pass over M and the error
   return Status::ok();
 }
 
@@ -225,30 +204,7 @@ Status decompressWithError(Device device, float* m, const float* p, const float*
     DDP_RETURN_IF_ERROR(decompress(device, p, q, error, 1, rows, cols, r, stream));
     return errorFeedbackUpdate(device, m, error, rows * cols, stream);
   }
-  // Row by row: the row of M~ is r axpys of Q's columns (Q transposed once, so each is a
-  // contiguous, vectorisable loop) into a row buffer that stays in L1.
-  thread_local std::vector<float> qt, approx;
-  qt.resize(r * cols);
-  approx.resize(cols);
-  for (size_t j = 0; j < cols; ++j)
-    for (size_t k = 0; k < r; ++k) qt[k * cols + j] = q[j * r + k];
-  float* a = approx.data();
-  for (size_t i = 0; i < rows; ++i) {
-    const float* pi = p + i * r;
-    const float* q0 = qt.data();
-    for (size_t j = 0; j < cols; ++j) a[j] = pi[0] * q0[j];
-    for (size_t k = 1; k < r; ++k) {
-      const float pk = pi[k];
-      const float* qk = qt.data() + k * cols;
-      for (size_t j = 0; j < cols; ++j) a[j] += pk * qk[j];
-    }
-    float* mr = m + i * cols;
-    float* er = error + i * cols;
-    for (size_t j = 0; j < cols; ++j) {
-      er[j] = mr[j] - a[j];
-      mr[j] = a[j];
-    }
-  }
+  cpu::decompress(m, p, q, error, rows, cols, r);  // one pass: read M, write M and the error
   return Status::ok();
 }
 

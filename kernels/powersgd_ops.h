@@ -74,8 +74,9 @@ Status decompress(Device device, const float* p, const float* q, float* m, size_
 //  addErrorAndComputeP: M += error (M keeps the sum), then P = M Q;
 //  decompressWithError: M~ = P Q^T, error = M - M~, M = M~.
 // Same results as errorFeedbackAdd + computeP and decompress + errorFeedbackUpdate up to float
-// rounding; the CPU versions walk M in row blocks that stay in cache, so each gradient is read
-// and written once per call (3 memory passes instead of 4 and 5).
+// rounding; on the CPU each gradient is read (and written) once per call, 3 memory passes
+// instead of 4 and 5 (Note [Skinny PowerSGD products on the CPU] in powersgd_ops_cpu.h, which
+// also serves the unfused CPU products).
 Status addErrorAndComputeP(Device device, float* m, const float* error, const float* q, float* p, size_t rows,
                            size_t cols, size_t r, void* stream = nullptr);
 Status decompressWithError(Device device, float* m, const float* p, const float* q, float* error, size_t rows,

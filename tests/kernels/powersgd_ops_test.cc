@@ -76,7 +76,9 @@ TEST_P(ProductsTest, MatchNaiveLoops) {
 INSTANTIATE_TEST_SUITE_P(Shapes, ProductsTest,
                          ::testing::Values(std::make_tuple(1, 1, 1, 1), std::make_tuple(1, 7, 5, 2),
                                            std::make_tuple(3, 16, 33, 4), std::make_tuple(2, 64, 9, 1),
-                                           std::make_tuple(1, 3, 40, 3)));
+                                           std::make_tuple(1, 3, 40, 3),
+                                           // rank > 4 (two groups of Q columns), odd rows and cols
+                                           std::make_tuple(1, 13, 37, 8), std::make_tuple(2, 6, 17, 5)));
 
 TEST(ProductsTest, EmptyShapesAreNoOps) {
   std::vector<float> p{5.f};
@@ -206,7 +208,8 @@ TEST_P(FusedTest, MatchUnfusedComposition) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, FusedTest,
                          ::testing::Values(std::make_tuple(1, 1, 1), std::make_tuple(7, 5, 2),
-                                           std::make_tuple(300, 200, 4), std::make_tuple(50, 3000, 3)));
+                                           std::make_tuple(300, 200, 4), std::make_tuple(50, 3000, 3),
+                                           std::make_tuple(9, 19, 6)));
 
 TEST(ScaleTest, MultipliesEveryElement) {
   std::vector<float> x{1.f, -2.f, 4.f};

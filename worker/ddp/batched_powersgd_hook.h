@@ -48,6 +48,12 @@ class BatchedPowerSgdHook final : public PowerSgdHookBase {
  private:
   struct BucketPlan;
 
+  // Rows of the square view per block of Note [Row blocks of the square view].
+  static size_t blockRows(size_t side);
+  // fn(slice, lo, hi) for each slice's part [lo, hi) of the bucket's element range [begin, end).
+  template <typename Fn>
+  static void forEachSlicePart(const BucketPlan& plan, size_t begin, size_t end, Fn&& fn);
+
   void clearPlans() override;
   Status finishBucket(BucketPlan* plan, float* base, bool isLast);
 

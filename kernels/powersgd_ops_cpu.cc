@@ -1,0 +1,271 @@
+#include "kernels/powersgd_ops_cpu.h"
+
+#include <algorithm>
+#include <vector>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DDP_POWERSGD_AVX2 1
+#include <immintrin.h>
+#else
+#define DDP_POWERSGD_AVX2 0
+#endif
+
+namespace ddp::kernels::powersgd::cpu {
+namespace {
+
+// Q (cols x r, row-major) transposed into per-thread scratch: r contiguous rows of length cols.
+const float* transposed(const float* q, size_t cols, size_t r) {
+  thread_local std::vector<float> qt;
+  if (qt.size() < r * cols) qt.resize(r * cols);
+  transposeQ(q, cols, r, qt.data());
+  return qt.data();
+}
+
+// ---- Portable versions (the compiler vectorises the loops without reductions). ----
+
+void pRowsScalar(float* m, const float* error, const float* qt, float* p, size_t rows, size_t cols, size_t r) {
+  for (size_t i = 0; i < rows; ++i) {
+    float* mi = m + i * cols;
+    if (error != nullptr) {
+      const float* ei = error + i * cols;
+      for (size_t j = 0; j < cols; ++j) mi[j] += ei[j];
+    }
+    for (size_t k = 0; k < r; ++k) {
+      const float* qk = qt + k * cols;
+      float s = 0.0f;
+      for (size_t j = 0; j < cols; ++j) s += mi[j] * qk[j];
+      p[i * r + k] = s;
+    }
+  }
+}
+
+void qRowsScalar(const float* m, const float* p, float* qt, size_t rows, size_t cols, size_t r) {
+  for (size_t i = 0; i < rows; ++i) {
+    const float* mi = m + i * cols;
+    for (size_t k = 0; k < r; ++k) {
+      const float pk = p[i * r + k];
+      float* __restrict qk = qt + k * cols;
+      for (size_t j = 0; j < cols; ++j) qk[j] += pk * mi[j];
+    }
+  }
+}
+
+void decompressScalar(float* m, const float* p, const float* qt, float* error, size_t rows, size_t cols,
+                      size_t r) {
+  thread_local std::vector<float> row;
+  if (row.size() < cols) row.resize(cols);
+  float* __restrict a = row.data();
+  for (size_t i = 0; i < rows; ++i) {
+    const float* pi = p + i * r;
+    std::fill(a, a + cols, 0.0f);
+    for (size_t k = 0; k < r; ++k) {
+      const float pk = pi[k];
+      const float* qk = qt + k * cols;
+      for (size_t j = 0; j < cols; ++j) a[j] += pk * qk[j];
+    }
+    float* mi = m + i * cols;
+    if (error != nullptr) {
+      float* ei = error + i * cols;
+      for (size_t j = 0; j < cols; ++j) ei[j] = mi[j] - a[j];
+    }
+    std::copy(a, a + cols, mi);
+  }
+}
+
+#if DDP_POWERSGD_AVX2
+
+#define DDP_AVX2 __attribute__((target("avx2,fma")))
+
+DDP_AVX2 inline float horizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
+  return _mm_cvtss_f32(s);
+}
+
+// p[0..KC) = row . qt[k] for KC rows of Q^T; with kAdd, first row += error row (stored back).
+template <int KC, bool kAdd>
+DDP_AVX2 inline void pRowAvx2(float* mi, const float* ei, const float* qt, size_t cols, float* out) {
+  __m256 acc[KC];
+  for (int k = 0; k < KC; ++k) acc[k] = _mm256_setzero_ps();
+  size_t j = 0;
+  for (; j + 8 <= cols; j += 8) {
+    __m256 v = _mm256_loadu_ps(mi + j);
+    if constexpr (kAdd) {
+      v = _mm256_add_ps(v, _mm256_loadu_ps(ei + j));
+      _mm256_storeu_ps(mi + j, v);
+    }
+    for (int k = 0; k < KC; ++k) acc[k] = _mm256_fmadd_ps(v, _mm256_loadu_ps(qt + k * cols + j), acc[k]);
+  }
+  float s[KC];
+  for (int k = 0; k < KC; ++k) s[k] = horizontalSum(acc[k]);
+  for (; j < cols; ++j) {
+    float v = mi[j];
+    if constexpr (kAdd) {
+      v += ei[j];
+      mi[j] = v;
+    }
+    for (int k = 0; k < KC; ++k) s[k] += v * qt[k * cols + j];
+  }
+  for (int k = 0; k < KC; ++k) out[k] = s[k];
+}
+
+template <bool kAdd>
+DDP_AVX2 void pGroup(size_t kc, float* mi, const float* ei, const float* qt, size_t cols, float* out) {
+  switch (kc) {
+    case 1: return pRowAvx2<1, kAdd>(mi, ei, qt, cols, out);
+    case 2: return pRowAvx2<2, kAdd>(mi, ei, qt, cols, out);
+    case 3: return pRowAvx2<3, kAdd>(mi, ei, qt, cols, out);
+    default: return pRowAvx2<4, kAdd>(mi, ei, qt, cols, out);
+  }
+}
+
+DDP_AVX2 void pRowsAvx2(float* m, const float* error, const float* qt, float* p, size_t rows, size_t cols, size_t r) {
+  for (size_t i = 0; i < rows; ++i) {
+    float* mi = m + i * cols;
+    for (size_t k0 = 0; k0 < r; k0 += 4) {
+      const size_t kc = std::min<size_t>(4, r - k0);
+      if (error != nullptr && k0 == 0) pGroup<true>(kc, mi, error + i * cols, qt, cols, p + i * r);
+      else pGroup<false>(kc, mi, nullptr, qt + k0 * cols, cols, p + i * r + k0);
+    }
+  }
+}
+
+// Q^T[k] += sum over four rows of p[i][k] * row i, rows in ascending order per element.
+DDP_AVX2 void qRowsAvx2(const float* m, const float* p, float* qt, size_t rows, size_t cols, size_t r) {
+  size_t i = 0;
+  for (; i + 4 <= rows; i += 4) {
+    const float* m0 = m + i * cols;
+    const float* m1 = m0 + cols;
+    const float* m2 = m1 + cols;
+    const float* m3 = m2 + cols;
+    const float* pi = p + i * r;
+    size_t j = 0;
+    for (; j + 8 <= cols; j += 8) {
+      const __m256 v0 = _mm256_loadu_ps(m0 + j), v1 = _mm256_loadu_ps(m1 + j);
+      const __m256 v2 = _mm256_loadu_ps(m2 + j), v3 = _mm256_loadu_ps(m3 + j);
+      for (size_t k = 0; k < r; ++k) {
+        float* qk = qt + k * cols + j;
+        __m256 a = _mm256_loadu_ps(qk);
+        a = _mm256_fmadd_ps(_mm256_broadcast_ss(pi + k), v0, a);
+        a = _mm256_fmadd_ps(_mm256_broadcast_ss(pi + r + k), v1, a);
+        a = _mm256_fmadd_ps(_mm256_broadcast_ss(pi + 2 * r + k), v2, a);
+        a = _mm256_fmadd_ps(_mm256_broadcast_ss(pi + 3 * r + k), v3, a);
+        _mm256_storeu_ps(qk, a);
+      }
+    }
+    for (; j < cols; ++j) {
+      for (size_t k = 0; k < r; ++k) {
+        float a = qt[k * cols + j];
+        a += pi[k] * m0[j];
+        a += pi[r + k] * m1[j];
+        a += pi[2 * r + k] * m2[j];
+        a += pi[3 * r + k] * m3[j];
+        qt[k * cols + j] = a;
+      }
+    }
+  }
+  for (; i < rows; ++i) {
+    const float* mi = m + i * cols;
+    for (size_t k = 0; k < r; ++k) {
+      const __m256 pk = _mm256_set1_ps(p[i * r + k]);
+      float* qk = qt + k * cols;
+      size_t j = 0;
+      for (; j + 8 <= cols; j += 8) {
+        _mm256_storeu_ps(qk + j, _mm256_fmadd_ps(pk, _mm256_loadu_ps(mi + j), _mm256_loadu_ps(qk + j)));
+      }
+      for (; j < cols; ++j) qk[j] += p[i * r + k] * mi[j];
+    }
+  }
+}
+
+DDP_AVX2 void decompressAvx2(float* m, const float* p, const float* qt, float* error, size_t rows, size_t cols,
+                             size_t r) {
+  for (size_t i = 0; i < rows; ++i) {
+    const float* pi = p + i * r;
+    float* mi = m + i * cols;
+    float* ei = error != nullptr ? error + i * cols : nullptr;
+    size_t j = 0;
+    for (; j + 8 <= cols; j += 8) {
+      __m256 a = _mm256_setzero_ps();
+      for (size_t k = 0; k < r; ++k) a = _mm256_fmadd_ps(_mm256_broadcast_ss(pi + k), _mm256_loadu_ps(qt + k * cols + j), a);
+      if (ei != nullptr) _mm256_storeu_ps(ei + j, _mm256_sub_ps(_mm256_loadu_ps(mi + j), a));
+      _mm256_storeu_ps(mi + j, a);
+    }
+    for (; j < cols; ++j) {
+      float a = 0.0f;
+      for (size_t k = 0; k < r; ++k) a += pi[k] * qt[k * cols + j];
+      if (ei != nullptr) ei[j] = mi[j] - a;
+      mi[j] = a;
+    }
+  }
+}
+
+bool haveAvx2() {
+  static const bool have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return have;
+}
+
+#else
+
+bool haveAvx2() { return false; }
+
+#endif  // DDP_POWERSGD_AVX2
+
+}  // namespace
+
+void transposeQ(const float* q, size_t cols, size_t r, float* qt) {
+  for (size_t j = 0; j < cols; ++j)
+    for (size_t k = 0; k < r; ++k) qt[k * cols + j] = q[j * r + k];
+}
+
+void addErrorAndComputePTransposed(float* m, const float* error, const float* qt, float* p, size_t rows,
+                                   size_t cols, size_t r) {
+  if (rows == 0 || r == 0) {
+    if (error != nullptr)
+      for (size_t i = 0; i < rows * cols; ++i) m[i] += error[i];
+    return;
+  }
+#if DDP_POWERSGD_AVX2
+  if (haveAvx2()) return pRowsAvx2(m, error, qt, p, rows, cols, r);
+#endif
+  pRowsScalar(m, error, qt, p, rows, cols, r);
+}
+
+void addErrorAndComputeP(float* m, const float* error, const float* q, float* p, size_t rows, size_t cols,
+                         size_t r) {
+  const bool empty = rows == 0 || r == 0;  // then Q is not read
+  addErrorAndComputePTransposed(m, error, empty ? nullptr : transposed(q, cols, r), p, rows, cols, r);
+}
+
+void computeQ(const float* m, const float* p, float* q, size_t rows, size_t cols, size_t r) {
+  if (cols == 0 || r == 0) return;
+  thread_local std::vector<float> scratch;
+  if (scratch.size() < r * cols) scratch.resize(r * cols);
+  float* qt = scratch.data();
+  std::fill(qt, qt + r * cols, 0.0f);
+#if DDP_POWERSGD_AVX2
+  if (haveAvx2()) qRowsAvx2(m, p, qt, rows, cols, r);
+  else qRowsScalar(m, p, qt, rows, cols, r);
+#else
+  qRowsScalar(m, p, qt, rows, cols, r);
+#endif
+  for (size_t j = 0; j < cols; ++j)
+    for (size_t k = 0; k < r; ++k) q[j * r + k] = qt[k * cols + j];
+}
+
+void decompressTransposed(float* m, const float* p, const float* qt, float* error, size_t rows, size_t cols,
+                          size_t r) {
+  if (rows == 0 || cols == 0) return;
+#if DDP_POWERSGD_AVX2
+  if (haveAvx2()) return decompressAvx2(m, p, qt, error, rows, cols, r);
+#endif
+  decompressScalar(m, p, qt, error, rows, cols, r);
+}
+
+void decompress(float* m, const float* p, const float* q, float* error, size_t rows, size_t cols, size_t r) {
+  if (rows == 0 || cols == 0) return;
+  decompressTransposed(m, p, transposed(q, cols, r), error, rows, cols, r);
+}
+
+}  // namespace ddp::kernels::powersgd::cpu
