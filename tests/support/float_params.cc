@@ -1,5 +1,8 @@
 #include "tests/support/float_params.h"
 
+#include <gtest/gtest.h>
+
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -22,6 +25,14 @@ std::vector<Parameter*> FloatParams::ptrs() {
   std::vector<Parameter*> out;
   for (auto& p : params) out.push_back(&p);
   return out;
+}
+
+void expectAllNear(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& want,
+                   float relTol, const std::string& what) {
+  for (size_t i = 0; i < got.size(); ++i)
+    for (size_t k = 0; k < got[i].size(); ++k)
+      ASSERT_NEAR(got[i][k], want[i][k], relTol * (1.f + std::fabs(want[i][k])))
+          << what << " param " << i << "[" << k << "]";
 }
 
 }  // namespace ddp::test

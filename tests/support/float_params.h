@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "worker/core/parameter.h"
@@ -35,5 +36,11 @@ struct FloatParams {
   std::vector<std::vector<float>> data, grad;
   std::vector<Parameter> params;
 };
+
+// GoogleTest ASSERTs that got[i][k] is within relTol * (1 + |want[i][k]|) of want[i][k] for
+// every element (want has got's shape); failures name `what`, the parameter and the element.
+// Wrap in ASSERT_NO_FATAL_FAILURE where the caller must stop at the first mismatch.
+void expectAllNear(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& want,
+                   float relTol, const std::string& what = "");
 
 }  // namespace ddp::test

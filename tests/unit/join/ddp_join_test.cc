@@ -61,9 +61,7 @@ Oracle runOracle(const optim::OptimizerConfig& cfg, bool divideByInitial) {
 
 void expectNear(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& want,
                 const std::string& what) {
-  for (size_t i = 0; i < got.size(); ++i)
-    for (size_t k = 0; k < got[i].size(); ++k)
-      ASSERT_NEAR(got[i][k], want[i][k], 2e-6f * (1.f + std::fabs(want[i][k]))) << what << " param " << i << "[" << k << "]";
+  test::expectAllNear(got, want, 2e-6f, what);
 }
 
 ReducerOptions smallBuckets() {

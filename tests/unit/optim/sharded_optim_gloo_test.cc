@@ -29,9 +29,7 @@ struct Model : test::FloatParams {
 };
 
 void expectNear(const std::vector<std::vector<float>>& got, const std::vector<std::vector<float>>& want) {
-  for (size_t i = 0; i < got.size(); ++i)
-    for (size_t k = 0; k < got[i].size(); ++k)
-      ASSERT_NEAR(got[i][k], want[i][k], 1e-5f * (1.f + std::fabs(want[i][k]))) << i << "[" << k << "]";
+  test::expectAllNear(got, want, 1e-5f);
 }
 
 // Plain Adam on the average over worlds[s] ranks' gradients at step s.
