@@ -21,7 +21,6 @@
 // Gradients live in the buckets (gradientAsBucketView) unless --no-view.
 #include <fcntl.h>
 #include <sys/file.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -41,6 +40,7 @@
 #include <vector>
 
 #include "bench/common/mlp_bench.h"
+#include "bench/common/process.h"
 #include "bench/common/rank_processes.h"
 #include "worker/comm/gloo_backend.h"
 #include "worker/comm/store.h"
@@ -223,11 +223,7 @@ Result<std::unique_ptr<CommHook>> makeHook(const std::string& name, comm::Backen
   return invalidArgument("unknown hook '" + name + "'");
 }
 
-double processCpuMs() {
-  rusage ru{};
-  getrusage(RUSAGE_SELF, &ru);
-  return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e3 + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e3;
-}
+double processCpuMs() { return processCpuSeconds() * 1e3; }
 
 // One process of one configuration; writes "<ms_per_step> <hook_ms> <bytes_per_step> <grad_bytes>
 // <cpu_ms> <hook_wall_ms>" to dir/result_<rank>.
