@@ -25,28 +25,24 @@ TEST_P(ReducerOverGloo, MatchesSingleProcessAcrossNoSyncAndRebuild) {
       c.world,
       [&](int rank, comm::Backend& backend) {
         LinearStack model(mixedLayers(), rank + 1);
-        ReducerOptions opts;
-        opts.bucketCapBytes = 200;
-        opts.firstBucketCapBytes = 100;
-        opts.reduceDtype = c.reduceDtype;
-        opts.gradientAsBucketView = c.view;
-        auto r = Reducer::create(backend, model.parameters(), opts);
+        const ReducerOptions opts{.bucketCapBytes = 200,
+                                  .firstBucketCapBytes = 100,
+                                  .gradientAsBucketView = c.view,
+                                  .reduceDtype = c.reduceDtype};
+        auto r = makeReducer(backend, model, opts, c.hook);
         ASSERT_TRUE(r.isOk()) << r.status();
-        if (auto h = hookByName(c.hook, backend)) {
-          ASSERT_TRUE((*r)->registerCommHook(std::move(h)).isOk());
-        }
         double tol = toleranceFor(c.hook);
         if (c.reduceDtype) tol = std::max(tol, *c.reduceDtype == DType::kBF16 ? 2e-2 : 2e-3);
         // Step 0 synced (rebuild after it), then one no_sync micro-step and a synced one.
         for (uint64_t step = 0; step < 3; ++step) {
           if (step != 2) model.zeroGrad();
           ASSERT_TRUE((*r)->setNoSync(step == 1).isOk());
-          model.backward(step, rank * kRowsPerRank, kRowsPerRank, (*r)->gradReadyFn());
+          rankBackward(model, rank, step, (*r)->gradReadyFn());
           Status fin = (*r)->finalize(stepDeadline());
           ASSERT_TRUE(fin.isOk()) << fin;
           if (step == 1) continue;
           std::vector<uint64_t> steps = step == 0 ? std::vector<uint64_t>{0} : std::vector<uint64_t>{1, 2};
-          expectGradsNear(model, oracleGrads(mixedLayers(), steps, 0, c.world * kRowsPerRank), tol,
+          expectGradsNear(model, globalOracleGrads(c.world, steps), tol,
                           "gloo hook " + c.hook + " step " + std::to_string(step));
         }
       },
