@@ -7,6 +7,12 @@
 // waiting for the network).
 //
 //   build/bin/bench_powersgd [--steps 10] [--warmup 3] [--batch 64] [--hooks allreduce,powersgd_r1,powersgd_r4,batched_powersgd_r4]
+//                            [--no-model]
+//
+// --no-model skips the model step (no vs_single_step field): for profiling the hooks alone,
+// e.g. valgrind --tool=callgrind --toggle-collect='ddp::PowerSgdHook::*' bench_powersgd --no-model
+// --steps 2 --warmup 1 --hooks powersgd_r4 (the hooks run on the benchmark's own bucket buffers
+// either way; only the gradient shapes matter to their cost).
 //
 // One JSON line per hook: hook, ms_per_step (median over steps), min_ms, vs_single_step
 // (ms_per_step / the model step's median), compression_ratio.
@@ -109,6 +115,7 @@ std::unique_ptr<CommHook> makeHook(const std::string& name, comm::Backend& backe
 
 int run(int argc, char** argv) {
   int steps = 10, warmup = 3, batch = 64;
+  bool runModel = true;
   std::vector<std::string> hooks = {"allreduce", "powersgd_r1", "powersgd_r4", "batched_powersgd_r4"};
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -116,6 +123,7 @@ int run(int argc, char** argv) {
     if (a == "--steps") steps = std::stoi(next());
     else if (a == "--warmup") warmup = std::stoi(next());
     else if (a == "--batch") batch = std::stoi(next());
+    else if (a == "--no-model") runModel = false;
     else if (a == "--hooks") {
       hooks.clear();
       std::stringstream ss(next());
@@ -148,7 +156,7 @@ int run(int argc, char** argv) {
   auto ms = [](Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
 
   std::vector<double> modelMs;
-  for (int s = 0; s < warmup + steps; ++s) {
+  for (int s = 0; runModel && s < warmup + steps; ++s) {
     m.zeroGrad();
     auto t0 = Clock::now();
     auto r = m.forwardBackward(x.data(), y.data(), batch);
@@ -160,7 +168,7 @@ int run(int argc, char** argv) {
     if (s >= warmup) modelMs.push_back(ms(t0, t1));
   }
   const double modelStep = median(modelMs);
-  JsonLine().add("bench", "powersgd_hook").add("hook", "model_step").add("params", static_cast<int64_t>(m.numParameters()))
+  if (runModel) JsonLine().add("bench", "powersgd_hook").add("hook", "model_step").add("params", static_cast<int64_t>(m.numParameters()))
       .add("batch", batch).add("ms_per_step", modelStep).print();
 
   auto buckets = cutBuckets(m.parameters());
@@ -196,9 +204,11 @@ int run(int argc, char** argv) {
     double ratio = 1.0;
     if (auto* p = dynamic_cast<PowerSgdHookBase*>(hook.get())) ratio = p->compressionStats().compressionRatio();
     const double med = median(stepMs);
-    JsonLine().add("bench", "powersgd_hook").add("hook", name).add("ms_per_step", med)
-        .add("min_ms", *std::min_element(stepMs.begin(), stepMs.end())).add("vs_single_step", med / modelStep)
-        .add("compression_ratio", ratio).add("buckets", static_cast<int64_t>(buckets.size())).print();
+    JsonLine line;
+    line.add("bench", "powersgd_hook").add("hook", name).add("ms_per_step", med)
+        .add("min_ms", *std::min_element(stepMs.begin(), stepMs.end())).add("compression_ratio", ratio).add("buckets", static_cast<int64_t>(buckets.size()));
+    if (runModel) line.add("vs_single_step", med / modelStep);
+    line.print();
   }
   return 0;
 }

@@ -1,6 +1,8 @@
 #include "kernels/powersgd_ops_cpu.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <vector>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -179,6 +181,19 @@ DDP_AVX2 void qRowsAvx2(const float* m, const float* p, float* qt, size_t rows, 
   }
 }
 
+// One element of M~ (the vector loop's order: a = fma(p_k, qt_k, a) from a = 0).
+DDP_AVX2 inline float approxAt(const float* pi, const float* qt, size_t cols, size_t r, size_t j) {
+  float a = 0.0f;
+  for (size_t k = 0; k < r; ++k) a = std::fma(pi[k], qt[k * cols + j], a);
+  return a;
+}
+
+// Note [Streaming the error out]
+// The new error is only read back at the next step, after the whole 58 MB of gradients went
+// through the cache: an ordinary store would first read each of its cache lines (a read for
+// ownership) only to overwrite them. Non-temporal stores write the error without that read,
+// saving one of the step's passes over memory; they need 32-byte alignment, so each row starts
+// with a few scalar elements, and end with a store fence.
 DDP_AVX2 void decompressAvx2(float* m, const float* p, const float* qt, float* error, size_t rows, size_t cols,
                              size_t r) {
   for (size_t i = 0; i < rows; ++i) {
@@ -186,19 +201,36 @@ DDP_AVX2 void decompressAvx2(float* m, const float* p, const float* qt, float* e
     float* mi = m + i * cols;
     float* ei = error != nullptr ? error + i * cols : nullptr;
     size_t j = 0;
-    for (; j + 8 <= cols; j += 8) {
-      __m256 a = _mm256_setzero_ps();
-      for (size_t k = 0; k < r; ++k) a = _mm256_fmadd_ps(_mm256_broadcast_ss(pi + k), _mm256_loadu_ps(qt + k * cols + j), a);
-      if (ei != nullptr) _mm256_storeu_ps(ei + j, _mm256_sub_ps(_mm256_loadu_ps(mi + j), a));
-      _mm256_storeu_ps(mi + j, a);
+    if (ei != nullptr) {
+      const size_t misaligned = (reinterpret_cast<uintptr_t>(ei) % 32) / sizeof(float);
+      const size_t head = reinterpret_cast<uintptr_t>(ei) % sizeof(float) != 0
+                              ? cols  // not even float-aligned: all scalar
+                              : std::min(cols, misaligned == 0 ? size_t{0} : 8 - misaligned);
+      for (; j < head; ++j) {
+        const float a = approxAt(pi, qt, cols, r, j);
+        ei[j] = mi[j] - a;
+        mi[j] = a;
+      }
+      for (; j + 8 <= cols; j += 8) {
+        __m256 a = _mm256_setzero_ps();
+        for (size_t k = 0; k < r; ++k) a = _mm256_fmadd_ps(_mm256_broadcast_ss(pi + k), _mm256_loadu_ps(qt + k * cols + j), a);
+        _mm256_stream_ps(ei + j, _mm256_sub_ps(_mm256_loadu_ps(mi + j), a));
+        _mm256_storeu_ps(mi + j, a);
+      }
+    } else {
+      for (; j + 8 <= cols; j += 8) {
+        __m256 a = _mm256_setzero_ps();
+        for (size_t k = 0; k < r; ++k) a = _mm256_fmadd_ps(_mm256_broadcast_ss(pi + k), _mm256_loadu_ps(qt + k * cols + j), a);
+        _mm256_storeu_ps(mi + j, a);
+      }
     }
     for (; j < cols; ++j) {
-      float a = 0.0f;
-      for (size_t k = 0; k < r; ++k) a += pi[k] * qt[k * cols + j];
+      const float a = approxAt(pi, qt, cols, r, j);
       if (ei != nullptr) ei[j] = mi[j] - a;
       mi[j] = a;
     }
   }
+  if (error != nullptr) _mm_sfence();  // Note [Streaming the error out]
 }
 
 bool haveAvx2() {
