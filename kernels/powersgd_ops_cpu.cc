@@ -77,6 +77,7 @@ void decompressScalar(float* m, const float* p, const float* qt, float* error, s
 #if DDP_POWERSGD_AVX2
 
 #define DDP_AVX2 __attribute__((target("avx2,fma")))
+#define DDP_AVX2_LAMBDA __attribute__((target("avx2,fma")))
 
 DDP_AVX2 inline float horizontalSum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -133,8 +134,11 @@ DDP_AVX2 void pRowsAvx2(float* m, const float* error, const float* qt, float* p,
   }
 }
 
-// Q^T[k] += sum over four rows of p[i][k] * row i, rows in ascending order per element.
-DDP_AVX2 void qRowsAvx2(const float* m, const float* p, float* qt, size_t rows, size_t cols, size_t r) {
+// Q^T[k] += sum over four rows of p[i][k] * row i, rows in ascending order per element. R > 0
+// is r known at compile time (loops unrolled), R == 0 reads it from `rank`.
+template <int R>
+DDP_AVX2 void qRowsAvx2(const float* m, const float* p, float* qt, size_t rows, size_t cols, size_t rank) {
+  const size_t r = R > 0 ? static_cast<size_t>(R) : rank;
   size_t i = 0;
   for (; i + 4 <= rows; i += 4) {
     const float* m0 = m + i * cols;
@@ -194,12 +198,27 @@ DDP_AVX2 inline float approxAt(const float* pi, const float* qt, size_t cols, si
 // ownership) only to overwrite them. Non-temporal stores write the error without that read,
 // saving one of the step's passes over memory; they need 32-byte alignment, so each row starts
 // with a few scalar elements, and end with a store fence.
+template <int R>
 DDP_AVX2 void decompressAvx2(float* m, const float* p, const float* qt, float* error, size_t rows, size_t cols,
-                             size_t r) {
+                             size_t rank) {
+  const size_t r = R > 0 ? static_cast<size_t>(R) : rank;
+  constexpr int kHoisted = R > 0 ? R : 1;
   for (size_t i = 0; i < rows; ++i) {
     const float* pi = p + i * r;
     float* mi = m + i * cols;
     float* ei = error != nullptr ? error + i * cols : nullptr;
+    __m256 pk[kHoisted];  // the row's p values, broadcast once per row (R > 0)
+    if constexpr (R > 0)
+      for (int k = 0; k < R; ++k) pk[k] = _mm256_broadcast_ss(pi + k);
+    auto approx = [&](size_t j) DDP_AVX2_LAMBDA {
+      __m256 a = _mm256_setzero_ps();
+      if constexpr (R > 0) {
+        for (int k = 0; k < R; ++k) a = _mm256_fmadd_ps(pk[k], _mm256_loadu_ps(qt + k * cols + j), a);
+      } else {
+        for (size_t k = 0; k < r; ++k) a = _mm256_fmadd_ps(_mm256_broadcast_ss(pi + k), _mm256_loadu_ps(qt + k * cols + j), a);
+      }
+      return a;
+    };
     size_t j = 0;
     if (ei != nullptr) {
       const size_t misaligned = (reinterpret_cast<uintptr_t>(ei) % 32) / sizeof(float);
@@ -212,17 +231,12 @@ DDP_AVX2 void decompressAvx2(float* m, const float* p, const float* qt, float* e
         mi[j] = a;
       }
       for (; j + 8 <= cols; j += 8) {
-        __m256 a = _mm256_setzero_ps();
-        for (size_t k = 0; k < r; ++k) a = _mm256_fmadd_ps(_mm256_broadcast_ss(pi + k), _mm256_loadu_ps(qt + k * cols + j), a);
+        const __m256 a = approx(j);
         _mm256_stream_ps(ei + j, _mm256_sub_ps(_mm256_loadu_ps(mi + j), a));
         _mm256_storeu_ps(mi + j, a);
       }
     } else {
-      for (; j + 8 <= cols; j += 8) {
-        __m256 a = _mm256_setzero_ps();
-        for (size_t k = 0; k < r; ++k) a = _mm256_fmadd_ps(_mm256_broadcast_ss(pi + k), _mm256_loadu_ps(qt + k * cols + j), a);
-        _mm256_storeu_ps(mi + j, a);
-      }
+      for (; j + 8 <= cols; j += 8) _mm256_storeu_ps(mi + j, approx(j));
     }
     for (; j < cols; ++j) {
       const float a = approxAt(pi, qt, cols, r, j);
@@ -231,6 +245,26 @@ DDP_AVX2 void decompressAvx2(float* m, const float* p, const float* qt, float* e
     }
   }
   if (error != nullptr) _mm_sfence();  // Note [Streaming the error out]
+}
+
+// Picks the kernel instance for r (unrolled for the usual ranks 1..8).
+#define DDP_POWERSGD_BY_RANK(kernel, r, ...)  \
+  switch (r) {                                \
+    case 1: return kernel<1>(__VA_ARGS__);    \
+    case 2: return kernel<2>(__VA_ARGS__);    \
+    case 3: return kernel<3>(__VA_ARGS__);    \
+    case 4: return kernel<4>(__VA_ARGS__);    \
+    case 8: return kernel<8>(__VA_ARGS__);    \
+    default: return kernel<0>(__VA_ARGS__);   \
+  }
+
+DDP_AVX2 void qRowsAvx2ByRank(const float* m, const float* p, float* qt, size_t rows, size_t cols, size_t r) {
+  DDP_POWERSGD_BY_RANK(qRowsAvx2, r, m, p, qt, rows, cols, r)
+}
+
+DDP_AVX2 void decompressAvx2ByRank(float* m, const float* p, const float* qt, float* error, size_t rows,
+                                   size_t cols, size_t r) {
+  DDP_POWERSGD_BY_RANK(decompressAvx2, r, m, p, qt, error, rows, cols, r)
 }
 
 bool haveAvx2() {
@@ -277,7 +311,7 @@ void computeQ(const float* m, const float* p, float* q, size_t rows, size_t cols
   float* qt = scratch.data();
   std::fill(qt, qt + r * cols, 0.0f);
 #if DDP_POWERSGD_AVX2
-  if (haveAvx2()) qRowsAvx2(m, p, qt, rows, cols, r);
+  if (haveAvx2()) qRowsAvx2ByRank(m, p, qt, rows, cols, r);
   else qRowsScalar(m, p, qt, rows, cols, r);
 #else
   qRowsScalar(m, p, qt, rows, cols, r);
@@ -290,7 +324,7 @@ void decompressTransposed(float* m, const float* p, const float* qt, float* erro
                           size_t r) {
   if (rows == 0 || cols == 0) return;
 #if DDP_POWERSGD_AVX2
-  if (haveAvx2()) return decompressAvx2(m, p, qt, error, rows, cols, r);
+  if (haveAvx2()) return decompressAvx2ByRank(m, p, qt, error, rows, cols, r);
 #endif
   decompressScalar(m, p, qt, error, rows, cols, r);
 }
