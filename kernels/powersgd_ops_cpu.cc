@@ -227,12 +227,71 @@ DDP_AVX2 inline float approxAt(const float* pi, const float* qt, size_t cols, si
 // ownership) only to overwrite them. Non-temporal stores write the error without that read,
 // saving one of the step's passes over memory; they need 32-byte alignment, so each row starts
 // with a few scalar elements, and end with a store fence.
+// Two rows of decompressAvx2<R> (R in 1..4) sharing each load of Q^T (Note [Row pairs]). The
+// caller guarantees cols % 8 == 0, so both error rows have the same alignment.
+template <int R>
+DDP_AVX2 void decompressPairAvx2(float* m, const float* p, const float* qt, float* error, size_t i, size_t cols) {
+  float* m0 = m + i * cols;
+  float* m1 = m0 + cols;
+  const float* p0 = p + i * R;
+  const float* p1 = p0 + R;
+  float* e0 = error != nullptr ? error + i * cols : nullptr;
+  float* e1 = error != nullptr ? e0 + cols : nullptr;
+  __m256 pk0[R], pk1[R];
+  for (int k = 0; k < R; ++k) {
+    pk0[k] = _mm256_broadcast_ss(p0 + k);
+    pk1[k] = _mm256_broadcast_ss(p1 + k);
+  }
+  size_t j = 0;
+  if (e0 != nullptr) {
+    const size_t misaligned = (reinterpret_cast<uintptr_t>(e0) % 32) / sizeof(float);
+    const size_t head = std::min(cols, misaligned == 0 ? size_t{0} : 8 - misaligned);
+    for (; j < head; ++j) {
+      const float a0 = approxAt(p0, qt, cols, R, j), a1 = approxAt(p1, qt, cols, R, j);
+      e0[j] = m0[j] - a0;
+      m0[j] = a0;
+      e1[j] = m1[j] - a1;
+      m1[j] = a1;
+    }
+  }
+  for (; j + 8 <= cols; j += 8) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    for (int k = 0; k < R; ++k) {
+      const __m256 q = _mm256_loadu_ps(qt + k * cols + j);
+      a0 = _mm256_fmadd_ps(pk0[k], q, a0);
+      a1 = _mm256_fmadd_ps(pk1[k], q, a1);
+    }
+    if (e0 != nullptr) {
+      _mm256_stream_ps(e0 + j, _mm256_sub_ps(_mm256_loadu_ps(m0 + j), a0));
+      _mm256_stream_ps(e1 + j, _mm256_sub_ps(_mm256_loadu_ps(m1 + j), a1));
+    }
+    _mm256_storeu_ps(m0 + j, a0);
+    _mm256_storeu_ps(m1 + j, a1);
+  }
+  for (; j < cols; ++j) {
+    const float a0 = approxAt(p0, qt, cols, R, j), a1 = approxAt(p1, qt, cols, R, j);
+    if (e0 != nullptr) {
+      e0[j] = m0[j] - a0;
+      e1[j] = m1[j] - a1;
+    }
+    m0[j] = a0;
+    m1[j] = a1;
+  }
+}
+
 template <int R>
 DDP_AVX2 void decompressAvx2(float* m, const float* p, const float* qt, float* error, size_t rows, size_t cols,
                              size_t rank) {
   const size_t r = R > 0 ? static_cast<size_t>(R) : rank;
   constexpr int kHoisted = R > 0 ? R : 1;
-  for (size_t i = 0; i < rows; ++i) {
+  size_t i = 0;
+  if constexpr (R >= 1 && R <= 4) {
+    const bool aligned = reinterpret_cast<uintptr_t>(error) % sizeof(float) == 0;
+    if (cols % 8 == 0 && aligned) {
+      for (; i + 2 <= rows; i += 2) decompressPairAvx2<R>(m, p, qt, error, i, cols);  // Note [Row pairs]
+    }
+  }
+  for (; i < rows; ++i) {
     const float* pi = p + i * r;
     float* mi = m + i * cols;
     float* ei = error != nullptr ? error + i * cols : nullptr;
