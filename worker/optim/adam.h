@@ -14,7 +14,7 @@ class Adam final : public Optimizer {
   Adam(std::vector<Parameter*> params, OptimizerConfig config);
 
  protected:
-  void applyUpdate(const std::vector<size_t>& indices, float gradScale) override;
+  Status applyUpdate(const std::vector<size_t>& indices, float gradScale) override;
 };
 
 }  // namespace ddp::optim

@@ -8,21 +8,23 @@ Sgd::Sgd(std::vector<Parameter*> params, OptimizerConfig config) : Optimizer(std
   DDP_CHECK(config_.kind == OptimizerKind::kSgd);
 }
 
-void Sgd::applyUpdate(const std::vector<size_t>& indices, float gradScale) {
+Status Sgd::applyUpdate(const std::vector<size_t>& indices, float gradScale) {
+  const bool momentum = config_.slotsPerElement() > 0;
   std::vector<kernels::SgdTensor> ts;
   ts.reserve(indices.size());
   for (size_t i : indices) {
     Parameter* p = params_[i];
-    ParamState& s = states_[i];
     kernels::SgdTensor t;
     t.param = static_cast<float*>(p->data);
     t.grad = static_cast<const float*>(p->grad);
-    t.momentumBuf = s.slots.empty() ? nullptr : s.slots[0].data();
+    t.momentumBuf = momentum ? slot(i, 0) : nullptr;
     t.n = p->numel();
-    t.firstStep = s.step == 0;
+    t.firstStep = states_[i].step == 0;
     ts.push_back(t);
   }
+  if (onCuda()) return kernels::sgdStepCuda(ts, config_.sgdHyper(), gradScale);
   kernels::sgdStepCpu(ts, config_.sgdHyper(), gradScale);
+  return Status::ok();
 }
 
 }  // namespace ddp::optim

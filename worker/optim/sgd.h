@@ -13,7 +13,7 @@ class Sgd final : public Optimizer {
   Sgd(std::vector<Parameter*> params, OptimizerConfig config);
 
  protected:
-  void applyUpdate(const std::vector<size_t>& indices, float gradScale) override;
+  Status applyUpdate(const std::vector<size_t>& indices, float gradScale) override;
 };
 
 }  // namespace ddp::optim

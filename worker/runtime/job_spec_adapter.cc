@@ -3,6 +3,7 @@
 #include <chrono>
 
 #include "kernels/layer_ops.h"
+#include "worker/comm/nccl_backend.h"
 
 namespace ddp::runtime {
 
@@ -10,9 +11,8 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   TrainerConfig c;
   c.job = s.name.empty() ? "job" : s.name;
   c.seed = s.seed;
-  if (s.device != JobDevice::kCpu) {
-    return unimplemented("spec.device: this worker trains on the CPU only (cuda is not wired into the trainer)");
-  }
+  // cuda:0 here; the worker picks its rank's GPU (worker_entry.cc).
+  c.device = s.device == JobDevice::kCuda ? Device::cuda(0) : Device::cpu();
   c.mixedPrecision = s.mixedPrecision == MixedPrecision::kFp16   ? MixedPrecisionKind::kFp16
                      : s.mixedPrecision == MixedPrecision::kBf16 ? MixedPrecisionKind::kBf16
                                                                  : MixedPrecisionKind::kNone;
@@ -133,7 +133,12 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   c.keepCheckpoints = s.checkpoint.keep;
   c.checkpointEachEpoch = false;
   c.checkpointAtEnd = true;
+  // Field combinations the CUDA path cannot do are refused by validate() (validateDevice), in
+  // every build; a build without CUDA then refuses cuda itself.
   DDP_RETURN_IF_ERROR(c.validate());
+  if (c.device.isCuda() && !comm::ncclBackendAvailable()) {
+    return unimplemented("spec.device: cuda is not available: this build has no CUDA (configure with -DDDP_WITH_CUDA=ON)");
+  }
   return c;
 }
 

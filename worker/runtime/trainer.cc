@@ -12,11 +12,39 @@
 #include "worker/ddp/reducer.h"
 #include "worker/join/join.h"
 #include "worker/model/param_io.h"
+#include "worker/optim/grad_norm.h"
 #include "worker/runtime/checkpoint_coordinator.h"
 #include "worker/runtime/progress_reporter.h"
 #include "worker/runtime/training_setup.h"
 
 namespace ddp::runtime {
+
+// Note [CUDA training]
+// With config.device cuda (spec.device: cuda) the same step loop runs on one GPU per rank:
+//  - the model is built on the device (kernels::makeCudaLayerOps: cuBLAS and the CUDA layer
+//    kernels, each with a CPU twin); Module::forwardBackward uploads each host batch and reads
+//    the loss and accuracy sums back; evaluation does the same per evaluation batch;
+//  - the reducer's buckets live on the device and the backend routes them to NCCL; the stop
+//    flag, the evaluation sums and the checkpoint coordination are host buffers and go to Gloo
+//    (comm::ProcessGroup, built by worker_entry.cc);
+//  - the optimizer keeps its state on the device and steps with the CUDA kernels
+//    (Note [Device-resident optimizer state] in worker/optim/optimizer.h); clipping reduces the
+//    gradient norm per tensor on the device (worker/optim/grad_norm.h);
+//  - checkpoints hold host copies (model through LayerOps, optimizer through hostStateDict), in
+//    the CPU format: a CPU checkpoint resumes on CUDA and the other way round.
+// Refused up front (TrainerConfig::validateDevice): zero1, dfa, join, powerSGD and
+// batchedPowerSGD, whose state or collectives are host-only today. A CUDA run is not bitwise
+// equal to a CPU run (cuBLAS sums in another order); it follows it within float tolerance.
+//
+// Note [CUDA gradient readiness]
+// The CUDA layer ops compute on their own non-blocking stream, while the reducer's bucket
+// kernels run on the legacy default stream and NCCL waits for that stream only
+// (Note [NCCL streams and completion]). A gradient the model has reported ready may therefore
+// still be in flight on the model's stream. The trainer wraps the reducer's GradReadyFn so it
+// synchronises the model's stream before passing each index on, and synchronises once more
+// before the optimizer step and the norm computation. The cost is one stream synchronisation
+// per parameter per micro-batch (the GPU keeps the queued work; only the host waits).
+
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -88,23 +116,19 @@ struct Trainer::Impl {
   Status resume(TrainResult* result);
   Result<std::string> checkpoint();
   Result<model::BatchStats> evaluate();
-  float clipScale();
+  Result<float> clipScale();
   Result<TrainResult> run();
 };
 
 // Gradients are identical on every rank after the reduction, so the global norm is local.
-float Trainer::Impl::clipScale() {
-  double sq = 0;
-  for (Parameter* p : model->parameters()) {
-    const float* g = static_cast<const float*>(p->grad);
-    for (size_t i = 0, n = p->numel(); i < n; ++i) sq += static_cast<double>(g[i]) * g[i];
-  }
-  const double norm = std::sqrt(sq);
-  return norm > config.maxGradNorm ? static_cast<float>(config.maxGradNorm / (norm + 1e-6)) : 1.f;
+Result<float> Trainer::Impl::clipScale() {
+  DDP_ASSIGN_OR_RETURN(double norm, optim::globalGradNorm(model->parameters()));
+  return optim::clipCoefficient(norm, config.maxGradNorm);
 }
 
 Status Trainer::Impl::setup() {
   DDP_RETURN_IF_ERROR(config.validate());
+  DDP_RETURN_IF_ERROR(checkTrainingDevice(config, backend));
   DDP_ASSIGN_OR_RETURN(data, loadTrainingData(config));
   DDP_ASSIGN_OR_RETURN(model, buildModel(config));
   model->reserve(std::max(config.batchSize, config.evalBatchSize));
@@ -248,7 +272,16 @@ Result<TrainResult> Trainer::Impl::run() {
   double logLoss = 0, logCorrect = 0, logCount = 0;
   auto logStart = SteadyClock::now();
   int64_t samplesHere = 0;
-  const GradReadyFn ready = reducer ? reducer->gradReadyFn() : optimizer->fusedAdam()->gradReadyFn();
+  GradReadyFn ready = reducer ? reducer->gradReadyFn() : optimizer->fusedAdam()->gradReadyFn();
+  const bool onDevice = !model->device().isCpu();
+  if (onDevice) {
+    // Note [CUDA gradient readiness]. A failed synchronisation is sticky in the ops and
+    // reported by forwardBackward's status check.
+    ready = [inner = std::move(ready), &ops = model->ops()](size_t index) {
+      (void)ops.synchronize();
+      inner(index);
+    };
+  }
   bool finished = state.step >= totalSteps;
 
   while (!finished && state.epoch < config.epochs) {
@@ -302,8 +335,11 @@ Result<TrainResult> Trainer::Impl::run() {
       }
       auto t0 = SteadyClock::now();
       optimizer->setLr(config.lr.lrAt(state.step));
+      if (onDevice) DDP_RETURN_IF_ERROR(model->ops().synchronize().withContext("step " + std::to_string(state.step)));
       float gradScale = 1.f;
-      if (config.maxGradNorm > 0) gradScale = clipScale();
+      if (config.maxGradNorm > 0) {
+        DDP_ASSIGN_OR_RETURN(gradScale, clipScale());
+      }
       DDP_RETURN_IF_ERROR(optimizer->step(opDeadline(), gradScale).withContext("optimizer step " + std::to_string(state.step)));
       model->zeroGrad();
       result.timings.optimizer += secondsSince(t0);

@@ -103,6 +103,30 @@ Status TrainerConfig::validate() const {
   if (join && gradAccumulation != 1) {
     return invalidArgument("spec.join.enabled: not supported with spec.gradientAccumulation.steps > 1");
   }
+  return validateDevice();
+}
+
+Status TrainerConfig::validateDevice() const {
+  if (device.isCpu()) return Status::ok();
+  if (!device.isCuda()) return invalidArgument("spec.device: " + device.toString() + " is not a training device (cpu or cuda)");
+  const std::string with = " is not supported with spec.device: cuda (";
+  if (sharding == OptimizerSharding::kZero) {
+    return invalidArgument("spec.zero: zero1" + with +
+                           "ZeroRedundancyOptimizer packs and broadcasts its shards through host buffers; use zero: none)");
+  }
+  if (sharding == OptimizerSharding::kFusedAdam) {
+    return invalidArgument("spec.zero: dfa" + with +
+                           "DistributedFusedAdam keeps its gradient buckets and Adam state in host memory; use zero: none)");
+  }
+  if (join) {
+    return invalidArgument("spec.join.enabled: true" + with +
+                           "Join and the DDP joinable shadow collectives on CPU parameters only)");
+  }
+  if (hook == HookKind::kPowerSgd || hook == HookKind::kBatchedPowerSgd) {
+    return invalidArgument(std::string("spec.commHook.type: ") +
+                           (hook == HookKind::kPowerSgd ? "powerSGD" : "batchedPowerSGD") + with +
+                           "the PowerSGD hooks keep P, Q and the error feedback in host memory; use allreduce, fp16 or bf16)");
+  }
   return Status::ok();
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/dtype.h"
 #include "common/status.h"
 #include "worker/data/distributed_sampler.h"
 #include "worker/data/synthetic_dataset.h"
@@ -40,6 +41,12 @@ bool parseSharding(const std::string& text, OptimizerSharding* out);
 struct TrainerConfig {
   std::string job = "job";
   uint64_t seed = 0;  // model init and shuffling
+
+  // Where the model, its gradients and the optimizer state live (spec.device). CUDA: the model
+  // is built on this device, batches are uploaded to it, and the backend must carry CUDA
+  // buffers (a ProcessGroup of Gloo and NCCL: worker_entry.h). validate() refuses what the
+  // CUDA path cannot do (Note [CUDA training] in trainer.cc).
+  Device device = Device::cpu();
 
   // Model.
   ModelKind model = ModelKind::kMlp;
@@ -104,6 +111,9 @@ struct TrainerConfig {
 
   // InvalidArgument naming the field (as in the job YAML where one maps to it).
   Status validate() const;
+  // The CUDA part of validate(): ok on the CPU; with a CUDA device, InvalidArgument naming the
+  // first field whose value the CUDA path does not support, and why.
+  Status validateDevice() const;
   std::string modelName() const;  // "mlp" / "cnn"
 };
 

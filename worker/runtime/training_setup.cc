@@ -1,5 +1,7 @@
 #include "worker/runtime/training_setup.h"
 
+#include "kernels/layer_ops.h"
+#include "worker/comm/nccl_backend.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/data/synthetic_dataset.h"
 #include "worker/ddp/default_hooks.h"
@@ -38,8 +40,31 @@ Result<TrainingData> loadTrainingData(const TrainerConfig& c) {
   return d;
 }
 
+Status checkTrainingDevice(const TrainerConfig& c, const comm::Backend& backend) {
+  if (c.device.isCpu()) return Status::ok();
+  DDP_RETURN_IF_ERROR(c.validateDevice());
+  const std::string dev = c.device.toString();
+  if (!comm::ncclBackendAvailable()) {
+    return unimplemented("spec.device: cuda (" + dev + ") but this build has no CUDA (configure with -DDDP_WITH_CUDA=ON)");
+  }
+  const int count = kernels::cudaDeviceCount();
+  if (count == 0) {
+    return unavailable("spec.device: cuda: no CUDA device is visible to this worker (wanted " + dev +
+                       "; check the GPU, its driver and CUDA_VISIBLE_DEVICES)");
+  }
+  if (c.device.index < 0 || c.device.index >= count) {
+    return invalidArgument("spec.device: cuda: " + dev + " does not exist (" + std::to_string(count) + " visible)");
+  }
+  if (!backend.supportsDevice(DeviceType::kCuda)) {
+    return invalidArgument("spec.device: cuda: the backend " + backend.name() +
+                           " carries no CUDA buffers (train over a process group of gloo and nccl)");
+  }
+  return Status::ok();
+}
+
 Result<std::unique_ptr<model::Sequential>> buildModel(const TrainerConfig& c) {
   model::ModelOptions o;
+  o.device = c.device;
   o.seed = c.seed;
   o.cpuThreads = c.cpuThreads;
   if (c.model == ModelKind::kMlp) return model::buildMlp(c.mlp, o);
@@ -127,7 +152,7 @@ Status OptimizerRunner::step(Deadline deadline, float gradScale) {
 }
 
 Result<std::string> OptimizerRunner::saveState(Deadline deadline) {
-  if (plain_) return plain_->stateDict();
+  if (plain_) return plain_->hostStateDict();
   if (zero_) return zero_->localStateDict();
   return dfa_->stateDict(0, deadline);
 }

@@ -28,7 +28,12 @@ struct TrainingData {
 
 // Loads (or synthesises) both splits. A missing Fashion-MNIST names the package to install.
 Result<TrainingData> loadTrainingData(const TrainerConfig& config);
-// The MLP or CNN, initialised from config.seed (identical on every rank).
+// Whether training on config.device can start here: always on the CPU. CUDA needs a CUDA build
+// (Unimplemented otherwise), a visible GPU (Unavailable naming the device otherwise), an
+// existing ordinal (InvalidArgument), and a backend that carries CUDA buffers (InvalidArgument:
+// the worker builds a ProcessGroup of Gloo and NCCL). Messages start with "spec.device".
+Status checkTrainingDevice(const TrainerConfig& config, const comm::Backend& backend);
+// The MLP or CNN on config.device, initialised from config.seed (identical on every rank).
 Result<std::unique_ptr<model::Sequential>> buildModel(const TrainerConfig& config);
 // The comm hook selected by config.hook (never null).
 Result<std::unique_ptr<CommHook>> buildCommHook(const TrainerConfig& config, comm::Backend& backend);
@@ -63,8 +68,8 @@ class OptimizerRunner {
   void setLr(double lr);
   // `gradScale` multiplies every gradient first (clipping); plain optimizer only.
   Status step(Deadline deadline, float gradScale = 1.f);
-  // This rank's state: the whole optimizer, its ZeRO shard, or (DFA, a collective) the full
-  // state streamed to rank 0 (empty elsewhere).
+  // This rank's state: the whole optimizer (device state copied through the host), its ZeRO
+  // shard, or (DFA, a collective) the full state streamed to rank 0 (empty elsewhere).
   Result<std::string> saveState(Deadline deadline);
   // `states[r]` is what rank r saved (ZeRO merges every shard; DFA loads rank 0's full state;
   // plain uses this rank's).

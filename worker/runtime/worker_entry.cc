@@ -6,9 +6,12 @@
 
 #include "common/job_spec.h"
 #include "common/log.h"
+#include "kernels/layer_ops.h"
 #include "worker/comm/gloo_backend.h"
 #include "worker/comm/http_store_client.h"
+#include "worker/comm/nccl_backend.h"
 #include "worker/comm/prefix_store.h"
+#include "worker/comm/process_group.h"
 #include "worker/runtime/job_spec_adapter.h"
 #include "worker/runtime/stop_signal.h"
 #include "worker/runtime/trainer.h"
@@ -20,6 +23,49 @@ namespace {
 int fail(const Status& st, int code) {
   DDP_LOG(Error) << st.toString();
   return code;
+}
+
+// spec.device cuda: this rank's GPU is cuda:(rank mod visible devices): one GPU per rank on a
+// multi-GPU host with ranks numbered per host in order, and cuda:0 in a pod that sees one GPU.
+Status pickCudaDevice(int rank, TrainerConfig* config) {
+  if (!comm::ncclBackendAvailable()) {
+    return unimplemented("spec.device: cuda is not available: this build has no CUDA (configure with -DDDP_WITH_CUDA=ON)");
+  }
+  const int count = kernels::cudaDeviceCount();
+  if (count == 0) {
+    return unavailable("spec.device: cuda: no CUDA device is visible to rank " + std::to_string(rank) +
+                       " (wanted cuda:0; check the GPU, its driver and CUDA_VISIBLE_DEVICES)");
+  }
+  config->device = Device::cuda(rank % count);
+  return Status::ok();
+}
+
+// Gloo for every rank; with spec.device cuda also NCCL on the rank's GPU, both behind one
+// ProcessGroup (host buffers -> Gloo, device buffers -> NCCL). Both rendezvous in `store`.
+Result<std::unique_ptr<comm::Backend>> buildBackend(const WorkerConfig& wc, const JobSpec& spec,
+                                                    const TrainerConfig& tc, comm::Store& store) {
+  comm::GlooOptions gloo;
+  gloo.rank = wc.rank;
+  gloo.size = wc.worldSize;
+  gloo.prefix = "gloo";
+  gloo.timeout = tc.collectiveTimeout;
+  gloo.connectTimeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(spec.timeouts.rendezvousSeconds));
+  DDP_ASSIGN_OR_RETURN(auto glooBackend, comm::GlooBackend::create(gloo, store));
+  if (tc.device.isCpu()) return std::unique_ptr<comm::Backend>(std::move(glooBackend));
+  comm::NcclOptions nccl;
+  nccl.rank = wc.rank;
+  nccl.size = wc.worldSize;
+  nccl.device = tc.device.index;
+  nccl.prefix = "nccl";
+  nccl.timeout = tc.collectiveTimeout;
+  nccl.connectTimeout = gloo.connectTimeout;
+  auto ncclBackend = comm::createNcclBackend(nccl, store);
+  if (!ncclBackend.isOk()) return ncclBackend.status().withContext("nccl on " + tc.device.toString());
+  std::vector<std::unique_ptr<comm::Backend>> members;
+  members.push_back(std::move(glooBackend));
+  members.push_back(std::move(*ncclBackend));
+  DDP_ASSIGN_OR_RETURN(auto group, comm::ProcessGroup::create(std::move(members)));
+  return std::unique_ptr<comm::Backend>(std::move(group));
 }
 
 }  // namespace
@@ -45,18 +91,18 @@ int runWorker(int argc, char** argv) {
   auto trainerConfig = trainerConfigFromJobSpec(*spec);
   if (!trainerConfig.isOk()) return fail(trainerConfig.status().withContext(config->jobFile), kWorkerExitBadConfig);
   if (!config->checkpointDirOverride.empty()) trainerConfig->checkpointDir = config->checkpointDirOverride;
+  if (trainerConfig->device.isCuda()) {
+    // Before any rendezvous: a worker without a usable GPU fails alone and at once.
+    if (Status st = pickCudaDevice(config->rank, &*trainerConfig); !st.isOk()) {
+      return fail(st, st.code() == StatusCode::kUnimplemented ? kWorkerExitBadConfig : kWorkerExitFailure);
+    }
+  }
 
   auto client = comm::HttpStoreClient::connect(config->storeHost + ":" + std::to_string(config->storePort));
   if (!client.isOk()) return fail(client.status().withContext("store"), kWorkerExitFailure);
   comm::PrefixStore store(comm::PrefixStore::jobGenerationPrefix(trainerConfig->job, config->generation), **client);
 
-  comm::GlooOptions gloo;
-  gloo.rank = config->rank;
-  gloo.size = config->worldSize;
-  gloo.prefix = "gloo";
-  gloo.timeout = trainerConfig->collectiveTimeout;
-  gloo.connectTimeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(spec->timeouts.rendezvousSeconds));
-  auto backend = comm::GlooBackend::create(gloo, store);
+  auto backend = buildBackend(*config, *spec, *trainerConfig, store);
   if (!backend.isOk()) return fail(backend.status().withContext("rendezvous"), kWorkerExitFailure);
 
   TrainerIo io;

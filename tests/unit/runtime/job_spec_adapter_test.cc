@@ -75,8 +75,8 @@ TEST(JobSpecAdapterTest, MixedPrecisionBecomesTheReduceDtype) {
   }
 }
 
-TEST(JobSpecAdapterTest, RefusesWhatTheCpuTrainerCannotDoNamingTheField) {
-  EXPECT_NE(adapt(job("  device: cuda\n")).status().message().find("spec.device"), std::string::npos);
+TEST(JobSpecAdapterTest, RefusesWhatTheTrainerCannotDoNamingTheField) {
+  // spec.device: cuda and its refused combinations: trainer_device_test.cc.
   EXPECT_NE(adapt(job("  mixedPrecision: bf16\n  gradientAsBucketView: true\n")).status().message().find("spec.mixedPrecision"),
             std::string::npos);
   EXPECT_NE(adapt(job("  mixedPrecision: fp16\n  zero: dfa\n  optimizer: {type: adam}\n")).status().message().find("spec.mixedPrecision"),
