@@ -132,6 +132,11 @@ Status Trainer::Impl::setup() {
   DDP_ASSIGN_OR_RETURN(data, loadTrainingData(config));
   DDP_ASSIGN_OR_RETURN(model, buildModel(config));
   model->reserve(std::max(config.batchSize, config.evalBatchSize));
+  if (!model->device().isCpu()) {
+    // The initial values were uploaded on the model's stream; the reducer's broadcast of rank 0's
+    // parameters (NCCL) follows the default stream only (Note [CUDA gradient readiness]).
+    DDP_RETURN_IF_ERROR(model->ops().synchronize().withContext("model on " + model->device().toString()));
+  }
   if (config.data == DataSource::kSynthetic && data.train.sampleNumel() != model::shapeNumel(model->inputShape())) {
     return invalidArgument("data.synthetic: sample shape does not match the model's input " +
                            model::shapeString(model->inputShape()));
