@@ -26,6 +26,7 @@
 #include "bench/common/json_line.h"
 #include "bench/common/process.h"
 #include "common/dtype.h"
+#include "common/thread_priority.h"
 #include "worker/comm/gloo_backend.h"
 #include "worker/comm/gloo_store_adapter.h"
 #include "worker/comm/http_store_client.h"
@@ -315,6 +316,12 @@ void check(Ctx& c, const std::string& name, const std::string& type, size_t byte
 }
 
 int runRank(const Args& args) {
+  // The whole rank runs at comm priority (Note [Comm thread priority]): Gloo direct's calls run
+  // on this thread and its I/O loop inherits the policy, so the baseline is scheduled exactly as
+  // GlooBackend's executor and loop, and differs from ours in the layer only. (Every thread that
+  // enters Gloo must share the priority; this one creates, drives and destroys the direct
+  // context.)
+  CommPriorityScope scope;
   auto client = comm::HttpStoreClient::connect(args.store);
   if (!client.isOk()) {
     std::fprintf(stderr, "rank %d: %s\n", args.rank, client.status().toString().c_str());

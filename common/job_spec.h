@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "common/thread_priority.h"
 
 namespace ddp {
 
@@ -206,6 +207,8 @@ struct JobSpec {
   int maxRestarts = 3;
   TimeoutsSpec timeouts;
   JobLogFormat logFormat = JobLogFormat::kText;
+  // Scheduling of the workers' communication threads (Note [Comm thread priority]).
+  CommThreadPriority commThreadPriority = CommThreadPriority::kAuto;
 
   bool operator==(const JobSpec&) const = default;
 

@@ -157,6 +157,7 @@ std::string JobSpec::toYaml() const {
       << dbl(timeouts.rendezvousSeconds) << Key << "heartbeatSeconds" << Value
       << dbl(timeouts.heartbeatSeconds) << EndMap;
   out << Key << "logFormat" << Value << jobLogFormatName(logFormat);
+  out << Key << "commThreadPriority" << Value << commThreadPriorityName(commThreadPriority);
   out << EndMap << EndMap;
   return std::string(out.c_str()) + "\n";
 }

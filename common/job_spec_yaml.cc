@@ -44,6 +44,9 @@ const EnumTable<MixedPrecision> kPrecisions = {
     {"none", MixedPrecision::kNone}, {"fp16", MixedPrecision::kFp16}, {"bf16", MixedPrecision::kBf16}};
 const EnumTable<JobLogFormat> kLogFormats = {{"text", JobLogFormat::kText},
                                              {"json", JobLogFormat::kJson}};
+const EnumTable<CommThreadPriority> kCommPriorities = {{"auto", CommThreadPriority::kAuto},
+                                                      {"realtime", CommThreadPriority::kRealtime},
+                                                      {"normal", CommThreadPriority::kNormal}};
 
 std::string describe(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return "null";
@@ -262,7 +265,7 @@ void Parser::parseSpec(const YAML::Node& n, JobSpec* spec) {
                       "zero", "commHook", "join", "gradientAccumulation", "mixedPrecision",
                       "epochs", "steps", "seed", "checkpoint", "eval", "bucketCapMb",
                       "firstBucketMb", "gradientAsBucketView", "maxRestarts", "timeouts",
-                      "logFormat"})) {
+                      "logFormat", "commThreadPriority"})) {
     return;
   }
   if (n["workers"] && mapping(n["workers"], "spec.workers", {"count", "min", "max"})) {
@@ -315,6 +318,7 @@ void Parser::parseSpec(const YAML::Node& n, JobSpec* spec) {
     getDouble(n["timeouts"], "spec.timeouts", "heartbeatSeconds", &spec->timeouts.heartbeatSeconds);
   }
   getEnum(n, p, "logFormat", kLogFormats, &spec->logFormat);
+  getEnum(n, p, "commThreadPriority", kCommPriorities, &spec->commThreadPriority);
 }
 
 void Parser::parseModel(const YAML::Node& n, const std::string& p, ModelSpec* model) {

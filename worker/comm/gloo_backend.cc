@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "common/log.h"
+#include "common/thread_priority.h"
 #include "worker/comm/gloo_backend_internal.h"
 #include "worker/comm/gloo_collectives.h"
 #include "worker/comm/gloo_header_lane.h"
@@ -60,6 +61,11 @@ Result<std::unique_ptr<GlooBackend>> GlooBackend::create(const GlooOptions& opti
   DDP_RETURN_IF_ERROR(options.validate());
   const std::string where = "gloo rendezvous of rank " + std::to_string(options.rank) + "/" +
                             std::to_string(options.size) + " under prefix '" + options.prefix + "'";
+  // Every thread that enters Gloo runs at comm priority, this one included while it connects:
+  // Gloo's I/O loop (created here, inheriting the policy) spins on a pair whose lock another
+  // thread holds, so no Gloo lock may be held by a thread of lower priority (Note [Comm thread
+  // priority]).
+  CommPriorityScope scope;
   try {
     ::gloo::transport::tcp::attr attr;
     attr.hostname = options.hostname;
@@ -87,10 +93,15 @@ GlooBackend::GlooBackend(const GlooOptions& options, std::shared_ptr<::gloo::Con
   live_ = std::make_shared<Live>();
   watchdog_ = std::make_unique<Watchdog>(
       clock_, [this](const WatchedOp& op, const Status& st) { onWatchdogTimeout(op, st); }, options_.watchdogPoll);
-  executor_ = std::thread([this] { executorLoop(); });
+  executor_ = std::thread([this] {
+    setThreadName("ddp-gloo-exec");
+    (void)applyCommThreadPriority();  // Note [Comm thread priority]
+    executorLoop();
+  });
 }
 
 GlooBackend::~GlooBackend() {
+  CommPriorityScope scope;  // tears Gloo down: at comm priority (see create())
   bool busy;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -110,6 +121,11 @@ GlooBackend::~GlooBackend() {
   lane_->stop();
   p2p_->stop();
   watchdog_->stop();
+  // Gloo objects go inside the scope, not after the destructor body.
+  lane_.reset();
+  p2p_.reset();
+  coll_.reset();
+  context_.reset();
 }
 
 Status GlooBackend::abortStatus() const {
@@ -264,6 +280,7 @@ Status GlooBackend::runBatch(Task& task, std::chrono::milliseconds timeout) {
 
 void GlooBackend::signalTransport(const std::string& msg) {
   if (!context_) return;
+  CommPriorityScope scope;  // takes Gloo's pair locks (see create())
   if (!signalGlooTransport(*context_, msg)) {
     DDP_LOG(Warning) << group_ << ": transport is not Gloo TCP; closed connections only";
   }

@@ -8,6 +8,8 @@
 #include <functional>
 #include <vector>
 
+#include "common/thread_priority.h"
+
 namespace ddp::comm {
 namespace {
 
@@ -18,7 +20,11 @@ constexpr uint64_t kHeaderSlotPrefix = 0xD2ull << 56;
 
 GlooHeaderLane::GlooHeaderLane(std::shared_ptr<::gloo::Context> context)
     : context_(std::move(context)), rank_(context_->rank), size_(context_->size) {
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    setThreadName("ddp-gloo-hdr");
+    (void)applyCommThreadPriority();  // Note [Comm thread priority]
+    run();
+  });
 }
 
 GlooHeaderLane::~GlooHeaderLane() { stop(); }
@@ -126,3 +132,4 @@ void GlooHeaderLane::run() {
 }
 
 }  // namespace ddp::comm
+

@@ -7,6 +7,8 @@
 #include <exception>
 #include <vector>
 
+#include "common/thread_priority.h"
+
 namespace ddp::comm {
 namespace {
 
@@ -30,8 +32,16 @@ struct GlooP2p::Pending {
 };
 
 GlooP2p::GlooP2p(std::shared_ptr<::gloo::Context> context) : context_(std::move(context)) {
-  sends_.thread = std::thread([this] { run(sends_); });
-  recvs_.thread = std::thread([this] { run(recvs_); });
+  sends_.thread = std::thread([this] {
+    setThreadName("ddp-gloo-send");
+    (void)applyCommThreadPriority();  // Note [Comm thread priority]
+    run(sends_);
+  });
+  recvs_.thread = std::thread([this] {
+    setThreadName("ddp-gloo-recv");
+    (void)applyCommThreadPriority();
+    run(recvs_);
+  });
 }
 
 GlooP2p::~GlooP2p() { stop(); }
@@ -138,3 +148,4 @@ void GlooP2p::run(Lane& lane) {
 }
 
 }  // namespace ddp::comm
+

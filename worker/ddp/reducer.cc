@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "common/thread_priority.h"
 #include "kernels/bucket_ops.h"
 #include "kernels/cast_ops.h"
 #include "worker/ddp/replica_sync.h"
@@ -85,7 +86,15 @@ Result<std::unique_ptr<Reducer>> Reducer::create(comm::Backend& backend, std::ve
   }
   std::unique_ptr<Reducer> r(new Reducer(backend, std::move(params), std::move(options)));
   DDP_RETURN_IF_ERROR(r->buildBuckets(BucketPlan::reverseOrder(r->params_.size())));
-  r->commThread_ = std::thread([raw = r.get()] { raw->commLoop(); });
+  // CPU training only: with CUDA parameters the hooks may wait on the GPU in spinning
+  // synchronisations, which must not run at real-time priority (Note [Comm thread priority]).
+  bool cpuOnly = true;
+  for (const Parameter* p : r->params_) cpuOnly = cpuOnly && p->device.isCpu();
+  r->commThread_ = std::thread([raw = r.get(), cpuOnly] {
+    setThreadName("ddp-reducer");
+    if (cpuOnly) (void)applyCommThreadPriority();
+    raw->commLoop();
+  });
   return r;
 }
 

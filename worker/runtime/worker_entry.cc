@@ -1,11 +1,13 @@
 #include "worker/runtime/worker_entry.h"
 
+#include <cstdlib>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "common/job_spec.h"
 #include "common/log.h"
+#include "common/thread_priority.h"
 #include "kernels/layer_ops.h"
 #include "worker/comm/gloo_backend.h"
 #include "worker/comm/http_store_client.h"
@@ -88,6 +90,10 @@ int runWorker(int argc, char** argv) {
   auto spec = loadJobSpecFile(config->jobFile, &errors);
   if (!spec.isOk()) return fail(spec.status().withContext(config->jobFile), kWorkerExitBadConfig);
   log::setPrefix(spec->name.empty() ? "job" : spec->name, config->rank);
+  // Note [Comm thread priority]: the job's choice, unless the environment overrides it.
+  if (const char* env = std::getenv("DDP_COMM_THREAD_PRIORITY"); env == nullptr || *env == '\0') {
+    setCommThreadPriority(spec->commThreadPriority);
+  }
   auto trainerConfig = trainerConfigFromJobSpec(*spec);
   if (!trainerConfig.isOk()) return fail(trainerConfig.status().withContext(config->jobFile), kWorkerExitBadConfig);
   if (!config->checkpointDirOverride.empty()) trainerConfig->checkpointDir = config->checkpointDirOverride;

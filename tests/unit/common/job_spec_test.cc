@@ -115,6 +115,7 @@ TEST(JobSpecTest, RoundTripOfNonDefaultValues) {
   s.maxRestarts = 0;
   s.timeouts = {1.5, 30, 0.25};
   s.logFormat = JobLogFormat::kJson;
+  s.commThreadPriority = CommThreadPriority::kNormal;
   ASSERT_TRUE(s.validate().isOk()) << s.validate();
   auto back = parseJobSpec(s.toYaml());
   ASSERT_TRUE(back.isOk()) << back.status() << "\n" << s.toYaml();
