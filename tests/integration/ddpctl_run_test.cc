@@ -3,9 +3,11 @@
 // Fashion-MNIST or synthetic data); the full-length README runs are opt-in (DDP_LONG_TESTS=1,
 // see ddpctl_long_test.cc).
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -252,6 +254,33 @@ TEST(DdpctlRunTest, UnevenInputsWithJoinFinishAndThrowModeStopsEveryone) {
   EXPECT_EQ(thrown.exitCode, 1) << thrown.err;
   EXPECT_TRUE(contains(thrown.err, "last error")) << thrown.err;
   EXPECT_TRUE(contains(thrown.err, "throwOnEarlyTermination")) << thrown.err;
+}
+
+// Note [Comm thread priority]: with more compute threads than cores, ddpctl asks the workers
+// for normal-priority comm threads (and says so) unless the job chose; the job still trains.
+TEST(DdpctlRunTest, MoreComputeThreadsThanCoresGetsNormalCommPriorityUnlessTheJobChose) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  const int threads = std::min(256, std::max(1, CPU_COUNT(&set)));  // 2 workers x threads > cores
+  TempDir dir;
+  const std::string base = header("prio") +
+                           "  workers: {count: 2}\n"
+                           "  threadsPerWorker: " + std::to_string(threads) + "\n"
+                           "  model: {type: mlp, hidden: [32]}\n"
+                           "  data:\n"
+                           "    dataset: synthetic\n"
+                           "    batchSize: 16\n"
+                           "    synthetic: {samples: 512, features: 784, classes: 10}\n"
+                           "  optimizer: {type: sgd, lr: 0.05}\n"
+                           "  epochs: 1\n";
+  const std::string notice = "communication threads at normal priority";
+  auto autoRun = test::runCli({kDdpctl, "run", dir.write("auto.yaml", base)}, 60);
+  EXPECT_EQ(autoRun.exitCode, 0) << autoRun.err;
+  EXPECT_TRUE(contains(autoRun.out + autoRun.err, notice)) << autoRun.out << autoRun.err;
+  auto chosen = test::runCli({kDdpctl, "run", dir.write("rt.yaml", base + "  commThreadPriority: realtime\n")}, 60);
+  EXPECT_EQ(chosen.exitCode, 0) << chosen.err;
+  EXPECT_FALSE(contains(chosen.out + chosen.err, notice)) << chosen.out << chosen.err;
 }
 
 }  // namespace
