@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "worker/comm/http_store_server.h"
+#include "worker/runtime/launch_env.h"
 #include "worker/runtime/process_supervisor.h"
 
 namespace {
@@ -89,11 +90,15 @@ Sample runOnce(const Options& o, const std::string& jobPath, int workers) {
     std::fprintf(stderr, "bench_train: store: %s\n", st.toString().c_str());
     return s;
   }
+  // As ddpctl run: normal-priority comm threads when the workers oversubscribe the cores.
+  JobSpec spec;  // threadsPerWorker 1, commThreadPriority auto: as jobYaml() writes them
+  const auto commPriorityEnv = runtime::commPriorityEnvFor(spec, workers, runtime::usableCores());
   std::vector<runtime::ProcessSpec> specs;
   for (int r = 0; r < workers; ++r) {
     specs.push_back({o.workerBin, {}, {"DDP_STORE_ADDR=" + server.address(), "DDP_JOB_FILE=" + jobPath,
                                        "DDP_RANK=" + std::to_string(r), "DDP_WORLD_SIZE=" + std::to_string(workers),
                                        "DDP_LOG_FORMAT=json", "DDP_LOG_LEVEL=warning"}});
+    if (commPriorityEnv) specs.back().extraEnv.push_back(*commPriorityEnv);
   }
   std::string summary;
   runtime::ProcessSupervisor sup({}, [&](const runtime::RoutedLine& l) {

@@ -1,7 +1,6 @@
 #include "tools/ddpctl/run_command.h"
 
 #include <limits.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -10,12 +9,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "common/job_spec.h"
-#include "common/thread_priority.h"
 #include "worker/comm/http_store_server.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/runtime/job_spec_adapter.h"
+#include "worker/runtime/launch_env.h"
 #include "worker/runtime/process_supervisor.h"
 #include "worker/runtime/worker_config.h"
 
@@ -54,14 +54,6 @@ std::string selfDir() {
   std::string p(buf, static_cast<size_t>(n));
   auto slash = p.rfind('/');
   return slash == std::string::npos ? "." : p.substr(0, slash);
-}
-
-// Cores this process may run on (its affinity mask: a container's cpuset included).
-int usableCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
 }
 
 std::string absolutePath(const std::string& p) {
@@ -213,12 +205,9 @@ int runCommand(const std::vector<std::string>& argv) {
   // Note [Comm thread priority]: real-time comm threads are safe while compute threads do not
   // outnumber the cores; beyond that ask the workers for normal priority (unless the job or
   // the environment chose).
-  std::string commPriorityEnv;
-  const char* envPriority = std::getenv("DDP_COMM_THREAD_PRIORITY");
-  const int cores = usableCores();
-  if ((envPriority == nullptr || *envPriority == '\0') && spec->commThreadPriority == CommThreadPriority::kAuto &&
-      workers * spec->threadsPerWorker > cores) {
-    commPriorityEnv = "DDP_COMM_THREAD_PRIORITY=normal";
+  const int cores = runtime::usableCores();
+  const std::optional<std::string> commPriorityEnv = runtime::commPriorityEnvFor(*spec, workers, cores);
+  if (commPriorityEnv) {
     say(std::to_string(workers) + " workers x " + std::to_string(spec->threadsPerWorker) + " compute thread(s) on " +
         std::to_string(cores) + " core(s): communication threads at normal priority (commThreadPriority: auto)");
   }
@@ -232,7 +221,7 @@ int runCommand(const std::vector<std::string>& argv) {
                   "DDP_RANK=" + std::to_string(r), "DDP_WORLD_SIZE=" + std::to_string(workers),
                   "DDP_GENERATION=0", "DDP_LOG_FORMAT=" + logFormat};
     if (!a.checkpointDir.empty()) p.extraEnv.push_back("DDP_CHECKPOINT_DIR=" + a.checkpointDir);
-    if (!commPriorityEnv.empty()) p.extraEnv.push_back(commPriorityEnv);
+    if (commPriorityEnv) p.extraEnv.push_back(*commPriorityEnv);
     specs.push_back(std::move(p));
   }
 
