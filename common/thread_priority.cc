@@ -1,8 +1,10 @@
 #include "common/thread_priority.h"
 
-#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -26,6 +28,17 @@ constexpr int kCommFifoPriority = 1;  // the lowest real-time priority: above ev
 
 std::atomic<int> gDemotions{0};
 
+struct LinuxDirent64 {  // the kernel's record for getdents64 (no glibc wrapper in Debian 12)
+  uint64_t ino;
+  int64_t off;
+  unsigned short reclen;
+  unsigned char type;
+  char name[];
+};
+
+int demoteFifoCommThreads();
+void reportDemotion(const std::string& why, int demoted);
+
 // The starvation guard (Note [Comm thread priority]): a witness thread at normal priority
 // stamps the time every kBeat; a guard thread at real-time priority 2 (above every comm thread,
 // so it always gets a core) checks the stamp every kCheck and demotes the comm threads when the
@@ -35,22 +48,34 @@ class Canary {
  public:
   static constexpr auto kBeat = std::chrono::milliseconds(50);
   static constexpr auto kCheck = std::chrono::milliseconds(100);
-  static constexpr auto kStarved = std::chrono::milliseconds(1000);
+  static constexpr auto kStarved = std::chrono::milliseconds(500);
 
+  // Called by a thread that has just become SCHED_FIFO 1. Threads inherit their creator's
+  // policy, and a thread cannot raise itself once equal-priority spinners hold every core, so
+  // the guard is created while this thread runs at priority 2 and the witness while it runs
+  // at normal priority; then this thread goes back to priority 1.
   void ensureStarted() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (started_ || stop_) return;
+    std::lock_guard<std::mutex> lock(startMu_);
+    if (started_ || stop_.load()) return;
     started_ = true;
     stamp_.store(nowNs());
-    witness_ = std::thread([this] { witness(); });
+    sched_param sp{};
+    sp.sched_priority = kCommFifoPriority + 1;
+    (void)sched_setscheduler(0, SCHED_FIFO, &sp);
     guard_ = std::thread([this] { guard(); });
+    sp.sched_priority = 0;
+    (void)sched_setscheduler(0, SCHED_OTHER, &sp);
+    witness_ = std::thread([this] { witness(); });
+    sp.sched_priority = kCommFifoPriority;
+    (void)sched_setscheduler(0, SCHED_FIFO, &sp);
   }
   ~Canary() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
+    stop_.store(true);
+    { std::lock_guard<std::mutex> l(witnessMu_); }
+    witnessCv_.notify_all();
+    { std::lock_guard<std::mutex> l(guardMu_); }
+    guardCv_.notify_all();
+    std::lock_guard<std::mutex> lock(startMu_);
     if (witness_.joinable()) witness_.join();
     if (guard_.joinable()) guard_.join();
   }
@@ -60,38 +85,44 @@ class Canary {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
         .count();
   }
+  // The witness and the guard share nothing but atomics: the witness may be preempted at any
+  // instruction (that is what it is for), so a lock it could hold would stop the guard too.
   void witness() {
-    setThreadName("ddp-prio-witness");
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
+    setThreadName("ddp-prio-witness");  // SCHED_OTHER: created so (ensureStarted)
+    std::unique_lock<std::mutex> lock(witnessMu_);
+    while (!stop_.load()) {
       stamp_.store(nowNs());
-      cv_.wait_for(lock, kBeat, [&] { return stop_; });
+      witnessCv_.wait_for(lock, kBeat, [&] { return stop_.load(); });
     }
   }
   void guard() {
     setThreadName("ddp-prio-guard");
-    sched_param sp{};
-    sp.sched_priority = kCommFifoPriority + 1;
-    const bool realtime = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!stop_) {
-      cv_.wait_for(lock, kCheck, [&] { return stop_; });
-      if (stop_ || !realtime) continue;
+    sched_param cur{};
+    const bool realtime =
+        sched_getscheduler(0) == SCHED_FIFO && sched_getparam(0, &cur) == 0 && cur.sched_priority > kCommFifoPriority;
+    std::unique_lock<std::mutex> lock(guardMu_);
+    while (!stop_.load()) {
+      guardCv_.wait_for(lock, kCheck, [&] { return stop_.load(); });
+      if (stop_.load() || !realtime) continue;
       const int64_t starvedMs = (nowNs() - stamp_.load()) / 1000000;
       if (starvedMs < std::chrono::duration_cast<std::chrono::milliseconds>(kStarved).count()) continue;
-      lock.unlock();
-      demoteCommThreads("a normal-priority thread got no core for " + std::to_string(starvedMs) +
-                        " ms: real-time comm threads are starving the process");
-      stamp_.store(nowNs());
-      lock.lock();  // keeps watching: a test or a new job may set real time again
+      // Demote before anything that could wait on a starved thread (allocation, the log's lock).
+      const int demoted = demoteFifoCommThreads();
+      reportDemotion("a normal-priority thread got no core for " + std::to_string(starvedMs) +
+                         " ms: real-time comm threads are starving the process",
+                     demoted);
+      stamp_.store(nowNs());  // keeps watching: a test or a new job may set real time again
     }
   }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stop_ = false;
-  bool started_ = false;
+  std::mutex startMu_;
+  bool started_ = false;  // guarded by startMu_
+  std::atomic<bool> stop_{false};
   std::atomic<int64_t> stamp_{0};
+  std::mutex witnessMu_;
+  std::condition_variable witnessCv_;
+  std::mutex guardMu_;
+  std::condition_variable guardCv_;
   std::thread witness_;
   std::thread guard_;
 };
@@ -194,25 +225,56 @@ CommPriorityScope::~CommPriorityScope() {
 
 int commPriorityDemotions() { return gDemotions.load(); }
 
-int demoteCommThreads(const std::string& why) {
+namespace {
+
+// Every SCHED_FIFO priority-1 thread of this process (comm threads, and Gloo's, which inherit)
+// to SCHED_OTHER, and the mode to normal. Allocates nothing and takes no lock that a starved
+// thread could hold: the directory is read with getdents64 into a stack buffer.
+int demoteFifoCommThreads() {
   setCommThreadPriority(CommThreadPriority::kNormal);  // no new promotions
+  const int fd = ::open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return 0;
   int demoted = 0;
-  if (DIR* dir = opendir("/proc/self/task")) {
-    while (dirent* e = readdir(dir)) {
-      if (e->d_name[0] == '.') continue;
-      const pid_t tid = static_cast<pid_t>(std::atoi(e->d_name));
+  alignas(8) char buf[4096];
+  for (;;) {
+    const long n = ::syscall(SYS_getdents64, fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    for (long off = 0; off < n;) {
+      const auto* d = reinterpret_cast<const struct LinuxDirent64*>(buf + off);
+      off += d->reclen;
+      pid_t tid = 0;
+      bool digits = d->name[0] != '\0';
+      for (const char* c = d->name; *c != '\0'; ++c) {
+        if (*c < '0' || *c > '9') {
+          digits = false;
+          break;
+        }
+        tid = tid * 10 + (*c - '0');
+      }
+      if (!digits) continue;
       sched_param cur{};
       if (sched_getscheduler(tid) != SCHED_FIFO || sched_getparam(tid, &cur) != 0) continue;
       if (cur.sched_priority != kCommFifoPriority) continue;  // not a comm thread (the guard)
       sched_param sp{};
       if (sched_setscheduler(tid, SCHED_OTHER, &sp) == 0) ++demoted;
     }
-    closedir(dir);
   }
+  ::close(fd);
+  return demoted;
+}
+
+void reportDemotion(const std::string& why, int demoted) {
   gDemotions.fetch_add(1);
   DDP_LOG(Warning) << "comm thread priority: " << why << "; demoted " << demoted
                    << " thread(s) to normal priority for the rest of this process (set "
                    "commThreadPriority: normal for jobs with more workers than cores)";
+}
+
+}  // namespace
+
+int demoteCommThreads(const std::string& why) {
+  const int demoted = demoteFifoCommThreads();
+  reportDemotion(why, demoted);
   return demoted;
 }
 

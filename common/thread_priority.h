@@ -31,13 +31,15 @@
 // Starvation guard. Equal priority keeps Gloo's spinners from starving one another only while
 // the spinning threads do not outnumber the cores; with more (four workers on two cores, or
 // several ranks in one process) two spinners can hold every core while the thread they wait for
-// queues behind them, and the kernel's real-time throttling cannot be counted on to break that
-// (on the reference kernel normal threads got no core at all for 20 s). So the first promotion
-// starts a guard: a witness thread at normal priority stamps the time every 50 ms, and a guard
-// thread at real-time priority 2 (above every comm thread, so it always gets a core) demotes
-// every comm thread of the process to SCHED_OTHER, and turns the mode to `normal`, when the
-// witness has not run for 1 s, with a warning. A livelock thus costs about a second, once.
-// `ddpctl run` asks for `normal` when a job has more workers than the machine has cores.
+// queues behind them. The kernel's real-time throttling then gives normal threads only ~5% of
+// each second (and other real-time threads nothing). So the first promotion starts a guard: a
+// witness thread at normal priority stamps the time every 50 ms, and a guard thread at
+// real-time priority 2 (above every comm thread, so it always gets a core) demotes every comm
+// thread of the process to SCHED_OTHER, and turns the mode to `normal`, when the witness has
+// not run for 500 ms, with a warning. The two share only atomics (the witness may be preempted
+// anywhere), and the demotion allocates nothing and takes no lock a starved thread could hold.
+// A livelock thus costs about half a second, once. `ddpctl run` asks for `normal` when a job
+// has more workers x threads than the machine has cores.
 //
 // The process-wide mode: `auto` (the default) uses real time when permitted (root, or
 // CAP_SYS_NICE in a container) and falls back to normal priority otherwise, logging once why;

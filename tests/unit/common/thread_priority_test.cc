@@ -13,8 +13,10 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -137,51 +139,65 @@ TEST_F(CommThreadPriorityTest, ScopeLendsThePolicyToThreadsCreatedInsideAndResto
   EXPECT_EQ(seen.after, SCHED_OTHER);
 }
 
-// The backend's executor, header lane and p2p threads and Gloo's own threads (which inherit from
-// the thread that creates the backend) run at comm priority; the creating thread gets its policy
-// back.
+// One run of two GlooBackend ranks in this process under `mode`: the backend's executor, header
+// lane and p2p threads and Gloo's own threads (which inherit from the thread that creates the
+// backend) run at comm priority, and the creating thread gets its policy back. Returns true,
+// checking nothing, when the starvation guard demoted the threads meanwhile.
+bool checkBackendThreads(CommThreadPriority mode, bool permitted) {
+  setCommThreadPriority(mode);
+  const int demotionsAtStart = commPriorityDemotions();
+  const bool wantFifo = permitted && mode == CommThreadPriority::kAuto;
+  const size_t fifoBefore = [] {
+    size_t n = 0;
+    for (const auto& [name, policy] : threadPolicies()) n += policy == SCHED_FIFO;
+    return n;
+  }();
+  std::vector<int> creatorPolicy(2, -1);
+  std::multimap<std::string, int> during;
+  std::mutex mu;
+  Status st = test::runRanks(2, [&](int rank, comm::Backend& backend) {
+    creatorPolicy[rank] = policyOfThisThread();
+    EXPECT_TRUE(backend.barrier()->wait().isOk());
+    if (rank == 0) {
+      std::lock_guard<std::mutex> lock(mu);
+      during = threadPolicies();
+    }
+    EXPECT_TRUE(backend.barrier()->wait().isOk());
+  });
+  EXPECT_TRUE(st.isOk()) << st;
+  if (commPriorityDemotions() != demotionsAtStart) return true;
+  for (int p : creatorPolicy) EXPECT_EQ(p, SCHED_OTHER) << commThreadPriorityName(mode);
+  for (const char* name : {"ddp-gloo-exec", "ddp-gloo-hdr", "ddp-gloo-send", "ddp-gloo-recv"}) {
+    auto [lo, hi] = during.equal_range(name);
+    EXPECT_EQ(std::distance(lo, hi), 2) << name;  // one per rank
+    for (auto it = lo; it != hi; ++it) EXPECT_EQ(it->second, wantFifo ? SCHED_FIFO : SCHED_OTHER) << name;
+  }
+  // Gloo's own threads (I/O loop and helpers, unnamed) inherit from the creating thread.
+  size_t fifoDuring = 0;
+  std::string fifoNames;
+  for (const auto& [name, policy] : during) {
+    if (policy != SCHED_FIFO) continue;
+    ++fifoDuring;
+    fifoNames += " " + name;
+  }
+  const size_t extra = fifoDuring - fifoBefore;
+  if (wantFifo) {
+    EXPECT_GE(extra, 8u + 2u) << fifoNames;  // 4 named per rank + at least Gloo's loop per rank
+  } else {
+    EXPECT_EQ(extra, 0u) << commThreadPriorityName(mode) << ":" << fifoNames;
+  }
+  return false;
+}
+
+// Two ranks in one process put a dozen real-time threads on the cores; should they livelock
+// (Note [Comm thread priority]) the guard demotes them within half a second. Such a run is retried
+// once; the guard firing twice fails the test.
 TEST_F(CommThreadPriorityTest, GlooBackendThreadsRunAtCommPriority) {
   const bool permitted = fifoPermitted();
   for (auto mode : {CommThreadPriority::kAuto, CommThreadPriority::kNormal}) {
-    setCommThreadPriority(mode);
-    const bool wantFifo = permitted && mode == CommThreadPriority::kAuto;
-    const size_t fifoBefore = [] {
-      size_t n = 0;
-      for (const auto& [name, policy] : threadPolicies()) n += policy == SCHED_FIFO;
-      return n;
-    }();
-    std::vector<int> creatorPolicy(2, -1);
-    std::multimap<std::string, int> during;
-    std::mutex mu;
-    Status st = test::runRanks(2, [&](int rank, comm::Backend& backend) {
-      creatorPolicy[rank] = policyOfThisThread();
-      ASSERT_TRUE(backend.barrier()->wait().isOk());
-      if (rank == 0) {
-        std::lock_guard<std::mutex> lock(mu);
-        during = threadPolicies();
-      }
-      ASSERT_TRUE(backend.barrier()->wait().isOk());
-    });
-    ASSERT_TRUE(st.isOk()) << st;
-    for (int p : creatorPolicy) EXPECT_EQ(p, SCHED_OTHER) << commThreadPriorityName(mode);
-    for (const char* name : {"ddp-gloo-exec", "ddp-gloo-hdr", "ddp-gloo-send", "ddp-gloo-recv"}) {
-      auto [lo, hi] = during.equal_range(name);
-      EXPECT_EQ(std::distance(lo, hi), 2) << name;  // one per rank
-      for (auto it = lo; it != hi; ++it) EXPECT_EQ(it->second, wantFifo ? SCHED_FIFO : SCHED_OTHER) << name;
-    }
-    // Gloo's own threads (I/O loop and helpers, unnamed) inherit from the creating thread.
-    size_t fifoDuring = 0;
-    std::string fifoNames;
-    for (const auto& [name, policy] : during) {
-      if (policy != SCHED_FIFO) continue;
-      ++fifoDuring;
-      fifoNames += " " + name;
-    }
-    const size_t extra = fifoDuring - fifoBefore;
-    if (wantFifo) {
-      EXPECT_GE(extra, 8u + 2u) << fifoNames;  // 4 named per rank + at least Gloo's loop per rank
-    } else {
-      EXPECT_EQ(extra, 0u) << commThreadPriorityName(mode) << ":" << fifoNames;
+    if (checkBackendThreads(mode, permitted)) {
+      std::printf("the starvation guard demoted the comm threads during the run; retrying once\n");
+      EXPECT_FALSE(checkBackendThreads(mode, permitted)) << "the starvation guard fired twice";
     }
   }
 }
@@ -189,7 +205,8 @@ TEST_F(CommThreadPriorityTest, GlooBackendThreadsRunAtCommPriority) {
 // The livelock the starvation guard exists for, made on purpose: one real-time thread per core
 // spins (as Gloo's I/O loop does on a pair another thread has locked) until a normal-priority
 // thread sets a flag, which no normal thread gets a core to do. The guard (real-time priority
-// 2) must see its normal-priority witness starve and demote the spinners within about a second.
+// 2) must see its normal-priority witness starve and demote the spinners within about half a
+// second (the kernel's real-time throttling lets the witness run now and then, but late).
 TEST_F(CommThreadPriorityTest, StarvationGuardDemotesSpinnersThatStarveNormalThreads) {
   if (!fifoPermitted()) GTEST_SKIP() << "SCHED_FIFO not permitted here";
   setCommThreadPriority(CommThreadPriority::kRealtime);
