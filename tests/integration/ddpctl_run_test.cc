@@ -3,7 +3,6 @@
 // Fashion-MNIST or synthetic data); the full-length README runs are opt-in (DDP_LONG_TESTS=1,
 // see ddpctl_long_test.cc).
 #include <gtest/gtest.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -14,6 +13,7 @@
 #include "tests/integration/cli_process.h"
 #include "worker/runtime/atomic_file.h"
 #include "worker/runtime/checkpoint_store.h"
+#include "worker/runtime/launch_env.h"
 
 namespace ddp {
 namespace {
@@ -259,10 +259,7 @@ TEST(DdpctlRunTest, UnevenInputsWithJoinFinishAndThrowModeStopsEveryone) {
 // Note [Comm thread priority]: with more compute threads than cores, ddpctl asks the workers
 // for normal-priority comm threads (and says so) unless the job chose; the job still trains.
 TEST(DdpctlRunTest, MoreComputeThreadsThanCoresGetsNormalCommPriorityUnlessTheJobChose) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
-  const int threads = std::min(256, std::max(1, CPU_COUNT(&set)));  // 2 workers x threads > cores
+  const int threads = std::min(256, runtime::usableCores());  // 2 workers x threads > cores
   TempDir dir;
   const std::string base = header("prio") +
                            "  workers: {count: 2}\n"
