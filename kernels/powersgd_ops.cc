@@ -198,6 +198,21 @@ Status addErrorAndComputeP(Device device, float* m, const float* error, const fl
   return Status::ok();
 }
 
+Status compensateAndComputeP(Device device, const float* grad, float* sum, const float* prevP, const float* prevQ,
+                             const float* q, float* p, size_t rows, size_t cols, size_t r, void* stream) {
+  if (device.isCuda()) {  // an element-wise pass, then the product (cuBLAS) on the sum
+#if DDP_WITH_CUDA
+    DDP_RETURN_IF_ERROR(cuda::compensate(device, grad, sum, prevP, prevQ, rows, cols, r, stream));
+    return computeP(device, sum, q, p, 1, rows, cols, r, stream);
+#else
+    return unimplemented("compensateAndComputeP on " + device.toString() + ": this build has no CUDA");
+#endif
+  }
+  (void)stream;
+  cpu::compensateAndComputeP(grad, sum, prevP, prevQ, q, p, rows, cols, r);  // one pass over grad and sum
+  return Status::ok();
+}
+
 Status decompressWithError(Device device, float* m, const float* p, const float* q, float* error, size_t rows,
                            size_t cols, size_t r, void* stream) {
   if (device.isCuda()) {

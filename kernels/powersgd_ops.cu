@@ -63,6 +63,24 @@ __global__ void updateKernel(float* __restrict__ buffer, float* __restrict__ app
   }
 }
 
+// Note [Deferred error feedback]: e = sum - prevP prevQ^T, sum = grad + e (prevP may be null).
+__global__ void compensateKernel(const float* __restrict__ grad, float* __restrict__ sum,
+                                 const float* __restrict__ prevP, const float* __restrict__ prevQ, size_t rows,
+                                 size_t cols, size_t r) {
+  const size_t n = rows * cols;
+  for (size_t idx = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; idx < n;
+       idx += static_cast<size_t>(gridDim.x) * blockDim.x) {
+    float e = sum[idx];
+    if (prevP != nullptr) {
+      const size_t i = idx / cols, j = idx % cols;
+      float a = 0.0f;
+      for (size_t k = 0; k < r; ++k) a = fmaf(prevP[i * r + k], prevQ[j * r + k], a);
+      e = e - a;
+    }
+    sum[idx] = grad[idx] + e;
+  }
+}
+
 __global__ void scaleKernel(float* __restrict__ x, size_t n, float alpha) {
   for (size_t i = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<size_t>(gridDim.x) * blockDim.x) {
@@ -140,6 +158,16 @@ Status errorFeedbackUpdate(Device device, float* buffer, float* approx, size_t n
   DDP_GUARD_DEVICE(device, "errorFeedbackUpdate");
   updateKernel<<<blocksFor(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(buffer, approx, n);
   return launchStatus("errorFeedbackUpdate", stream);
+}
+
+Status compensate(Device device, const float* grad, float* sum, const float* prevP, const float* prevQ, size_t rows,
+                  size_t cols, size_t r, void* stream) {
+  const size_t n = rows * cols;
+  if (n == 0) return Status::ok();
+  DDP_GUARD_DEVICE(device, "compensateAndComputeP");
+  compensateKernel<<<blocksFor(n), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(grad, sum, prevP, prevQ, rows,
+                                                                                    cols, r);
+  return launchStatus("compensateAndComputeP", stream);
 }
 
 Status scale(Device device, float* x, size_t n, float alpha, void* stream) {

@@ -82,6 +82,26 @@ Status addErrorAndComputeP(Device device, float* m, const float* error, const fl
 Status decompressWithError(Device device, float* m, const float* p, const float* q, float* error, size_t rows,
                            size_t cols, size_t r, void* stream = nullptr);
 
+// Note [Deferred error feedback]
+// With error feedback, a step reads the gradient G and the last error E, forms M = G + E,
+// compresses M to M~ = P Q^T, hands M~ on and keeps E' = M - M~. Stored as such, E' costs the
+// step two passes over memory of its own: M~ written back only to be read again for E', and E'
+// written. Kept deferred instead, as the compensated gradient S = M together with the small P and
+// Q that were sent, the error is E' = S - P Q^T, and its two uses fold into passes that run anyway:
+//  - compensateAndComputeP (the first pass of the next step): per element e = S - (P' Q'^T),
+//    S = G + e, then P = S Q; G is only read;
+//  - decompress (the last pass): G = P Q^T, written without being read.
+// Five passes over memory per step instead of seven. P' Q'^T is evaluated exactly as decompress
+// evaluates M~ (per element, a fused multiply-add chain over k from zero), so the deferred error
+// equals bit for bit the error the eager form would have stored: a state saved after
+// materialising E' = S - P' Q'^T (decompressWithError on a copy of S) resumes the same trajectory.
+
+// Per element of the rows x cols matrices (row-major): e = sum - prevP prevQ^T (prevP: rows x r,
+// prevQ: cols x r; with prevP == nullptr, e = sum), sum = grad + e; then P = sum Q. `grad` is
+// only read. Note [Deferred error feedback].
+Status compensateAndComputeP(Device device, const float* grad, float* sum, const float* prevP, const float* prevQ,
+                             const float* q, float* p, size_t rows, size_t cols, size_t r, void* stream = nullptr);
+
 // Fills out[0..n) (host memory) with standard normal samples from a counter-based generator:
 // sample i depends only on (seed, i), so every replica that uses the same seed gets the same
 // values, whatever else it drew before. Box-Muller over SplitMix64 in double precision.

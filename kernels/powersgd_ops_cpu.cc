@@ -16,11 +16,25 @@ namespace ddp::kernels::powersgd::cpu {
 namespace {
 
 // Q (cols x r, row-major) transposed into per-thread scratch: r contiguous rows of length cols.
-const float* transposed(const float* q, size_t cols, size_t r) {
-  thread_local std::vector<float> qt;
-  if (qt.size() < r * cols) qt.resize(r * cols);
-  transposeQ(q, cols, r, qt.data());
-  return qt.data();
+// `slot` 0 or 1: two transposes alive at once (compensateAndComputeP needs Q and the last Q).
+const float* transposed(const float* q, size_t cols, size_t r, int slot = 0) {
+  thread_local std::vector<float> qt[2];
+  std::vector<float>& buf = qt[slot];
+  if (buf.size() < r * cols) buf.resize(r * cols);
+  transposeQ(q, cols, r, buf.data());
+  return buf.data();
+}
+
+// Row i of M~ = P Q^T into a[0..cols) (portable loops). decompressScalar and compensateScalar
+// both use it, so the deferred error equals the eager one bit for bit (Note [Deferred error
+// feedback] in powersgd_ops.h).
+void approxRowScalar(const float* pi, const float* qt, size_t cols, size_t r, float* __restrict a) {
+  std::fill(a, a + cols, 0.0f);
+  for (size_t k = 0; k < r; ++k) {
+    const float pk = pi[k];
+    const float* qk = qt + k * cols;
+    for (size_t j = 0; j < cols; ++j) a[j] += pk * qk[j];
+  }
 }
 
 // ---- Portable versions (the compiler vectorises the loops without reductions). ----
@@ -58,19 +72,31 @@ void decompressScalar(float* m, const float* p, const float* qt, float* error, s
   if (row.size() < cols) row.resize(cols);
   float* __restrict a = row.data();
   for (size_t i = 0; i < rows; ++i) {
-    const float* pi = p + i * r;
-    std::fill(a, a + cols, 0.0f);
-    for (size_t k = 0; k < r; ++k) {
-      const float pk = pi[k];
-      const float* qk = qt + k * cols;
-      for (size_t j = 0; j < cols; ++j) a[j] += pk * qk[j];
-    }
+    approxRowScalar(p + i * r, qt, cols, r, a);
     float* mi = m + i * cols;
     if (error != nullptr) {
       float* ei = error + i * cols;
       for (size_t j = 0; j < cols; ++j) ei[j] = mi[j] - a[j];
     }
     std::copy(a, a + cols, mi);
+  }
+}
+
+void compensateScalar(const float* grad, float* sum, const float* prevP, const float* prevQt, const float* qt,
+                      float* p, size_t rows, size_t cols, size_t r) {
+  thread_local std::vector<float> row;
+  if (row.size() < cols) row.resize(cols);
+  float* __restrict a = row.data();
+  for (size_t i = 0; i < rows; ++i) {
+    const float* gi = grad + i * cols;
+    float* si = sum + i * cols;
+    if (prevP != nullptr) {
+      approxRowScalar(prevP + i * r, prevQt, cols, r, a);
+      for (size_t j = 0; j < cols; ++j) si[j] = gi[j] + (si[j] - a[j]);
+    } else {
+      for (size_t j = 0; j < cols; ++j) si[j] = gi[j] + si[j];
+    }
+    pRowsScalar(si, nullptr, qt, p + i * r, 1, cols, r);
   }
 }
 
@@ -221,12 +247,21 @@ DDP_AVX2 inline float approxAt(const float* pi, const float* qt, size_t cols, si
   return a;
 }
 
+// sum[j] = grad[j] + sum[j] for j < n.
+DDP_AVX2 inline void addRowsAvx2(const float* grad, float* sum, size_t n) {
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8) _mm256_storeu_ps(sum + j, _mm256_add_ps(_mm256_loadu_ps(grad + j), _mm256_loadu_ps(sum + j)));
+  for (; j < n; ++j) sum[j] = grad[j] + sum[j];
+}
+
 // Note [Streaming the error out]
 // The new error is only read back at the next step, after the whole 58 MB of gradients went
 // through the cache: an ordinary store would first read each of its cache lines (a read for
 // ownership) only to overwrite them. Non-temporal stores write the error without that read,
 // saving one of the step's passes over memory; they need 32-byte alignment, so each row starts
-// with a few scalar elements, and end with a store fence.
+// with a few scalar elements, and end with a store fence. When only M~ is written (no error, or
+// the error deferred: Note [Deferred error feedback] in powersgd_ops.h), M~ itself is streamed:
+// M is not read at all then.
 // Two rows of decompressAvx2<R> (R in 1..4) sharing each load of Q^T (Note [Row pairs]). The
 // caller guarantees cols % 8 == 0, so both error rows have the same alignment.
 template <int R>
@@ -242,17 +277,19 @@ DDP_AVX2 void decompressPairAvx2(float* m, const float* p, const float* qt, floa
     pk0[k] = _mm256_broadcast_ss(p0 + k);
     pk1[k] = _mm256_broadcast_ss(p1 + k);
   }
+  // The streamed rows (the error's, or M's when only M~ is written) start aligned after a head.
+  const float* streamed = e0 != nullptr ? e0 : m0;
+  const size_t misaligned = (reinterpret_cast<uintptr_t>(streamed) % 32) / sizeof(float);
+  const size_t head = std::min(cols, misaligned == 0 ? size_t{0} : 8 - misaligned);
   size_t j = 0;
-  if (e0 != nullptr) {
-    const size_t misaligned = (reinterpret_cast<uintptr_t>(e0) % 32) / sizeof(float);
-    const size_t head = std::min(cols, misaligned == 0 ? size_t{0} : 8 - misaligned);
-    for (; j < head; ++j) {
-      const float a0 = approxAt(p0, qt, cols, R, j), a1 = approxAt(p1, qt, cols, R, j);
+  for (; j < head; ++j) {
+    const float a0 = approxAt(p0, qt, cols, R, j), a1 = approxAt(p1, qt, cols, R, j);
+    if (e0 != nullptr) {
       e0[j] = m0[j] - a0;
-      m0[j] = a0;
       e1[j] = m1[j] - a1;
-      m1[j] = a1;
     }
+    m0[j] = a0;
+    m1[j] = a1;
   }
   for (; j + 8 <= cols; j += 8) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
@@ -264,9 +301,12 @@ DDP_AVX2 void decompressPairAvx2(float* m, const float* p, const float* qt, floa
     if (e0 != nullptr) {
       _mm256_stream_ps(e0 + j, _mm256_sub_ps(_mm256_loadu_ps(m0 + j), a0));
       _mm256_stream_ps(e1 + j, _mm256_sub_ps(_mm256_loadu_ps(m1 + j), a1));
+      _mm256_storeu_ps(m0 + j, a0);
+      _mm256_storeu_ps(m1 + j, a1);
+    } else {
+      _mm256_stream_ps(m0 + j, a0);
+      _mm256_stream_ps(m1 + j, a1);
     }
-    _mm256_storeu_ps(m0 + j, a0);
-    _mm256_storeu_ps(m1 + j, a1);
   }
   for (; j < cols; ++j) {
     const float a0 = approxAt(p0, qt, cols, R, j), a1 = approxAt(p1, qt, cols, R, j);
@@ -324,7 +364,10 @@ DDP_AVX2 void decompressAvx2(float* m, const float* p, const float* qt, float* e
         _mm256_storeu_ps(mi + j, a);
       }
     } else {
-      for (; j + 8 <= cols; j += 8) _mm256_storeu_ps(mi + j, approx(j));
+      const size_t misaligned = (reinterpret_cast<uintptr_t>(mi) % 32) / sizeof(float);
+      const size_t head = std::min(cols, misaligned == 0 ? size_t{0} : 8 - misaligned);
+      for (; j < head; ++j) mi[j] = approxAt(pi, qt, cols, r, j);
+      for (; j + 8 <= cols; j += 8) _mm256_stream_ps(mi + j, approx(j));
     }
     for (; j < cols; ++j) {
       const float a = approxAt(pi, qt, cols, r, j);
@@ -332,7 +375,65 @@ DDP_AVX2 void decompressAvx2(float* m, const float* p, const float* qt, float* e
       mi[j] = a;
     }
   }
-  if (error != nullptr) _mm_sfence();  // Note [Streaming the error out]
+  _mm_sfence();  // Note [Streaming the error out]
+}
+
+// NR rows (1 or 2, Note [Row pairs]) from row i of the compensation in
+// compensateAndComputeP: sum = grad + (sum - prevP prevQ^T), the product evaluated as in
+// decompressAvx2 (approxAt's order). R > 0 is the rank at compile time, R == 0 reads `rank`.
+template <int R, int NR>
+DDP_AVX2 void compensateRowsAvx2(const float* grad, float* sum, const float* prevP, const float* prevQt, size_t i,
+                                 size_t cols, size_t rank) {
+  const size_t r = R > 0 ? static_cast<size_t>(R) : rank;
+  constexpr int kHoisted = R > 0 ? R : 1;
+  const float* g[NR];
+  float* s[NR];
+  const float* pp[NR];
+  __m256 pk[NR][kHoisted];
+  for (int x = 0; x < NR; ++x) {
+    g[x] = grad + (i + x) * cols;
+    s[x] = sum + (i + x) * cols;
+    pp[x] = prevP + (i + x) * r;
+    if constexpr (R > 0)
+      for (int k = 0; k < R; ++k) pk[x][k] = _mm256_broadcast_ss(pp[x] + k);
+  }
+  size_t j = 0;
+  for (; j + 8 <= cols; j += 8) {
+    __m256 a[NR];
+    for (int x = 0; x < NR; ++x) a[x] = _mm256_setzero_ps();
+    for (size_t k = 0; k < r; ++k) {
+      const __m256 q = _mm256_loadu_ps(prevQt + k * cols + j);
+      for (int x = 0; x < NR; ++x) {
+        __m256 pkx;
+        if constexpr (R > 0) pkx = pk[x][k];
+        else pkx = _mm256_broadcast_ss(pp[x] + k);
+        a[x] = _mm256_fmadd_ps(pkx, q, a[x]);
+      }
+    }
+    for (int x = 0; x < NR; ++x) {
+      const __m256 e = _mm256_sub_ps(_mm256_loadu_ps(s[x] + j), a[x]);
+      _mm256_storeu_ps(s[x] + j, _mm256_add_ps(_mm256_loadu_ps(g[x] + j), e));
+    }
+  }
+  for (; j < cols; ++j) {
+    for (int x = 0; x < NR; ++x) s[x][j] = g[x][j] + (s[x][j] - approxAt(pp[x], prevQt, cols, r, j));
+  }
+}
+
+template <int R>
+DDP_AVX2 void compensateAvx2(const float* grad, float* sum, const float* prevP, const float* prevQt,
+                             const float* qt, float* p, size_t rows, size_t cols, size_t rank) {
+  size_t i = 0;
+  for (; i + 2 <= rows; i += 2) {  // Note [Row pairs]; the pair is still in L1 for P
+    if (prevP != nullptr) compensateRowsAvx2<R, 2>(grad, sum, prevP, prevQt, i, cols, rank);
+    else addRowsAvx2(grad + i * cols, sum + i * cols, 2 * cols);
+    pRowsOf<2>(sum, nullptr, qt, p, i, cols, rank);
+  }
+  for (; i < rows; ++i) {
+    if (prevP != nullptr) compensateRowsAvx2<R, 1>(grad, sum, prevP, prevQt, i, cols, rank);
+    else addRowsAvx2(grad + i * cols, sum + i * cols, cols);
+    pRowsOf<1>(sum, nullptr, qt, p, i, cols, rank);
+  }
 }
 
 // Picks the kernel instance for r (unrolled for the usual ranks 1..8).
@@ -353,6 +454,11 @@ DDP_AVX2 void qRowsAvx2ByRank(const float* m, const float* p, float* qt, size_t 
 DDP_AVX2 void decompressAvx2ByRank(float* m, const float* p, const float* qt, float* error, size_t rows,
                                    size_t cols, size_t r) {
   DDP_POWERSGD_BY_RANK(decompressAvx2, r, m, p, qt, error, rows, cols, r)
+}
+
+DDP_AVX2 void compensateAvx2ByRank(const float* grad, float* sum, const float* prevP, const float* prevQt,
+                                   const float* qt, float* p, size_t rows, size_t cols, size_t r) {
+  DDP_POWERSGD_BY_RANK(compensateAvx2, r, grad, sum, prevP, prevQt, qt, p, rows, cols, r)
 }
 
 bool haveAvx2() {
@@ -390,6 +496,26 @@ void addErrorAndComputeP(float* m, const float* error, const float* q, float* p,
                          size_t r) {
   const bool empty = rows == 0 || r == 0;  // then Q is not read
   addErrorAndComputePTransposed(m, error, empty ? nullptr : transposed(q, cols, r), p, rows, cols, r);
+}
+
+void compensateAndComputePTransposed(const float* grad, float* sum, const float* prevP, const float* prevQt,
+                                     const float* qt, float* p, size_t rows, size_t cols, size_t r) {
+  if (rows == 0 || cols == 0) return;
+  if (r == 0) {  // nothing sent, nothing to subtract; P is empty
+    for (size_t i = 0; i < rows * cols; ++i) sum[i] = grad[i] + sum[i];
+    return;
+  }
+#if DDP_POWERSGD_AVX2
+  if (haveAvx2()) return compensateAvx2ByRank(grad, sum, prevP, prevQt, qt, p, rows, cols, r);
+#endif
+  compensateScalar(grad, sum, prevP, prevQt, qt, p, rows, cols, r);
+}
+
+void compensateAndComputeP(const float* grad, float* sum, const float* prevP, const float* prevQ, const float* q,
+                           float* p, size_t rows, size_t cols, size_t r) {
+  if (rows == 0 || cols == 0 || r == 0) return compensateAndComputePTransposed(grad, sum, nullptr, nullptr, nullptr, p, rows, cols, r);
+  const float* prevQt = prevP != nullptr ? transposed(prevQ, cols, r, 1) : nullptr;
+  compensateAndComputePTransposed(grad, sum, prevP, prevQt, transposed(q, cols, r, 0), p, rows, cols, r);
 }
 
 void computeQ(const float* m, const float* p, float* q, size_t rows, size_t cols, size_t r) {

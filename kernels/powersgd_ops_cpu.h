@@ -29,8 +29,14 @@ void addErrorAndComputeP(float* m, const float* error, const float* q, float* p,
                          size_t r);
 // Q (cols x r) = M^T P with P (rows x r).
 void computeQ(const float* m, const float* p, float* q, size_t rows, size_t cols, size_t r);
-// M~ = P Q^T. With `error` == nullptr: M = M~. Else error = M - M~, then M = M~.
+// M~ = P Q^T. With `error` == nullptr: M = M~ (M is only written, with streaming stores: Note
+// [Streaming the error out]). Else error = M - M~, then M = M~.
 void decompress(float* m, const float* p, const float* q, float* error, size_t rows, size_t cols, size_t r);
+
+// Note [Deferred error feedback] in powersgd_ops.h: per element e = sum - prevP prevQ^T (or e =
+// sum when prevP == nullptr), sum = grad + e; then P (rows x r) = sum Q. grad is only read.
+void compensateAndComputeP(const float* grad, float* sum, const float* prevP, const float* prevQ, const float* q,
+                           float* p, size_t rows, size_t cols, size_t r);
 
 // The same with Q given transposed (qt: r x cols, row-major), for callers that walk one matrix
 // in row blocks (the batched hook) and transpose Q once.
@@ -39,5 +45,7 @@ void addErrorAndComputePTransposed(float* m, const float* error, const float* qt
                                    size_t cols, size_t r);
 void decompressTransposed(float* m, const float* p, const float* qt, float* error, size_t rows, size_t cols,
                           size_t r);
+void compensateAndComputePTransposed(const float* grad, float* sum, const float* prevP, const float* prevQt,
+                                     const float* qt, float* p, size_t rows, size_t cols, size_t r);
 
 }  // namespace ddp::kernels::powersgd::cpu

@@ -149,6 +149,23 @@ TEST(FusedCudaTest, ErrorFeedbackProductsMatchCpuTwin) {
   expectClose(de.host(), error, 1e-4);
 }
 
+TEST(FusedCudaTest, CompensationMatchesCpuTwin) {
+  SKIP_WITHOUT_GPU();
+  const size_t rows = 300, cols = 257, r = 4;
+  auto grad = randomVector(rows * cols, 33), sum = randomVector(rows * cols, 34);
+  auto prevP = randomVector(rows * r, 35), prevQ = randomVector(cols * r, 36), q = randomVector(cols * r, 37);
+  std::vector<float> p(rows * r);
+  DeviceVector dg(grad), ds(sum), dpp(prevP), dpq(prevQ), dq(q), dp(p);
+  ASSERT_TRUE(compensateAndComputeP(kCpu, grad.data(), sum.data(), prevP.data(), prevQ.data(), q.data(), p.data(), rows,
+                                    cols, r).isOk());
+  ASSERT_TRUE(compensateAndComputeP(kGpu, dg.get(), ds.get(), dpp.get(), dpq.get(), dq.get(), dp.get(), rows, cols, r)
+                  .isOk());
+  EXPECT_EQ(dg.host(), grad);
+  // Both evaluate P' Q'^T as a fused multiply-add chain over k from zero.
+  EXPECT_EQ(ds.host(), sum);
+  expectClose(dp.host(), p, 1e-4);
+}
+
 TEST(SgemmCudaTest, LeadingDimensionsAndBetaMatchCpu) {
   SKIP_WITHOUT_GPU();
   linalg::GemmShape s;

@@ -211,6 +211,62 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FusedTest,
                                            std::make_tuple(300, 200, 4), std::make_tuple(50, 3000, 3),
                                            std::make_tuple(9, 19, 6)));
 
+// Note [Deferred error feedback]: the compensation pass against the eager form it replaces.
+// `offset` shifts every matrix by that many floats, so rows start misaligned (vector heads and
+// tails).
+class CompensateTest : public ::testing::TestWithParam<std::tuple<size_t, size_t, size_t, size_t>> {};
+
+TEST_P(CompensateTest, DeferredErrorEqualsTheEagerErrorBitwise) {
+  const auto [rows, cols, r, offset] = GetParam();
+  auto gradBuf = randomVector(offset + rows * cols, 40), sumBuf = randomVector(offset + rows * cols, 41);
+  const auto prevP = randomVector(rows * r, 42), prevQ = randomVector(cols * r, 43), q = randomVector(cols * r, 44);
+  const float* grad = gradBuf.data() + offset;
+  float* sum = sumBuf.data() + offset;
+  const std::vector<float> gradBefore(grad, grad + rows * cols), sumBefore(sum, sum + rows * cols);
+
+  // Eager: error = S - P' Q'^T by the kernel that used to store it, then M = G + error.
+  std::vector<float> approx = sumBefore, error(rows * cols);
+  ASSERT_TRUE(decompressWithError(kCpu, approx.data(), prevP.data(), prevQ.data(), error.data(), rows, cols, r).isOk());
+  std::vector<float> eager(rows * cols);
+  for (size_t i = 0; i < eager.size(); ++i) eager[i] = gradBefore[i] + error[i];
+
+  std::vector<float> p(rows * r);
+  ASSERT_TRUE(compensateAndComputeP(kCpu, grad, sum, prevP.data(), prevQ.data(), q.data(), p.data(), rows, cols, r).isOk());
+  for (size_t i = 0; i < eager.size(); ++i) ASSERT_EQ(sum[i], eager[i]) << "element " << i;
+  EXPECT_EQ(std::vector<float>(grad, grad + rows * cols), gradBefore) << "the gradient is only read";
+  const auto want = naiveMatmul(eager, false, q, false, rows, r, cols);
+  for (size_t i = 0; i < p.size(); ++i) ASSERT_NEAR(p[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << i;
+
+  // Without a sent approximation: M = G + S exactly.
+  std::copy(sumBefore.begin(), sumBefore.end(), sum);
+  ASSERT_TRUE(compensateAndComputeP(kCpu, grad, sum, nullptr, nullptr, q.data(), p.data(), rows, cols, r).isOk());
+  for (size_t i = 0; i < eager.size(); ++i) ASSERT_EQ(sum[i], gradBefore[i] + sumBefore[i]) << "element " << i;
+}
+
+// Ranks 1-4 and 8 have unrolled kernels, 5 the generic one; odd row counts leave a single row
+// after the pairs; column counts off the vector width leave tails.
+INSTANTIATE_TEST_SUITE_P(Shapes, CompensateTest,
+                         ::testing::Values(std::make_tuple(1, 1, 1, 0), std::make_tuple(7, 5, 2, 0),
+                                           std::make_tuple(64, 2048, 4, 0), std::make_tuple(33, 100, 4, 3),
+                                           std::make_tuple(9, 19, 5, 1), std::make_tuple(16, 64, 8, 5),
+                                           std::make_tuple(5, 40, 3, 7), std::make_tuple(12, 24, 1, 2)));
+
+// decompress writes M~ with streaming stores after a scalar head that aligns them: every start
+// alignment gives P Q^T.
+TEST(DecompressTest, EveryStartAlignmentWritesTheProduct) {
+  const size_t rows = 6, cols = 40, r = 4;
+  const auto p = randomVector(rows * r, 50), q = randomVector(cols * r, 51);
+  const auto want = naiveMatmul(p, false, q, true, rows, cols, r);
+  for (size_t offset = 0; offset < 8; ++offset) {
+    std::vector<float> buf(offset + rows * cols, 7.f);
+    ASSERT_TRUE(decompress(kCpu, p.data(), q.data(), buf.data() + offset, 1, rows, cols, r).isOk());
+    for (size_t i = 0; i < offset; ++i) ASSERT_EQ(buf[i], 7.f) << "offset " << offset << ": wrote before M";
+    for (size_t i = 0; i < rows * cols; ++i) {
+      ASSERT_NEAR(buf[offset + i], want[i], 1e-5 * (1 + std::abs(want[i]))) << "offset " << offset << ", " << i;
+    }
+  }
+}
+
 TEST(ScaleTest, MultipliesEveryElement) {
   std::vector<float> x{1.f, -2.f, 4.f};
   ASSERT_TRUE(scale(kCpu, x.data(), x.size(), 0.25f).isOk());

@@ -199,38 +199,56 @@ Result<HookResult> PowerSgdHook::run(GradBucket& bucket) {
     result.work = plan->uncompressedWork;
     return result;
   }
-  // 3. Orthogonal Q; error feedback in (M += e) fused with P = M Q; allreduce P.
+  // 3. Orthogonal Q; P = M Q, with the error feedback folded into the same pass over the
+  //    gradient (Note [Deferred error feedback] in kernels/powersgd_ops.h); allreduce P.
+  const bool feedback = options_.useErrorFeedback;
   for (const Batch& b : plan->batches) {
     const TensorPlan& first = plan->tensors[plan->compressed[b.first]];
     float* q = plan->q.data() + first.qOffset;
     DDP_RETURN_IF_ERROR(ops::orthogonalize(cpu, q, b.count, first.cols, first.rank, options_.orthogonalizationEpsilon));
-    if (!options_.useErrorFeedback) {
+    if (!feedback) {
       DDP_RETURN_IF_ERROR(ops::computeP(cpu, base + first.offset, q, plan->p.data() + first.pOffset, b.count,
                                         first.rows, first.cols, first.rank));
       continue;
     }
     for (size_t c = b.first; c < b.first + b.count; ++c) {
       const TensorPlan& t = plan->tensors[plan->compressed[c]];
-      std::vector<float>& error = t.state->error;
-      float* m = base + t.offset;
-      float* tq = plan->q.data() + t.qOffset;
-      float* tp = plan->p.data() + t.pOffset;
-      if (error.size() == t.numel) {
-        DDP_RETURN_IF_ERROR(ops::addErrorAndComputeP(cpu, m, error.data(), tq, tp, t.rows, t.cols, t.rank));
-      } else {
-        error.assign(t.numel, 0.0f);  // no error yet; written in finish()
-        DDP_RETURN_IF_ERROR(ops::computeP(cpu, m, tq, tp, 1, t.rows, t.cols, t.rank));
+      PowerSgdTensorState& s = *t.state;
+      if (s.error.size() != t.numel) {  // no error yet: M = G
+        s.error.assign(t.numel, 0.0f);
+        s.errorDeferred = false;
       }
+      const bool deferred = s.errorDeferred;
+      if (deferred && (s.sentP.size() != t.rows * t.rank || s.sentQ.size() != t.cols * t.rank)) {
+        return internalError(where + ": deferred error feedback of '" + t.key + "' does not match rank " +
+                             std::to_string(t.rank));
+      }
+      // S = G + error; the gradient itself is only read (M~ overwrites it in finish()).
+      DDP_RETURN_IF_ERROR(ops::compensateAndComputeP(cpu, base + t.offset, s.error.data(),
+                                                     deferred ? s.sentP.data() : nullptr,
+                                                     deferred ? s.sentQ.data() : nullptr,
+                                                     plan->q.data() + t.qOffset, plan->p.data() + t.pOffset, t.rows,
+                                                     t.cols, t.rank));
     }
   }
   comm::WorkPtr pWork = backend_.allreduce(comm::viewOf(plan->p.data(), plan->p.size()), comm::ReduceOp::kSum);
   DDP_RETURN_IF_ERROR(pWork->wait().withContext(where + ": allreduce of P"));
-  // 4. Orthogonalise P; Q = M^T P; allreduce Q and leave it in flight.
+  // 4. Orthogonalise P; Q = M^T P (M: the bucket, or the compensated sums); allreduce Q and
+  //    leave it in flight.
   for (const Batch& b : plan->batches) {
-    const TensorPlan& t = plan->tensors[plan->compressed[b.first]];
-    float* p = plan->p.data() + t.pOffset;
-    DDP_RETURN_IF_ERROR(ops::orthogonalize(cpu, p, b.count, t.rows, t.rank, options_.orthogonalizationEpsilon));
-    DDP_RETURN_IF_ERROR(ops::computeQ(cpu, base + t.offset, p, plan->q.data() + t.qOffset, b.count, t.rows, t.cols, t.rank));
+    const TensorPlan& first = plan->tensors[plan->compressed[b.first]];
+    float* p = plan->p.data() + first.pOffset;
+    DDP_RETURN_IF_ERROR(ops::orthogonalize(cpu, p, b.count, first.rows, first.rank, options_.orthogonalizationEpsilon));
+    if (!feedback) {
+      DDP_RETURN_IF_ERROR(ops::computeQ(cpu, base + first.offset, p, plan->q.data() + first.qOffset, b.count,
+                                        first.rows, first.cols, first.rank));
+      continue;
+    }
+    for (size_t c = b.first; c < b.first + b.count; ++c) {
+      const TensorPlan& t = plan->tensors[plan->compressed[c]];
+      DDP_RETURN_IF_ERROR(ops::computeQ(cpu, t.state->error.data(), plan->p.data() + t.pOffset,
+                                        plan->q.data() + t.qOffset, 1, t.rows, t.cols, t.rank));
+    }
   }
   result.work = backend_.allreduce(comm::viewOf(plan->q.data(), plan->q.size()), comm::ReduceOp::kSum);
   return result;
@@ -243,21 +261,23 @@ Status PowerSgdHook::finishBucket(BucketPlan* plan, float* base, bool isLast) {
     DDP_RETURN_IF_ERROR(ops::scale(cpu, plan->q.data(), plan->q.size(), invWorld));
     for (const Batch& b : plan->batches) {
       const TensorPlan& first = plan->tensors[plan->compressed[b.first]];
-      if (!options_.useErrorFeedback) {  // M~ straight into the bucket, one product per batch
-        DDP_RETURN_IF_ERROR(ops::decompress(cpu, plan->p.data() + first.pOffset, plan->q.data() + first.qOffset,
-                                            base + first.offset, b.count, first.rows, first.cols, first.rank));
-      }
+      // M~ straight into the bucket, one product per batch; with error feedback the error stays
+      // deferred as (S, P, Q) (Note [Deferred error feedback] in kernels/powersgd_ops.h).
+      DDP_RETURN_IF_ERROR(ops::decompress(cpu, plan->p.data() + first.pOffset, plan->q.data() + first.qOffset,
+                                          base + first.offset, b.count, first.rows, first.cols, first.rank));
       for (size_t c = b.first; c < b.first + b.count; ++c) {
         const TensorPlan& t = plan->tensors[plan->compressed[c]];
         PowerSgdTensorState& s = *t.state;
+        const float* p = plan->p.data() + t.pOffset;
         const float* q = plan->q.data() + t.qOffset;
         if (options_.warmStart) {
           s.rank = t.rank;
           s.q.assign(q, q + t.cols * t.rank);
         }
-        if (options_.useErrorFeedback) {  // bucket = M~, error = M - M~ in one pass
-          DDP_RETURN_IF_ERROR(ops::decompressWithError(cpu, base + t.offset, plan->p.data() + t.pOffset, q,
-                                                       s.error.data(), t.rows, t.cols, t.rank));
+        if (options_.useErrorFeedback) {
+          s.sentP.assign(p, p + t.rows * t.rank);
+          s.sentQ.assign(q, q + t.cols * t.rank);
+          s.errorDeferred = true;
         }
       }
     }

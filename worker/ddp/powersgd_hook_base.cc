@@ -138,14 +138,38 @@ uint64_t PowerSgdHookBase::iteration() const {
   return state_.iteration;
 }
 
+Status PowerSgdHookBase::materializeErrors(PowerSgdState& state) const {
+  std::vector<float> approx;
+  for (auto& [key, t] : state.tensors) {
+    if (!t.errorDeferred) continue;
+    const size_t numel = t.rows * t.cols;
+    const size_t rank = t.cols == 0 ? 0 : t.sentQ.size() / t.cols;
+    if (t.error.size() != numel || t.sentP.size() != t.rows * rank || t.sentQ.size() != t.cols * rank) {
+      return internalError(name_ + ": deferred error feedback of '" + key + "' has inconsistent buffers");
+    }
+    // error = S - P Q^T, evaluated as the next step would (Note [Deferred error feedback]).
+    approx = t.error;
+    DDP_RETURN_IF_ERROR(kernels::powersgd::decompressWithError(Device::cpu(), approx.data(), t.sentP.data(),
+                                                               t.sentQ.data(), t.error.data(), t.rows, t.cols, rank));
+    t.errorDeferred = false;
+    t.sentP.clear();
+    t.sentQ.clear();
+  }
+  return Status::ok();
+}
+
 PowerSgdState PowerSgdHookBase::stateSnapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return state_;
+  PowerSgdState copy = state_;
+  const Status st = materializeErrors(copy);
+  if (!st.isOk()) DDP_LOG(Error) << st.message();
+  return copy;
 }
 
 Result<std::string> PowerSgdHookBase::saveState() const {
   std::lock_guard<std::mutex> lock(mu_);
   PowerSgdState copy = state_;  // the header fields describe this save
+  DDP_RETURN_IF_ERROR(materializeErrors(copy));
   copy.worldSize = backend_.size();
   copy.rank = backend_.rank();
   return copy.serialize();

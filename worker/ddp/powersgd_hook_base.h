@@ -70,6 +70,9 @@ class PowerSgdHookBase : public CommHook {
   static Result<float*> workingCopy(const comm::BufferView& buf, std::vector<float>& scratch);
   static Status writeBack(const comm::BufferView& buf, const float* work);
   static kernels::FlatView flatView(const comm::BufferView& v);
+  // Turns every deferred error of `state` into the error itself (Note [Deferred error feedback]
+  // in kernels/powersgd_ops.h); InternalError if a tensor's buffers disagree with its shape.
+  Status materializeErrors(PowerSgdState& state) const;
   // Drops cached per-layout plans (after loadState).
   virtual void clearPlans() = 0;
 

@@ -32,11 +32,18 @@ struct PowerSgdTensorState {
   // The matrix view M (rows x cols) of the tensor the buffers belong to.
   uint64_t rows = 0;
   uint64_t cols = 0;
-  // rows * cols local compression error, or empty (none yet).
+  // rows * cols local compression error, or empty (none yet). See errorDeferred.
   std::vector<float> error;
   // Warm-start memory: Q (cols x rank, row-major) of the last step, or empty.
   uint64_t rank = 0;
   std::vector<float> q;
+  // In memory only, never serialised (Note [Deferred error feedback] in kernels/powersgd_ops.h):
+  // while errorDeferred, `error` holds the compensated gradient S of the last step and the error
+  // is S - sentP sentQ^T. PowerSgdHookBase::saveState() and stateSnapshot() materialise it, so
+  // every state that leaves the hook holds the error itself.
+  bool errorDeferred = false;
+  std::vector<float> sentP;  // rows x rank: the P of the approximation last sent
+  std::vector<float> sentQ;  // cols x rank: its Q
 };
 
 struct PowerSgdBucketState {

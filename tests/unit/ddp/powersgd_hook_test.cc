@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <mutex>
 
 #include "tests/support/local_backend.h"
@@ -205,6 +206,37 @@ TEST(PowerSgdHookTest, ErrorFeedbackRunningSumTracksTrueSum) {
   double lag = 0;
   for (size_t i = 0; i < n * m; ++i) lag += std::pow(outputSum[i] - trueSum[i], 2);
   EXPECT_LT(std::sqrt(lag), std::sqrt(diffNoEf) / 2);
+}
+
+// Note [Deferred error feedback] (kernels/powersgd_ops.h): the hook keeps the error as (S, P, Q)
+// between steps; the error it reports must be, bit for bit, the eager definition
+// e_t = (g_t + e_{t-1}) - out_t. World size 1, so out_t is exactly the approximation P Q^T.
+TEST(PowerSgdHookTest, ReportedErrorIsTheEagerErrorBitwise) {
+  comm::runLocalRanks(1, [&](int, comm::Backend& backend) {
+    PowerSgdHook hook(backend, quickOptions(2));
+    TestBucket b(0, true, {{"w", {24, 40}}, {"v", {9, 33}}});
+    std::map<std::string, std::vector<float>> previous;
+    for (int step = 0; step < 6; ++step) {
+      const std::vector<float> grad = randomVector(b.buffer().size(), 70 + step);
+      b.buffer() = grad;
+      ASSERT_TRUE(runStep(hook, {&b}).isOk());
+      if (step < 2) continue;  // plain allreduce before the start iteration
+      const PowerSgdState state = hook.stateSnapshot();
+      size_t offset = 0;
+      for (const auto& [key, numel] : {std::pair<std::string, size_t>{"w", 24 * 40}, {"v", 9 * 33}}) {
+        const std::vector<float>& error = state.tensors.at(key).error;
+        ASSERT_EQ(error.size(), numel) << key;
+        EXPECT_FALSE(state.tensors.at(key).errorDeferred) << key << ": snapshots hold the error itself";
+        const std::vector<float> last = previous.count(key) ? previous[key] : std::vector<float>(numel, 0.f);
+        for (size_t i = 0; i < numel; ++i) {
+          const float want = (grad[offset + i] + last[i]) - b.buffer()[offset + i];
+          ASSERT_EQ(error[i], want) << key << " step " << step << " element " << i;
+        }
+        previous[key] = error;
+        offset += numel;
+      }
+    }
+  });
 }
 
 TEST(PowerSgdHookTest, UncompressedTensorsAreReducedExactlyAndStatsAreClosedForm) {
