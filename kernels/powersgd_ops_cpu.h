@@ -9,8 +9,8 @@
 // kernels stream M once, row by row, against Q transposed (r x cols, small and cache resident):
 //  - P: one dot product per (row, k), r vector accumulators per row; the error-feedback add
 //    M += E is done on the same loaded vector (one pass: read M and E, write M);
-//  - Q: Q^T (r x cols) accumulates p[i][k] * row i of M, four rows at a time so each slice of
-//    Q^T is loaded and stored once per four rows (one pass: read M);
+//  - Q: Q^T (r x cols) accumulates p[i][k] * row i of M, eight rows at a time so each slice of
+//    Q^T is loaded and stored once per eight rows (one pass: read M);
 //  - M~ and the error: per row, M~ = sum_k p[i][k] * Q^T[k], then E = M - M~ and M = M~ are
 //    stored from registers (one pass: read M, write M and E).
 // An AVX2 + FMA version is chosen at run time when the CPU has it, else portable loops run. The

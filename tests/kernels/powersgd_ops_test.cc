@@ -78,7 +78,9 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ProductsTest,
                                            std::make_tuple(3, 16, 33, 4), std::make_tuple(2, 64, 9, 1),
                                            std::make_tuple(1, 3, 40, 3),
                                            // rank > 4 (two groups of Q columns), odd rows and cols
-                                           std::make_tuple(1, 13, 37, 8), std::make_tuple(2, 6, 17, 5)));
+                                           std::make_tuple(1, 13, 37, 8), std::make_tuple(2, 6, 17, 5),
+                                           // Q in groups of eight rows, then four, then one
+                                           std::make_tuple(1, 29, 24, 4)));
 
 TEST(ProductsTest, EmptyShapesAreNoOps) {
   std::vector<float> p{5.f};
