@@ -214,6 +214,12 @@ Result<HookResult> PowerSgdHook::run(GradBucket& bucket) {
     for (size_t c = b.first; c < b.first + b.count; ++c) {
       const TensorPlan& t = plan->tensors[plan->compressed[c]];
       PowerSgdTensorState& s = *t.state;
+      if (s.midStep) {
+        DDP_LOG(Warning) << where << ": the last step of '" << t.key
+                         << "' failed after its first pass: dropping its error feedback";
+        s.error.clear();
+        s.midStep = false;
+      }
       if (s.error.size() != t.numel) {  // no error yet: M = G
         s.error.assign(t.numel, 0.0f);
         s.errorDeferred = false;
@@ -229,6 +235,8 @@ Result<HookResult> PowerSgdHook::run(GradBucket& bucket) {
                                                      deferred ? s.sentQ.data() : nullptr,
                                                      plan->q.data() + t.qOffset, plan->p.data() + t.pOffset, t.rows,
                                                      t.cols, t.rank));
+      s.errorDeferred = false;  // `error` now holds S until finish()
+      s.midStep = true;
     }
   }
   comm::WorkPtr pWork = backend_.allreduce(comm::viewOf(plan->p.data(), plan->p.size()), comm::ReduceOp::kSum);
@@ -278,6 +286,7 @@ Status PowerSgdHook::finishBucket(BucketPlan* plan, float* base, bool isLast) {
           s.sentP.assign(p, p + t.rows * t.rank);
           s.sentQ.assign(q, q + t.cols * t.rank);
           s.errorDeferred = true;
+          s.midStep = false;
         }
       }
     }

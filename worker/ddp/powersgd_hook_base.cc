@@ -141,6 +141,16 @@ uint64_t PowerSgdHookBase::iteration() const {
 Status PowerSgdHookBase::materializeErrors(PowerSgdState& state) const {
   std::vector<float> approx;
   for (auto& [key, t] : state.tensors) {
+    if (t.midStep) {  // a step failed between its first pass and finish(): no error to save
+      DDP_LOG(Warning) << name_ << ": the last step of '" << key
+                       << "' failed after its first pass: its error feedback is not saved";
+      t.error.clear();
+      t.errorDeferred = false;
+      t.midStep = false;
+      t.sentP.clear();
+      t.sentQ.clear();
+      continue;
+    }
     if (!t.errorDeferred) continue;
     const size_t numel = t.rows * t.cols;
     const size_t rank = t.cols == 0 ? 0 : t.sentQ.size() / t.cols;

@@ -44,6 +44,10 @@ struct PowerSgdTensorState {
   bool errorDeferred = false;
   std::vector<float> sentP;  // rows x rank: the P of the approximation last sent
   std::vector<float> sentQ;  // cols x rank: its Q
+  // Set by the step's first pass (`error` then holds this step's compensated gradient), cleared
+  // by its finish(). Still set at the next step or at a save: the step in between failed, and
+  // the error feedback of this tensor is dropped (a warning says so).
+  bool midStep = false;
 };
 
 struct PowerSgdBucketState {

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "tests/support/local_backend.h"
+#include "tests/support/recording_backend.h"
 #include "tests/unit/ddp/powersgd_test_util.h"
 #include "worker/ddp/default_hooks.h"
 
@@ -236,6 +237,38 @@ TEST(PowerSgdHookTest, ReportedErrorIsTheEagerErrorBitwise) {
         offset += numel;
       }
     }
+  });
+}
+
+// A step that fails after the first pass (here: its P allreduce reports an error, a fault
+// injected by RecordingBackend) leaves the tensors' error buffers holding that step's
+// compensated gradient. The next step must not feed it back: the error feedback is dropped and
+// the step after the failure reports e = g - out, as on a first compressed step.
+TEST(PowerSgdHookTest, AStepThatFailsMidwayDropsTheErrorFeedback) {
+  comm::runLocalRanks(1, [&](int, comm::Backend& inner) {
+    comm::RecordingBackend backend(inner);
+    // Ops: steps 0 and 1 one plain allreduce each; step 2 P and Q; step 3's P is the fifth.
+    comm::FaultRule fail;
+    fail.type = comm::OpType::kAllreduce;
+    fail.nth = 5;
+    fail.status = unavailable("injected: P allreduce fails");
+    backend.addFault(fail);
+    PowerSgdHook hook(backend, quickOptions(2));
+    TestBucket b(0, true, {{"w", {24, 40}}});
+    for (int step = 0; step < 3; ++step) {
+      b.buffer() = randomVector(b.buffer().size(), 90 + step);
+      ASSERT_TRUE(runStep(hook, {&b}).isOk()) << "step " << step;
+    }
+    b.buffer() = randomVector(b.buffer().size(), 93);
+    EXPECT_EQ(runStep(hook, {&b}).code(), StatusCode::kUnavailable);
+    EXPECT_TRUE(hook.stateSnapshot().tensors.at("w").error.empty()) << "a failed step leaves no error to save";
+
+    const std::vector<float> grad = randomVector(b.buffer().size(), 94);
+    b.buffer() = grad;
+    ASSERT_TRUE(runStep(hook, {&b}).isOk());
+    const std::vector<float> error = hook.stateSnapshot().tensors.at("w").error;
+    ASSERT_EQ(error.size(), grad.size());
+    for (size_t i = 0; i < grad.size(); ++i) ASSERT_EQ(error[i], grad[i] - b.buffer()[i]) << "element " << i;
   });
 }
 
