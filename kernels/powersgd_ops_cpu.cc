@@ -288,7 +288,8 @@ DDP_AVX2 inline void addRowsAvx2(const float* grad, float* sum, size_t n) {
 // Two rows of decompressAvx2<R> (R in 1..4) sharing each load of Q^T (Note [Row pairs]). The
 // caller guarantees cols % 8 == 0, so both error rows have the same alignment.
 template <int R>
-DDP_AVX2 void decompressPairAvx2(float* m, const float* p, const float* qt, float* error, size_t i, size_t cols) {
+DDP_AVX2 void decompressPairAvx2(float* m, const float* p, const float* qt, float* error, size_t i, size_t cols,
+                                  bool streamError) {
   float* m0 = m + i * cols;
   float* m1 = m0 + cols;
   const float* p0 = p + i * R;
@@ -322,8 +323,14 @@ DDP_AVX2 void decompressPairAvx2(float* m, const float* p, const float* qt, floa
       a1 = _mm256_fmadd_ps(pk1[k], q, a1);
     }
     if (e0 != nullptr) {
-      _mm256_stream_ps(e0 + j, _mm256_sub_ps(_mm256_loadu_ps(m0 + j), a0));
-      _mm256_stream_ps(e1 + j, _mm256_sub_ps(_mm256_loadu_ps(m1 + j), a1));
+      const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(m0 + j), a0), d1 = _mm256_sub_ps(_mm256_loadu_ps(m1 + j), a1);
+      if (streamError) {
+        _mm256_stream_ps(e0 + j, d0);
+        _mm256_stream_ps(e1 + j, d1);
+      } else {
+        _mm256_storeu_ps(e0 + j, d0);
+        _mm256_storeu_ps(e1 + j, d1);
+      }
       _mm256_storeu_ps(m0 + j, a0);
       _mm256_storeu_ps(m1 + j, a1);
     } else {
@@ -344,14 +351,14 @@ DDP_AVX2 void decompressPairAvx2(float* m, const float* p, const float* qt, floa
 
 template <int R>
 DDP_AVX2 void decompressAvx2(float* m, const float* p, const float* qt, float* error, size_t rows, size_t cols,
-                             size_t rank) {
+                             size_t rank, bool streamError) {
   const size_t r = R > 0 ? static_cast<size_t>(R) : rank;
   constexpr int kHoisted = R > 0 ? R : 1;
   size_t i = 0;
   if constexpr (R >= 1 && R <= 4) {
     const bool aligned = reinterpret_cast<uintptr_t>(error) % sizeof(float) == 0;
     if (cols % 8 == 0 && aligned) {
-      for (; i + 2 <= rows; i += 2) decompressPairAvx2<R>(m, p, qt, error, i, cols);  // Note [Row pairs]
+      for (; i + 2 <= rows; i += 2) decompressPairAvx2<R>(m, p, qt, error, i, cols, streamError);  // Note [Row pairs]
     }
   }
   for (; i < rows; ++i) {
@@ -383,7 +390,9 @@ DDP_AVX2 void decompressAvx2(float* m, const float* p, const float* qt, float* e
       }
       for (; j + 8 <= cols; j += 8) {
         const __m256 a = approx(j);
-        _mm256_stream_ps(ei + j, _mm256_sub_ps(_mm256_loadu_ps(mi + j), a));
+        const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(mi + j), a);
+        if (streamError) _mm256_stream_ps(ei + j, d);
+        else _mm256_storeu_ps(ei + j, d);
         _mm256_storeu_ps(mi + j, a);
       }
     } else {
@@ -475,8 +484,8 @@ DDP_AVX2 void qRowsAvx2ByRank(const float* m, const float* p, float* qt, size_t 
 }
 
 DDP_AVX2 void decompressAvx2ByRank(float* m, const float* p, const float* qt, float* error, size_t rows,
-                                   size_t cols, size_t r) {
-  DDP_POWERSGD_BY_RANK(decompressAvx2, r, m, p, qt, error, rows, cols, r)
+                                   size_t cols, size_t r, bool streamError) {
+  DDP_POWERSGD_BY_RANK(decompressAvx2, r, m, p, qt, error, rows, cols, r, streamError)
 }
 
 DDP_AVX2 void compensateAvx2ByRank(const float* grad, float* sum, const float* prevP, const float* prevQt,
@@ -558,10 +567,12 @@ void computeQ(const float* m, const float* p, float* q, size_t rows, size_t cols
 }
 
 void decompressTransposed(float* m, const float* p, const float* qt, float* error, size_t rows, size_t cols,
-                          size_t r) {
+                          size_t r, bool streamError) {
   if (rows == 0 || cols == 0) return;
 #if DDP_POWERSGD_AVX2
-  if (haveAvx2()) return decompressAvx2ByRank(m, p, qt, error, rows, cols, r);
+  if (haveAvx2()) return decompressAvx2ByRank(m, p, qt, error, rows, cols, r, streamError);
+#else
+  (void)streamError;
 #endif
   decompressScalar(m, p, qt, error, rows, cols, r);
 }

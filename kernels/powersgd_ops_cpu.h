@@ -43,8 +43,11 @@ void compensateAndComputeP(const float* grad, float* sum, const float* prevP, co
 void transposeQ(const float* q, size_t cols, size_t r, float* qt);
 void addErrorAndComputePTransposed(float* m, const float* error, const float* qt, float* p, size_t rows,
                                    size_t cols, size_t r);
+// streamError = false stores the error with ordinary stores: for an error that is read back at
+// once from the cache (the batched hook's row-block scratch), where streaming stores would send
+// it to memory and back.
 void decompressTransposed(float* m, const float* p, const float* qt, float* error, size_t rows, size_t cols,
-                          size_t r);
+                          size_t r, bool streamError = true);
 void compensateAndComputePTransposed(const float* grad, float* sum, const float* prevP, const float* prevQt,
                                      const float* qt, float* p, size_t rows, size_t cols, size_t r);
 

@@ -223,7 +223,7 @@ Status BatchedPowerSgdHook::finishBucket(BucketPlan* plan, float* base, bool isL
     for (size_t row = 0; row < full; row += step) {
       const size_t rows = std::min(step, full - row);
       kernels::powersgd::cpu::decompressTransposed(base + row * n, plan->p.data() + row * r, plan->qt.data(),
-                                                   blockError, rows, n, r);
+                                                   blockError, rows, n, r, /*streamError=*/false);
       scatterErrors(blockError, row * n, (row + rows) * n);
     }
     for (size_t j = 0; j < rest; ++j) {
