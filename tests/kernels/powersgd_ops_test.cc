@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/linalg_ops.h"
+#include "kernels/powersgd_ops_cpu.h"
 
 namespace ddp::kernels::powersgd {
 namespace {
@@ -267,6 +268,23 @@ TEST(DecompressTest, EveryStartAlignmentWritesTheProduct) {
       ASSERT_NEAR(buf[offset + i], want[i], 1e-5 * (1 + std::abs(want[i]))) << "offset " << offset << ", " << i;
     }
   }
+}
+
+// The batched hook's row-block scratch takes the error with ordinary stores: same values as the
+// streaming stores.
+TEST(DecompressTest, ErrorStoreModesAgree) {
+  const size_t rows = 9, cols = 40, r = 3;
+  const auto p = randomVector(rows * r, 60), q = randomVector(cols * r, 61), m = randomVector(rows * cols, 62);
+  std::vector<float> qt(r * cols);
+  cpu::transposeQ(q.data(), cols, r, qt.data());
+  auto m1 = m, m2 = m;
+  std::vector<float> e1(rows * cols), e2(rows * cols);
+  cpu::decompressTransposed(m1.data(), p.data(), qt.data(), e1.data(), rows, cols, r, /*streamError=*/true);
+  cpu::decompressTransposed(m2.data(), p.data(), qt.data(), e2.data(), rows, cols, r, /*streamError=*/false);
+  EXPECT_EQ(m1, m2);
+  EXPECT_EQ(e1, e2);
+  const auto want = naiveMatmul(p, false, q, true, rows, cols, r);
+  for (size_t i = 0; i < m1.size(); ++i) ASSERT_NEAR(e2[i], m[i] - want[i], 1e-5 * (1 + std::abs(want[i]))) << i;
 }
 
 TEST(ScaleTest, MultipliesEveryElement) {
