@@ -34,7 +34,8 @@ class PowerSgdHookBase : public CommHook {
 
   std::string name() const override { return name_; }
   bool hasState() const override { return true; }
-  // The framed state of this rank (powersgd_state.h).
+  // The framed state of this rank (powersgd_state.h), every error materialised (Note [Deferred
+  // error feedback] in kernels/powersgd_ops.h).
   Result<std::string> saveState() const override;
   // Replaces the state. DataLoss on corrupt bytes; InvalidArgument for another hook's state;
   // another world size follows options().worldSizeChangePolicy (docs/POWERSGD.md).
@@ -46,7 +47,8 @@ class PowerSgdHookBase : public CommHook {
   CompressionStats compressionStats() const;
   // Steps completed (advanced by the last bucket of each step).
   uint64_t iteration() const;
-  // A copy of the whole state (for tests and diagnostics).
+  // A copy of the whole state, every error materialised as in saveState (for tests and
+  // diagnostics).
   PowerSgdState stateSnapshot() const;
 
  protected:
