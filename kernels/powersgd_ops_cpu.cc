@@ -305,8 +305,7 @@ DDP_AVX2 void decompressPairAvx2(float* m, const float* p, const float* qt, floa
   const float* streamed = e0 != nullptr ? e0 : m0;
   const size_t misaligned = (reinterpret_cast<uintptr_t>(streamed) % 32) / sizeof(float);
   const size_t head = std::min(cols, misaligned == 0 ? size_t{0} : 8 - misaligned);
-  size_t j = 0;
-  for (; j < head; ++j) {
+  auto scalarAt = [&](size_t j) DDP_AVX2_LAMBDA {  // the head and the tail
     const float a0 = approxAt(p0, qt, cols, R, j), a1 = approxAt(p1, qt, cols, R, j);
     if (e0 != nullptr) {
       e0[j] = m0[j] - a0;
@@ -314,7 +313,9 @@ DDP_AVX2 void decompressPairAvx2(float* m, const float* p, const float* qt, floa
     }
     m0[j] = a0;
     m1[j] = a1;
-  }
+  };
+  size_t j = 0;
+  for (; j < head; ++j) scalarAt(j);
   for (; j + 8 <= cols; j += 8) {
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
     for (int k = 0; k < R; ++k) {
@@ -338,15 +339,7 @@ DDP_AVX2 void decompressPairAvx2(float* m, const float* p, const float* qt, floa
       _mm256_stream_ps(m1 + j, a1);
     }
   }
-  for (; j < cols; ++j) {
-    const float a0 = approxAt(p0, qt, cols, R, j), a1 = approxAt(p1, qt, cols, R, j);
-    if (e0 != nullptr) {
-      e0[j] = m0[j] - a0;
-      e1[j] = m1[j] - a1;
-    }
-    m0[j] = a0;
-    m1[j] = a1;
-  }
+  for (; j < cols; ++j) scalarAt(j);
 }
 
 template <int R>
