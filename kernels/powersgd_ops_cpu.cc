@@ -486,6 +486,18 @@ DDP_AVX2 void compensateAvx2ByRank(const float* grad, float* sum, const float* p
   DDP_POWERSGD_BY_RANK(compensateAvx2, r, grad, sum, prevP, prevQt, qt, p, rows, cols, r)
 }
 
+DDP_AVX2 void streamCopyAvx2(float* dst, const float* src, size_t n) {
+  const size_t misaligned = (reinterpret_cast<uintptr_t>(dst) % 32) / sizeof(float);
+  const size_t head = reinterpret_cast<uintptr_t>(dst) % sizeof(float) != 0
+                          ? n  // not even float-aligned: all scalar
+                          : std::min(n, misaligned == 0 ? size_t{0} : 8 - misaligned);
+  size_t j = 0;
+  for (; j < head; ++j) dst[j] = src[j];
+  for (; j + 8 <= n; j += 8) _mm256_stream_ps(dst + j, _mm256_loadu_ps(src + j));
+  for (; j < n; ++j) dst[j] = src[j];
+  _mm_sfence();
+}
+
 bool haveAvx2() {
   static const bool have = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return have;
@@ -498,6 +510,13 @@ bool haveAvx2() { return false; }
 #endif  // DDP_POWERSGD_AVX2
 
 }  // namespace
+
+void streamCopy(float* dst, const float* src, size_t n) {
+#if DDP_POWERSGD_AVX2
+  if (haveAvx2()) return streamCopyAvx2(dst, src, n);
+#endif
+  std::copy(src, src + n, dst);
+}
 
 void transposeQ(const float* q, size_t cols, size_t r, float* qt) {
   for (size_t j = 0; j < cols; ++j)

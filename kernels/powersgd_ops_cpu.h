@@ -38,6 +38,10 @@ void decompress(float* m, const float* p, const float* q, float* error, size_t r
 void compensateAndComputeP(const float* grad, float* sum, const float* prevP, const float* prevQ, const float* q,
                            float* p, size_t rows, size_t cols, size_t r);
 
+// dst[0..n) = src[0..n), dst written with streaming stores (Note [Streaming the error out]): for
+// an error copied out of a cache-resident scratch into state read only at the next step.
+void streamCopy(float* dst, const float* src, size_t n);
+
 // The same with Q given transposed (qt: r x cols, row-major), for callers that walk one matrix
 // in row blocks (the batched hook) and transpose Q once.
 void transposeQ(const float* q, size_t cols, size_t r, float* qt);

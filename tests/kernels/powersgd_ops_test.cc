@@ -287,6 +287,19 @@ TEST(DecompressTest, ErrorStoreModesAgree) {
   for (size_t i = 0; i < m1.size(); ++i) ASSERT_NEAR(e2[i], m[i] - want[i], 1e-5 * (1 + std::abs(want[i]))) << i;
 }
 
+TEST(StreamCopyTest, EveryAlignmentAndLengthCopiesExactly) {
+  const auto src = randomVector(100, 63);
+  for (size_t offset = 0; offset < 8; ++offset) {
+    for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{9}, size_t{33}, size_t{91}}) {
+      std::vector<float> dst(offset + n + 1, -5.f);
+      cpu::streamCopy(dst.data() + offset, src.data() + 1, n);
+      for (size_t i = 0; i < offset; ++i) ASSERT_EQ(dst[i], -5.f) << "offset " << offset << " n " << n;
+      for (size_t i = 0; i < n; ++i) ASSERT_EQ(dst[offset + i], src[1 + i]) << "offset " << offset << " n " << n;
+      ASSERT_EQ(dst[offset + n], -5.f) << "offset " << offset << " n " << n << ": wrote past the end";
+    }
+  }
+}
+
 TEST(ScaleTest, MultipliesEveryElement) {
   std::vector<float> x{1.f, -2.f, 4.f};
   ASSERT_TRUE(scale(kCpu, x.data(), x.size(), 0.25f).isOk());

@@ -214,7 +214,7 @@ Status BatchedPowerSgdHook::finishBucket(BucketPlan* plan, float* base, bool isL
     // square view]); the block's error goes straight on to its tensors.
     auto scatterErrors = [&](const float* src, size_t begin, size_t end) {
       forEachSlicePart(*plan, begin, end, [&](const BucketPlan::Slice& s, size_t lo, size_t hi) {
-        std::memcpy(s.state->error.data() + (lo - s.offset), src + (lo - begin), (hi - lo) * sizeof(float));
+        kernels::powersgd::cpu::streamCopy(s.state->error.data() + (lo - s.offset), src + (lo - begin), hi - lo);
       });
     };
     kernels::powersgd::cpu::transposeQ(plan->q.data(), n, r, plan->qt.data());
