@@ -29,8 +29,8 @@
 #include "common/thread_priority.h"
 #include "worker/comm/gloo_backend.h"
 #include "worker/comm/gloo_store_adapter.h"
-#include "worker/comm/http_store_client.h"
-#include "worker/comm/http_store_server.h"
+#include "common/store/http_store_client.h"
+#include "common/store/http_store_server.h"
 
 namespace ddp::bench {
 namespace {

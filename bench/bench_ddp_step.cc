@@ -43,7 +43,7 @@
 #include "bench/common/process.h"
 #include "bench/common/rank_processes.h"
 #include "worker/comm/gloo_backend.h"
-#include "worker/comm/store.h"
+#include "common/store/store.h"
 #include "worker/ddp/batched_powersgd_hook.h"
 #include "worker/ddp/default_hooks.h"
 #include "worker/ddp/powersgd_hook.h"

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "bench/common/json_line.h"
-#include "worker/comm/http_store_client.h"
-#include "worker/comm/http_store_server.h"
-#include "worker/comm/in_memory_store.h"
+#include "common/store/http_store_client.h"
+#include "common/store/http_store_server.h"
+#include "common/store/in_memory_store.h"
 
 using namespace ddp;
 using namespace ddp::comm;

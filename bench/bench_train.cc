@@ -43,10 +43,10 @@
 #include <vector>
 
 #include "kernels/layer_ops.h"
-#include "worker/comm/http_store_server.h"
+#include "common/store/http_store_server.h"
 #include "worker/comm/nccl_backend.h"
 #include "worker/runtime/launch_env.h"
-#include "worker/runtime/process_supervisor.h"
+#include "common/process/process_supervisor.h"
 
 namespace {
 

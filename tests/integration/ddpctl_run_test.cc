@@ -11,8 +11,8 @@
 #include <fstream>
 
 #include "tests/integration/cli_process.h"
-#include "worker/runtime/atomic_file.h"
-#include "worker/runtime/checkpoint_store.h"
+#include "common/checkpoint/atomic_file.h"
+#include "common/checkpoint/checkpoint_store.h"
 #include "worker/runtime/launch_env.h"
 
 namespace ddp {

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "tests/support/gloo_harness.h"
-#include "worker/comm/http_store_server.h"
+#include "common/store/http_store_server.h"
 
 extern char** environ;
 

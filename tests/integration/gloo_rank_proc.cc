@@ -21,7 +21,7 @@
 
 #include "common/dtype.h"
 #include "worker/comm/gloo_backend.h"
-#include "worker/comm/http_store_client.h"
+#include "common/store/http_store_client.h"
 
 namespace ddp::comm {
 namespace {

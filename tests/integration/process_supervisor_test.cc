@@ -1,6 +1,6 @@
 // ProcessSupervisor with real processes. The workers are fake_worker_proc (faked: the training;
 // real: fork/exec, pipes, exit statuses, signals, the grace period).
-#include "worker/runtime/process_supervisor.h"
+#include "common/process/process_supervisor.h"
 
 #include <gtest/gtest.h>
 #include <signal.h>

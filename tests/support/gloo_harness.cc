@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "worker/comm/gloo_backend.h"
-#include "worker/comm/in_memory_store.h"
+#include "common/store/in_memory_store.h"
 
 namespace ddp::test {
 

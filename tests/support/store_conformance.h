@@ -12,7 +12,7 @@
 
 #include <gtest/gtest.h>
 
-#include "worker/comm/store.h"
+#include "common/store/store.h"
 
 namespace ddp::comm::conformance {
 

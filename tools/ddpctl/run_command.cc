@@ -12,11 +12,11 @@
 #include <optional>
 
 #include "common/job_spec.h"
-#include "worker/comm/http_store_server.h"
+#include "common/store/http_store_server.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/runtime/job_spec_adapter.h"
 #include "worker/runtime/launch_env.h"
-#include "worker/runtime/process_supervisor.h"
+#include "common/process/process_supervisor.h"
 #include "worker/runtime/worker_config.h"
 
 namespace ddp::ddpctl {

@@ -55,7 +55,7 @@
 #include "worker/comm/backend.h"
 #include "worker/comm/flight_recorder.h"
 #include "worker/comm/gloo_options.h"
-#include "worker/comm/store.h"
+#include "common/store/store.h"
 #include "worker/comm/watchdog.h"
 
 namespace gloo {

@@ -20,7 +20,7 @@
 #include <gloo/rendezvous/store.h>
 
 #include "common/clock.h"
-#include "worker/comm/store.h"
+#include "common/store/store.h"
 
 namespace ddp::comm {
 

@@ -46,7 +46,7 @@
 #include <string>
 
 #include "worker/comm/backend.h"
-#include "worker/comm/store.h"
+#include "common/store/store.h"
 
 namespace ddp::comm {
 

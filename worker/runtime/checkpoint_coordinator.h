@@ -22,7 +22,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "worker/comm/backend.h"
-#include "worker/runtime/checkpoint_store.h"
+#include "common/checkpoint/checkpoint_store.h"
 
 namespace ddp::runtime {
 

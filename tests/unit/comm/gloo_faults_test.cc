@@ -11,7 +11,7 @@
 
 #include "tests/support/gloo_harness.h"
 #include "worker/comm/gloo_backend.h"
-#include "worker/comm/in_memory_store.h"
+#include "common/store/in_memory_store.h"
 
 namespace ddp::comm {
 namespace {

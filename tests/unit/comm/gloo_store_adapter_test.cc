@@ -7,7 +7,7 @@
 
 #include <chrono>
 
-#include "worker/comm/in_memory_store.h"
+#include "common/store/in_memory_store.h"
 
 namespace ddp::comm {
 namespace {

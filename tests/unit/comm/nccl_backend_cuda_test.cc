@@ -9,7 +9,7 @@
 
 #include "tests/support/local_backend.h"
 #include "tests/support/recording_backend.h"
-#include "worker/comm/in_memory_store.h"
+#include "common/store/in_memory_store.h"
 #include "worker/comm/nccl_backend.h"
 #include "worker/comm/process_group.h"
 

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "worker/comm/in_memory_store.h"
+#include "common/store/in_memory_store.h"
 
 namespace ddp::comm {
 namespace {

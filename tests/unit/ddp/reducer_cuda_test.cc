@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kernels/flat_buffer.h"
-#include "worker/comm/in_memory_store.h"
+#include "common/store/in_memory_store.h"
 #include "worker/comm/nccl_backend.h"
 #include "worker/ddp/default_hooks.h"
 #include "worker/ddp/reducer.h"

@@ -16,7 +16,7 @@
 #include <functional>
 
 #include "tests/support/local_backend.h"
-#include "worker/comm/in_memory_store.h"
+#include "common/store/in_memory_store.h"
 #include "worker/comm/nccl_backend.h"
 #include "worker/comm/process_group.h"
 #include "worker/runtime/trainer.h"

@@ -13,7 +13,7 @@
 
 #include "tests/support/local_backend.h"
 #include "worker/data/batch_iterator.h"
-#include "worker/runtime/checkpoint_store.h"
+#include "common/checkpoint/checkpoint_store.h"
 #include "worker/runtime/training_setup.h"
 
 namespace ddp::runtime {

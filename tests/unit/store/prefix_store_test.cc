@@ -1,9 +1,9 @@
-#include "worker/comm/prefix_store.h"
+#include "common/store/prefix_store.h"
 
 #include <gtest/gtest.h>
 
 #include "tests/support/store_conformance.h"
-#include "worker/comm/in_memory_store.h"
+#include "common/store/in_memory_store.h"
 
 namespace ddp::comm {
 namespace {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "worker/runtime/checkpoint_format.h"
+#include "common/checkpoint/checkpoint_format.h"
 
 namespace ddp::runtime {
 

@@ -29,7 +29,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "worker/runtime/output_router.h"
+#include "common/process/output_router.h"
 
 namespace ddp::runtime {
 

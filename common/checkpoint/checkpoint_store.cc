@@ -1,9 +1,9 @@
-#include "worker/runtime/checkpoint_store.h"
+#include "common/checkpoint/checkpoint_store.h"
 
 #include <algorithm>
 
 #include "common/binary_io.h"
-#include "worker/runtime/atomic_file.h"
+#include "common/checkpoint/atomic_file.h"
 
 namespace ddp::runtime {
 

@@ -1,4 +1,4 @@
-#include "worker/runtime/process_supervisor.h"
+#include "common/process/process_supervisor.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,12 +1,12 @@
 // Checkpoint file layer against real files in a fresh temporary directory.
-#include "worker/runtime/checkpoint_store.h"
+#include "common/checkpoint/checkpoint_store.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <filesystem>
 
-#include "worker/runtime/atomic_file.h"
+#include "common/checkpoint/atomic_file.h"
 
 namespace ddp::runtime {
 namespace {

@@ -11,10 +11,10 @@
 #include <thread>
 
 #include "tests/support/store_conformance.h"
-#include "worker/comm/http_store_client.h"
-#include "worker/comm/http_store_server.h"
-#include "worker/comm/in_memory_store.h"
-#include "worker/comm/prefix_store.h"
+#include "common/store/http_store_client.h"
+#include "common/store/http_store_server.h"
+#include "common/store/in_memory_store.h"
+#include "common/store/prefix_store.h"
 
 namespace ddp::comm {
 namespace {

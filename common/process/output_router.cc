@@ -1,4 +1,4 @@
-#include "worker/runtime/output_router.h"
+#include "common/process/output_router.h"
 
 namespace ddp::runtime {
 

@@ -1,12 +1,12 @@
-#include "worker/comm/http_store_client.h"
+#include "common/store/http_store_client.h"
 
 #include <httplib.h>
 
 #include <charconv>
 #include <thread>
 
-#include "worker/comm/http_store_wire.h"
-#include "worker/comm/in_memory_store.h"
+#include "common/store/http_store_wire.h"
+#include "common/store/in_memory_store.h"
 
 namespace ddp::comm {
 

@@ -1,4 +1,4 @@
-#include "worker/runtime/checkpoint_format.h"
+#include "common/checkpoint/checkpoint_format.h"
 
 #include <cstdio>
 

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "worker/comm/store.h"
+#include "common/store/store.h"
 
 namespace ddp::comm {
 

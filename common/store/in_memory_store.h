@@ -6,7 +6,7 @@
 #include <map>
 #include <mutex>
 
-#include "worker/comm/store.h"
+#include "common/store/store.h"
 
 namespace ddp::comm {
 

@@ -19,7 +19,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
-#include "worker/comm/store.h"
+#include "common/store/store.h"
 
 namespace ddp::comm {
 

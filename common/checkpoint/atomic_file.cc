@@ -1,4 +1,4 @@
-#include "worker/runtime/atomic_file.h"
+#include "common/checkpoint/atomic_file.h"
 
 #include <dirent.h>
 #include <fcntl.h>

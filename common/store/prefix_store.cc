@@ -1,4 +1,4 @@
-#include "worker/comm/prefix_store.h"
+#include "common/store/prefix_store.h"
 
 #include "common/status.h"
 

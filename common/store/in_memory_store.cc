@@ -1,4 +1,4 @@
-#include "worker/comm/in_memory_store.h"
+#include "common/store/in_memory_store.h"
 
 #include <charconv>
 

@@ -1,4 +1,4 @@
-#include "worker/comm/http_store_server.h"
+#include "common/store/http_store_server.h"
 
 #include <httplib.h>
 
@@ -11,8 +11,8 @@
 #include <sys/socket.h>
 
 #include "common/log.h"
-#include "worker/comm/http_store_wire.h"
-#include "worker/comm/in_memory_store.h"
+#include "common/store/http_store_wire.h"
+#include "common/store/in_memory_store.h"
 
 namespace ddp::comm {
 
