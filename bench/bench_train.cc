@@ -1,7 +1,7 @@
-// bench_train: end-to-end training throughput of `ddp-worker` processes on this machine (the
-// same path as `ddpctl run`: in-process HTTP store, Gloo over loopback, one compute thread per
-// worker) for 1, 2 and 4 workers, MLP (784-256-256-10) and CNN, batch 64 per worker, plus the
-// step-time breakdown of rank 0 (compute, exposed communication, hook, optimizer).
+// bench_train: end-to-end training throughput of `ddp-worker` processes on this machine, run
+// exactly as `ddpctl run` runs them (Note [bench_train runs]), for 1, 2 and 4 workers, MLP
+// (784-256-256-10) and CNN, batch 64 per worker, plus the step-time breakdown of rank 0
+// (compute, exposed communication, hook, optimizer).
 //
 //   build/bin/bench_train [--json] [--models mlp,cnn] [--workers 1,2,4] [--repeats 3]
 //                         [--mlp-steps 400] [--cnn-steps 120] [--worker-bin PATH]
@@ -23,34 +23,61 @@
 //   "device"} with device "cpu" or "cuda" (GPU rows: models cnn and mlp_wide, workers 1,
 //   speedup_vs_1_worker 1).
 //
+// Note [bench_train runs]
+// Every run is one job on a fresh in-process controller (controller::Controller with the local
+// launcher and tieWorkersToProcess, on a temporary state dir removed afterwards), the code path
+// of `ddpctl run`: the bench submits the JobSpec it built (spec.workers.count = min = max = the
+// run's workers), the launcher starts the workers with the environment of
+// common/launch/worker_env.h (controller URL, job name and token, worker id; JSON progress
+// lines; the comm thread priority ddpctl run would choose: the operator's
+// DDP_COMM_THREAD_PRIORITY, else normal when the workers oversubscribe the cores), and the workers get rank, world size and the spec from the controller's
+// rendezvous. The figures are rank 0's `{"event":"summary",...}` line (Note [Progress line
+// contract]), read from the job's merged log; the run counts when the job Succeeded and that
+// line was seen. The workers' warnings, errors and non-log lines (a crash) are copied to
+// stderr; a failed job's condition message too. A run gets kRunLimit; then the job is
+// cancelled and its workers killed.
+//
 // Note [bench_train GPU rows]
 // The GPU check asks kernels::cudaDeviceCount() and comm::ncclBackendAvailable(), which exist in
 // both builds (0 / false without CUDA), so a CPU-only build links no CUDA and simply reports
 // "this build has no CUDA". The check is about this program's build: the worker given by
 // --worker-bin should come from the same build (a CPU-only worker refuses spec.device cuda, and
-// the GPU rows then fail, exit status 1). The child workers are started by fork + exec, so the
-// CUDA driver state the check may create in this process does not reach them.
+// the GPU rows then fail, exit status 1). The launcher starts the workers by fork + exec, so
+// the CUDA driver state the check may create in this process does not reach them.
 #include <limits.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "common/job_spec.h"
+#include "common/log.h"
+#include "common/process/output_router.h"
+#include "controller/jobs/job_manager.h"
+#include "controller/launch/launcher.h"
+#include "controller/service/controller.h"
 #include "kernels/layer_ops.h"
-#include "common/store/http_store_server.h"
 #include "worker/comm/nccl_backend.h"
+#include "worker/data/fashion_mnist.h"
 #include "worker/runtime/launch_env.h"
-#include "common/process/process_supervisor.h"
 
 namespace {
 
 using namespace ddp;
+
+// One run's bound: past it the job is cancelled and its workers killed.
+constexpr Duration kRunLimit = std::chrono::minutes(10);
+// After the job ended: how long its workers get to exit and its log to be read.
+constexpr Duration kDrainLimit = std::chrono::seconds(30);
 
 struct Options {
   bool json = false;
@@ -64,6 +91,7 @@ struct Options {
   std::vector<std::string> gpuModels = {"cnn", "mlp_wide"};
   int gpuSteps = 500;
   int gpuBatch = 256;
+  std::optional<CommThreadPriority> operatorPriority;  // this process's DDP_COMM_THREAD_PRIORITY
 };
 
 // One measured configuration: a model on `workers` CPU workers, or on 1 worker with cuda.
@@ -71,7 +99,7 @@ struct Config {
   std::string model;
   int workers = 1;
   bool cuda = false;
-  std::string jobPath;
+  JobSpec spec;
 };
 
 struct Sample {
@@ -110,51 +138,154 @@ std::string gpuUnavailableReason() {
   return "";
 }
 
-std::string jobYaml(const std::string& model, int steps, bool cuda = false, int batch = 64) {
-  std::string m = model == "cnn"        ? "  model: {type: cnn, convChannels: [8, 16], kernelSize: 3, hidden: [128]}\n"
-                  : model == "mlp_wide" ? "  model: {type: mlp, hidden: [4096, 4096]}\n"
-                                        : "  model: {type: mlp, hidden: [256, 256]}\n";
-  std::string name = "bench-" + std::string(model == "mlp_wide" ? "mlp-wide" : model) + (cuda ? "-cuda" : "");
-  return "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: " + name + "}\nspec:\n" + m +
-         (cuda ? "  device: cuda\n" : "") +
-         "  threadsPerWorker: 1\n"
-         "  data: {dataset: fashion-mnist, batchSize: " + std::to_string(batch) + ", limit: 16384}\n"
-         "  eval: {everyEpoch: false, limit: 1000}\n"
-         "  optimizer: {type: adam, lr: 0.001}\n"
-         "  steps: " + std::to_string(steps) + "\n  seed: 1\n";
+// The job of one configuration (spec.workers is set per run): Fashion-MNIST (first 16384
+// samples), Adam lr 0.001, `steps` steps, seed 1, one compute thread per worker, evaluation on
+// 1000 test samples at the end only.
+JobSpec benchSpec(const std::string& model, int steps, bool cuda = false, int batch = 64) {
+  JobSpec spec;
+  spec.name = "bench-" + std::string(model == "mlp_wide" ? "mlp-wide" : model) + (cuda ? "-cuda" : "");
+  if (model == "cnn") {
+    spec.model.type = ModelType::kCnn;
+    spec.model.convChannels = {8, 16};
+    spec.model.kernelSize = 3;
+    spec.model.hidden = {128};
+  } else {
+    spec.model.type = ModelType::kMlp;
+    spec.model.hidden = model == "mlp_wide" ? std::vector<int64_t>{4096, 4096} : std::vector<int64_t>{256, 256};
+  }
+  spec.device = cuda ? JobDevice::kCuda : JobDevice::kCpu;
+  spec.threadsPerWorker = 1;
+  spec.data.dataset = DatasetKind::kFashionMnist;
+  spec.data.batchSize = batch;
+  spec.data.limit = 16384;
+  spec.eval.everyEpoch = false;
+  spec.eval.limit = 1000;
+  spec.optimizer.type = OptimizerType::kAdam;
+  spec.optimizer.lr = 0.001;
+  spec.steps = steps;
+  spec.seed = 1;
+  return spec;
 }
 
-Sample runOnce(const Options& o, const std::string& jobPath, int workers) {
-  comm::HttpStoreServer server;
+// The job's merged log ("[wN] " before each line), line by line: keeps rank 0's summary line
+// and copies what a person should see (warnings, errors, non-log lines such as a crash) to
+// stderr; progress lines and info logs are dropped.
+class WorkerLines {
+ public:
+  void feed(const std::string& chunk) {
+    partial_ += chunk;
+    size_t from = 0;
+    for (size_t nl; (nl = partial_.find('\n', from)) != std::string::npos; from = nl + 1) {
+      line(partial_.substr(from, nl - from));
+    }
+    partial_.erase(0, from);
+  }
+  const std::string& summary() const { return summary_; }
+
+ private:
+  void line(const std::string& tagged) {
+    std::string text = tagged;
+    if (text.rfind("[w", 0) == 0) {
+      const auto close = text.find("] ");
+      if (close != std::string::npos) text = text.substr(close + 2);
+    }
+    if (text.find("\"event\":\"summary\"") != std::string::npos) {
+      summary_ = text;
+      return;
+    }
+    const char level = runtime::OutputRouter::logLevelOf(text);
+    const bool progress = level == 0 && !text.empty() && text[0] == '{';
+    if (level == 'W' || level == 'E' || (level == 0 && !progress && !text.empty())) {
+      std::fprintf(stderr, "%s\n", tagged.c_str());
+    }
+  }
+  std::string partial_;
+  std::string summary_;
+};
+
+// Runs `spec` to its end on `ctl` (Note [bench_train runs]). Returns the summary line, empty
+// when the job did not succeed or printed none (the reason is on stderr).
+std::string runJob(controller::Controller& ctl, const JobSpec& spec) {
+  auto submitted = ctl.jobs().submit(spec);
+  if (!submitted.isOk()) {
+    std::fprintf(stderr, "bench_train: could not start job %s: %s\n", spec.name.c_str(),
+                 submitted.status().toString().c_str());
+    return "";
+  }
+  controller::LogOptions follow;
+  follow.follow = true;
+  auto log = ctl.launcher().openLog(spec.name, "", follow);
+  WorkerLines lines;
+  auto pump = [&](Duration wait) {  // false once the log has ended
+    if (!log.isOk()) {
+      std::this_thread::sleep_for(wait);
+      return true;
+    }
+    auto chunk = (*log)->read(Deadline::after(wait));
+    if (!chunk.isOk()) return false;
+    lines.feed(*chunk);
+    return true;
+  };
+  const Deadline limit = Deadline::after(kRunLimit);
+  bool killed = false;
+  controller::JobRecord rec = *submitted;
+  while (!controller::isTerminal(rec.phase)) {
+    pump(std::chrono::milliseconds(100));
+    if (limit.expired() && !killed) {
+      killed = true;
+      std::fprintf(stderr, "bench_train: job %s ran past %s: killing its workers\n", spec.name.c_str(),
+                   formatDuration(kRunLimit).c_str());
+      (void)ctl.jobs().cancel(spec.name);
+      (void)ctl.launcher().stopJob(spec.name, Duration::zero());
+    }
+    if (killed && Deadline(limit.at() + kDrainLimit).expired()) break;
+    if (auto now = ctl.jobs().get(spec.name); now.isOk()) rec = *now;
+  }
+  // The rest of the output, and no worker left behind to load the next run.
+  const Deadline drain = Deadline::after(kDrainLimit);
+  while (!ctl.launcher().livePids(spec.name).empty() && !drain.expired() && pump(std::chrono::milliseconds(50))) {
+  }
+  for (int i = 0; i < 5 && lines.summary().empty() && pump(std::chrono::milliseconds(60)); ++i) {
+  }
+  if (rec.phase != controller::JobPhase::kSucceeded) {
+    const controller::JobCondition* failed = rec.findCondition(controller::kConditionFailed);
+    const std::string why = failed != nullptr ? failed->message : controller::jobPhaseName(rec.phase);
+    std::fprintf(stderr, "bench_train: job %s: %s\n", spec.name.c_str(), why.c_str());
+    return "";
+  }
+  return lines.summary();
+}
+
+Sample runOnce(const Options& o, JobSpec spec, int workers) {
   Sample s;
-  if (Status st = server.start(); !st.isOk()) {
-    std::fprintf(stderr, "bench_train: store: %s\n", st.toString().c_str());
+  spec.workers.count = spec.workers.min = spec.workers.max = workers;
+  char stateTemplate[] = "/tmp/bench-train-XXXXXX";
+  if (::mkdtemp(stateTemplate) == nullptr) {
+    std::perror("bench_train: cannot create a state directory under /tmp");
     return s;
   }
-  // As ddpctl run: normal-priority comm threads when the workers oversubscribe the cores.
-  JobSpec spec;  // threadsPerWorker 1, commThreadPriority auto: as jobYaml() writes them
-  const auto commPriorityEnv = runtime::commPriorityEnvFor(spec, workers, runtime::usableCores());
-  std::vector<runtime::ProcessSpec> specs;
-  for (int r = 0; r < workers; ++r) {
-    specs.push_back({o.workerBin, {}, {"DDP_STORE_ADDR=" + server.address(), "DDP_JOB_FILE=" + jobPath,
-                                       "DDP_RANK=" + std::to_string(r), "DDP_WORLD_SIZE=" + std::to_string(workers),
-                                       "DDP_LOG_FORMAT=json", "DDP_LOG_LEVEL=warning"}});
-    if (commPriorityEnv) specs.back().extraEnv.push_back(*commPriorityEnv);
+  controller::ControllerConfig cc;
+  cc.listenHost = "127.0.0.1";
+  cc.listenPort = 0;
+  cc.stateDir = stateTemplate;
+  cc.workerBinary = o.workerBin;
+  cc.tieWorkersToProcess = true;
+  cc.workerLogFormat = "json";
+  // As ddpctl run: the operator's DDP_COMM_THREAD_PRIORITY, else normal-priority comm threads
+  // when the workers oversubscribe the cores (Note [Comm thread priority]).
+  if (auto p = runtime::workerCommPriority(spec, workers, runtime::usableCores(), o.operatorPriority)) {
+    cc.commThreadPriority = commThreadPriorityName(*p);
   }
   std::string summary;
-  runtime::ProcessSupervisor sup({}, [&](const runtime::RoutedLine& l) {
-    if (l.target == runtime::RouteTarget::kStdout) {
-      if (l.text.find("\"event\":\"summary\"") != std::string::npos) summary = l.text;
-    } else {
-      std::fprintf(stderr, "%s\n", l.text.c_str());
-    }
-  });
-  if (Status st = sup.start(specs); !st.isOk()) {
-    std::fprintf(stderr, "bench_train: %s\n", st.toString().c_str());
-    return s;
+  if (auto ctl = controller::Controller::start(cc); ctl.isOk()) {
+    summary = runJob(**ctl, spec);
+    (*ctl)->stop();
+  } else {
+    std::fprintf(stderr, "bench_train: controller: %s\n", ctl.status().toString().c_str());
   }
-  auto outcome = sup.run(Deadline::after(std::chrono::minutes(10)));
-  if (!outcome.isOk() || !outcome->allOk() || summary.empty()) return s;
+  std::error_code ignored;
+  std::filesystem::remove_all(stateTemplate, ignored);
+  if (summary.empty()) return s;
   s.steps = static_cast<int64_t>(field(summary, "steps"));
   s.samplesPerS = field(summary, "samples_per_s");
   s.compute = field(summary, "compute_s");
@@ -197,6 +328,12 @@ int main(int argc, char** argv) {
                          "[--gpu-models cnn,mlp_wide] [--gpu-steps N] [--gpu-batch N]\n");
     return 2;
   }
+  auto operatorPriority = runtime::operatorCommPriority(runtime::processEnv());
+  if (!operatorPriority.isOk()) {
+    std::fprintf(stderr, "bench_train: %s\n", operatorPriority.status().message().c_str());
+    return 2;
+  }
+  o.operatorPriority = *operatorPriority;
   bool gpuRows = false;
   if (o.gpu != "off") {
     const std::string why = gpuUnavailableReason();
@@ -215,27 +352,27 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_train: no worker program at %s (build ddp-worker)\n", o.workerBin.c_str());
     return 2;
   }
-  const std::string dir = std::filesystem::temp_directory_path() / ("bench_train_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
+  if (!data::fashionMnistAvailable(JobSpec().data.dir)) {
+    std::fprintf(stderr, "bench_train: the Fashion-MNIST files are not in %s (apt-get install %s)\n",
+                 JobSpec().data.dir.c_str(), data::kFashionMnistPackage);
+    return 2;
+  }
+  // The embedded controllers' info lines (phase changes) would only interleave the figures.
+  log::setLevel(log::Level::kWarning);
   std::vector<Config> configs;
   for (const auto& m : o.models) {
-    const std::string job = dir + "/" + m + ".yaml";
-    std::ofstream(job) << jobYaml(m, m == "cnn" ? o.cnnSteps : o.mlpSteps);
-    for (int w : o.workers) configs.push_back({m, w, false, job});
+    const JobSpec spec = benchSpec(m, m == "cnn" ? o.cnnSteps : o.mlpSteps);
+    for (int w : o.workers) configs.push_back({m, w, false, spec});
   }
   if (gpuRows) {
-    for (const auto& m : o.gpuModels) {
-      const std::string job = dir + "/" + m + "_cuda.yaml";
-      std::ofstream(job) << jobYaml(m, o.gpuSteps, true, o.gpuBatch);
-      configs.push_back({m, 1, true, job});
-    }
+    for (const auto& m : o.gpuModels) configs.push_back({m, 1, true, benchSpec(m, o.gpuSteps, true, o.gpuBatch)});
   }
   // Round-robin: repeat r of every configuration before repeat r + 1 of any.
   std::vector<std::vector<Sample>> results(configs.size());
   for (int r = 0; r < o.repeats; ++r) {
     for (size_t c = 0; c < configs.size(); ++c) {
       const Config& cfg = configs[c];
-      Sample s = runOnce(o, cfg.jobPath, cfg.workers);
+      Sample s = runOnce(o, cfg.spec, cfg.workers);
       if (!s.ok) {
         std::fprintf(stderr, "bench_train: %s with %d workers%s failed\n", cfg.model.c_str(), cfg.workers,
                      cfg.cuda ? " on cuda" : "");
@@ -243,7 +380,6 @@ int main(int argc, char** argv) {
       results[c].push_back(s);
     }
   }
-  std::filesystem::remove_all(dir);
   if (!o.json) {
     std::printf("%-5s %7s %12s %8s %9s %10s %13s %8s %11s\n", "model", "workers", "samples/s", "speedup", "step ms",
                 "compute ms", "exp. comm ms", "hook ms", "optim ms");

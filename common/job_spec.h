@@ -8,13 +8,19 @@
 //   metadata: {name: fashion-mnist}
 //   spec: {workers: {count: 2}, model: {type: mlp}, data: {dataset: fashion-mnist}, epochs: 3}
 //
-// parseJobSpec() reports every problem at once: YAML syntax errors with line and column, wrong
-// types (with the expected type), unknown fields, missing required fields and impossible
-// combinations, each naming its field path ("spec.commHook.powerSGD.startIter: must be > 1
-// when errorFeedback is on"). The returned Status lists them all; `errors` gets the
-// structured list. toYaml() writes every field, and parsing it gives back an equal JobSpec.
-// Thread model: plain values and pure functions.
+// parseJobSpec() is the single gate: it reports every problem at once, YAML syntax errors with
+// line and column, wrong types (with the expected type), non-finite numbers, unknown fields,
+// missing required fields, values out of range and impossible combinations (including every
+// combination the trainer would refuse later: Note [Trainer refusals] in job_spec_validate.cc),
+// each naming its field path and location ("spec.commHook.powerSGD.startIter (line 11,
+// column 27): must be > 1 when errorFeedback is on"). The returned Status lists them all;
+// `errors` gets the structured list. The JSON form of a document is accepted as it is (JSON is
+// YAML; Note [JSON job documents] in job_spec_json.h). toYaml() writes every field, and
+// parsing it gives back an equal JobSpec.
+// Thread model: plain values and pure functions; loadJobSpecFile() blocks on a pipe until its
+// writer closes it.
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -28,6 +34,16 @@ namespace ddp {
 
 inline constexpr const char* kJobApiVersion = "ddp.dev/v1";
 inline constexpr const char* kJobKind = "DDPJob";
+
+// The most workers one job may ask for (spec.workers.count / min / max). A launcher may allow
+// fewer; the controller checks its own limit separately.
+inline constexpr int kMaxWorkersPerJob = 4096;
+// loadJobSpecFile() reads at most this many bytes; a longer job file is refused.
+inline constexpr size_t kMaxJobDocumentBytes = 1 << 20;
+// Upper bound of every spec.timeouts.*Seconds (7 days).
+inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;
+// spec.timeouts.heartbeatMisses lies in [1, kMaxHeartbeatMisses].
+inline constexpr int kMaxHeartbeatMisses = 1000;
 
 enum class JobDevice : uint8_t { kCpu = 0, kCuda };
 enum class ModelType : uint8_t { kMlp = 0, kCnn };
@@ -172,10 +188,19 @@ struct EvalSpec {
   bool operator==(const EvalSpec&) const = default;
 };
 
+// Every timeout the control plane uses. Each *Seconds is finite, > 0 and <= kMaxTimeoutSeconds;
+// heartbeatMisses is in [1, kMaxHeartbeatMisses]; and heartbeatSeconds x heartbeatMisses <
+// hangSeconds < collectiveSeconds, so a lost worker is declared lost before its waiting peers
+// count as hung, and a hung rank is blamed before healthy ranks time out of their collective.
 struct TimeoutsSpec {
-  double collectiveSeconds = 300;   // one collective
+  double heartbeatSeconds = 1;      // heartbeat period of each worker
+  int heartbeatMisses = 5;          // missed heartbeats before a worker is declared lost
+  double lastCallSeconds = 30;      // rendezvous: wait this long after workers.min joined
+  double hangSeconds = 60;          // a collective stuck this long is a hang
+  double progressSeconds = 600;     // no step completed for this long is a hang
+  double controllerSeconds = 60;    // a worker that cannot reach the controller this long exits
+  double collectiveSeconds = 300;   // one collective (the worker's own deadline)
   double rendezvousSeconds = 600;   // joining the job
-  double heartbeatSeconds = 5;      // heartbeat period
   bool operator==(const TimeoutsSpec&) const = default;
 };
 
@@ -212,8 +237,9 @@ struct JobSpec {
 
   bool operator==(const JobSpec&) const = default;
 
-  // Cross-field and range checks on the struct (also run by parseJobSpec). Appends one
-  // SpecError per problem; returns InvalidArgument listing them all, or ok.
+  // Range checks (non-finite numbers included) and cross-field checks on the struct, the
+  // trainer's refusals among them (also run by parseJobSpec). Appends one SpecError per
+  // problem, without a location; returns InvalidArgument listing them all, or ok.
   Status validate(std::vector<SpecError>* errors = nullptr) const;
   // The whole document, every field written out; parseJobSpec(toYaml()) == *this.
   std::string toYaml() const;
@@ -222,10 +248,16 @@ struct JobSpec {
 // InvalidArgument "invalid DDPJob: N error(s):\n  <error>\n  ..." (ok when the list is empty).
 Status specErrorsToStatus(const std::vector<SpecError>& errors);
 
-// Parses and validates a DDPJob document. On failure returns InvalidArgument whose message is
-// "invalid DDPJob: N error(s):\n  <error>\n  ..." and, when `errors` is given, the list.
+// Parses and validates a DDPJob document (YAML, or its JSON form). On failure returns
+// InvalidArgument whose message is "invalid DDPJob: N error(s):\n  <error>\n  ..." and, when
+// `errors` is given, the list.
 Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* errors = nullptr);
-// Reads `path` and parses it (NotFound when unreadable).
+// Reads `path` once and parses it. Only a regular file or a pipe / FIFO is read (so /dev/stdin
+// and <(...) work), and at most kMaxJobDocumentBytes of it. NotFound when it cannot be opened
+// or read; InvalidArgument for a directory ("is a directory, not a job file"), for anything
+// else that is not a regular file or a pipe (a device: "is not a regular file"; never opened)
+// and for a file over the limit (the message names it); those errors also go to `errors`, as
+// one document-level SpecError. Blocks while a pipe's writer keeps it open without writing.
 Result<JobSpec> loadJobSpecFile(const std::string& path, std::vector<SpecError>* errors = nullptr);
 
 }  // namespace ddp

@@ -152,10 +152,17 @@ std::string JobSpec::toYaml() const {
   out << Key << "firstBucketMb" << Value << dbl(firstBucketMb);
   out << Key << "gradientAsBucketView" << Value << gradientAsBucketView;
   out << Key << "maxRestarts" << Value << maxRestarts;
-  out << Key << "timeouts" << Value << BeginMap << Key << "collectiveSeconds" << Value
-      << dbl(timeouts.collectiveSeconds) << Key << "rendezvousSeconds" << Value
-      << dbl(timeouts.rendezvousSeconds) << Key << "heartbeatSeconds" << Value
-      << dbl(timeouts.heartbeatSeconds) << EndMap;
+  const TimeoutsSpec& t = timeouts;
+  out << Key << "timeouts" << Value << BeginMap;
+  out << Key << "heartbeatSeconds" << Value << dbl(t.heartbeatSeconds);
+  out << Key << "heartbeatMisses" << Value << t.heartbeatMisses;
+  out << Key << "lastCallSeconds" << Value << dbl(t.lastCallSeconds);
+  out << Key << "hangSeconds" << Value << dbl(t.hangSeconds);
+  out << Key << "progressSeconds" << Value << dbl(t.progressSeconds);
+  out << Key << "controllerSeconds" << Value << dbl(t.controllerSeconds);
+  out << Key << "collectiveSeconds" << Value << dbl(t.collectiveSeconds);
+  out << Key << "rendezvousSeconds" << Value << dbl(t.rendezvousSeconds);
+  out << EndMap;
   out << Key << "logFormat" << Value << jobLogFormatName(logFormat);
   out << Key << "commThreadPriority" << Value << commThreadPriorityName(commThreadPriority);
   out << EndMap << EndMap;

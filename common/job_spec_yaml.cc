@@ -3,17 +3,16 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <sstream>
 #include <string>
 #include <utility>
 
 #include "common/job_spec.h"
+#include "common/job_spec_json.h"
 
 namespace ddp {
 namespace {
@@ -53,6 +52,27 @@ std::string describe(const YAML::Node& n) {
   if (n.IsMap()) return "a mapping";
   if (n.IsSequence()) return "a sequence";
   return "'" + n.Scalar() + "'";
+}
+
+enum class NumberText { kFinite, kNonFinite, kNotANumber };
+
+// Reads a scalar as a double. Non-finite: YAML's .inf / -.inf / .nan, the spellings other tools
+// write (inf, NaN, Infinity: JSON from Python) and decimals beyond the range of a double (1e400).
+NumberText readNumber(const YAML::Node& v, double* out) {
+  if (!v.IsScalar()) return NumberText::kNotANumber;
+  double x = 0;
+  if (YAML::convert<double>::decode(v, x)) {
+    *out = x;
+    return std::isfinite(x) ? NumberText::kFinite : NumberText::kNonFinite;
+  }
+  const std::string& s = v.Scalar();
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return NumberText::kNotANumber;
+  char* end = nullptr;
+  x = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size()) return NumberText::kNotANumber;
+  // What YAML does not read as a number but strtod does: non-finite spellings, 1e400 (HUGE_VAL),
+  // and hex floats (not a YAML number: refused as such).
+  return std::isfinite(x) ? NumberText::kNotANumber : NumberText::kNonFinite;
 }
 
 // Walks the document, filling a JobSpec and collecting errors with paths and locations.
@@ -105,7 +125,12 @@ class Parser {
   bool readInt(const YAML::Node& v, const std::string& path, int64_t* out, int64_t lo, int64_t hi) {
     int64_t x = 0;
     if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x)) {
-      fail(v, path, "expected an integer, got " + describe(v));
+      double d = 0;
+      if (readNumber(v, &d) == NumberText::kNonFinite) {
+        fail(v, path, "must be a finite number, got " + describe(v) + " (expected an integer)");
+      } else {
+        fail(v, path, "expected an integer, got " + describe(v));
+      }
       return false;
     }
     if (x < lo || x > hi) {
@@ -136,12 +161,18 @@ class Parser {
   }
   bool readDouble(const YAML::Node& v, const std::string& path, double* out) {
     double x = 0;
-    if (!v.IsScalar() || !YAML::convert<double>::decode(v, x) || std::isnan(x)) {
-      fail(v, path, "expected a number, got " + describe(v));
-      return false;
+    switch (readNumber(v, &x)) {
+      case NumberText::kFinite:
+        *out = x;
+        return true;
+      case NumberText::kNonFinite:
+        fail(v, path, "must be a finite number, got " + describe(v));
+        return false;
+      case NumberText::kNotANumber:
+        break;
     }
-    *out = x;
-    return true;
+    fail(v, path, "expected a number, got " + describe(v));
+    return false;
   }
   void getDouble(const YAML::Node& m, const std::string& path, const char* key, double* out) {
     if (m[key]) readDouble(m[key], join(path, key), out);
@@ -216,6 +247,7 @@ class Parser {
   void parseData(const YAML::Node& n, const std::string& path, DataSpec* data);
   void parseOptimizer(const YAML::Node& n, const std::string& path, OptimizerSpec* o);
   void parseCommHook(const YAML::Node& n, const std::string& path, CommHookSpec* h);
+  void parseTimeouts(const YAML::Node& n, const std::string& path, TimeoutsSpec* t);
 };
 
 void Parser::parse(const YAML::Node& doc, JobSpec* spec) {
@@ -311,12 +343,7 @@ void Parser::parseSpec(const YAML::Node& n, JobSpec* spec) {
   getDouble(n, p, "firstBucketMb", &spec->firstBucketMb);
   getBool(n, p, "gradientAsBucketView", &spec->gradientAsBucketView);
   getInt(n, p, "maxRestarts", &spec->maxRestarts);
-  if (n["timeouts"] && mapping(n["timeouts"], "spec.timeouts",
-                               {"collectiveSeconds", "rendezvousSeconds", "heartbeatSeconds"})) {
-    getDouble(n["timeouts"], "spec.timeouts", "collectiveSeconds", &spec->timeouts.collectiveSeconds);
-    getDouble(n["timeouts"], "spec.timeouts", "rendezvousSeconds", &spec->timeouts.rendezvousSeconds);
-    getDouble(n["timeouts"], "spec.timeouts", "heartbeatSeconds", &spec->timeouts.heartbeatSeconds);
-  }
+  if (n["timeouts"]) parseTimeouts(n["timeouts"], "spec.timeouts", &spec->timeouts);
   getEnum(n, p, "logFormat", kLogFormats, &spec->logFormat);
   getEnum(n, p, "commThreadPriority", kCommPriorities, &spec->commThreadPriority);
 }
@@ -429,6 +456,22 @@ void Parser::parseCommHook(const YAML::Node& n, const std::string& p, CommHookSp
   }
 }
 
+void Parser::parseTimeouts(const YAML::Node& n, const std::string& p, TimeoutsSpec* t) {
+  if (!mapping(n, p, {"heartbeatSeconds", "heartbeatMisses", "lastCallSeconds", "hangSeconds",
+                      "progressSeconds", "controllerSeconds", "collectiveSeconds",
+                      "rendezvousSeconds"})) {
+    return;
+  }
+  getDouble(n, p, "heartbeatSeconds", &t->heartbeatSeconds);
+  getInt(n, p, "heartbeatMisses", &t->heartbeatMisses);
+  getDouble(n, p, "lastCallSeconds", &t->lastCallSeconds);
+  getDouble(n, p, "hangSeconds", &t->hangSeconds);
+  getDouble(n, p, "progressSeconds", &t->progressSeconds);
+  getDouble(n, p, "controllerSeconds", &t->controllerSeconds);
+  getDouble(n, p, "collectiveSeconds", &t->collectiveSeconds);
+  getDouble(n, p, "rendezvousSeconds", &t->rendezvousSeconds);
+}
+
 // True when `a` equals `b` or one is a path prefix of the other ("x.y" vs "x.y.z" / "x.y[0]").
 bool overlaps(const std::string& a, const std::string& b) {
   const std::string& s = a.size() <= b.size() ? a : b;
@@ -444,11 +487,16 @@ Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* erro
   JobSpec spec;
   spec.apiVersion.clear();
   spec.kind.clear();
+  std::vector<JsonColumnShift> shifts;  // Note [JSON job documents]
   try {
-    YAML::Node doc = YAML::Load(std::string(yaml));
+    YAML::Node doc = YAML::Load(rewriteJsonSurrogatePairs(yaml, &shifts));
     parser.parse(doc, &spec);
   } catch (const YAML::Exception& e) {
     parser.errors.push_back({"", "YAML syntax error: " + e.msg, e.mark.line + 1, e.mark.column + 1});
+  }
+  if (!shifts.empty()) {
+    for (SpecError& e : parser.errors) e.column = originalColumn(shifts, e.line, e.column);
+    for (auto& [path, at] : parser.marks) at.second = originalColumn(shifts, at.first, at.second);
   }
   // A document-level error (syntax, empty, not a mapping) leaves nothing worth validating.
   const bool documentError = std::any_of(parser.errors.begin(), parser.errors.end(),
@@ -480,16 +528,6 @@ Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* erro
   if (errorsOut) *errorsOut = all;
   if (!all.empty()) return specErrorsToStatus(all);
   return spec;
-}
-
-Result<JobSpec> loadJobSpecFile(const std::string& path, std::vector<SpecError>* errors) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return notFound("cannot read job file " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto r = parseJobSpec(ss.str(), errors);
-  if (!r.isOk()) return r.status().withContext(path);
-  return r;
 }
 
 }  // namespace ddp

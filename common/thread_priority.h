@@ -35,19 +35,33 @@
 // each second (and other real-time threads nothing). So the first promotion starts a guard: a
 // witness thread at normal priority stamps the time every 50 ms, and a guard thread at
 // real-time priority 2 (above every comm thread, so it always gets a core) demotes every comm
-// thread of the process to SCHED_OTHER, and turns the mode to `normal`, when the witness has
-// not run for 500 ms, with a warning. The two share only atomics (the witness may be preempted
+// thread of the process to SCHED_OTHER, and raises none again, when the witness has not run for
+// 500 ms, with a warning. The two share only atomics (the witness may be preempted
 // anywhere), and the demotion allocates nothing and takes no lock a starved thread could hold.
 // A livelock thus costs about half a second, once. `ddpctl run` asks for `normal` when a job
 // has more workers x threads than the machine has cores.
 //
-// The process-wide mode: `auto` (the default) uses real time when permitted (root, or
-// CAP_SYS_NICE in a container) and falls back to normal priority otherwise, logging once why;
-// `realtime` is the same but logs the refusal as a warning; `normal` never changes anything.
-// Set by the job spec (`spec.commThreadPriority`) or the environment variable
-// DDP_COMM_THREAD_PRIORITY (read on first use).
+// Policy. The policy is a value, `auto` (the default), `realtime` or `normal`, chosen once per worker and
+// handed down explicitly; nothing here reads the environment or keeps a process-wide mode. The
+// worker's own setting (WorkerConfig::commThreadPriority: --comm-thread-priority or
+// DDP_COMM_THREAD_PRIORITY, read by worker_config.cc) wins over the job's
+// `spec.commThreadPriority`; worker_entry puts the result in TrainerConfig::commThreadPriority
+// and GlooOptions::commThreadPriority; the trainer passes it on in ReducerOptions; and each
+// component that raises a thread passes it to applyCommThreadPriority() / CommPriorityScope.
+// `auto` uses real time when permitted (root, or CAP_SYS_NICE in a container) and falls back to
+// normal priority otherwise, logging once per process why; `realtime` is the same but logs the
+// refusal as a warning; `normal` never changes anything. A local launcher decides what its
+// workers get with workerCommPriority() (worker/runtime/launch_env.h).
 //
-// Thread model: the mode is an atomic; applyCommThreadPriority() affects only the calling thread.
+// Per-process state. What stays per process, because the kernel schedules the process as a whole and the guard
+// acts on all of its threads: the starvation guard (its two threads, started by the first
+// promotion, stopped and joined at exit), its demotion count, and two one-way latches: "the
+// guard has demoted" (from then on no thread of the process is raised again, whatever policy
+// it is given: one livelock costs half a second once, not once per thread) and "the refusal
+// was logged" (the said-once line). None of them is configuration, and nothing resets them.
+//
+// Thread model: applyCommThreadPriority() and CommPriorityScope affect only the calling thread;
+// the per-process state is atomics (the guard's start is under its own mutex).
 
 #include <string>
 #include <string_view>
@@ -62,30 +76,24 @@ const char* commThreadPriorityName(CommThreadPriority p);
 // Parses "auto" | "realtime" | "normal"; the error names the value and the choices.
 Result<CommThreadPriority> parseCommThreadPriority(std::string_view text);
 
-// The process-wide mode. Until set, the DDP_COMM_THREAD_PRIORITY environment variable (an
-// invalid value is logged once and ignored), else kAuto.
-void setCommThreadPriority(CommThreadPriority p);
-CommThreadPriority commThreadPriority();
-// What DDP_COMM_THREAD_PRIORITY asks for now: kAuto when unset, empty or invalid (an invalid
-// value is logged as a warning).
-CommThreadPriority commThreadPriorityFromEnvironment();
-
 // What applyCommThreadPriority() did to the calling thread.
 struct AppliedPriority {
   bool realtime = false;   // the thread now runs SCHED_FIFO
   std::string detail;      // why not, when real time was wanted and refused; empty otherwise
 };
 
-// Gives the calling thread the process-wide mode's policy (see the Note). Idempotent; never
-// fails: a refusal leaves the thread as it was and is reported in the result (and logged once
-// per process).
-AppliedPriority applyCommThreadPriority();
+// Gives the calling thread comm priority under `policy` (see the Note): SCHED_FIFO 1 for auto
+// and realtime when permitted and the guard has not demoted; nothing for normal. Idempotent;
+// never fails: a refusal leaves the thread as it was and is reported in the result (and logged
+// once per process).
+AppliedPriority applyCommThreadPriority(CommThreadPriority policy);
 
-// Raises the calling thread to comm priority for the scope's lifetime and restores its previous
-// policy after: threads created inside the scope (by a library) inherit comm priority.
+// Raises the calling thread to comm priority under `policy` for the scope's lifetime and restores
+// its previous policy after: threads created inside the scope (by a library) inherit it.
 class CommPriorityScope {
  public:
-  CommPriorityScope();
+  // The default is the default of spec.commThreadPriority and of every options struct.
+  explicit CommPriorityScope(CommThreadPriority policy = CommThreadPriority::kAuto);
   ~CommPriorityScope();
   CommPriorityScope(const CommPriorityScope&) = delete;
   CommPriorityScope& operator=(const CommPriorityScope&) = delete;
@@ -96,10 +104,10 @@ class CommPriorityScope {
   int oldPriority_ = 0;
 };
 
-// Starvation guard (see the Note): demotions so far, and a way to run the demotion now (tests;
-// the canary calls it when it sees normal threads starved). Returns the threads demoted.
+// Starvation guard (see the Note): how many times it has demoted this process's comm threads
+// (after the first, nothing is raised again; a thread that was being raised at that very moment
+// can make a second).
 int commPriorityDemotions();
-int demoteCommThreads(const std::string& why);
 
 // Names the calling thread (at most 15 characters are kept) so that top -H, perf and gdb show it.
 void setThreadName(const char* name);

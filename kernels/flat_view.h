@@ -1,7 +1,7 @@
 #pragma once
 // FlatView: a non-owning view of a flat array of one dtype on one device, the argument type of
 // the bucket and cast kernels (kernels/ sits below worker/comm, so it cannot use BufferView;
-// comm::BufferView has the same four fields).
+// comm::BufferView has the same four fields, and comm::flat() in worker/comm/types.h converts).
 // Thread model: a plain value.
 
 #include <cstddef>

@@ -9,8 +9,8 @@
 //    message, an abort), prefixed "[rank N] " unless the line already names its rank;
 //  - rank 0's info log lines (e.g. "resumed from checkpoint step 40").
 // Everything else (other ranks' progress, debug lines) is dropped from the view but kept in a
-// per-rank tail of the last `tailLines` lines, which the supervisor prints when a worker dies.
-// Thread model: not thread-safe; owned by the supervisor's single loop thread.
+// per-rank tail of the last `tailLines` lines, which `ddpctl run` prints when a worker dies.
+// Thread model: not thread-safe; owned by one loop thread (ddpctl run's, bench_train's).
 
 #include <cstddef>
 #include <deque>

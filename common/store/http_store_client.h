@@ -7,11 +7,13 @@
 // op's deadline (plus a 250 ms grace for the answer to a long poll, see Note [Store long poll]).
 // A blocking get is a series of long polls, so it survives a server that restarts in between.
 // Connection failures (nothing was sent) are retried until the deadline, then reported as
-// Unavailable naming the server's address; so are any transport failures of the read-only
-// requests (get, wait, check), so a blocking get survives a server restart. A failure of a
-// mutating request after it was sent is reported at once (an add() may or may not have been
-// applied).
-// Status mapping: 400/413/409 -> InvalidArgument with the server's reason; 503 -> Unavailable.
+// Unavailable naming the server's address; read-only requests (get, wait, check) also retry any
+// other transport failure. A blocking get/wait that reaches its deadline is Timeout naming the
+// key(s), with the last transport error (if any) as context. A failure of a mutating request
+// after it was sent is reported at once (an add() may or may not have been applied).
+// Status mapping: 400/409/413 -> InvalidArgument with the server's reason; 401 ->
+// FailedPrecondition with the reason; 410 -> Aborted "fenced: stale generation: <reason>";
+// 507 (key space quota) -> OutOfRange with the reason; 503 -> Unavailable.
 //
 // Thread model: thread-safe and stateless between calls; each call opens its own connection
 // (no head-of-line blocking behind another thread's long poll).
@@ -28,6 +30,8 @@ struct HttpStoreClientOptions {
   Duration requestTimeout = std::chrono::seconds(30);  // bound of set/add/compareSet/check/delete
   Duration longPoll = std::chrono::seconds(1);         // hold asked of the server per request
   Duration retryBackoff = std::chrono::milliseconds(50);
+  std::string basePath = "/v1/store";  // the controller's: /v1/jobs/<job>/generations/<g>/store
+  std::string bearerToken;             // sent as "Authorization: Bearer <token>" when non-empty
 
   Status validate() const;
 };
@@ -62,12 +66,16 @@ class HttpStoreClient final : public Store {
   enum class Method { kGet, kPut, kPost, kDelete };
   // One request; connection failures are retried until `deadline`. The read timeout is
   // `readTimeout` (bounded by the caller).
+  // `lastError` (optional) receives the last transport error.
   Result<Reply> call(Method method, const std::string& target, const std::string& body,
-                     Deadline deadline, Duration readTimeout, const std::string& what) const;
+                     Deadline deadline, Duration readTimeout, const std::string& what,
+                     std::string* lastError = nullptr) const;
   // Maps a non-200 reply to a Status.
   Status replyError(const Reply& reply, const std::string& what) const;
   void backOffIfNotHeld(TimePoint sent, int64_t askedMs, Deadline deadline) const;
   Deadline requestDeadline() const { return Deadline::after(options_.requestTimeout); }
+  // basePath + "/" + op + "?key=..." (+ extra query).
+  std::string target(const char* op, const std::vector<std::string>& keys, const std::string& extra = "") const;
 
   const std::string host_;
   const int port_;

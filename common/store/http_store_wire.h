@@ -7,6 +7,15 @@
 
 namespace ddp::comm::store_wire {
 
+// The store's operations live at <base>/<op>; HttpStoreServer's base is kDefaultBasePath, the
+// controller's /v1/jobs/<job>/generations/<g>/store.
+inline constexpr const char* kDefaultBasePath = "/v1/store";
+inline constexpr const char* kValueOp = "value";              // GET, PUT, DELETE
+inline constexpr const char* kAddOp = "add";                  // POST
+inline constexpr const char* kCompareSetOp = "compare_set";   // POST
+inline constexpr const char* kCheckOp = "check";              // GET
+inline constexpr const char* kWaitOp = "wait";                // GET
+
 inline constexpr const char* kValuePath = "/v1/store/value";            // GET, PUT, DELETE
 inline constexpr const char* kAddPath = "/v1/store/add";                // POST
 inline constexpr const char* kCompareSetPath = "/v1/store/compare_set"; // POST

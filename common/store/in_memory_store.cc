@@ -35,7 +35,12 @@ Result<int64_t> InMemoryStore::add(const std::string& key, int64_t delta) {
     if (it != data_.end() && !parseStoreInt(it->second, &value)) {
       return invalidArgument("store add: key '" + key + "' holds a non-integer value");
     }
-    value += delta;
+    int64_t sum = 0;
+    if (__builtin_add_overflow(value, delta, &sum)) {
+      return invalidArgument("store add: key '" + key + "': add of " + std::to_string(delta) + " to " +
+                             std::to_string(value) + " overflows int64");
+    }
+    value = sum;
     data_[key] = std::to_string(value);
   }
   cv_.notify_all();

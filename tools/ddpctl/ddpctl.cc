@@ -1,48 +1,64 @@
-// ddpctl: the command-line client. `run` is the embedded local mode; the controller-backed
-// subcommands are listed but not available in this build.
+// ddpctl: the command-line client. `run` is the embedded local mode (run_command.h); the other
+// commands talk to a running ddp-controller (client_commands.h).
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "tools/ddpctl/client_commands.h"
 #include "tools/ddpctl/run_command.h"
 
 namespace {
 
-constexpr const char* kControllerCommands[] = {"submit", "get", "describe", "logs", "cancel", "checkpoints"};
-
 std::string usage() {
-  return "usage: ddpctl COMMAND [args]\n"
+  return "usage: ddpctl [options] COMMAND [args]\n"
          "\n"
-         "commands:\n"
-         "  run JOB.yaml     train the job on this machine (local workers, embedded store)\n"
-         "  submit JOB.yaml  submit the job to a controller        (needs the controller)\n"
-         "  get [NAME]       list jobs or show one                  (needs the controller)\n"
-         "  describe NAME    a job's status, conditions and events  (needs the controller)\n"
-         "  logs NAME        a job's worker logs                    (needs the controller)\n"
-         "  cancel NAME      stop a job                             (needs the controller)\n"
-         "  checkpoints NAME list a job's checkpoints               (needs the controller)\n"
+         "on this machine:\n"
+         "  run JOB.yaml        train the job here (local workers, embedded store)\n"
          "\n"
-         "`ddpctl run --help` for the options of run.\n";
+         "with a controller:\n" +
+         ddp::ddpctl::clientCommandsSummary() + "\n" + ddp::ddpctl::clientGlobalOptionsUsage() +
+         "\n"
+         "exit status: 0 ok, 1 failed (request refused, job not found or the watched job\n"
+         "Failed), 2 bad arguments or invalid job, 3 the watched job was Cancelled.\n"
+         "`ddpctl COMMAND --help` for a command's options.\n";
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  namespace ctl = ddp::ddpctl;
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-    std::fputs(usage().c_str(), args.empty() ? stderr : stdout);
-    return args.empty() ? ddp::ddpctl::kExitUsage : ddp::ddpctl::kExitOk;
-  }
-  const std::string cmd = args[0];
-  args.erase(args.begin());
-  if (cmd == "run") return ddp::ddpctl::runCommand(args);
-  for (const char* c : kControllerCommands) {
-    if (cmd == c) {
-      std::fprintf(stderr, "ddpctl %s: not available in this build: needs the controller "
-                           "(use `ddpctl run JOB.yaml` to train on this machine)\n", c);
-      return ddp::ddpctl::kExitUsage;
+  // The client's global options may come before the command.
+  size_t at = 0;
+  while (size_t n = ctl::clientOptionLength(args, at)) at += n;
+  if (at == args.size() || args[at] == "-h" || args[at] == "--help" || args[at] == "help") {
+    if (at + 1 < args.size() && args[at] == "help") {  // ddpctl help COMMAND
+      const std::string& topic = args[at + 1];
+      if (topic == "run") {
+        std::fputs(ctl::runUsage().c_str(), stdout);
+        return ctl::kExitOk;
+      }
+      if (ctl::isClientCommand(topic)) {
+        std::fputs(ctl::clientCommandUsage(topic).c_str(), stdout);
+        return ctl::kExitOk;
+      }
     }
+    const bool asked = at < args.size();
+    std::fputs(usage().c_str(), asked ? stdout : stderr);
+    return asked ? ctl::kExitOk : ctl::kExitUsage;
   }
+  const std::string cmd = args[at];
+  std::vector<std::string> rest(args.begin(), args.begin() + static_cast<std::ptrdiff_t>(at));
+  rest.insert(rest.end(), args.begin() + static_cast<std::ptrdiff_t>(at) + 1, args.end());
+  if (cmd == "run") {
+    if (at > 0) {
+      std::fprintf(stderr, "ddpctl run: --server, --token-file and --timeout are for the controller "
+                           "commands (run trains on this machine)\n");
+      return ctl::kExitUsage;
+    }
+    return ctl::runCommand(rest);
+  }
+  if (ctl::isClientCommand(cmd)) return ctl::runClientCommand(cmd, std::move(rest), ctl::processClientIo());
   std::fprintf(stderr, "ddpctl: unknown command '%s'\n%s", cmd.c_str(), usage().c_str());
-  return ddp::ddpctl::kExitUsage;
+  return ctl::kExitUsage;
 }

@@ -1,35 +1,51 @@
 #include "tools/ddpctl/run_command.h"
 
+#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
 
 #include "common/job_spec.h"
-#include "common/store/http_store_server.h"
+#include "common/log.h"
+#include "controller/jobs/job_manager.h"
+#include "controller/launch/launcher.h"
+#include "controller/service/controller.h"
 #include "worker/data/fashion_mnist.h"
 #include "worker/runtime/job_spec_adapter.h"
 #include "worker/runtime/launch_env.h"
-#include "common/process/process_supervisor.h"
+#include "common/process/output_router.h"
 #include "worker/runtime/worker_config.h"
 
 namespace ddp::ddpctl {
 namespace {
 
-using runtime::ProcessSupervisor;
+using runtime::OutputRouter;
 using runtime::RoutedLine;
 using runtime::RouteTarget;
+using runtime::StreamKind;
 
-ProcessSupervisor* g_supervisor = nullptr;  // for the signal handler (requestStop is async-signal-safe)
+// Set by the signal handler (async-signal-safe: two atomics), read by the supervision loop.
+std::atomic<int> g_stopRequests{0};
+std::atomic<int> g_stopSignal{0};
 
 void onStopSignal(int sig) {
-  if (g_supervisor != nullptr) g_supervisor->requestStop(sig);
+  int expected = 0;
+  g_stopSignal.compare_exchange_strong(expected, sig);
+  g_stopRequests.fetch_add(1);
+}
+
+void removeTree(const std::string& dir) {
+  ::nftw(dir.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }, 16,
+         FTW_DEPTH | FTW_PHYS);
 }
 
 void writeLine(int fd, const std::string& text) {
@@ -79,6 +95,135 @@ struct RunArgs {
   double graceSeconds = 30;
   std::string workerBin;
 };
+
+
+// Note [ddpctl run]: the job runs through an in-process controller with the local launcher
+// (the service's code path). This loop is the console: it follows every worker's log (merged,
+// each line tagged "[wN] "; ranks are the launcher slots for a fresh job), routes the lines
+// like the old supervisor did (Note [Merged worker output]: a log line counts as stderr,
+// anything else as stdout), turns Ctrl-C / SIGTERM into a cancel (the workers checkpoint and
+// stop) and a second one into SIGKILL, enforces --time-limit the same way, and when the job
+// ends prints how, naming a failed rank with its last error and last lines.
+int superviseJob(controller::Controller& ctl, const JobSpec& spec, int workers, const RunArgs& a) {
+  const std::string name = spec.name;
+  OutputRouter router(workers, 20);
+  auto emit = [](const std::vector<RoutedLine>& lines) {
+    for (const auto& l : lines) {
+      if (l.target != RouteTarget::kDrop) writeLine(l.target == RouteTarget::kStdout ? STDOUT_FILENO : STDERR_FILENO, l.text);
+    }
+  };
+  g_stopRequests = 0;
+  g_stopSignal = 0;
+  ::signal(SIGPIPE, SIG_IGN);
+  struct sigaction sa {};
+  sa.sa_handler = onStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+
+  const auto start = std::chrono::steady_clock::now();
+  say("job " + name + ": starting " + std::to_string(workers) + " workers (controller " + ctl.url() + ")");
+  auto submitted = ctl.jobs().submit(spec);
+  if (!submitted.isOk()) {
+    say("could not start the job: " + submitted.status().toString());
+    return kExitFailed;
+  }
+  controller::LogOptions lo;
+  lo.follow = true;
+  auto log = ctl.launcher().openLog(name, "", lo);
+  std::string partial;
+  auto pump = [&](Duration wait) {
+    if (!log.isOk()) {
+      std::this_thread::sleep_for(wait);
+      return;
+    }
+    auto chunk = (*log)->read(Deadline::after(wait));
+    if (!chunk.isOk()) return;
+    partial += *chunk;
+    size_t startAt = 0;
+    for (size_t nl; (nl = partial.find('\n', startAt)) != std::string::npos; startAt = nl + 1) {
+      std::string line = partial.substr(startAt, nl - startAt);
+      int rank = 0;
+      if (line.rfind("[w", 0) == 0) {
+        auto close = line.find("] ");
+        if (close != std::string::npos) {
+          rank = std::atoi(line.c_str() + 2);
+          line = line.substr(close + 2);
+        }
+      }
+      if (rank < 0 || rank >= workers) rank = 0;
+      const StreamKind kind = OutputRouter::logLevelOf(line) != 0 ? StreamKind::kStderr : StreamKind::kStdout;
+      line.push_back('\n');
+      emit(router.feed(rank, kind, line.data(), line.size()));
+    }
+    partial.erase(0, startAt);
+  };
+
+  const bool limited = a.timeLimitSeconds > 0;
+  const Deadline limit = Deadline::after(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(limited ? a.timeLimitSeconds : 1)));
+  bool timedOut = false, cancelled = false, killed = false;
+  controller::JobRecord rec = *submitted;
+  while (true) {
+    pump(std::chrono::milliseconds(100));
+    const int requests = g_stopRequests.load();
+    if ((requests > 0 || (limited && limit.expired())) && !cancelled) {
+      cancelled = true;
+      timedOut = requests == 0;
+      if (timedOut) {
+        say("the job's time limit passed; every worker checkpoints and stops");
+      } else {
+        say(std::string(::strsignal(g_stopSignal.load())) + ": every worker checkpoints and stops (again to kill them)");
+      }
+      (void)ctl.jobs().cancel(name);
+    }
+    if (requests > 1 && !killed) {
+      killed = true;
+      say("second stop request: killing every worker");
+      (void)ctl.launcher().stopJob(name, Duration::zero());
+    }
+    auto now = ctl.jobs().get(name);
+    if (now.isOk()) rec = *now;
+    if (controller::isTerminal(rec.phase)) break;
+  }
+  // What the workers printed last.
+  for (int i = 0; i < 5; ++i) pump(std::chrono::milliseconds(60));
+  const Deadline drain = Deadline::after(std::chrono::seconds(static_cast<int64_t>(a.graceSeconds) + 5));
+  while (!ctl.launcher().livePids(name).empty() && !drain.expired()) pump(std::chrono::milliseconds(50));
+  ::signal(SIGINT, SIG_DFL);
+  ::signal(SIGTERM, SIG_DFL);
+
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  char took[32];
+  std::snprintf(took, sizeof(took), "%.1f s", secs);
+  if (rec.phase == controller::JobPhase::kSucceeded) {
+    say("job " + name + " finished in " + took);
+    return kExitOk;
+  }
+  if (rec.phase == controller::JobPhase::kCancelled) {
+    say("job " + name + (timedOut ? " stopped at its time limit after " : " stopped on request after ") + took +
+        (killed ? "; some workers had to be killed" : "; run the same command again to resume from its checkpoint"));
+    return timedOut ? kExitTimeLimit : 128 + g_stopSignal.load();
+  }
+  const controller::JobCondition* failed = rec.findCondition(controller::kConditionFailed);
+  std::string why = failed != nullptr ? failed->message : std::string(controller::jobPhaseName(rec.phase));
+  const std::string firstLine = why.substr(0, why.find('\n'));
+  say(firstLine + "; stopping the other workers");
+  for (const auto& w : rec.workers) {
+    if (w.state != "Failed" || w.rank < 0 || w.rank >= workers) continue;
+    const std::string r = std::to_string(w.rank);
+    if (!router.lastError(w.rank).empty()) say("rank " + r + "'s last error: " + router.lastError(w.rank));
+    const auto& tail = router.tail(w.rank);
+    if (tail.empty()) {
+      say("rank " + r + " printed nothing");
+    } else {
+      say("last " + std::to_string(tail.size()) + " lines of rank " + r + ":");
+      for (const auto& l : tail) writeLine(STDERR_FILENO, "  | " + l);
+    }
+  }
+  say("job " + name + " failed after " + took + ": " + firstLine);
+  return kExitFailed;
+}
 
 }  // namespace
 
@@ -177,7 +322,7 @@ int runCommand(const std::vector<std::string>& argv) {
     say(a.jobFile + ": " + config.status().message());
     return kExitUsage;
   }
-  if (config->data == runtime::DataSource::kFashionMnist && !data::fashionMnistAvailable(spec->data.dir)) {
+  if (config->data == DatasetKind::kFashionMnist && !data::fashionMnistAvailable(spec->data.dir)) {
     say(a.jobFile + ": spec.data.dir: the Fashion-MNIST files are not in " + spec->data.dir +
         "; install the Debian package " + data::kFashionMnistPackage + " (apt-get install " +
         data::kFashionMnistPackage + ") or point spec.data.dir at the IDX files");
@@ -193,91 +338,57 @@ int runCommand(const std::vector<std::string>& argv) {
     return kExitUsage;
   }
 
-  comm::HttpStoreServerOptions so;
-  so.host = "127.0.0.1";
-  so.port = 0;
-  comm::HttpStoreServer server(so);
-  if (Status st = server.start(); !st.isOk()) {
-    say("could not start the store: " + st.toString());
-    return kExitFailed;
-  }
-
   // Note [Comm thread priority]: real-time comm threads are safe while compute threads do not
   // outnumber the cores; beyond that ask the workers for normal priority (unless the job or
   // the environment chose).
   const int cores = runtime::usableCores();
-  const std::optional<std::string> commPriorityEnv = runtime::commPriorityEnvFor(*spec, workers, cores);
-  if (commPriorityEnv) {
+  const auto operatorPriority = runtime::operatorCommPriority(runtime::processEnv());
+  if (!operatorPriority.isOk()) {
+    say(operatorPriority.status().message());
+    return kExitUsage;
+  }
+  const std::optional<CommThreadPriority> commPriority = runtime::workerCommPriority(*spec, workers, cores, *operatorPriority);
+  if (commPriority && !*operatorPriority) {
     say(std::to_string(workers) + " workers x " + std::to_string(spec->threadsPerWorker) + " compute thread(s) on " +
         std::to_string(cores) + " core(s): communication threads at normal priority (commThreadPriority: auto)");
   }
+  spec->workers.count = spec->workers.min = spec->workers.max = workers;
 
-  const std::string jobPath = absolutePath(a.jobFile);
-  std::vector<runtime::ProcessSpec> specs;
-  for (int r = 0; r < workers; ++r) {
-    runtime::ProcessSpec p;
-    p.exe = workerBin;
-    p.extraEnv = {"DDP_STORE_ADDR=" + server.address(), "DDP_JOB_FILE=" + jobPath,
-                  "DDP_RANK=" + std::to_string(r), "DDP_WORLD_SIZE=" + std::to_string(workers),
-                  "DDP_GENERATION=0", "DDP_LOG_FORMAT=" + logFormat};
-    if (!a.checkpointDir.empty()) p.extraEnv.push_back("DDP_CHECKPOINT_DIR=" + a.checkpointDir);
-    if (commPriorityEnv) p.extraEnv.push_back(*commPriorityEnv);
-    specs.push_back(std::move(p));
-  }
-
-  runtime::SupervisorOptions opts;
-  opts.grace = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(a.graceSeconds));
-  ProcessSupervisor supervisor(opts, [](const RoutedLine& l) {
-    writeLine(l.target == RouteTarget::kStdout ? STDOUT_FILENO : STDERR_FILENO, l.text);
-  });
-  ::signal(SIGPIPE, SIG_IGN);
-  g_supervisor = &supervisor;
-  struct sigaction sa {};
-  sa.sa_handler = onStopSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
-
-  const auto start = std::chrono::steady_clock::now();
-  say("job " + spec->name + ": starting " + std::to_string(workers) + " workers (store " + server.address() + ")");
-  if (Status st = supervisor.start(specs); !st.isOk()) {
-    g_supervisor = nullptr;
-    say("could not start the workers: " + st.toString());
+  // The same code path as the service: an in-process controller with the local launcher, whose
+  // workers die with this process (Note [ddpctl run]).
+  char stateTemplate[] = "/tmp/ddpctl-run-XXXXXX";
+  if (::mkdtemp(stateTemplate) == nullptr) {
+    say(std::string("cannot create a state directory under /tmp: ") + std::strerror(errno));
     return kExitFailed;
   }
-  const Deadline deadline = a.timeLimitSeconds > 0
-                                ? Deadline::after(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(a.timeLimitSeconds)))
-                                : Deadline(TimePoint::max());
-  auto outcome = supervisor.run(deadline);
-  ::signal(SIGINT, SIG_DFL);
-  ::signal(SIGTERM, SIG_DFL);
-  g_supervisor = nullptr;
-  server.stop();
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  char took[32];
-  std::snprintf(took, sizeof(took), "%.1f s", secs);
-  if (!outcome.isOk()) {
-    say("supervision failed: " + outcome.status().toString());
-    return kExitFailed;
+  const std::string stateDir = stateTemplate;
+  controller::ControllerConfig cc;
+  cc.listenHost = "127.0.0.1";
+  cc.listenPort = 0;
+  cc.stateDir = stateDir;
+  cc.workerBinary = workerBin;
+  cc.tieWorkersToProcess = true;
+  cc.stopGrace = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(a.graceSeconds));
+  cc.workerLogFormat = logFormat;
+  cc.workerCheckpointDir = a.checkpointDir;
+  if (commPriority) cc.commThreadPriority = commThreadPriorityName(*commPriority);
+  cc.persistEvery = std::chrono::seconds(5);
+  int code = kExitFailed;
+  {
+    // The console is this command's own lines and the workers'; the embedded controller's
+    // info lines (phase changes) would only repeat them.
+    log::setLevel(log::Level::kWarning);
+    auto ctl = controller::Controller::start(cc);
+    if (!ctl.isOk()) {
+      say("could not start the embedded controller: " + ctl.status().toString());
+      removeTree(stateDir);
+      return kExitFailed;
+    }
+    code = superviseJob(**ctl, *spec, workers, a);
+    (*ctl)->stop();
   }
-  if (outcome->firstFailure) {
-    say("job " + spec->name + " failed after " + took + ": " + outcome->firstFailure->describe());
-    return kExitFailed;
-  }
-  if (outcome->timedOut) {
-    say("job " + spec->name + " stopped at its time limit after " + took);
-    return kExitTimeLimit;
-  }
-  if (outcome->stopRequested) {
-    bool clean = true;
-    for (const auto& e : outcome->exits) clean = clean && e.ok();
-    say("job " + spec->name + " stopped on request after " + took +
-        (clean ? "; run the same command again to resume from its checkpoint" : "; some workers had to be killed"));
-    return 128 + outcome->stopSignal;
-  }
-  say("job " + spec->name + " finished in " + took);
-  return kExitOk;
+  removeTree(stateDir);
+  return code;
 }
 
 }  // namespace ddp::ddpctl

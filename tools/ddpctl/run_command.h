@@ -1,9 +1,10 @@
 #pragma once
-// `ddpctl run JOB.yaml`: the embedded local mode. Validates the job, starts the HTTP store in
-// this process and N ddp-worker processes on this machine, streams their merged output
-// (Note [Merged worker output]), forwards Ctrl-C / SIGTERM (workers checkpoint and stop), and
-// reports a dead worker with its last lines (Note [Worker supervision]).
-// Thread model: main thread; the store server runs its own threads.
+// `ddpctl run JOB.yaml`: the embedded local mode. Validates the job, starts an in-process
+// controller (the service's code path) whose local launcher runs N ddp-worker processes on this
+// machine, tied to this process, streams their merged output (Note [Merged worker output]),
+// turns Ctrl-C / SIGTERM into a cancel (workers checkpoint and stop), and reports a dead worker
+// with its last lines (Note [ddpctl run] in run_command.cc).
+// Thread model: main thread; the embedded controller runs its own threads.
 
 #include <string>
 #include <vector>

@@ -45,14 +45,6 @@ std::chrono::milliseconds toMs(Duration d) {
   return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(d));
 }
 
-uint64_t fnv(uint64_t h, uint64_t v) {
-  for (int i = 0; i < 8; ++i) {
-    h ^= (v >> (8 * i)) & 0xff;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
-
 }  // namespace gloo_internal
 
 using namespace gloo_internal;
@@ -65,7 +57,7 @@ Result<std::unique_ptr<GlooBackend>> GlooBackend::create(const GlooOptions& opti
   // Gloo's I/O loop (created here, inheriting the policy) spins on a pair whose lock another
   // thread holds, so no Gloo lock may be held by a thread of lower priority (Note [Comm thread
   // priority]).
-  CommPriorityScope scope;
+  CommPriorityScope scope(options.commThreadPriority);
   try {
     ::gloo::transport::tcp::attr attr;
     attr.hostname = options.hostname;
@@ -87,21 +79,21 @@ GlooBackend::GlooBackend(const GlooOptions& options, std::shared_ptr<::gloo::Con
       group_("gloo:" + options.prefix + " rank " + std::to_string(options.rank) + "/" + std::to_string(options.size)),
       context_(std::move(context)) {
   coll_ = std::make_unique<GlooCollectives>(context_);
-  p2p_ = std::make_unique<GlooP2p>(context_);
-  lane_ = std::make_unique<GlooHeaderLane>(context_);
+  p2p_ = std::make_unique<GlooP2p>(context_, options_.commThreadPriority);
+  lane_ = std::make_unique<GlooHeaderLane>(context_, options_.commThreadPriority);
   flight_ = std::make_unique<FlightRecorder>(options_.flightRecords, clock_);
   live_ = std::make_shared<Live>();
   watchdog_ = std::make_unique<Watchdog>(
       clock_, [this](const WatchedOp& op, const Status& st) { onWatchdogTimeout(op, st); }, options_.watchdogPoll);
   executor_ = std::thread([this] {
     setThreadName("ddp-gloo-exec");
-    (void)applyCommThreadPriority();  // Note [Comm thread priority]
+    (void)applyCommThreadPriority(options_.commThreadPriority);  // Note [Comm thread priority]
     executorLoop();
   });
 }
 
 GlooBackend::~GlooBackend() {
-  CommPriorityScope scope;  // tears Gloo down: at comm priority (see create())
+  CommPriorityScope scope(options_.commThreadPriority);  // tears Gloo down: at comm priority (see create())
   bool busy;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -280,7 +272,7 @@ Status GlooBackend::runBatch(Task& task, std::chrono::milliseconds timeout) {
 
 void GlooBackend::signalTransport(const std::string& msg) {
   if (!context_) return;
-  CommPriorityScope scope;  // takes Gloo's pair locks (see create())
+  CommPriorityScope scope(options_.commThreadPriority);  // takes Gloo's pair locks (see create())
   if (!signalGlooTransport(*context_, msg)) {
     DDP_LOG(Warning) << group_ << ": transport is not Gloo TCP; closed connections only";
   }

@@ -51,7 +51,6 @@ OpHeader headerOf(const GlooBackend::Op& op, uint64_t collSeq);
 inline bool isCollective(OpType t) { return t != OpType::kSend && t != OpType::kRecv; }
 FlightState stateOf(const Status& st);
 std::chrono::milliseconds toMs(Duration d);
-uint64_t fnv(uint64_t h, uint64_t v);
 
 }  // namespace gloo_internal
 }  // namespace ddp::comm

@@ -2,6 +2,7 @@
 #include <string>
 #include <thread>
 
+#include "common/fnv1a.h"
 #include "worker/comm/gloo_backend.h"
 #include "worker/comm/gloo_backend_internal.h"
 #include "worker/comm/gloo_header_lane.h"
@@ -270,13 +271,13 @@ WorkPtr GlooBackend::endCoalescing() {
     OpHeader h;
     h.collSeq = task->collSeq;
     h.type = static_cast<uint8_t>(OpType::kCoalesced);
-    uint64_t hash = 1469598103934665603ull;
+    uint64_t hash = kFnv1aOffsetBasis;  // common/fnv1a.h
     for (const auto& m : members) {
       if (!isCollective(m.type)) continue;
       const OpHeader mh = headerOf(m, 0);
       ++h.count;
       for (uint64_t v : {uint64_t(mh.type), uint64_t(mh.dtype), uint64_t(mh.reduceOp), uint64_t(int64_t(mh.root)), mh.count}) {
-        hash = fnv(hash, v);
+        hash = fnv1aWord(hash, v);
       }
     }
     h.hash = hash;

@@ -18,11 +18,11 @@ constexpr uint64_t kHeaderSlotPrefix = 0xD2ull << 56;
 
 }  // namespace
 
-GlooHeaderLane::GlooHeaderLane(std::shared_ptr<::gloo::Context> context)
+GlooHeaderLane::GlooHeaderLane(std::shared_ptr<::gloo::Context> context, CommThreadPriority priority)
     : context_(std::move(context)), rank_(context_->rank), size_(context_->size) {
-  thread_ = std::thread([this] {
+  thread_ = std::thread([this, priority] {
     setThreadName("ddp-gloo-hdr");
-    (void)applyCommThreadPriority();  // Note [Comm thread priority]
+    (void)applyCommThreadPriority(priority);  // Note [Comm thread priority]
     run();
   });
 }

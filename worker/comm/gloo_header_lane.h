@@ -27,6 +27,7 @@
 #include <thread>
 
 #include "common/status.h"
+#include "common/thread_priority.h"
 #include "worker/comm/gloo_collectives.h"
 
 namespace gloo {
@@ -37,7 +38,8 @@ namespace ddp::comm {
 
 class GlooHeaderLane {
  public:
-  explicit GlooHeaderLane(std::shared_ptr<::gloo::Context> context);
+  // The lane's thread runs at `priority` (Note [Comm thread priority]).
+  GlooHeaderLane(std::shared_ptr<::gloo::Context> context, CommThreadPriority priority);
   ~GlooHeaderLane();
   GlooHeaderLane(const GlooHeaderLane&) = delete;
   GlooHeaderLane& operator=(const GlooHeaderLane&) = delete;

@@ -6,6 +6,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/thread_priority.h"
 #include "worker/comm/flight_recorder.h"
 #include "worker/comm/types.h"
 #include "worker/comm/watchdog.h"
@@ -31,6 +32,9 @@ struct GlooOptions {
   size_t flightRecords = kDefaultFlightRecords;
   // Clock of deadlines and the watchdog; nullptr means the system clock. Must outlive the backend.
   const Clock* clock = nullptr;
+  // Scheduling of every thread that enters Gloo: the backend's own, Gloo's (which inherit it),
+  // and the caller's while it connects or tears down (Note [Comm thread priority]).
+  CommThreadPriority commThreadPriority = CommThreadPriority::kAuto;
 
   // InvalidArgument naming the field and the reason.
   Status validate() const;

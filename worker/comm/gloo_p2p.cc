@@ -31,15 +31,15 @@ struct GlooP2p::Pending {
   std::unique_ptr<::gloo::transport::UnboundBuffer> dataBuf;
 };
 
-GlooP2p::GlooP2p(std::shared_ptr<::gloo::Context> context) : context_(std::move(context)) {
-  sends_.thread = std::thread([this] {
+GlooP2p::GlooP2p(std::shared_ptr<::gloo::Context> context, CommThreadPriority priority) : context_(std::move(context)) {
+  sends_.thread = std::thread([this, priority] {
     setThreadName("ddp-gloo-send");
-    (void)applyCommThreadPriority();  // Note [Comm thread priority]
+    (void)applyCommThreadPriority(priority);  // Note [Comm thread priority]
     run(sends_);
   });
-  recvs_.thread = std::thread([this] {
+  recvs_.thread = std::thread([this, priority] {
     setThreadName("ddp-gloo-recv");
-    (void)applyCommThreadPriority();
+    (void)applyCommThreadPriority(priority);
     run(recvs_);
   });
 }

@@ -26,6 +26,7 @@
 #include <thread>
 
 #include "common/status.h"
+#include "common/thread_priority.h"
 #include "worker/comm/types.h"
 #include "worker/comm/work.h"
 
@@ -46,7 +47,8 @@ struct P2pRequest {
 
 class GlooP2p {
  public:
-  explicit GlooP2p(std::shared_ptr<::gloo::Context> context);
+  // The completion threads run at `priority` (Note [Comm thread priority]).
+  GlooP2p(std::shared_ptr<::gloo::Context> context, CommThreadPriority priority);
   ~GlooP2p();
   GlooP2p(const GlooP2p&) = delete;
   GlooP2p& operator=(const GlooP2p&) = delete;

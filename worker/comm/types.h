@@ -8,6 +8,7 @@
 
 #include "common/clock.h"
 #include "common/dtype.h"
+#include "kernels/flat_view.h"
 
 namespace ddp::comm {
 
@@ -43,6 +44,10 @@ struct BufferView {
     return {static_cast<char*>(data) + offset * dtypeSize(dtype), n, dtype, device};
   }
 };
+
+// The same view as the kernels' argument type (kernels/flat_view.h; the kernels sit below this
+// layer and cannot name BufferView).
+inline kernels::FlatView flat(const BufferView& v) { return {v.data, v.count, v.dtype, v.device}; }
 
 template <typename T>
 BufferView viewOf(T* data, size_t count, DType dtype, Device device = Device::cpu()) {

@@ -6,13 +6,12 @@
 namespace ddp {
 namespace {
 
-kernels::FlatView flat(const comm::BufferView& v) { return {v.data, v.count, v.dtype, v.device}; }
 const char* halfName(DType d) { return d == DType::kBF16 ? "bf16" : "fp16"; }
 
 }  // namespace
 
 Result<HookResult> AllreduceHook::run(GradBucket& bucket) {
-  DDP_RETURN_IF_ERROR(kernels::scaleInPlace(flat(bucket.buffer()), 1.0 / backend_.size()));
+  DDP_RETURN_IF_ERROR(kernels::scaleInPlace(comm::flat(bucket.buffer()), 1.0 / backend_.size()));
   return HookResult{backend_.allreduce(bucket.buffer(), comm::ReduceOp::kSum), {}};
 }
 
@@ -32,10 +31,10 @@ std::string CompressHook::name() const { return std::string(halfName(scratch_.dt
 Result<HookResult> CompressHook::run(GradBucket& bucket) {
   DDP_ASSIGN_OR_RETURN(comm::BufferView half, scratch_.get(bucket));
   const comm::BufferView full = bucket.buffer();
-  DDP_RETURN_IF_ERROR(kernels::castScaled(flat(half), flat(full), 1.0 / backend_.size()));
+  DDP_RETURN_IF_ERROR(kernels::castScaled(comm::flat(half), comm::flat(full), 1.0 / backend_.size()));
   HookResult r;
   r.work = backend_.allreduce(half, comm::ReduceOp::kSum);
-  r.finish = [half, full]() { return kernels::castScaled(flat(full), flat(half), 1.0); };
+  r.finish = [half, full]() { return kernels::castScaled(comm::flat(full), comm::flat(half), 1.0); };
   return r;
 }
 
@@ -46,7 +45,7 @@ std::string HalfWrapperHook::name() const {
 Result<HookResult> HalfWrapperHook::run(GradBucket& bucket) {
   DDP_ASSIGN_OR_RETURN(comm::BufferView half, scratch_.get(bucket));
   const comm::BufferView full = bucket.buffer();
-  DDP_RETURN_IF_ERROR(kernels::castScaled(flat(half), flat(full), 1.0));
+  DDP_RETURN_IF_ERROR(kernels::castScaled(comm::flat(half), comm::flat(full), 1.0));
   std::vector<comm::BufferView> views;
   size_t off = 0;
   for (const auto& g : bucket.gradients()) {
@@ -61,7 +60,7 @@ Result<HookResult> HalfWrapperHook::run(GradBucket& bucket) {
   r.work = inner.work;
   r.finish = [innerFinish = std::move(inner.finish), half, full]() -> Status {
     if (innerFinish) DDP_RETURN_IF_ERROR(innerFinish());
-    return kernels::castScaled(flat(full), flat(half), 1.0);
+    return kernels::castScaled(comm::flat(full), comm::flat(half), 1.0);
   };
   return r;
 }

@@ -59,7 +59,7 @@ Status PowerSgdHookBase::checkBucket(const GradBucket& bucket) const {
 Result<HookResult> PowerSgdHookBase::runAllreduce(GradBucket& bucket) {
   const comm::BufferView buf = bucket.buffer();
   const int world = backend_.size();
-  DDP_RETURN_IF_ERROR(kernels::scaleInPlace(flatView(buf), 1.0 / world));
+  DDP_RETURN_IF_ERROR(kernels::scaleInPlace(comm::flat(buf), 1.0 / world));
   HookResult result;
   result.work = backend_.allreduce(buf, comm::ReduceOp::kSum);
   const bool isLast = bucket.isLast();
@@ -112,20 +112,16 @@ void PowerSgdHookBase::refillZeroColumns(float* q, size_t rows, size_t r, uint64
   }
 }
 
-kernels::FlatView PowerSgdHookBase::flatView(const comm::BufferView& v) {
-  return {v.data, v.count, v.dtype, v.device};
-}
-
 Result<float*> PowerSgdHookBase::workingCopy(const comm::BufferView& buf, std::vector<float>& scratch) {
   if (buf.dtype == DType::kF32) return buf.as<float>();
   scratch.resize(buf.count);
-  DDP_RETURN_IF_ERROR(kernels::castScaled(flatView(comm::viewOf(scratch.data(), scratch.size())), flatView(buf)));
+  DDP_RETURN_IF_ERROR(kernels::castScaled(comm::flat(comm::viewOf(scratch.data(), scratch.size())), comm::flat(buf)));
   return scratch.data();
 }
 
 Status PowerSgdHookBase::writeBack(const comm::BufferView& buf, const float* work) {
   if (buf.dtype == DType::kF32) return Status::ok();
-  return kernels::castScaled(flatView(buf), flatView(comm::viewOf(const_cast<float*>(work), buf.count)));
+  return kernels::castScaled(comm::flat(buf), comm::flat(comm::viewOf(const_cast<float*>(work), buf.count)));
 }
 
 CompressionStats PowerSgdHookBase::compressionStats() const {

@@ -19,7 +19,6 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/flat_view.h"
 #include "worker/comm/backend.h"
 #include "worker/ddp/comm_hook.h"
 #include "worker/ddp/powersgd_options.h"
@@ -71,7 +70,6 @@ class PowerSgdHookBase : public CommHook {
   // casts the result into a half bucket (no-op for f32).
   static Result<float*> workingCopy(const comm::BufferView& buf, std::vector<float>& scratch);
   static Status writeBack(const comm::BufferView& buf, const float* work);
-  static kernels::FlatView flatView(const comm::BufferView& v);
   // Turns every deferred error of `state` into the error itself (Note [Deferred error feedback]
   // in kernels/powersgd_ops.h); InternalError if a tensor's buffers disagree with its shape.
   Status materializeErrors(PowerSgdState& state) const;

@@ -1,17 +1,11 @@
 #include "worker/ddp/powersgd_state.h"
 
 #include "common/binary_io.h"
+#include "common/fnv1a.h"
 
 namespace ddp {
 
-uint64_t stableHash(std::string_view s) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
+uint64_t stableHash(std::string_view s) { return fnv1a(s); }
 
 namespace {
 

@@ -78,7 +78,7 @@ struct PowerSgdState {
   static Result<PowerSgdState> deserialize(std::string_view bytes);
 };
 
-// FNV-1a 64 of `s` (stable across builds; used to derive per-tensor seeds).
+// FNV-1a 64 of `s` (common/fnv1a.h; stable across builds): derives the per-tensor seeds.
 uint64_t stableHash(std::string_view s);
 
 }  // namespace ddp

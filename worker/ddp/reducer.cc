@@ -5,6 +5,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "common/fnv1a.h"
 #include "common/thread_priority.h"
 #include "kernels/bucket_ops.h"
 #include "kernels/cast_ops.h"
@@ -13,24 +14,20 @@
 namespace ddp {
 namespace {
 
-kernels::FlatView flat(const comm::BufferView& v) { return {v.data, v.count, v.dtype, v.device}; }
 comm::BufferView gradOf(const Parameter* p) { return {p->grad, p->numel(), p->dtype, p->device}; }
 
 std::string paramLabel(const std::vector<Parameter*>& params, size_t i) {
   return "parameter " + std::to_string(i) + " ('" + params[i]->name + "')";
 }
 
+// FNV-1a over the bucket's parameter names, shapes and dtypes (common/fnv1a.h); shapes and dtypes
+// go in as whole words, one round each. PowerSGD checkpoints key their bucket state by it.
 uint64_t bucketIdentity(const std::vector<Parameter*>& params, const BucketSpec& spec) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  auto mix = [&h](uint64_t v) {
-    h ^= v;
-    h *= 0x100000001b3ull;
-  };
+  uint64_t h = kFnv1aOffsetBasis;
   for (size_t idx : spec.params) {
-    for (char c : params[idx]->name) mix(static_cast<unsigned char>(c));
-    mix(0xff);
-    for (int64_t d : params[idx]->shape) mix(static_cast<uint64_t>(d));
-    mix(static_cast<uint64_t>(params[idx]->dtype) + 0x100);
+    h = fnv1aRound(fnv1a(params[idx]->name, h), 0xff);
+    for (int64_t d : params[idx]->shape) h = fnv1aRound(h, static_cast<uint64_t>(d));
+    h = fnv1aRound(h, static_cast<uint64_t>(params[idx]->dtype) + 0x100);
   }
   return h;
 }
@@ -90,9 +87,9 @@ Result<std::unique_ptr<Reducer>> Reducer::create(comm::Backend& backend, std::ve
   // synchronisations, which must not run at real-time priority (Note [Comm thread priority]).
   bool cpuOnly = true;
   for (const Parameter* p : r->params_) cpuOnly = cpuOnly && p->device.isCpu();
-  r->commThread_ = std::thread([raw = r.get(), cpuOnly] {
+  r->commThread_ = std::thread([raw = r.get(), cpuOnly, priority = r->options_.commThreadPriority] {
     setThreadName("ddp-reducer");
-    if (cpuOnly) (void)applyCommThreadPriority();
+    if (cpuOnly) (void)applyCommThreadPriority(priority);
     raw->commLoop();
   });
   return r;
@@ -136,7 +133,7 @@ Status Reducer::buildBuckets(const std::vector<size_t>& order) {
       Parameter* p = params_[i];
       const comm::BufferView slot = buckets[plan.bucketOf(i)].views[plan.positionOf(i)];
       if (p->grad != nullptr && p->numel() > 0) {
-        DDP_RETURN_IF_ERROR(kernels::castScaled(flat(slot), flat(gradOf(p)), 1.0));
+        DDP_RETURN_IF_ERROR(kernels::castScaled(comm::flat(slot), comm::flat(gradOf(p)), 1.0));
       }
       p->grad = slot.data;
     }
@@ -189,9 +186,9 @@ Status Reducer::packParam(size_t i) {
       return failedPrecondition(paramLabel(params_, i) + ": Parameter::grad no longer points into its bucket "
                                 "(gradientAsBucketView: the model must not rebind grad)");
     }
-    return kernels::scaleInPlace(flat(slot), scale);
+    return kernels::scaleInPlace(comm::flat(slot), scale);
   }
-  return kernels::castScaled(flat(slot), flat(gradOf(p)), scale);
+  return kernels::castScaled(comm::flat(slot), comm::flat(gradOf(p)), scale);
 }
 
 void Reducer::launchReadyBuckets() {
@@ -304,7 +301,7 @@ Status Reducer::finalize(Deadline deadline) {
       if (ready_[i]) continue;
       Status st = usedSinceSync_[i]
                       ? packParam(i)
-                      : kernels::fillZero(flat(buckets_[plan_.bucketOf(i)].views[plan_.positionOf(i)]));
+                      : kernels::fillZero(comm::flat(buckets_[plan_.bucketOf(i)].views[plan_.positionOf(i)]));
       if (!st.isOk()) {
         broken_ = st.withContext("finalize: unused " + paramLabel(params_, i));
         return broken_;
@@ -337,7 +334,7 @@ Status Reducer::runShadowStep(Deadline deadline) {
   }
   stepActive_ = true;
   for (auto& bk : buckets_) {
-    Status st = kernels::fillZero(flat(bk.grad->buffer()));
+    Status st = kernels::fillZero(comm::flat(bk.grad->buffer()));
     if (!st.isOk()) {
       broken_ = st.withContext("runShadowStep");
       return broken_;

@@ -42,6 +42,7 @@
 
 #include "common/clock.h"
 #include "common/status.h"
+#include "common/thread_priority.h"
 #include "kernels/flat_buffer.h"
 #include "worker/comm/backend.h"
 #include "worker/core/parameter.h"
@@ -67,6 +68,9 @@ struct ReducerOptions {
   std::optional<DType> reduceDtype;
   // Deadline for the construction and rebuild collectives and for draining at destruction.
   Duration timeout = comm::kDefaultOpTimeout;
+  // Scheduling of the comm thread, CPU parameters only (Note [Comm thread priority]); give the
+  // backend's threads the same (GlooOptions::commThreadPriority).
+  CommThreadPriority commThreadPriority = CommThreadPriority::kAuto;
   Status validate() const;
 };
 

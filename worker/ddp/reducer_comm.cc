@@ -19,7 +19,6 @@ constexpr Duration kCompletionPoll = std::chrono::milliseconds(1);
 constexpr Duration kNotifiedCompletionPoll = std::chrono::milliseconds(50);
 constexpr size_t kNoBucket = static_cast<size_t>(-1);
 
-kernels::FlatView flat(const comm::BufferView& v) { return {v.data, v.count, v.dtype, v.device}; }
 comm::BufferView gradOf(const Parameter* p) { return {p->grad, p->numel(), p->dtype, p->device}; }
 
 // CPU time of the calling thread.
@@ -153,8 +152,8 @@ void Reducer::completeBucket(size_t b, bool shadow) {
       const BucketSpec& spec = plan_.buckets()[b];
       std::vector<kernels::FlatView> grads;
       grads.reserve(spec.params.size());
-      for (size_t idx : spec.params) grads.push_back(flat(gradOf(params_[idx])));
-      st = kernels::unpackBucket(flat(bk.grad->buffer()), grads, 1.0);
+      for (size_t idx : spec.params) grads.push_back(comm::flat(gradOf(params_[idx])));
+      st = kernels::unpackBucket(comm::flat(bk.grad->buffer()), grads, 1.0);
     }
     if (st.isOk() && !shadow && bucketCallback_) {
       st = guarded<Status>("bucket-reduced callback", [&] {

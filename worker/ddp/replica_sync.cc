@@ -39,7 +39,6 @@ std::string describe(const int64_t* d) {
   return s + "] " + dtypeName(static_cast<DType>(d[1]));
 }
 
-kernels::FlatView flat(const comm::BufferView& v) { return {v.data, v.count, v.dtype, v.device}; }
 
 }  // namespace
 
@@ -57,12 +56,12 @@ Status runStaged(comm::Backend& backend, Device device, const std::vector<comm::
   std::vector<comm::BufferView> views;
   for (const auto& h : host) {
     DDP_ASSIGN_OR_RETURN(kernels::FlatBuffer buf, kernels::FlatBuffer::allocate(h.count, h.dtype, device));
-    DDP_RETURN_IF_ERROR(kernels::copyFlat(buf.view(), flat(h)));
+    DDP_RETURN_IF_ERROR(kernels::copyFlat(buf.view(), comm::flat(h)));
     views.push_back({buf.data(), h.count, h.dtype, device});
     staged.push_back(std::move(buf));
   }
   DDP_RETURN_IF_ERROR(op(views)->wait(deadline));
-  for (size_t i = 0; i < host.size(); ++i) DDP_RETURN_IF_ERROR(kernels::copyFlat(flat(host[i]), staged[i].view()));
+  for (size_t i = 0; i < host.size(); ++i) DDP_RETURN_IF_ERROR(kernels::copyFlat(comm::flat(host[i]), staged[i].view()));
   return Status::ok();
 }
 

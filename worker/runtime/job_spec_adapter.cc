@@ -8,32 +8,29 @@
 namespace ddp::runtime {
 
 Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
+  // Note [Trainer refusals] in common/job_spec_validate.cc: a valid spec makes a valid
+  // TrainerConfig (checked again below), so nothing between here and there refuses.
+  DDP_RETURN_IF_ERROR(s.validate());
   TrainerConfig c;
   c.job = s.name.empty() ? "job" : s.name;
   c.seed = s.seed;
   // cuda:0 here; the worker picks its rank's GPU (worker_entry.cc).
   c.device = s.device == JobDevice::kCuda ? Device::cuda(0) : Device::cpu();
-  c.mixedPrecision = s.mixedPrecision == MixedPrecision::kFp16   ? MixedPrecisionKind::kFp16
-                     : s.mixedPrecision == MixedPrecision::kBf16 ? MixedPrecisionKind::kBf16
-                                                                 : MixedPrecisionKind::kNone;
+  c.mixedPrecision = s.mixedPrecision;
   c.cpuThreads = s.threadsPerWorker;
 
-  kernels::Activation act;
-  if (!kernels::parseActivation(s.model.activation, &act)) {
-    return invalidArgument("spec.model.activation: unknown activation '" + s.model.activation + "'");
-  }
+  kernels::Activation act = kernels::Activation::kRelu;
+  (void)kernels::parseActivation(s.model.activation, &act);  // validate(): relu, tanh or gelu
   const bool synthetic = s.data.dataset == DatasetKind::kSynthetic;
   const int64_t features = synthetic ? s.data.synthetic.features : 784;
   const int classes = synthetic ? s.data.synthetic.classes : 10;
+  c.model = s.model.type;
   if (s.model.type == ModelType::kMlp) {
-    c.model = ModelKind::kMlp;
     c.mlp.inputs = features;
     c.mlp.hidden = s.model.hidden;
     c.mlp.classes = classes;
     c.mlp.activation = act;
   } else {
-    c.model = ModelKind::kCnn;
-    if (features != 784) return invalidArgument("spec.data.synthetic.features: the cnn takes 1x28x28 inputs (784 features)");
     c.cnn.input = {1, 28, 28};
     c.cnn.convChannels.assign(s.model.convChannels.begin(), s.model.convChannels.end());
     c.cnn.kernel = s.model.kernelSize;
@@ -42,7 +39,7 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
     c.cnn.activation = act;
   }
 
-  c.data = synthetic ? DataSource::kSynthetic : DataSource::kFashionMnist;
+  c.data = s.data.dataset;
   c.dataDir = s.data.dir;
   c.normalize = s.data.normalize;
   c.trainLimit = s.data.limit;
@@ -96,18 +93,8 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   c.lr.minLr = sch.minLr;
   c.lr.baseLr = s.optimizer.lr;
 
-  switch (s.commHook.type) {
-    case CommHookType::kAllreduce: c.hook = HookKind::kAllreduce; break;
-    case CommHookType::kFp16: c.hook = HookKind::kFp16; break;
-    case CommHookType::kBf16: c.hook = HookKind::kBf16; break;
-    case CommHookType::kPowerSgd: c.hook = HookKind::kPowerSgd; break;
-    case CommHookType::kBatchedPowerSgd: c.hook = HookKind::kBatchedPowerSgd; break;
-    case CommHookType::kNoop:
-      return invalidArgument("spec.commHook.type: noop leaves gradients unreduced (debugging only); the trainer refuses it");
-  }
-  c.hookWrapper = s.commHook.wrapper == HookWrapper::kFp16   ? HookWrapperKind::kFp16
-                  : s.commHook.wrapper == HookWrapper::kBf16 ? HookWrapperKind::kBf16
-                                                             : HookWrapperKind::kNone;
+  c.hook = s.commHook.type;
+  c.hookWrapper = s.commHook.wrapper;
   const PowerSgdSpec& p = s.commHook.powerSGD;
   c.powerSgd.matrixApproximationRank = p.rank;
   c.powerSgd.startPowerSgdIter = p.startIter;
@@ -120,21 +107,19 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   c.bucketCapMb = s.bucketCapMb;
   c.firstBucketMb = s.firstBucketMb;
   c.gradientAsBucketView = s.gradientAsBucketView;
-  c.sharding = s.zero == ZeroMode::kZero1 ? OptimizerSharding::kZero
-               : s.zero == ZeroMode::kDfa ? OptimizerSharding::kFusedAdam
-                                          : OptimizerSharding::kNone;
+  c.sharding = s.zero;
   c.join = s.join.enabled;
   c.joinThrow = s.join.throwOnEarlyTermination;
   c.joinDivideByInitialWorldSize = s.join.divideByInitialWorldSize;
   c.collectiveTimeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s.timeouts.collectiveSeconds));
+  c.commThreadPriority = s.commThreadPriority;  // the worker's own setting overrides it (worker_entry.cc)
 
   c.checkpointDir = s.checkpoint.dir;
   c.checkpointEverySteps = s.checkpoint.everySteps;
   c.keepCheckpoints = s.checkpoint.keep;
   c.checkpointEachEpoch = false;
   c.checkpointAtEnd = true;
-  // Field combinations the CUDA path cannot do are refused by validate() (validateDevice), in
-  // every build; a build without CUDA then refuses cuda itself.
+  // The trainer's own invariants (a valid spec meets them); then what depends on the build.
   DDP_RETURN_IF_ERROR(c.validate());
   if (c.device.isCuda() && !comm::ncclBackendAvailable()) {
     return unimplemented("spec.device: cuda is not available: this build has no CUDA (configure with -DDDP_WITH_CUDA=ON)");

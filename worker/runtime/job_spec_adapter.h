@@ -1,9 +1,11 @@
 #pragma once
-// From a validated JobSpec (common/job_spec.h) to the TrainerConfig of one worker. Fields the
-// trainer cannot honour are refused here with their field path (never silently ignored):
-// spec.device cuda maps to cuda:0 (worker_entry picks the rank's GPU); combinations the CUDA
-// path does not support are refused in every build (TrainerConfig::validateDevice), and a
-// build without CUDA refuses cuda with Unimplemented.
+// From a JobSpec (common/job_spec.h) to the TrainerConfig of one worker. The spec's choices keep
+// their JobSpec enums; numbers become the trainer's types (shapes, float hyperparameters,
+// durations); spec.device cuda maps to cuda:0 (worker_entry picks the rank's GPU).
+// Refusals: JobSpec::validate() is the one gate for the spec (it refuses every combination the
+// trainer would: Note [Trainer refusals] in common/job_spec_validate.cc), so an invalid spec is
+// refused with the validator's messages and a valid one adapts; beyond that only what depends
+// on the build: cuda in a build without CUDA (Unimplemented).
 // Thread model: plain function.
 
 #include "common/job_spec.h"

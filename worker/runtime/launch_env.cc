@@ -2,7 +2,9 @@
 
 #include <sched.h>
 
-#include <cstdlib>
+#include <string>
+
+#include "common/launch/worker_env.h"
 
 namespace ddp::runtime {
 
@@ -13,12 +15,20 @@ int usableCores() {
   return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
 }
 
-std::optional<std::string> commPriorityEnvFor(const JobSpec& spec, int workers, int cores) {
-  const char* env = std::getenv("DDP_COMM_THREAD_PRIORITY");
-  if (env != nullptr && *env != '\0') return std::nullopt;  // the operator chose
+Result<std::optional<CommThreadPriority>> operatorCommPriority(const EnvLookup& env) {
+  const std::optional<std::string> v = env(launch::kEnvCommThreadPriority);
+  if (!v || v->empty()) return std::optional<CommThreadPriority>();
+  auto p = parseCommThreadPriority(*v);
+  if (!p.isOk()) return invalidArgument(std::string(launch::kEnvCommThreadPriority) + ": " + p.status().message());
+  return std::optional<CommThreadPriority>(*p);
+}
+
+std::optional<CommThreadPriority> workerCommPriority(const JobSpec& spec, int workers, int cores,
+                                                     std::optional<CommThreadPriority> operatorChoice) {
+  if (operatorChoice) return operatorChoice;
   if (spec.commThreadPriority != CommThreadPriority::kAuto) return std::nullopt;  // the job chose
   if (static_cast<long>(workers) * spec.threadsPerWorker <= cores) return std::nullopt;
-  return std::string("DDP_COMM_THREAD_PRIORITY=normal");
+  return CommThreadPriority::kNormal;
 }
 
 }  // namespace ddp::runtime

@@ -19,7 +19,6 @@ const std::atomic<bool>& installStopSignalHandlers() {
   return g_stop;
 }
 
-const std::atomic<bool>& stopFlag() { return g_stop; }
 void requestStop() { g_stop.store(true); }
 
 }  // namespace ddp::runtime

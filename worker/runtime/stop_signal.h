@@ -10,9 +10,7 @@ namespace ddp::runtime {
 
 // Installs the handlers (idempotent) and returns the flag they set.
 const std::atomic<bool>& installStopSignalHandlers();
-// The flag without installing anything (false unless a handler fired or requestStop was called).
-const std::atomic<bool>& stopFlag();
-// Sets the flag as a signal would (tests, embedding code).
+// Sets the flag as a signal would (worker_entry.cc: the heartbeat reporter got a `stop` command).
 void requestStop();
 
 }  // namespace ddp::runtime

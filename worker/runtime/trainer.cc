@@ -9,6 +9,7 @@
 #include "worker/data/batch_iterator.h"
 #include "worker/data/distributed_sampler.h"
 #include "worker/ddp/ddp_joinable.h"
+#include "worker/ddp/powersgd_hook_base.h"
 #include "worker/ddp/reducer.h"
 #include "worker/join/join.h"
 #include "worker/model/param_io.h"
@@ -104,6 +105,8 @@ struct Trainer::Impl {
   int64_t totalSteps = 0;
   int32_t stopBuf = 0;
   int64_t lastCheckpointStep = -1;  // the stop-flag allreduce's buffer (alive until its Work completes)
+  TrainingProgress progress;          // what io.onProgress sees (Note [Trainer progress observer])
+  CompressionStats compressionBase;   // a PowerSGD hook's statistics when run() started
 
   Impl(const TrainerConfig& c, comm::Backend& b, TrainerIo i)
       : config(c), backend(b), io(i), reporter(i.format, i.progress) {}
@@ -118,7 +121,62 @@ struct Trainer::Impl {
   Result<model::BatchStats> evaluate();
   Result<float> clipScale();
   Result<TrainResult> run();
+
+  // Note [Trainer progress observer]: each fills its figures and calls io.onProgress.
+  void publishProgress();
+  void observeStep(const StepTimings& t, int64_t samplesHere, double loss);
+  void observeEval(double accuracy);
+  void observeCheckpoint(const CheckpointShard& shard, const std::string& path);
+  CompressionStats compressionStats() const;
 };
+
+CompressionStats Trainer::Impl::compressionStats() const {
+  const auto* hook = reducer ? dynamic_cast<const PowerSgdHookBase*>(reducer->commHook()) : nullptr;
+  return hook != nullptr ? hook->compressionStats() : CompressionStats{};
+}
+
+void Trainer::Impl::publishProgress() {
+  if (!io.onProgress) return;
+  progress.step = state.step;
+  progress.totalSteps = totalSteps;
+  progress.epoch = state.epoch;
+  progress.epochs = config.epochs;
+  if (reducer) {
+    const CompressionStats c = compressionStats();
+    progress.compressionUncompressedBytes = static_cast<int64_t>(c.bytesBeforeCompression - compressionBase.bytesBeforeCompression);
+    progress.compressionSentBytes = static_cast<int64_t>(c.bytesAfterCompression - compressionBase.bytesAfterCompression);
+    const ReducerStats rs = reducer->stats();
+    int64_t perStep = 0;
+    for (size_t b = 0; b < reducer->plan().numBuckets(); ++b) perStep += static_cast<int64_t>(reducer->bucketBuffer(b).bytes());
+    progress.commBytes = static_cast<int64_t>(rs.syncedSteps + rs.shadowSteps) * perStep -
+                         (progress.compressionUncompressedBytes - progress.compressionSentBytes);
+  }
+  io.onProgress(progress);
+}
+
+void Trainer::Impl::observeStep(const StepTimings& t, int64_t samplesHere, double loss) {
+  if (!io.onProgress) return;
+  progress.loss = loss;
+  progress.samples = samplesHere;
+  progress.steps = t.steps;
+  progress.stepSeconds = t.compute + t.exposedComm + t.optimizer + t.data;
+  progress.commExposedSeconds = t.exposedComm;
+  progress.samplesPerSecond =
+      progress.stepSeconds > 0 ? static_cast<double>(samplesHere) * backend.size() / progress.stepSeconds : 0;
+  publishProgress();
+}
+
+void Trainer::Impl::observeEval(double accuracy) {
+  progress.testAccuracy = accuracy;
+  publishProgress();
+}
+
+void Trainer::Impl::observeCheckpoint(const CheckpointShard& shard, const std::string& path) {
+  int64_t bytes = 0;
+  for (const auto& [name, section] : shard.sections) bytes += static_cast<int64_t>(section.size());
+  progress.checkpoint = TrainingProgress::Checkpoint{shard.step, bytes, path};
+  publishProgress();
+}
 
 // Gradients are identical on every rank after the reduction, so the global norm is local.
 Result<float> Trainer::Impl::clipScale() {
@@ -137,11 +195,11 @@ Status Trainer::Impl::setup() {
     // parameters (NCCL) follows the default stream only (Note [CUDA gradient readiness]).
     DDP_RETURN_IF_ERROR(model->ops().synchronize().withContext("model on " + model->device().toString()));
   }
-  if (config.data == DataSource::kSynthetic && data.train.sampleNumel() != model::shapeNumel(model->inputShape())) {
+  if (config.data == DatasetKind::kSynthetic && data.train.sampleNumel() != model::shapeNumel(model->inputShape())) {
     return invalidArgument("data.synthetic: sample shape does not match the model's input " +
                            model::shapeString(model->inputShape()));
   }
-  if (config.sharding != OptimizerSharding::kFusedAdam) {
+  if (config.sharding != ZeroMode::kDfa) {
     DDP_ASSIGN_OR_RETURN(reducer, Reducer::create(backend, model->parameters(), makeReducerOptions(config)));
     DDP_ASSIGN_OR_RETURN(auto hook, buildCommHook(config, backend));
     DDP_RETURN_IF_ERROR(reducer->registerCommHook(std::move(hook)));
@@ -217,6 +275,7 @@ Status Trainer::Impl::resume(TrainResult* result) {
   lastCheckpointStep = saved.step;
   result->resumed = true;
   result->startStep = saved.step;
+  observeCheckpoint(shard, loaded->path);
   DDP_LOG(Info) << "resumed from " << loaded->path << " at step " << saved.step << ", epoch " << saved.epoch + 1;
   if (printing()) reporter.resume(saved.step, saved.epoch + 1, loaded->path);
   return Status::ok();
@@ -238,6 +297,7 @@ Result<std::string> Trainer::Impl::checkpoint() {
   DDP_ASSIGN_OR_RETURN(std::string path, checkpoints->save(shard, opDeadline()));
   lastCheckpointStep = state.step;
   if (printing()) reporter.checkpoint(state.step, path, secondsSince(t0));
+  observeCheckpoint(shard, path);
   return path;
 }
 
@@ -263,6 +323,7 @@ Result<model::BatchStats> Trainer::Impl::evaluate() {
 Result<TrainResult> Trainer::Impl::run() {
   TrainResult result;
   DDP_RETURN_IF_ERROR(resume(&result));
+  compressionBase = compressionStats();
   const auto runStart = SteadyClock::now();
   if (printing()) {
     reporter.start(config.job, backend.size(), model->describe(), model->numParameters(), totalSteps, config.epochs);
@@ -352,6 +413,7 @@ Result<TrainResult> Trainer::Impl::run() {
       ++result.timings.steps;
       result.stepLosses.push_back(stepStats.meanLoss());
       samplesHere += stepStats.count;
+      observeStep(result.timings, samplesHere, stepStats.meanLoss());
       logSteps++;
       logSamples += stepStats.count;
       logLoss += stepStats.lossSum;
@@ -410,6 +472,7 @@ Result<TrainResult> Trainer::Impl::run() {
         result.testAccuracy = ev.accuracy();
         result.testLoss = ev.meanLoss();
         result.evalAccuracies.push_back(ev.accuracy());
+        observeEval(ev.accuracy());
         if (printing()) {
           reporter.eval({state.step, state.epoch + 1, ev.meanLoss(), ev.accuracy(), secondsSince(runStart)});
         }
@@ -440,6 +503,7 @@ Result<TrainResult> Trainer::Impl::run() {
     result.testAccuracy = ev.accuracy();
     result.testLoss = ev.meanLoss();
     result.evalAccuracies.push_back(ev.accuracy());
+    observeEval(ev.accuracy());
     if (printing()) reporter.eval({state.step, state.epoch, ev.meanLoss(), ev.accuracy(), secondsSince(runStart)});
   }
   if (checkpoints && config.checkpointAtEnd && !result.stopped && state.step != lastCheckpointStep) {

@@ -24,7 +24,10 @@
 
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "common/status.h"
@@ -35,10 +38,46 @@
 
 namespace ddp::runtime {
 
+// What the trainer tells TrainerIo::onProgress: the run's position and this process's
+// cumulative figures (Note [Trainer progress observer]).
+struct TrainingProgress {
+  int64_t step = 0;        // optimizer steps done (a resumed run counts the earlier ones)
+  int64_t totalSteps = 0;
+  int epoch = 0;           // 0-based epoch in progress (== epochs when finished)
+  int epochs = 0;
+  double loss = 0;         // this rank's mean loss of the last step
+  double samplesPerSecond = 0;         // global, over the steps run in this process
+  std::optional<double> testAccuracy;  // last evaluation (fraction)
+  // Cumulative over the steps run in this process.
+  int64_t samples = 0;     // this rank's training samples
+  int64_t steps = 0;
+  double stepSeconds = 0;  // compute + exposed comm + optimizer + data (StepTimings)
+  double commExposedSeconds = 0;  // StepTimings::exposedComm
+  int64_t commBytes = 0;   // gradient bytes handed to the reduction's collectives (see the Note)
+  int64_t compressionUncompressedBytes = 0;  // PowerSGD: buckets' bytes before compression
+  int64_t compressionSentBytes = 0;          // ... and after (0/0 without compression)
+  struct Checkpoint {
+    int64_t step = 0;
+    int64_t bytes = 0;     // this rank's shard (sections' sizes)
+    std::string path;
+  };
+  std::optional<Checkpoint> checkpoint;  // the last one written or resumed from
+};
+
+// Note [Trainer progress observer]
+// TrainerIo::onProgress runs on the training thread after every optimizer step, after each
+// evaluation and after each checkpoint, with the figures above. It must be cheap and never
+// block (the heartbeat reporter copies the struct under a mutex and returns). commBytes counts
+// the reducer's bucket bytes (reduce dtype) per synced or shadow step, with compressed buckets
+// at their compressed size: what the hooks hand to collectives, not wire bytes (a ring
+// allreduce moves about 2(n-1)/n of that per rank). Without a reducer (DistributedFusedAdam)
+// it is 0. Compression figures are those of a PowerSGD hook since this process started.
+
 struct TrainerIo {
   std::FILE* progress = stdout;       // progress lines (nullptr: none)
   LogFormat format = LogFormat::kHuman;
   const std::atomic<bool>* stop = nullptr;  // SIGTERM flag (stop_signal.h); nullptr: never
+  std::function<void(const TrainingProgress&)> onProgress;  // may be empty (Note [Trainer progress observer])
   // Fault injection for tests: behave as if a stop was requested during step number
   // `stopAfterStep` (1-based), so the run checkpoints and stops with that many steps done.
   int64_t stopAfterStep = -1;

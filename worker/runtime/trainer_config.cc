@@ -2,55 +2,6 @@
 
 namespace ddp::runtime {
 
-const char* hookKindName(HookKind k) {
-  switch (k) {
-    case HookKind::kAllreduce: return "allreduce";
-    case HookKind::kFp16: return "fp16";
-    case HookKind::kBf16: return "bf16";
-    case HookKind::kPowerSgd: return "powersgd";
-    case HookKind::kBatchedPowerSgd: return "batched_powersgd";
-  }
-  return "?";
-}
-
-bool parseHookKind(const std::string& t, HookKind* out) {
-  if (t == "allreduce" || t == "none" || t.empty()) *out = HookKind::kAllreduce;
-  else if (t == "fp16" || t == "fp16_compress") *out = HookKind::kFp16;
-  else if (t == "bf16" || t == "bf16_compress") *out = HookKind::kBf16;
-  else if (t == "powersgd" || t == "powerSGD") *out = HookKind::kPowerSgd;
-  else if (t == "batched_powersgd" || t == "batchedPowerSGD") *out = HookKind::kBatchedPowerSgd;
-  else return false;
-  return true;
-}
-
-const char* shardingName(OptimizerSharding s) {
-  switch (s) {
-    case OptimizerSharding::kNone: return "none";
-    case OptimizerSharding::kZero: return "zero";
-    case OptimizerSharding::kFusedAdam: return "distributed_fused_adam";
-  }
-  return "?";
-}
-
-const char* mixedPrecisionKindName(MixedPrecisionKind k) {
-  switch (k) {
-    case MixedPrecisionKind::kNone: return "none";
-    case MixedPrecisionKind::kFp16: return "fp16";
-    case MixedPrecisionKind::kBf16: return "bf16";
-  }
-  return "?";
-}
-
-bool parseSharding(const std::string& t, OptimizerSharding* out) {
-  if (t == "none" || t.empty()) *out = OptimizerSharding::kNone;
-  else if (t == "zero" || t == "zero1" || t == "zero_redundancy") *out = OptimizerSharding::kZero;
-  else if (t == "distributed_fused_adam" || t == "fused_adam" || t == "zero2") *out = OptimizerSharding::kFusedAdam;
-  else return false;
-  return true;
-}
-
-std::string TrainerConfig::modelName() const { return model == ModelKind::kMlp ? "mlp" : "cnn"; }
-
 Status TrainerConfig::validate() const {
   if (batchSize <= 0) return invalidArgument("spec.data.batchSize: must be >= 1");
   if (epochs < 0 || (epochs == 0 && maxSteps <= 0)) return invalidArgument("spec.epochs: one of epochs / steps must be >= 1");
@@ -60,11 +11,14 @@ Status TrainerConfig::validate() const {
   if (evalBatchSize <= 0) return invalidArgument("spec.eval.batchSize must be >= 1");
   if (stopCheckEverySteps <= 0) return invalidArgument("stopCheckEverySteps: must be >= 1");
   if (logEverySteps <= 0) return invalidArgument("logEverySteps: must be >= 1");
-  if (hook == HookKind::kPowerSgd || hook == HookKind::kBatchedPowerSgd) {
+  if (hook == CommHookType::kNoop) {
+    return invalidArgument("spec.commHook.type: noop leaves gradients unreduced (debugging only); the trainer refuses it");
+  }
+  if (hook == CommHookType::kPowerSgd || hook == CommHookType::kBatchedPowerSgd) {
     DDP_RETURN_IF_ERROR(powerSgd.validate().withContext("spec.commHook.powerSGD"));
   }
   if (maxGradNorm < 0) return invalidArgument("spec.optimizer.maxGradNorm: must be >= 0");
-  if (maxGradNorm > 0 && sharding == OptimizerSharding::kZero) {
+  if (maxGradNorm > 0 && sharding == ZeroMode::kZero1) {
     return invalidArgument("spec.optimizer.maxGradNorm: not supported with spec.zero in this build");
   }
   if (bucketCapMb <= 0) return invalidArgument("spec.bucketCapMb: must be > 0");
@@ -72,10 +26,10 @@ Status TrainerConfig::validate() const {
   if (checkpointEverySteps < 0) return invalidArgument("spec.checkpoint.everySteps: must be >= 0");
   DDP_RETURN_IF_ERROR(optimizer.validate().withContext("spec.optimizer"));
   DDP_RETURN_IF_ERROR(lr.validate().withContext("spec.optimizer.schedule"));
-  if (model == ModelKind::kMlp) DDP_RETURN_IF_ERROR(mlp.validate().withContext("spec.model"));
-  if (model == ModelKind::kCnn) DDP_RETURN_IF_ERROR(cnn.validate().withContext("spec.model"));
-  if (data == DataSource::kSynthetic) DDP_RETURN_IF_ERROR(synthetic.validate().withContext("spec.data.synthetic"));
-  if (sharding == OptimizerSharding::kFusedAdam && optimizer.kind == optim::OptimizerKind::kSgd) {
+  if (model == ModelType::kMlp) DDP_RETURN_IF_ERROR(mlp.validate().withContext("spec.model"));
+  if (model == ModelType::kCnn) DDP_RETURN_IF_ERROR(cnn.validate().withContext("spec.model"));
+  if (data == DatasetKind::kSynthetic) DDP_RETURN_IF_ERROR(synthetic.validate().withContext("spec.data.synthetic"));
+  if (sharding == ZeroMode::kDfa && optimizer.kind == optim::OptimizerKind::kSgd) {
     return invalidArgument("spec.zero: dfa (DistributedFusedAdam) needs spec.optimizer.type adam or adamw");
   }
   if (join && samplerMode != data::SamplerMode::kUneven) {
@@ -84,19 +38,19 @@ Status TrainerConfig::validate() const {
   if (samplerMode == data::SamplerMode::kUneven && !join) {
     return invalidArgument("spec.data.uneven.enabled: needs spec.join.enabled (ranks would run different step counts)");
   }
-  if (sharding == OptimizerSharding::kFusedAdam && (hook != HookKind::kAllreduce || hookWrapper != HookWrapperKind::kNone)) {
+  if (sharding == ZeroMode::kDfa && (hook != CommHookType::kAllreduce || hookWrapper != HookWrapper::kNone)) {
     return invalidArgument("spec.commHook: DistributedFusedAdam reduces gradients itself (reduce-scatter); use the default allreduce hook");
   }
-  if (sharding == OptimizerSharding::kFusedAdam && join) {
+  if (sharding == ZeroMode::kDfa && join) {
     return invalidArgument("spec.join.enabled: not supported with spec.zero: dfa");
   }
-  if (mixedPrecision != MixedPrecisionKind::kNone && sharding == OptimizerSharding::kFusedAdam) {
-    return invalidArgument(std::string("spec.mixedPrecision: ") + mixedPrecisionKindName(mixedPrecision) +
+  if (mixedPrecision != MixedPrecision::kNone && sharding == ZeroMode::kDfa) {
+    return invalidArgument(std::string("spec.mixedPrecision: ") + mixedPrecisionName(mixedPrecision) +
                            " is not supported with spec.zero: dfa (DistributedFusedAdam reduce-scatters the f32 "
                            "gradients itself, bypassing the DDP reducer that casts them)");
   }
-  if (mixedPrecision != MixedPrecisionKind::kNone && gradientAsBucketView) {
-    return invalidArgument(std::string("spec.mixedPrecision: ") + mixedPrecisionKindName(mixedPrecision) +
+  if (mixedPrecision != MixedPrecision::kNone && gradientAsBucketView) {
+    return invalidArgument(std::string("spec.mixedPrecision: ") + mixedPrecisionName(mixedPrecision) +
                            " cannot be combined with spec.gradientAsBucketView (the half-precision buckets "
                            "cannot hold the f32 gradients)");
   }
@@ -110,11 +64,11 @@ Status TrainerConfig::validateDevice() const {
   if (device.isCpu()) return Status::ok();
   if (!device.isCuda()) return invalidArgument("spec.device: " + device.toString() + " is not a training device (cpu or cuda)");
   const std::string with = " is not supported with spec.device: cuda (";
-  if (sharding == OptimizerSharding::kZero) {
+  if (sharding == ZeroMode::kZero1) {
     return invalidArgument("spec.zero: zero1" + with +
                            "ZeroRedundancyOptimizer packs and broadcasts its shards through host buffers; use zero: none)");
   }
-  if (sharding == OptimizerSharding::kFusedAdam) {
+  if (sharding == ZeroMode::kDfa) {
     return invalidArgument("spec.zero: dfa" + with +
                            "DistributedFusedAdam keeps its gradient buckets and Adam state in host memory; use zero: none)");
   }
@@ -122,9 +76,8 @@ Status TrainerConfig::validateDevice() const {
     return invalidArgument("spec.join.enabled: true" + with +
                            "Join and the DDP joinable shadow collectives on CPU parameters only)");
   }
-  if (hook == HookKind::kPowerSgd || hook == HookKind::kBatchedPowerSgd) {
-    return invalidArgument(std::string("spec.commHook.type: ") +
-                           (hook == HookKind::kPowerSgd ? "powerSGD" : "batchedPowerSGD") + with +
+  if (hook == CommHookType::kPowerSgd || hook == CommHookType::kBatchedPowerSgd) {
+    return invalidArgument(std::string("spec.commHook.type: ") + commHookTypeName(hook) + with +
                            "the PowerSGD hooks keep P, Q and the error feedback in host memory; use allreduce, fp16 or bf16)");
   }
   return Status::ok();

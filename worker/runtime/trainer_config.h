@@ -1,6 +1,9 @@
 #pragma once
-// TrainerConfig: everything the Trainer needs, in the runtime's own terms. Built from a JobSpec
-// (job_spec_adapter.h) or directly by tests and benchmarks.
+// TrainerConfig: everything the Trainer needs. Built from a JobSpec (job_spec_adapter.h) or
+// directly by tests and benchmarks. The choices a job makes (model, dataset, comm hook and
+// wrapper, mixed precision, ZeRO mode) keep the JobSpec's own enums (common/job_spec.h): one
+// vocabulary for one choice. What is the trainer's own is here in its own terms: the resolved
+// device, model and dataset shapes, paths, durations, the comm thread priority.
 // Thread model: plain value.
 
 #include <cstdint>
@@ -10,7 +13,9 @@
 
 #include "common/clock.h"
 #include "common/dtype.h"
+#include "common/job_spec.h"
 #include "common/status.h"
+#include "common/thread_priority.h"
 #include "worker/data/distributed_sampler.h"
 #include "worker/data/synthetic_dataset.h"
 #include "worker/ddp/powersgd_options.h"
@@ -20,23 +25,6 @@
 #include "worker/runtime/lr_schedule.h"
 
 namespace ddp::runtime {
-
-enum class ModelKind { kMlp, kCnn };
-enum class DataSource { kFashionMnist, kSynthetic };
-// How gradients are reduced (the reducer's comm hook).
-enum class HookKind { kAllreduce, kFp16, kBf16, kPowerSgd, kBatchedPowerSgd };
-// Half-precision wrapper around the hook (fp16_wrapper / bf16_wrapper).
-enum class HookWrapperKind { kNone, kFp16, kBf16 };
-// Who holds the optimizer state.
-enum class OptimizerSharding { kNone, kZero, kFusedAdam };
-// Mixed precision (Note [Mixed precision] in training_setup.h): the dtype gradients are reduced in.
-enum class MixedPrecisionKind { kNone, kFp16, kBf16 };
-
-const char* hookKindName(HookKind k);
-bool parseHookKind(const std::string& text, HookKind* out);
-const char* shardingName(OptimizerSharding s);
-const char* mixedPrecisionKindName(MixedPrecisionKind k);
-bool parseSharding(const std::string& text, OptimizerSharding* out);
 
 struct TrainerConfig {
   std::string job = "job";
@@ -49,13 +37,13 @@ struct TrainerConfig {
   Device device = Device::cpu();
 
   // Model.
-  ModelKind model = ModelKind::kMlp;
+  ModelType model = ModelType::kMlp;
   model::MlpConfig mlp;
   model::CnnConfig cnn;
   int cpuThreads = 1;  // compute threads per worker
 
   // Data.
-  DataSource data = DataSource::kFashionMnist;
+  DatasetKind data = DatasetKind::kFashionMnist;
   std::string dataDir;          // Fashion-MNIST directory (empty: the package's)
   int64_t trainLimit = 0;       // first N training samples (0: all)
   int64_t testLimit = 0;        // first N test samples (0: all)
@@ -79,20 +67,25 @@ struct TrainerConfig {
   int evalBatchSize = 1000;
 
   // Communication.
-  HookKind hook = HookKind::kAllreduce;
-  HookWrapperKind hookWrapper = HookWrapperKind::kNone;
+  CommHookType hook = CommHookType::kAllreduce;  // kNoop is refused (debugging only)
+  HookWrapper hookWrapper = HookWrapper::kNone;
   PowerSgdOptions powerSgd;      // kPowerSgd / kBatchedPowerSgd
   double bucketCapMb = 25.0;
   double firstBucketMb = 1.0;
   bool gradientAsBucketView = false;
   // Reduce gradients in fp16 / bf16 (the reducer's reduceDtype); parameters, gradients and
-  // optimizer state stay f32. Not with kFusedAdam nor gradientAsBucketView.
-  MixedPrecisionKind mixedPrecision = MixedPrecisionKind::kNone;
-  OptimizerSharding sharding = OptimizerSharding::kNone;
+  // optimizer state stay f32. Not with ZeroMode::kDfa nor gradientAsBucketView.
+  MixedPrecision mixedPrecision = MixedPrecision::kNone;
+  // Who holds the optimizer state: every rank (kNone), ZeRO-1 shards (kZero1), or
+  // DistributedFusedAdam, which also reduces the gradients (kDfa: no reducer).
+  ZeroMode sharding = ZeroMode::kNone;
   bool join = false;             // uneven inputs: Join shadows finished ranks
   bool joinThrow = false;        // throw mode: a rank running out stops every rank with an error
   bool joinDivideByInitialWorldSize = true;
   Duration collectiveTimeout = std::chrono::minutes(5);
+  // Scheduling of the reducer's comm thread (Note [Comm thread priority]); the worker gives
+  // its backend the same.
+  CommThreadPriority commThreadPriority = CommThreadPriority::kAuto;
 
   // Checkpoints.
   std::string checkpointDir;     // empty: no checkpoints
@@ -114,7 +107,6 @@ struct TrainerConfig {
   // The CUDA part of validate(): ok on the CPU; with a CUDA device, InvalidArgument naming the
   // first field whose value the CUDA path does not support, and why.
   Status validateDevice() const;
-  std::string modelName() const;  // "mlp" / "cnn"
 };
 
 }  // namespace ddp::runtime

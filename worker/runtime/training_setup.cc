@@ -14,7 +14,7 @@ namespace ddp::runtime {
 
 Result<TrainingData> loadTrainingData(const TrainerConfig& c) {
   TrainingData d;
-  if (c.data == DataSource::kSynthetic) {
+  if (c.data == DatasetKind::kSynthetic) {
     data::SyntheticConfig train = c.synthetic;
     DDP_ASSIGN_OR_RETURN(d.train, data::makeSyntheticDataset(train, data::SyntheticSplit::kTrain));
     data::SyntheticConfig test = c.synthetic;
@@ -33,7 +33,7 @@ Result<TrainingData> loadTrainingData(const TrainerConfig& c) {
     if (!test.isOk()) return test.status().withContext("data (test split)");
     d.test = std::move(*test);
   }
-  if (c.data == DataSource::kSynthetic) {
+  if (c.data == DatasetKind::kSynthetic) {
     if (c.trainLimit > 0) d.train = d.train.head(c.trainLimit);
     if (c.testLimit > 0) d.test = d.test.head(c.testLimit);
   }
@@ -67,33 +67,35 @@ Result<std::unique_ptr<model::Sequential>> buildModel(const TrainerConfig& c) {
   o.device = c.device;
   o.seed = c.seed;
   o.cpuThreads = c.cpuThreads;
-  if (c.model == ModelKind::kMlp) return model::buildMlp(c.mlp, o);
+  if (c.model == ModelType::kMlp) return model::buildMlp(c.mlp, o);
   return model::buildCnn(c.cnn, o);
 }
 
 Result<std::unique_ptr<CommHook>> buildCommHook(const TrainerConfig& c, comm::Backend& backend) {
   std::unique_ptr<CommHook> hook;
   switch (c.hook) {
-    case HookKind::kAllreduce:
+    case CommHookType::kAllreduce:
       hook = std::make_unique<AllreduceHook>(backend);
       break;
-    case HookKind::kFp16:
+    case CommHookType::kFp16:
       hook = std::make_unique<CompressHook>(backend, DType::kF16);
       break;
-    case HookKind::kBf16:
+    case CommHookType::kBf16:
       hook = std::make_unique<CompressHook>(backend, DType::kBF16);
       break;
-    case HookKind::kPowerSgd: {
+    case CommHookType::kPowerSgd: {
       DDP_ASSIGN_OR_RETURN(hook, PowerSgdHook::create(backend, c.powerSgd));
       break;
     }
-    case HookKind::kBatchedPowerSgd: {
+    case CommHookType::kBatchedPowerSgd: {
       DDP_ASSIGN_OR_RETURN(hook, BatchedPowerSgdHook::create(backend, c.powerSgd));
       break;
     }
+    case CommHookType::kNoop:  // TrainerConfig::validate refuses it
+      return invalidArgument("spec.commHook.type: noop leaves gradients unreduced (debugging only); the trainer refuses it");
   }
-  if (c.hookWrapper == HookWrapperKind::kFp16) hook = std::make_unique<HalfWrapperHook>(std::move(hook), DType::kF16);
-  if (c.hookWrapper == HookWrapperKind::kBf16) hook = std::make_unique<HalfWrapperHook>(std::move(hook), DType::kBF16);
+  if (c.hookWrapper == HookWrapper::kFp16) hook = std::make_unique<HalfWrapperHook>(std::move(hook), DType::kF16);
+  if (c.hookWrapper == HookWrapper::kBf16) hook = std::make_unique<HalfWrapperHook>(std::move(hook), DType::kBF16);
   return hook;
 }
 
@@ -102,8 +104,8 @@ ReducerOptions makeReducerOptions(const TrainerConfig& c) {
   o.bucketCapBytes = static_cast<size_t>(c.bucketCapMb * 1024 * 1024);
   o.firstBucketCapBytes = std::min(static_cast<size_t>(c.firstBucketMb * 1024 * 1024), o.bucketCapBytes);
   o.gradientAsBucketView = c.gradientAsBucketView;
-  if (c.mixedPrecision == MixedPrecisionKind::kFp16) o.reduceDtype = DType::kF16;
-  if (c.mixedPrecision == MixedPrecisionKind::kBf16) o.reduceDtype = DType::kBF16;
+  if (c.mixedPrecision == MixedPrecision::kFp16) o.reduceDtype = DType::kF16;
+  if (c.mixedPrecision == MixedPrecision::kBf16) o.reduceDtype = DType::kBF16;
   // Note [Deterministic buckets]: the rebuild after the first step would give a resumed run
   // (which starts with the initial layout) a different bucket layout for one step than the
   // uninterrupted run; with more than two ranks the ring's summation order follows the layout,
@@ -111,6 +113,7 @@ ReducerOptions makeReducerOptions(const TrainerConfig& c) {
   // reverse registration order, which is the initial plan already: nothing is lost.
   o.rebuildBuckets = false;
   o.timeout = c.collectiveTimeout;
+  o.commThreadPriority = c.commThreadPriority;
   return o;
 }
 
@@ -119,15 +122,15 @@ Result<std::unique_ptr<OptimizerRunner>> OptimizerRunner::create(const TrainerCo
                                                                  comm::Backend& backend) {
   auto r = std::unique_ptr<OptimizerRunner>(new OptimizerRunner());
   switch (c.sharding) {
-    case OptimizerSharding::kNone: {
+    case ZeroMode::kNone: {
       DDP_ASSIGN_OR_RETURN(r->plain_, optim::makeOptimizer(c.optimizer, std::move(params)));
       break;
     }
-    case OptimizerSharding::kZero: {
+    case ZeroMode::kZero1: {
       DDP_ASSIGN_OR_RETURN(r->zero_, optim::ZeroRedundancyOptimizer::create(std::move(params), backend, c.optimizer));
       break;
     }
-    case OptimizerSharding::kFusedAdam: {
+    case ZeroMode::kDfa: {
       optim::DistributedFusedAdamOptions o;
       o.config = c.optimizer;
       o.maxGradNorm = static_cast<float>(c.maxGradNorm);

@@ -37,7 +37,8 @@ Status checkTrainingDevice(const TrainerConfig& config, const comm::Backend& bac
 Result<std::unique_ptr<model::Sequential>> buildModel(const TrainerConfig& config);
 // The comm hook selected by config.hook (never null).
 Result<std::unique_ptr<CommHook>> buildCommHook(const TrainerConfig& config, comm::Backend& backend);
-// Bucket sizes, timeout, fixed bucket layout, and the reduce dtype of mixed precision.
+// Bucket sizes, timeout, fixed bucket layout, the reduce dtype of mixed precision, and the comm
+// thread priority.
 ReducerOptions makeReducerOptions(const TrainerConfig& config);
 
 // Note [Mixed precision]
@@ -59,7 +60,7 @@ ReducerOptions makeReducerOptions(const TrainerConfig& config);
 
 // The optimizer step as the trainer sees it: plain (every rank steps every parameter on the
 // averaged gradients), ZeRO (each rank steps its shard, owners broadcast), or
-// DistributedFusedAdam (which also reduces the gradients: no reducer then; see usesReducer()).
+// DistributedFusedAdam (which also reduces the gradients: no reducer then).
 class OptimizerRunner {
  public:
   static Result<std::unique_ptr<OptimizerRunner>> create(const TrainerConfig& config,
@@ -76,8 +77,6 @@ class OptimizerRunner {
   Status loadState(const std::vector<std::string>& states, int rank);
   optim::ZeroRedundancyOptimizer* zero() { return zero_.get(); }
   optim::DistributedFusedAdam* fusedAdam() { return dfa_.get(); }
-  // False for DistributedFusedAdam, which reduce-scatters gradients itself.
-  bool usesReducer() const { return dfa_ == nullptr; }
 
  private:
   std::unique_ptr<optim::Optimizer> plain_;

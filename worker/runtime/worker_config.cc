@@ -1,7 +1,12 @@
 #include "worker/runtime/worker_config.h"
 
+#include <cerrno>
 #include <cstdlib>
+#include <fstream>
 #include <map>
+#include <sstream>
+
+#include "common/launch/worker_env.h"
 
 namespace ddp::runtime {
 namespace {
@@ -16,21 +21,67 @@ Status parseInt(const std::string& text, const std::string& what, int64_t* out) 
   return Status::ok();
 }
 
+// One setting: its flag and the environment variable it overrides (nullptr: flag only).
 struct Option {
   const char* flag;
   const char* env;
 };
-constexpr Option kStore{"--store", "DDP_STORE_ADDR"};
-constexpr Option kJob{"--job", "DDP_JOB_FILE"};
-constexpr Option kRank{"--rank", "DDP_RANK"};
-constexpr Option kWorld{"--world-size", "DDP_WORLD_SIZE"};
-constexpr Option kGeneration{"--generation", "DDP_GENERATION"};
-constexpr Option kLogFormat{"--log-format", "DDP_LOG_FORMAT"};
-constexpr Option kLogLevel{"--log-level", "DDP_LOG_LEVEL"};
-constexpr Option kCkptDir{"--checkpoint-dir", "DDP_CHECKPOINT_DIR"};
-constexpr Option kAll[] = {kStore, kJob, kRank, kWorld, kGeneration, kLogFormat, kLogLevel, kCkptDir};
+constexpr Option kController{"--controller", launch::kEnvControllerUrl};
+constexpr Option kJob{"--job", launch::kEnvJobName};
+constexpr Option kTokenFile{"--token-file", nullptr};  // alternative to DDP_JOB_TOKEN
+constexpr Option kWorkerId{"--worker-id", launch::kEnvWorkerId};
+constexpr Option kAdvertise{"--advertise-address", launch::kEnvAdvertiseAddr};
+constexpr Option kLogFormat{"--log-format", launch::kEnvLogFormat};
+constexpr Option kLogLevel{"--log-level", launch::kEnvLogLevel};
+constexpr Option kCkptDir{"--checkpoint-dir", launch::kEnvCheckpointDir};
+constexpr Option kPriority{"--comm-thread-priority", launch::kEnvCommThreadPriority};
+constexpr Option kAll[] = {kController, kJob,      kTokenFile, kWorkerId, kAdvertise,
+                           kLogFormat,  kLogLevel, kCkptDir,   kPriority};
 
-std::string describe(const Option& o) { return std::string(o.flag) + " / " + o.env; }
+std::string describe(const Option& o) { return std::string(o.flag) + " / " + (o.env ? o.env : ""); }
+std::string describeToken() { return std::string(kTokenFile.flag) + " / " + launch::kEnvJobToken; }
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ' || s.back() == '\t')) s.pop_back();
+  size_t start = 0;
+  while (start < s.size() && (s[start] == ' ' || s[start] == '\t')) ++start;
+  return s.substr(start);
+}
+
+Result<std::string> readTokenFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return invalidArgument(std::string(kTokenFile.flag) + ": cannot read '" + path + "'");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  std::string token = trimmed(ss.str());
+  if (token.empty()) return invalidArgument(std::string(kTokenFile.flag) + ": '" + path + "' is empty");
+  return token;
+}
+
+// Flag values by flag name; NotFound for --help (message: the usage).
+Result<std::map<std::string, std::string>> scanFlags(const std::vector<std::string>& args) {
+  std::map<std::string, std::string> values;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") return notFound(workerUsage());
+    std::string flag = a, value;
+    bool hasValue = false;
+    if (auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
+      flag = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      hasValue = true;
+    }
+    bool known = false;
+    for (const auto& o : kAll) known = known || flag == o.flag;
+    if (!known) return invalidArgument("unknown argument '" + a + "'\n" + workerUsage());
+    if (!hasValue) {
+      if (i + 1 >= args.size()) return invalidArgument(flag + ": missing value");
+      value = args[++i];
+    }
+    values[flag] = value;
+  }
+  return values;
+}
 
 }  // namespace
 
@@ -65,73 +116,79 @@ Status parseHostPort(const std::string& text, const std::string& what, std::stri
   return Status::ok();
 }
 
+Status parseControllerUrl(const std::string& url, const std::string& what, std::string* host, int* port) {
+  constexpr std::string_view kScheme = "http://";
+  if (url.rfind(kScheme, 0) != 0) {
+    return invalidArgument(what + ": '" + url + "' is not http://HOST:PORT");
+  }
+  std::string rest = url.substr(kScheme.size());
+  while (!rest.empty() && rest.back() == '/') rest.pop_back();
+  if (rest.find('/') != std::string::npos) {
+    return invalidArgument(what + ": '" + url + "' has a path; expected http://HOST:PORT");
+  }
+  return parseHostPort(rest, what, host, port);
+}
+
 std::string workerUsage() {
-  return "usage: ddp-worker [--store HOST:PORT] [--job FILE] [--rank N] [--world-size N]\n"
-         "                  [--generation N] [--log-format human|json] [--log-level LEVEL]\n"
-         "                  [--checkpoint-dir DIR]\n"
-         "One training worker of a job; normally started by `ddpctl run`. Every flag falls back\n"
-         "to its environment variable: DDP_STORE_ADDR, DDP_JOB_FILE, DDP_RANK, DDP_WORLD_SIZE,\n"
-         "DDP_GENERATION, DDP_LOG_FORMAT, DDP_LOG_LEVEL, DDP_CHECKPOINT_DIR.\n";
+  return "usage: ddp-worker [--controller URL] [--job NAME] [--token-file FILE] [--worker-id ID]\n"
+         "                  [--advertise-address HOST] [--log-format human|json] [--log-level LEVEL]\n"
+         "                  [--checkpoint-dir DIR] [--comm-thread-priority auto|realtime|normal]\n"
+         "One training worker of a job; normally started by the controller's launcher. It registers\n"
+         "with the controller, which assigns its rank and hands it the job spec. Every flag overrides\n"
+         "its environment variable: DDP_CONTROLLER_URL, DDP_JOB_NAME, DDP_JOB_TOKEN (the token\n"
+         "itself; --token-file names a file holding it), DDP_WORKER_ID, DDP_ADVERTISE_ADDR,\n"
+         "DDP_LOG_FORMAT, DDP_LOG_LEVEL, DDP_CHECKPOINT_DIR, DDP_COMM_THREAD_PRIORITY.\n";
 }
 
 Result<WorkerConfig> parseWorkerConfig(const std::vector<std::string>& args, const EnvLookup& env) {
-  std::map<std::string, std::string> values;  // keyed by flag
-  for (size_t i = 1; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--help" || a == "-h") return notFound(workerUsage());
-    std::string flag = a, value;
-    bool hasValue = false;
-    if (auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
-      flag = a.substr(0, eq);
-      value = a.substr(eq + 1);
-      hasValue = true;
-    }
-    bool known = false;
-    for (const auto& o : kAll) known = known || flag == o.flag;
-    if (!known) return invalidArgument("unknown argument '" + a + "'\n" + workerUsage());
-    if (!hasValue) {
-      if (i + 1 >= args.size()) return invalidArgument(flag + ": missing value");
-      value = args[++i];
-    }
-    values[flag] = value;
-  }
+  DDP_ASSIGN_OR_RETURN(auto values, scanFlags(args));
   auto get = [&](const Option& o) -> std::optional<std::string> {
     if (auto it = values.find(o.flag); it != values.end()) return it->second;
-    return env(o.env);
+    if (o.env == nullptr) return std::nullopt;
+    auto v = env(o.env);
+    if (v && v->empty()) return std::nullopt;  // set but empty counts as unset
+    return v;
   };
   WorkerConfig c;
-  if (auto v = get(kStore)) DDP_RETURN_IF_ERROR(parseHostPort(*v, describe(kStore), &c.storeHost, &c.storePort));
-  if (auto v = get(kJob)) c.jobFile = *v;
-  int64_t n = 0;
-  if (auto v = get(kRank)) {
-    DDP_RETURN_IF_ERROR(parseInt(*v, describe(kRank), &n));
-    c.rank = static_cast<int>(n);
+  if (auto v = get(kController)) {
+    c.controllerUrl = *v;
+    while (!c.controllerUrl.empty() && c.controllerUrl.back() == '/') c.controllerUrl.pop_back();
   }
-  if (auto v = get(kWorld)) {
-    DDP_RETURN_IF_ERROR(parseInt(*v, describe(kWorld), &n));
-    c.worldSize = static_cast<int>(n);
+  if (auto v = get(kJob)) c.jobName = *v;
+  if (auto v = get(kTokenFile)) {
+    DDP_ASSIGN_OR_RETURN(c.jobToken, readTokenFile(*v));
+  } else if (auto t = env(launch::kEnvJobToken)) {
+    c.jobToken = trimmed(*t);
   }
-  if (auto v = get(kGeneration)) DDP_RETURN_IF_ERROR(parseInt(*v, describe(kGeneration), &c.generation));
-  if (auto v = get(kLogFormat); v && !parseLogFormat(*v, &c.logFormat)) {
-    return invalidArgument(describe(kLogFormat) + ": '" + *v + "' is not human or json");
+  if (auto v = get(kWorkerId)) c.workerId = *v;
+  if (auto v = get(kAdvertise)) c.advertiseAddress = *v;
+  if (auto v = get(kLogFormat)) {
+    LogFormat f;
+    if (!parseLogFormat(*v, &f)) return invalidArgument(describe(kLogFormat) + ": '" + *v + "' is not human or json");
+    c.logFormat = f;
   }
   if (auto v = get(kLogLevel); v && !log::parseLevel(*v, &c.logLevel)) {
     return invalidArgument(describe(kLogLevel) + ": '" + *v + "' is not debug|info|warning|error|off");
   }
   if (auto v = get(kCkptDir)) c.checkpointDirOverride = *v;
+  if (auto v = get(kPriority)) {
+    auto p = parseCommThreadPriority(*v);
+    if (!p.isOk()) return invalidArgument(describe(kPriority) + ": " + p.status().message());
+    c.commThreadPriority = *p;
+  }
   DDP_RETURN_IF_ERROR(c.validate());
   return c;
 }
 
 Status WorkerConfig::validate() const {
-  if (storeHost.empty()) return invalidArgument(describe(kStore) + ": required (the store's HOST:PORT)");
-  if (jobFile.empty()) return invalidArgument(describe(kJob) + ": required (the job YAML)");
-  if (worldSize <= 0) return invalidArgument(describe(kWorld) + ": required, must be >= 1");
-  if (rank < 0 || rank >= worldSize) {
-    return invalidArgument(describe(kRank) + ": " + std::to_string(rank) + " not in [0, " +
-                           std::to_string(worldSize) + ")");
-  }
-  if (generation < 0) return invalidArgument(describe(kGeneration) + ": must be >= 0");
+  if (controllerUrl.empty()) return invalidArgument(describe(kController) + ": required (the controller's http://HOST:PORT)");
+  std::string host;
+  int port = 0;
+  DDP_RETURN_IF_ERROR(parseControllerUrl(controllerUrl, describe(kController), &host, &port));
+  if (jobName.empty()) return invalidArgument(describe(kJob) + ": required (the job's name)");
+  if (jobToken.empty()) return invalidArgument(describeToken() + ": required (the job's worker token)");
+  if (workerId.empty()) return invalidArgument(describe(kWorkerId) + ": required (this worker's id)");
+  if (advertiseAddress.empty()) return invalidArgument(describe(kAdvertise) + ": must not be empty");
   return Status::ok();
 }
 

@@ -1,15 +1,22 @@
 #pragma once
-// WorkerConfig: how one ddp-worker process is told who it is. Read from flags, falling back
-// to environment variables (the only place the worker reads its environment):
-//   --store HOST:PORT     DDP_STORE_ADDR    address of the HTTP store (rendezvous)
-//   --job FILE            DDP_JOB_FILE      the JobSpec YAML
-//   --rank N              DDP_RANK
-//   --world-size N        DDP_WORLD_SIZE
-//   --generation N        DDP_GENERATION    (default 0) namespaces store keys per restart
-//   --log-format F        DDP_LOG_FORMAT    human (default) | json
-//   --log-level L         DDP_LOG_LEVEL     debug | info (default) | warning | error
-//   --checkpoint-dir DIR  DDP_CHECKPOINT_DIR  overrides the job's checkpoint directory
-// Thread model: plain value.
+// WorkerConfig: how one ddp-worker process is told who it is and where its controller is. Read
+// from the launcher's environment contract (common/launch/worker_env.h), with flags as
+// overrides; this is the only place the worker reads its environment:
+//   --controller URL              DDP_CONTROLLER_URL        http://host:port of ddp-controller
+//   --job NAME                    DDP_JOB_NAME              the job this worker belongs to
+//   --token-file FILE             DDP_JOB_TOKEN             the job's worker token (the flag names
+//                                                           a file holding it; the variable is
+//                                                           the token itself)
+//   --worker-id ID                DDP_WORKER_ID             stable per slot ("<job>-w<N>")
+//   --advertise-address HOST      DDP_ADVERTISE_ADDR        host peers reach this worker on
+//                                                           (default 127.0.0.1)
+//   --log-format F                DDP_LOG_FORMAT            human | json (default: the job's)
+//   --log-level L                 DDP_LOG_LEVEL             debug | info (default) | warning | error
+//   --checkpoint-dir DIR          DDP_CHECKPOINT_DIR        overrides spec.checkpoint.dir
+//   --comm-thread-priority P      DDP_COMM_THREAD_PRIORITY  auto | realtime | normal (default:
+//                                                           the job's spec.commThreadPriority)
+// Rank, world size, generation and the job spec come from the controller (controller_client.h).
+// Thread model: plain value and pure functions (the token file is read while parsing).
 
 #include <cstdint>
 #include <functional>
@@ -19,24 +26,27 @@
 
 #include "common/log.h"
 #include "common/status.h"
+#include "common/thread_priority.h"
 
 namespace ddp::runtime {
 
 enum class LogFormat { kHuman, kJson };
 bool parseLogFormat(const std::string& text, LogFormat* out);
 
-struct WorkerConfig {
-  std::string storeHost;
-  int storePort = 0;
-  std::string jobFile;
-  int rank = -1;
-  int worldSize = -1;
-  int64_t generation = 0;
-  LogFormat logFormat = LogFormat::kHuman;
-  log::Level logLevel = log::Level::kInfo;
-  std::string checkpointDirOverride;  // empty: the job's own
+inline constexpr const char* kDefaultAdvertiseAddress = "127.0.0.1";
 
-  // InvalidArgument naming the flag / variable and the reason.
+struct WorkerConfig {
+  std::string controllerUrl;  // "http://host:port" (a trailing '/' is dropped)
+  std::string jobName;
+  std::string jobToken;
+  std::string workerId;
+  std::string advertiseAddress = kDefaultAdvertiseAddress;
+  std::optional<LogFormat> logFormat;  // unset: the job's spec.logFormat
+  log::Level logLevel = log::Level::kInfo;
+  std::string checkpointDirOverride;   // empty: the job's own
+  std::optional<CommThreadPriority> commThreadPriority;  // unset: the job's spec.commThreadPriority
+
+  // InvalidArgument naming the flag and variable and the reason.
   Status validate() const;
 };
 
@@ -49,7 +59,9 @@ EnvLookup processEnv();
 Result<WorkerConfig> parseWorkerConfig(const std::vector<std::string>& args, const EnvLookup& env);
 std::string workerUsage();
 
-// "host:port" -> parts; InvalidArgument naming `what` otherwise.
+// "host:port" -> parts; InvalidArgument naming `what` otherwise ("[::1]:80" gives "::1").
 Status parseHostPort(const std::string& text, const std::string& what, std::string* host, int* port);
+// "http://host:port[/]" -> parts; InvalidArgument naming `what` otherwise (no path, no https).
+Status parseControllerUrl(const std::string& url, const std::string& what, std::string* host, int* port);
 
 }  // namespace ddp::runtime

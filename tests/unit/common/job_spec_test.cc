@@ -1,48 +1,24 @@
 // JobSpec parsing and validation: every example parses; each kind of error (syntax, wrong
 // type, unknown field, missing required field, impossible combination) is reported with its
-// field path and location; several errors come back at once; toYaml() round-trips.
+// field path and location; several errors come back at once; toYaml() round-trips; the JSON
+// form of a document parses the same. (The trainer's refusals, non-finite numbers, timeouts and
+// worker bounds: job_spec_validate_test.cc; reading files: job_spec_file_test.cc.)
 #include "common/job_spec.h"
 
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <filesystem>
 #include <string>
+
+#include "tests/unit/common/job_spec_test_util.h"
 
 namespace ddp {
 namespace {
 
-const char* kMinimal = R"(apiVersion: ddp.dev/v1
-kind: DDPJob
-metadata:
-  name: mini
-spec:
-  model:
-    type: mlp
-  data:
-    dataset: synthetic
-  epochs: 1
-)";
-
-std::vector<SpecError> errorsOf(const std::string& yaml) {
-  std::vector<SpecError> errors;
-  auto r = parseJobSpec(yaml, &errors);
-  EXPECT_FALSE(r.isOk()) << yaml;
-  if (!r.isOk()) {
-    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
-    for (const SpecError& e : errors) {
-      EXPECT_NE(r.status().message().find(e.toString()), std::string::npos) << e.toString();
-    }
-  }
-  return errors;
-}
-
-const SpecError* find(const std::vector<SpecError>& errors, const std::string& path) {
-  auto it = std::find_if(errors.begin(), errors.end(), [&](const SpecError& e) { return e.path == path; });
-  return it == errors.end() ? nullptr : &*it;
-}
-
-std::string withSpec(const std::string& extra) { return std::string(kMinimal) + extra; }
+using spec_test::errorsOf;
+using spec_test::find;
+using spec_test::kMinimal;
+using spec_test::withSpec;
 
 TEST(JobSpecTest, MinimalDocumentGetsDefaults) {
   auto r = parseJobSpec(kMinimal);
@@ -79,19 +55,24 @@ TEST(JobSpecTest, EveryExampleParsesAndRoundTrips) {
   EXPECT_EQ(main->optimizer.schedule.type, ScheduleType::kCosine);
 }
 
+// Every field away from its default, on the CPU (join with uneven inputs, zero1, a PowerSGD hook).
 TEST(JobSpecTest, RoundTripOfNonDefaultValues) {
   JobSpec s;
   s.name = "all-fields";
   s.labels = {{"team", "a b"}, {"x", "123"}};
   s.workers = {3, 2, 5};
-  s.device = JobDevice::kCuda;
+  s.threadsPerWorker = 4;
   s.model.type = ModelType::kCnn;
   s.model.convChannels = {4, 6};
+  s.model.kernelSize = 5;
   s.model.hidden = {};
   s.model.activation = "gelu";
   s.data.batchSize = 17;
   s.data.limit = 1000;
   s.data.dir = "/data/fm";
+  s.data.shuffle = false;
+  s.data.normalize = false;
+  s.data.uneven.enabled = true;
   s.optimizer.type = OptimizerType::kAdamW;
   s.optimizer.lr = 3e-4;
   s.optimizer.beta1 = 0.8;
@@ -103,8 +84,6 @@ TEST(JobSpecTest, RoundTripOfNonDefaultValues) {
   s.commHook.wrapper = HookWrapper::kBf16;
   s.commHook.powerSGD = {4, 20, 1.5, false, true, 1e-8, 99, true};
   s.join = {true, true, false};
-  s.gradientAccumulationSteps = 4;
-  s.mixedPrecision = MixedPrecision::kBf16;
   s.steps = 123;
   s.seed = (uint64_t{1} << 62) + 5;
   s.checkpoint = {"/ckpt", 10, 2};
@@ -113,9 +92,45 @@ TEST(JobSpecTest, RoundTripOfNonDefaultValues) {
   s.firstBucketMb = 0.3;
   s.gradientAsBucketView = true;
   s.maxRestarts = 0;
-  s.timeouts = {1.5, 30, 0.25};
+  s.timeouts = {0.5, 7, 12.5, 30, 900, 45, 120.25, 604800};
   s.logFormat = JobLogFormat::kJson;
   s.commThreadPriority = CommThreadPriority::kNormal;
+  ASSERT_TRUE(s.validate().isOk()) << s.validate();
+  auto back = parseJobSpec(s.toYaml());
+  ASSERT_TRUE(back.isOk()) << back.status() << "\n" << s.toYaml();
+  EXPECT_EQ(*back, s) << s.toYaml();
+  EXPECT_EQ(back->timeouts.heartbeatMisses, 7);
+  EXPECT_EQ(back->timeouts.rendezvousSeconds, kMaxTimeoutSeconds);
+  // toYaml() keeps the field order of TimeoutsSpec.
+  const std::string yaml = s.toYaml();
+  const char* order[] = {"heartbeatSeconds", "heartbeatMisses", "lastCallSeconds", "hangSeconds",
+                         "progressSeconds", "controllerSeconds", "collectiveSeconds", "rendezvousSeconds"};
+  size_t at = yaml.find("timeouts:");
+  ASSERT_NE(at, std::string::npos) << yaml;
+  for (const char* key : order) {
+    const size_t next = yaml.find(std::string(key) + ":", at);
+    ASSERT_NE(next, std::string::npos) << key << "\n" << yaml;
+    at = next;
+  }
+}
+
+// The other values: a CUDA job (which refuses zero, join and PowerSGD) with synthetic data,
+// gradient accumulation, mixed precision and clipping.
+TEST(JobSpecTest, RoundTripOfACudaJob) {
+  JobSpec s;
+  s.name = "cuda-job";
+  s.device = JobDevice::kCuda;
+  s.data.dataset = DatasetKind::kSynthetic;
+  s.data.dropLast = true;
+  s.data.synthetic = {5000, 64, 7, 2.5, 0.75};
+  s.optimizer.momentum = 0.9;
+  s.optimizer.nesterov = true;
+  s.optimizer.maxGradNorm = 1.5;
+  s.optimizer.schedule = {ScheduleType::kStep, 0, 300, 0.5, 0.0};
+  s.commHook.type = CommHookType::kFp16;
+  s.gradientAccumulationSteps = 4;
+  s.mixedPrecision = MixedPrecision::kBf16;
+  s.epochs = 3;
   ASSERT_TRUE(s.validate().isOk()) << s.validate();
   auto back = parseJobSpec(s.toYaml());
   ASSERT_TRUE(back.isOk()) << back.status() << "\n" << s.toYaml();
@@ -299,6 +314,116 @@ status:
 
 TEST(JobSpecTest, MissingFileIsNotFound) {
   EXPECT_EQ(loadJobSpecFile("/nonexistent/job.yaml").status().code(), StatusCode::kNotFound);
+}
+
+// Note [JSON job documents]: JSON is YAML, so parseJobSpec() reads the JSON form of a DDPJob
+// (as `kubectl get -o json` or json.dumps write it) with no separate JSON parser.
+const char* kJsonJob = R"({
+  "apiVersion": "ddp.dev/v1",
+  "kind": "DDPJob",
+  "metadata": {"name": "json-job", "labels": {"team": "a b", "n": "1"}},
+  "spec": {
+    "workers": {"count": 2, "min": 1, "max": 4},
+    "model": {"type": "mlp", "hidden": [64, 32], "activation": "gelu"},
+    "data": {"dataset": "synthetic", "batchSize": 32, "synthetic": {"samples": 4096, "features": 64}},
+    "optimizer": {"type": "adam", "lr": 1.0E-3, "betas": [0.9, 0.99], "schedule": {"type": "cosine", "minLr": 0}},
+    "gradientAccumulation": {"steps": 2},
+    "steps": 100,
+    "checkpoint": {"dir": "/tmp/c", "everySteps": 10},
+    "timeouts": {"heartbeatSeconds": 0.5, "hangSeconds": 30, "collectiveSeconds": 120}
+  }
+}
+)";
+
+const char* kSameJobInYaml = R"(apiVersion: ddp.dev/v1
+kind: DDPJob
+metadata:
+  name: json-job
+  labels: {team: a b, n: "1"}
+spec:
+  workers: {count: 2, min: 1, max: 4}
+  model: {type: mlp, hidden: [64, 32], activation: gelu}
+  data: {dataset: synthetic, batchSize: 32, synthetic: {samples: 4096, features: 64}}
+  optimizer: {type: adam, lr: 0.001, betas: [0.9, 0.99], schedule: {type: cosine, minLr: 0}}
+  gradientAccumulation: {steps: 2}
+  steps: 100
+  checkpoint: {dir: /tmp/c, everySteps: 10}
+  timeouts: {heartbeatSeconds: 0.5, hangSeconds: 30, collectiveSeconds: 120}
+)";
+
+std::string replaceAll(std::string s, const std::string& from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) {
+    s.replace(at, from.size(), to);
+  }
+  return s;
+}
+
+TEST(JobSpecTest, TheJsonFormOfADocumentParses) {
+  auto yaml = parseJobSpec(kSameJobInYaml);
+  ASSERT_TRUE(yaml.isOk()) << yaml.status();
+  // Indented, indented with tabs and CRLF, minified: each gives the same JobSpec.
+  std::string minified;
+  bool inString = false;
+  for (char c : std::string(kJsonJob)) {
+    if (c == '"') inString = !inString;
+    if (inString || (c != ' ' && c != '\n')) minified += c;
+  }
+  const std::string forms[] = {kJsonJob, replaceAll(replaceAll(kJsonJob, "  ", "\t"), "\n", "\r\n"), minified};
+  for (const std::string& json : forms) {
+    SCOPED_TRACE(json);
+    auto r = parseJobSpec(json);
+    ASSERT_TRUE(r.isOk()) << r.status();
+    EXPECT_EQ(*r, *yaml);
+  }
+  // And toYaml() of it reads back.
+  auto back = parseJobSpec(yaml->toYaml());
+  ASSERT_TRUE(back.isOk()) << back.status();
+  EXPECT_EQ(*back, *yaml);
+}
+
+TEST(JobSpecTest, JsonErrorsCarryLineAndColumn) {
+  std::string json = replaceAll(kJsonJob, R"("count": 2)", R"("count": "two")");
+  json = replaceAll(json, R"("steps": 100)", R"("steps": 100, "epochs": 1, "optimiser": {})");
+  json = replaceAll(json, R"("collectiveSeconds": 120)", R"("collectiveSeconds": 20)");
+  auto errors = errorsOf(json);
+  const SpecError* count = find(errors, "spec.workers.count");
+  ASSERT_NE(count, nullptr);
+  EXPECT_EQ(count->line, 6);
+  EXPECT_EQ(count->column, 26);  // the value "two"
+  EXPECT_NE(count->message.find("expected an integer"), std::string::npos);
+  ASSERT_NE(find(errors, "spec.optimiser"), nullptr);
+  EXPECT_EQ(find(errors, "spec.optimiser")->line, 11);
+  ASSERT_NE(find(errors, "spec.steps"), nullptr);  // not both epochs and steps
+  EXPECT_EQ(find(errors, "spec.steps")->line, 11);
+  const SpecError* collective = find(errors, "spec.timeouts.collectiveSeconds");
+  ASSERT_NE(collective, nullptr);
+  EXPECT_EQ(collective->line, 13);
+  const std::string before = R"(    "timeouts": {"heartbeatSeconds": 0.5, "hangSeconds": 30, "collectiveSeconds": )";
+  EXPECT_EQ(collective->column, static_cast<int>(before.size()) + 1);
+  EXPECT_EQ(errors.size(), 4u);
+  // A JSON syntax error is a YAML syntax error with its place.
+  errors = errorsOf(replaceAll(kJsonJob, R"("kind": "DDPJob",)", R"("kind": "DDPJob")"));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].message.find("YAML syntax error"), std::string::npos);
+  EXPECT_GT(errors[0].line, 0);
+}
+
+// JSON writes a character outside the BMP as a surrogate pair of escapes, which YAML forbids:
+// the parser rewrites them and reports columns of the text as written.
+TEST(JobSpecTest, JsonSurrogatePairEscapesParse) {
+  const std::string json =
+      R"({"apiVersion":"ddp.dev/v1","kind":"DDPJob","metadata":{"name":"j","labels":)"
+      R"({"e":"\ud83d\ude00 \ud83d\ude80","q":"\\ud83d\\ude00"}},"spec":{"model":{"type":"mlp"},)"
+      R"("data":{"dataset":"synthetic"},"epochs":"x"}})";
+  std::vector<SpecError> errors = errorsOf(json);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].path, "spec.epochs");
+  EXPECT_EQ(errors[0].line, 1);
+  EXPECT_EQ(errors[0].column, static_cast<int>(json.find(R"("x")")) + 1);
+  auto r = parseJobSpec(replaceAll(json, R"("x")", "2"));
+  ASSERT_TRUE(r.isOk()) << r.status();
+  EXPECT_EQ(r->labels.at("e"), "\xF0\x9F\x98\x80 \xF0\x9F\x9A\x80");
+  EXPECT_EQ(r->labels.at("q"), "\\ud83d\\ude00");  // an escaped backslash is no escape
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
-// Comm thread priority (Note [Comm thread priority]): parsing, the three modes on real threads
-// (policies read back from the kernel), the scope that lets library threads inherit it, and
-// the GlooBackend's own threads. Whether SCHED_FIFO is permitted depends on the machine (root
-// or CAP_SYS_NICE); each test probes it first and asserts the matching outcome.
+// Comm thread priority (Note [Comm thread priority]): parsing, the three policies on real threads
+// (policies read back from the kernel), each call using the policy it is given (there is no
+// process-wide mode), the scope that lets library threads inherit it, the GlooBackend's and the
+// Reducer's threads under the policy of their options, and the starvation guard. Whether
+// SCHED_FIFO is permitted depends on the machine (root or CAP_SYS_NICE); each test probes it
+// first and asserts the matching outcome. The guard's demotion is one-way for the process, so
+// its test comes last, and ctest runs this executable alone (tests/CMakeLists.txt).
 #include "common/thread_priority.h"
 
 #include <dirent.h>
@@ -21,7 +24,9 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/float_params.h"
 #include "tests/support/gloo_harness.h"
+#include "worker/ddp/reducer.h"
 
 namespace ddp {
 namespace {
@@ -65,10 +70,9 @@ std::multimap<std::string, int> threadPolicies() {
   return out;
 }
 
-class CommThreadPriorityTest : public ::testing::Test {
- protected:
-  void TearDown() override { setCommThreadPriority(CommThreadPriority::kAuto); }
-};
+// No state to reset between tests: the policy is an argument. (The guard's demotion latch is
+// the process's; only the last test can set it, and the tests before check it is unset.)
+class CommThreadPriorityTest : public ::testing::Test {};
 
 TEST_F(CommThreadPriorityTest, ParsesTheThreeModesAndNamesABadOne) {
   for (auto p : {CommThreadPriority::kAuto, CommThreadPriority::kRealtime, CommThreadPriority::kNormal}) {
@@ -83,21 +87,48 @@ TEST_F(CommThreadPriorityTest, ParsesTheThreeModesAndNamesABadOne) {
   EXPECT_NE(bad.status().message().find("auto, realtime, normal"), std::string::npos) << bad.status();
 }
 
-TEST_F(CommThreadPriorityTest, EnvironmentSelectsTheModeAndABadValueFallsBackToAuto) {
+// The environment is not consulted: only WorkerConfig reads DDP_COMM_THREAD_PRIORITY.
+TEST_F(CommThreadPriorityTest, ThePolicyIsTheArgumentNotTheEnvironment) {
+  ASSERT_EQ(commPriorityDemotions(), 0);
+  const bool permitted = fifoPermitted();
   setenv("DDP_COMM_THREAD_PRIORITY", "normal", 1);
-  EXPECT_EQ(commThreadPriorityFromEnvironment(), CommThreadPriority::kNormal);
+  const int autoPolicy = onFreshThread([] {
+    (void)applyCommThreadPriority(CommThreadPriority::kAuto);
+    return policyOfThisThread();
+  });
   setenv("DDP_COMM_THREAD_PRIORITY", "realtime", 1);
-  EXPECT_EQ(commThreadPriorityFromEnvironment(), CommThreadPriority::kRealtime);
-  setenv("DDP_COMM_THREAD_PRIORITY", "urgent", 1);
-  EXPECT_EQ(commThreadPriorityFromEnvironment(), CommThreadPriority::kAuto);
+  const int normalPolicy = onFreshThread([] {
+    (void)applyCommThreadPriority(CommThreadPriority::kNormal);
+    return policyOfThisThread();
+  });
   unsetenv("DDP_COMM_THREAD_PRIORITY");
-  EXPECT_EQ(commThreadPriorityFromEnvironment(), CommThreadPriority::kAuto);
+  EXPECT_EQ(autoPolicy, permitted ? SCHED_FIFO : SCHED_OTHER);
+  EXPECT_EQ(normalPolicy, SCHED_OTHER);
+}
+
+// Two threads at once under different policies: each gets its own (no shared mode to race on).
+TEST_F(CommThreadPriorityTest, ConcurrentCallersGetTheirOwnPolicy) {
+  ASSERT_EQ(commPriorityDemotions(), 0);
+  const bool permitted = fifoPermitted();
+  std::atomic<int> arrived{0};
+  int normal = -1, realtime = -1;
+  auto run = [&](CommThreadPriority p, int* out) {
+    arrived.fetch_add(1);
+    while (arrived.load() < 2) std::this_thread::yield();
+    (void)applyCommThreadPriority(p);
+    *out = policyOfThisThread();
+  };
+  std::thread a(run, CommThreadPriority::kNormal, &normal);
+  std::thread b(run, CommThreadPriority::kRealtime, &realtime);
+  a.join();
+  b.join();
+  EXPECT_EQ(normal, SCHED_OTHER);
+  EXPECT_EQ(realtime, permitted ? SCHED_FIFO : SCHED_OTHER);
 }
 
 TEST_F(CommThreadPriorityTest, NormalModeLeavesTheThreadAlone) {
-  setCommThreadPriority(CommThreadPriority::kNormal);
   const int policy = onFreshThread([] {
-    AppliedPriority a = applyCommThreadPriority();
+    AppliedPriority a = applyCommThreadPriority(CommThreadPriority::kNormal);
     EXPECT_FALSE(a.realtime);
     EXPECT_TRUE(a.detail.empty()) << a.detail;
     return policyOfThisThread();
@@ -106,11 +137,11 @@ TEST_F(CommThreadPriorityTest, NormalModeLeavesTheThreadAlone) {
 }
 
 TEST_F(CommThreadPriorityTest, AutoModeUsesRealTimeExactlyWhenPermitted) {
+  ASSERT_EQ(commPriorityDemotions(), 0);
   const bool permitted = fifoPermitted();
-  setCommThreadPriority(CommThreadPriority::kAuto);
   AppliedPriority applied;
   const int policy = onFreshThread([&] {
-    applied = applyCommThreadPriority();
+    applied = applyCommThreadPriority(CommThreadPriority::kAuto);
     return policyOfThisThread();
   });
   EXPECT_EQ(applied.realtime, permitted);
@@ -119,15 +150,15 @@ TEST_F(CommThreadPriorityTest, AutoModeUsesRealTimeExactlyWhenPermitted) {
 }
 
 TEST_F(CommThreadPriorityTest, ScopeLendsThePolicyToThreadsCreatedInsideAndRestoresIt) {
+  ASSERT_EQ(commPriorityDemotions(), 0);
   const bool permitted = fifoPermitted();
-  setCommThreadPriority(CommThreadPriority::kRealtime);
   struct Seen {
     int inside = -1, child = -1, after = -1;
   };
   Seen seen = onFreshThread([] {
     Seen s;
     {
-      CommPriorityScope scope;
+      CommPriorityScope scope(CommThreadPriority::kRealtime);
       s.inside = policyOfThisThread();
       std::thread([&] { s.child = policyOfThisThread(); }).join();  // a library's thread
     }
@@ -139,14 +170,15 @@ TEST_F(CommThreadPriorityTest, ScopeLendsThePolicyToThreadsCreatedInsideAndResto
   EXPECT_EQ(seen.after, SCHED_OTHER);
 }
 
-// One run of two GlooBackend ranks in this process under `mode`: the backend's executor, header
-// lane and p2p threads and Gloo's own threads (which inherit from the thread that creates the
-// backend) run at comm priority, and the creating thread gets its policy back. Returns true,
-// checking nothing, when the starvation guard demoted the threads meanwhile.
+// One run of two GlooBackend ranks in this process, each with GlooOptions::commThreadPriority and
+// a Reducer with ReducerOptions::commThreadPriority set to `mode`: the backend's executor, header
+// lane and p2p threads, Gloo's own threads (which inherit from the thread that creates the
+// backend) and the reducer's comm thread run at comm priority, and the creating thread gets its
+// policy back. After a demotion (an earlier run's) everything stays normal. Returns true,
+// checking nothing, when the starvation guard demoted the threads during this run.
 bool checkBackendThreads(CommThreadPriority mode, bool permitted) {
-  setCommThreadPriority(mode);
   const int demotionsAtStart = commPriorityDemotions();
-  const bool wantFifo = permitted && mode == CommThreadPriority::kAuto;
+  const bool wantFifo = permitted && mode == CommThreadPriority::kAuto && demotionsAtStart == 0;
   const size_t fifoBefore = [] {
     size_t n = 0;
     for (const auto& [name, policy] : threadPolicies()) n += policy == SCHED_FIFO;
@@ -155,19 +187,37 @@ bool checkBackendThreads(CommThreadPriority mode, bool permitted) {
   std::vector<int> creatorPolicy(2, -1);
   std::multimap<std::string, int> during;
   std::mutex mu;
-  Status st = test::runRanks(2, [&](int rank, comm::Backend& backend) {
+  auto configure = [mode](comm::GlooOptions& o) { o.commThreadPriority = mode; };
+  Status st = test::runRanks(2, configure, [&](int rank, comm::Backend& backend) {
     creatorPolicy[rank] = policyOfThisThread();
+    test::FloatParams params({3, 5}, [](size_t i, size_t k) { return float(i + k); });
+    ReducerOptions ro;
+    ro.commThreadPriority = mode;
+    auto reducer = Reducer::create(backend, params.ptrs(), ro);
+    EXPECT_TRUE(reducer.isOk()) << reducer.status();
     EXPECT_TRUE(backend.barrier()->wait().isOk());
     if (rank == 0) {
+      // The reducers' comm threads name themselves and apply the policy once they run: wait
+      // (bounded) for both to have done so.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      std::multimap<std::string, int> seen;
+      for (;;) {
+        seen = threadPolicies();
+        auto [lo, hi] = seen.equal_range("ddp-reducer");
+        const bool settled = std::distance(lo, hi) == 2 &&
+                             std::all_of(lo, hi, [&](const auto& e) { return e.second == (wantFifo ? SCHED_FIFO : SCHED_OTHER); });
+        if (settled || std::chrono::steady_clock::now() > until) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
       std::lock_guard<std::mutex> lock(mu);
-      during = threadPolicies();
+      during = std::move(seen);
     }
     EXPECT_TRUE(backend.barrier()->wait().isOk());
   });
   EXPECT_TRUE(st.isOk()) << st;
   if (commPriorityDemotions() != demotionsAtStart) return true;
   for (int p : creatorPolicy) EXPECT_EQ(p, SCHED_OTHER) << commThreadPriorityName(mode);
-  for (const char* name : {"ddp-gloo-exec", "ddp-gloo-hdr", "ddp-gloo-send", "ddp-gloo-recv"}) {
+  for (const char* name : {"ddp-gloo-exec", "ddp-gloo-hdr", "ddp-gloo-send", "ddp-gloo-recv", "ddp-reducer"}) {
     auto [lo, hi] = during.equal_range(name);
     EXPECT_EQ(std::distance(lo, hi), 2) << name;  // one per rank
     for (auto it = lo; it != hi; ++it) EXPECT_EQ(it->second, wantFifo ? SCHED_FIFO : SCHED_OTHER) << name;
@@ -182,7 +232,7 @@ bool checkBackendThreads(CommThreadPriority mode, bool permitted) {
   }
   const size_t extra = fifoDuring - fifoBefore;
   if (wantFifo) {
-    EXPECT_GE(extra, 8u + 2u) << fifoNames;  // 4 named per rank + at least Gloo's loop per rank
+    EXPECT_GE(extra, 10u + 2u) << fifoNames;  // 5 named per rank + at least Gloo's loop per rank
   } else {
     EXPECT_EQ(extra, 0u) << commThreadPriorityName(mode) << ":" << fifoNames;
   }
@@ -191,8 +241,9 @@ bool checkBackendThreads(CommThreadPriority mode, bool permitted) {
 
 // Two ranks in one process put a dozen real-time threads on the cores; should they livelock
 // (Note [Comm thread priority]) the guard demotes them within half a second. Such a run is retried
-// once; the guard firing twice fails the test.
-TEST_F(CommThreadPriorityTest, GlooBackendThreadsRunAtCommPriority) {
+// once, which then checks that nothing is raised again (the demotion is for the rest of the
+// process); the guard firing twice fails the test.
+TEST_F(CommThreadPriorityTest, BackendAndReducerThreadsRunAtThePolicyOfTheirOptions) {
   const bool permitted = fifoPermitted();
   for (auto mode : {CommThreadPriority::kAuto, CommThreadPriority::kNormal}) {
     if (checkBackendThreads(mode, permitted)) {
@@ -209,7 +260,7 @@ TEST_F(CommThreadPriorityTest, GlooBackendThreadsRunAtCommPriority) {
 // second (the kernel's real-time throttling lets the witness run now and then, but late).
 TEST_F(CommThreadPriorityTest, StarvationGuardDemotesSpinnersThatStarveNormalThreads) {
   if (!fifoPermitted()) GTEST_SKIP() << "SCHED_FIFO not permitted here";
-  setCommThreadPriority(CommThreadPriority::kRealtime);
+  if (commPriorityDemotions() != 0) GTEST_SKIP() << "the guard already demoted in this process (an earlier test)";
   const int demotionsBefore = commPriorityDemotions();
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::atomic<bool> release{false};
@@ -219,7 +270,7 @@ TEST_F(CommThreadPriorityTest, StarvationGuardDemotesSpinnersThatStarveNormalThr
   const auto t0 = std::chrono::steady_clock::now();
   for (unsigned i = 0; i < cores; ++i) {
     spinners.emplace_back([&, i] {
-      if (applyCommThreadPriority().realtime) raised.fetch_add(1);
+      if (applyCommThreadPriority(CommThreadPriority::kRealtime).realtime) raised.fetch_add(1);
       while (!release.load(std::memory_order_acquire)) {
       }
       policyAtRelease[i] = policyOfThisThread();
@@ -236,8 +287,16 @@ TEST_F(CommThreadPriorityTest, StarvationGuardDemotesSpinnersThatStarveNormalThr
   EXPECT_EQ(raised.load(), static_cast<int>(cores));
   EXPECT_GT(commPriorityDemotions(), demotionsBefore) << "no demotion after " << secs << " s";
   for (int p : policyAtRelease) EXPECT_EQ(p, SCHED_OTHER);
-  EXPECT_EQ(commThreadPriority(), CommThreadPriority::kNormal);  // no new promotions
   EXPECT_LT(secs, 5.0);
+  // No new promotions, whatever the policy asked for, and the result says why.
+  AppliedPriority after;
+  const int policyAfter = onFreshThread([&] {
+    after = applyCommThreadPriority(CommThreadPriority::kRealtime);
+    return policyOfThisThread();
+  });
+  EXPECT_FALSE(after.realtime);
+  EXPECT_EQ(policyAfter, SCHED_OTHER);
+  EXPECT_NE(after.detail.find("starvation guard"), std::string::npos) << after.detail;
 }
 
 }  // namespace

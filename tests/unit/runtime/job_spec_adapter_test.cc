@@ -42,14 +42,16 @@ TEST(JobSpecAdapterTest, MapsTheFieldsTheTrainerUses) {
                      "  checkpoint: {dir: /tmp/x, everySteps: 50, keep: 2}\n"
                      "  seed: 9\n"));
   ASSERT_TRUE(c.isOk()) << c.status();
-  EXPECT_EQ(c->data, DataSource::kSynthetic);
+  EXPECT_EQ(c->data, DatasetKind::kSynthetic);
   EXPECT_EQ(c->mlp.hidden, (std::vector<int64_t>{32}));
   EXPECT_EQ(c->optimizer.kind, optim::OptimizerKind::kAdamW);
   EXPECT_FLOAT_EQ(c->optimizer.lr, 0.003f);
   EXPECT_FLOAT_EQ(c->optimizer.weightDecay, 0.05f);
   EXPECT_EQ(c->lr.kind, LrScheduleKind::kCosine);
   EXPECT_EQ(c->lr.warmupSteps, 7);
-  EXPECT_EQ(c->hook, HookKind::kPowerSgd);
+  EXPECT_EQ(c->hook, CommHookType::kPowerSgd);  // the JobSpec's own enums (one vocabulary)
+  EXPECT_EQ(c->model, ModelType::kMlp);
+  EXPECT_EQ(c->sharding, ZeroMode::kNone);
   EXPECT_EQ(c->powerSgd.matrixApproximationRank, 4);
   EXPECT_EQ(c->powerSgd.startPowerSgdIter, 20);
   EXPECT_EQ(c->gradAccumulation, 3);
@@ -60,19 +62,49 @@ TEST(JobSpecAdapterTest, MapsTheFieldsTheTrainerUses) {
 }
 
 TEST(JobSpecAdapterTest, MixedPrecisionBecomesTheReduceDtype) {
-  const std::pair<const char*, MixedPrecisionKind> cases[] = {
-      {"none", MixedPrecisionKind::kNone}, {"fp16", MixedPrecisionKind::kFp16}, {"bf16", MixedPrecisionKind::kBf16}};
+  const std::pair<const char*, MixedPrecision> cases[] = {
+      {"none", MixedPrecision::kNone}, {"fp16", MixedPrecision::kFp16}, {"bf16", MixedPrecision::kBf16}};
   for (const auto& [text, kind] : cases) {
     SCOPED_TRACE(text);
     auto c = adapt(job(std::string("  mixedPrecision: ") + text + "\n  commHook: {type: powerSGD, powerSGD: {startIter: 2}}\n"));
     ASSERT_TRUE(c.isOk()) << c.status();
     EXPECT_EQ(c->mixedPrecision, kind);
     const ReducerOptions o = makeReducerOptions(*c);
-    EXPECT_EQ(o.reduceDtype.has_value(), kind != MixedPrecisionKind::kNone);
-    if (kind == MixedPrecisionKind::kFp16) EXPECT_EQ(*o.reduceDtype, DType::kF16);
-    if (kind == MixedPrecisionKind::kBf16) EXPECT_EQ(*o.reduceDtype, DType::kBF16);
+    EXPECT_EQ(o.reduceDtype.has_value(), kind != MixedPrecision::kNone);
+    if (kind == MixedPrecision::kFp16) EXPECT_EQ(*o.reduceDtype, DType::kF16);
+    if (kind == MixedPrecision::kBf16) EXPECT_EQ(*o.reduceDtype, DType::kBF16);
     EXPECT_TRUE(o.validate().isOk()) << o.validate();
   }
+}
+
+TEST(JobSpecAdapterTest, CommThreadPriorityReachesTheReducerOptions) {
+  for (auto p : {CommThreadPriority::kAuto, CommThreadPriority::kRealtime, CommThreadPriority::kNormal}) {
+    SCOPED_TRACE(commThreadPriorityName(p));
+    auto c = adapt(job(std::string("  commThreadPriority: ") + commThreadPriorityName(p) + "\n"));
+    ASSERT_TRUE(c.isOk()) << c.status();
+    EXPECT_EQ(c->commThreadPriority, p);
+    EXPECT_EQ(makeReducerOptions(*c).commThreadPriority, p);
+  }
+}
+
+// The adapter's one gate is JobSpec::validate(): a spec built in code that skips the parser gets
+// the validator's refusals (here two the trainer would also refuse).
+TEST(JobSpecAdapterTest, AnUnvalidatedSpecIsRefusedByTheValidator) {
+  auto spec = parseJobSpec(job(""));
+  ASSERT_TRUE(spec.isOk()) << spec.status();
+  JobSpec noop = *spec;
+  noop.commHook.type = CommHookType::kNoop;
+  auto c = trainerConfigFromJobSpec(noop);
+  ASSERT_FALSE(c.isOk());
+  EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.status().message().find("spec.commHook.type"), std::string::npos) << c.status();
+  JobSpec cnn = *spec;
+  cnn.model.type = ModelType::kCnn;
+  cnn.model.hidden = {16};
+  cnn.data.synthetic.features = 100;
+  c = trainerConfigFromJobSpec(cnn);
+  ASSERT_FALSE(c.isOk());
+  EXPECT_NE(c.status().message().find("spec.data.synthetic.features"), std::string::npos) << c.status();
 }
 
 TEST(JobSpecAdapterTest, RefusesWhatTheTrainerCannotDoNamingTheField) {

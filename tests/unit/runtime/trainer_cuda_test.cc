@@ -34,11 +34,11 @@ TrainerConfig smallConfig() {
   TrainerConfig c;
   c.job = "cuda";
   c.seed = 11;
-  c.model = ModelKind::kMlp;
+  c.model = ModelType::kMlp;
   c.mlp.inputs = 64;
   c.mlp.hidden = {32};
   c.mlp.classes = 4;
-  c.data = DataSource::kSynthetic;
+  c.data = DatasetKind::kSynthetic;
   c.synthetic.samples = 512;
   c.synthetic.sampleShape = {64};
   c.synthetic.classes = 4;
@@ -143,8 +143,8 @@ TEST(TrainerCudaTest, SupportedVariantsMatchTheirCpuRuns) {
     float paramTol;
   };
   const Variant variants[] = {
-      {"fp16-hook", [](TrainerConfig& c) { c.hook = HookKind::kFp16; }, 5e-3, 5e-2f},
-      {"bf16-mixed-precision", [](TrainerConfig& c) { c.mixedPrecision = MixedPrecisionKind::kBf16; }, 1e-2, 5e-2f},
+      {"fp16-hook", [](TrainerConfig& c) { c.hook = CommHookType::kFp16; }, 5e-3, 5e-2f},
+      {"bf16-mixed-precision", [](TrainerConfig& c) { c.mixedPrecision = MixedPrecision::kBf16; }, 1e-2, 5e-2f},
       {"bucket-view-clipping", [](TrainerConfig& c) {
          c.gradientAsBucketView = true;
          c.maxGradNorm = 0.5;

@@ -36,11 +36,11 @@ TrainerConfig smallConfig() {
   TrainerConfig c;
   c.job = "unit";
   c.seed = 7;
-  c.model = ModelKind::kMlp;
+  c.model = ModelType::kMlp;
   c.mlp.inputs = 64;
   c.mlp.hidden = {32};
   c.mlp.classes = 4;
-  c.data = DataSource::kSynthetic;
+  c.data = DatasetKind::kSynthetic;
   c.synthetic.samples = 512;
   c.synthetic.sampleShape = {64};
   c.synthetic.classes = 4;
@@ -178,18 +178,18 @@ TEST(TrainerTest, ResumeIsBitwiseForZeroFusedAdamAndPowerSgd) {
     std::function<void(TrainerConfig&)> apply;
   };
   const Variant variants[] = {
-      {"zero", [](TrainerConfig& c) { c.sharding = OptimizerSharding::kZero; }},
-      {"dfa", [](TrainerConfig& c) { c.sharding = OptimizerSharding::kFusedAdam; }},
+      {"zero", [](TrainerConfig& c) { c.sharding = ZeroMode::kZero1; }},
+      {"dfa", [](TrainerConfig& c) { c.sharding = ZeroMode::kDfa; }},
       {"powersgd", [](TrainerConfig& c) {
-         c.hook = HookKind::kPowerSgd;
+         c.hook = CommHookType::kPowerSgd;
          c.powerSgd.matrixApproximationRank = 2;
          c.powerSgd.startPowerSgdIter = 3;
        }},
       {"accumulation", [](TrainerConfig& c) { c.gradAccumulation = 2; }},
-      {"fp16-mixed-precision", [](TrainerConfig& c) { c.mixedPrecision = MixedPrecisionKind::kFp16; }},
+      {"fp16-mixed-precision", [](TrainerConfig& c) { c.mixedPrecision = MixedPrecision::kFp16; }},
       {"bf16-mixed-precision-powersgd", [](TrainerConfig& c) {
-         c.mixedPrecision = MixedPrecisionKind::kBf16;
-         c.hook = HookKind::kPowerSgd;
+         c.mixedPrecision = MixedPrecision::kBf16;
+         c.hook = CommHookType::kPowerSgd;
          c.powerSgd.matrixApproximationRank = 2;
          c.powerSgd.startPowerSgdIter = 3;
        }},
@@ -236,10 +236,10 @@ TEST(TrainerTest, MixedPrecisionStepMatchesTheF32StepWithinHalfPrecision) {
   const auto gRef = appliedGrads(f32[0].params);
   // Unit roundoff of the reduce dtype; a few roundings per element (cast, 1/world scale, sum,
   // cast back), each relative to the largest contribution in the tensor.
-  const std::pair<MixedPrecisionKind, double> kinds[] = {{MixedPrecisionKind::kFp16, std::ldexp(1.0, -11)},
-                                                         {MixedPrecisionKind::kBf16, std::ldexp(1.0, -8)}};
+  const std::pair<MixedPrecision, double> kinds[] = {{MixedPrecision::kFp16, std::ldexp(1.0, -11)},
+                                                         {MixedPrecision::kBf16, std::ldexp(1.0, -8)}};
   for (const auto& [kind, unit] : kinds) {
-    SCOPED_TRACE(mixedPrecisionKindName(kind));
+    SCOPED_TRACE(mixedPrecisionName(kind));
     TrainerConfig m = c;
     m.mixedPrecision = kind;
     auto half = train(2, m);
@@ -265,8 +265,8 @@ TEST(TrainerTest, MixedPrecisionStepMatchesTheF32StepWithinHalfPrecision) {
 TEST(TrainerTest, MixedPrecisionTrainsLikeF32) {
   TrainerConfig c = smallConfig();
   const auto f32 = train(2, c);
-  for (MixedPrecisionKind kind : {MixedPrecisionKind::kFp16, MixedPrecisionKind::kBf16}) {
-    SCOPED_TRACE(mixedPrecisionKindName(kind));
+  for (MixedPrecision kind : {MixedPrecision::kFp16, MixedPrecision::kBf16}) {
+    SCOPED_TRACE(mixedPrecisionName(kind));
     TrainerConfig m = c;
     m.mixedPrecision = kind;
     auto half = train(2, m);
@@ -279,20 +279,30 @@ TEST(TrainerTest, MixedPrecisionTrainsLikeF32) {
 
 TEST(TrainerTest, MixedPrecisionRefusesDistributedFusedAdamAndBucketViews) {
   TrainerConfig c = smallConfig();
-  c.mixedPrecision = MixedPrecisionKind::kBf16;
+  c.mixedPrecision = MixedPrecision::kBf16;
   c.optimizer = optim::OptimizerConfig::adam(0.01f);
-  c.sharding = OptimizerSharding::kFusedAdam;
+  c.sharding = ZeroMode::kDfa;
   Status st = c.validate();
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("spec.mixedPrecision"), std::string::npos) << st;
   EXPECT_NE(st.message().find("spec.zero: dfa"), std::string::npos) << st;
-  c.sharding = OptimizerSharding::kNone;
+  c.sharding = ZeroMode::kNone;
   c.gradientAsBucketView = true;
   st = c.validate();
   EXPECT_NE(st.message().find("spec.gradientAsBucketView"), std::string::npos) << st;
   c.gradientAsBucketView = false;
-  c.sharding = OptimizerSharding::kZero;
+  c.sharding = ZeroMode::kZero1;
   EXPECT_TRUE(c.validate().isOk()) << c.validate();
+}
+
+// A TrainerConfig built in code (no JobSpec validator in between) still gets the trainer's
+// refusals, the noop hook among them (it leaves gradients unreduced).
+TEST(TrainerTest, ValidateRefusesTheNoopHook) {
+  TrainerConfig c = smallConfig();
+  c.hook = CommHookType::kNoop;
+  const Status st = c.validate();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message().rfind("spec.commHook.type: noop", 0), 0u) << st;
 }
 
 // Oracle for Join with divideByInitialWorldSize: one process replays every rank's batches; at

@@ -1,8 +1,13 @@
 #include "worker/runtime/worker_config.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <fstream>
 #include <map>
+
+#include "common/launch/worker_env.h"
 
 namespace ddp::runtime {
 namespace {
@@ -15,40 +20,151 @@ EnvLookup fakeEnv(std::map<std::string, std::string> vars) {
   };
 }
 
-TEST(WorkerConfigTest, FlagsOverrideEnvironment) {
-  auto env = fakeEnv({{"DDP_STORE_ADDR", "127.0.0.1:9000"}, {"DDP_JOB_FILE", "/env.yaml"},
-                      {"DDP_RANK", "1"}, {"DDP_WORLD_SIZE", "4"}, {"DDP_GENERATION", "2"}});
-  auto c = parseWorkerConfig({"ddp-worker", "--rank", "3", "--log-format=json"}, env);
-  ASSERT_TRUE(c.isOk()) << c.status();
-  EXPECT_EQ(c->storeHost, "127.0.0.1");
-  EXPECT_EQ(c->storePort, 9000);
-  EXPECT_EQ(c->jobFile, "/env.yaml");
-  EXPECT_EQ(c->rank, 3);
-  EXPECT_EQ(c->worldSize, 4);
-  EXPECT_EQ(c->generation, 2);
-  EXPECT_EQ(c->logFormat, LogFormat::kJson);
+// The environment a launcher builds (common/launch/worker_env.h), as a lookup.
+EnvLookup launcherEnv(const launch::WorkerEnv& we) {
+  std::map<std::string, std::string> vars;
+  for (const std::string& kv : launch::workerEnvironment(we)) {
+    const auto eq = kv.find('=');
+    vars[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  return fakeEnv(vars);
 }
 
-TEST(WorkerConfigTest, ErrorsNameTheFlagAndVariable) {
-  auto env = fakeEnv({{"DDP_STORE_ADDR", "localhost:80"}, {"DDP_JOB_FILE", "j.yaml"}, {"DDP_WORLD_SIZE", "2"}});
-  auto missingRank = parseWorkerConfig({"w"}, env);
-  EXPECT_NE(missingRank.status().message().find("DDP_RANK"), std::string::npos);
-  auto badRank = parseWorkerConfig({"w", "--rank", "2"}, env);
-  EXPECT_NE(badRank.status().message().find("not in [0, 2)"), std::string::npos);
-  auto notInt = parseWorkerConfig({"w", "--rank", "x1"}, env);
-  EXPECT_NE(notInt.status().message().find("not an integer"), std::string::npos);
-  auto badStore = parseWorkerConfig({"w", "--rank", "0", "--store", "nohost"}, env);
-  EXPECT_NE(badStore.status().message().find("DDP_STORE_ADDR"), std::string::npos);
-  auto unknown = parseWorkerConfig({"w", "--bogus", "1"}, env);
-  EXPECT_NE(unknown.status().message().find("unknown argument '--bogus'"), std::string::npos);
+launch::WorkerEnv fullEnv() {
+  launch::WorkerEnv we;
+  we.controllerUrl = "http://10.0.0.5:8080";
+  we.jobName = "fmnist";
+  we.jobToken = "tok-env";
+  we.workerId = "fmnist-w1";
+  we.advertiseAddress = "10.0.0.7";
+  we.logFormat = "json";
+  we.logLevel = "debug";
+  we.checkpointDir = "/ckpt";
+  we.commThreadPriority = "normal";
+  return we;
+}
+
+bool mentions(const Status& st, const std::string& text) { return st.message().find(text) != std::string::npos; }
+
+TEST(WorkerConfigTest, ReadsTheLauncherEnvironmentContract) {
+  auto c = parseWorkerConfig({"ddp-worker"}, launcherEnv(fullEnv()));
+  ASSERT_TRUE(c.isOk()) << c.status();
+  EXPECT_EQ(c->controllerUrl, "http://10.0.0.5:8080");
+  EXPECT_EQ(c->jobName, "fmnist");
+  EXPECT_EQ(c->jobToken, "tok-env");
+  EXPECT_EQ(c->workerId, "fmnist-w1");
+  EXPECT_EQ(c->advertiseAddress, "10.0.0.7");
+  EXPECT_EQ(c->logFormat, LogFormat::kJson);
+  EXPECT_EQ(c->logLevel, log::Level::kDebug);
+  EXPECT_EQ(c->checkpointDirOverride, "/ckpt");
+  EXPECT_EQ(c->commThreadPriority, CommThreadPriority::kNormal);
+}
+
+TEST(WorkerConfigTest, DefaultsWhenOptionalVariablesAreUnset) {
+  launch::WorkerEnv we;
+  we.controllerUrl = "http://127.0.0.1:9000/";
+  we.jobName = "j";
+  we.jobToken = "t";
+  we.workerId = "j-w0";
+  we.advertiseAddress.clear();  // not set at all
+  auto c = parseWorkerConfig({"w"}, launcherEnv(we));
+  ASSERT_TRUE(c.isOk()) << c.status();
+  EXPECT_EQ(c->controllerUrl, "http://127.0.0.1:9000");  // trailing '/' dropped
+  EXPECT_EQ(c->advertiseAddress, kDefaultAdvertiseAddress);
+  EXPECT_FALSE(c->logFormat.has_value());  // the job's spec.logFormat rules
+  EXPECT_EQ(c->logLevel, log::Level::kInfo);
+  EXPECT_FALSE(c->commThreadPriority.has_value());  // the job's spec.commThreadPriority rules
+  EXPECT_TRUE(c->checkpointDirOverride.empty());
+}
+
+TEST(WorkerConfigTest, FlagsOverrideTheEnvironment) {
+  const std::string tokenFile = ::testing::TempDir() + "/worker_config_test_token_" + std::to_string(::getpid());
+  {
+    std::ofstream(tokenFile) << "tok-file\n";
+  }
+  auto c = parseWorkerConfig({"ddp-worker", "--controller", "http://ctl:1234", "--job=other", "--token-file",
+                              tokenFile, "--worker-id", "other-w3", "--advertise-address", "h3", "--log-format",
+                              "human", "--log-level=warning", "--checkpoint-dir", "/d2", "--comm-thread-priority",
+                              "realtime"},
+                             launcherEnv(fullEnv()));
+  std::remove(tokenFile.c_str());
+  ASSERT_TRUE(c.isOk()) << c.status();
+  EXPECT_EQ(c->controllerUrl, "http://ctl:1234");
+  EXPECT_EQ(c->jobName, "other");
+  EXPECT_EQ(c->jobToken, "tok-file");  // the file's content, trailing newline dropped
+  EXPECT_EQ(c->workerId, "other-w3");
+  EXPECT_EQ(c->advertiseAddress, "h3");
+  EXPECT_EQ(c->logFormat, LogFormat::kHuman);
+  EXPECT_EQ(c->logLevel, log::Level::kWarning);
+  EXPECT_EQ(c->checkpointDirOverride, "/d2");
+  EXPECT_EQ(c->commThreadPriority, CommThreadPriority::kRealtime);
+}
+
+TEST(WorkerConfigTest, ErrorsNameTheVariableAndFlag) {
+  struct Case {
+    const char* variable;  // removed from the full environment
+    const char* flag;
+  };
+  for (const Case& k : {Case{launch::kEnvControllerUrl, "--controller"}, Case{launch::kEnvJobName, "--job"},
+                        Case{launch::kEnvJobToken, "--token-file"}, Case{launch::kEnvWorkerId, "--worker-id"}}) {
+    launch::WorkerEnv we = fullEnv();
+    const std::string v = k.variable;
+    if (v == launch::kEnvControllerUrl) we.controllerUrl.clear();
+    if (v == launch::kEnvJobName) we.jobName.clear();
+    if (v == launch::kEnvJobToken) we.jobToken.clear();
+    if (v == launch::kEnvWorkerId) we.workerId.clear();
+    auto c = parseWorkerConfig({"w"}, launcherEnv(we));
+    ASSERT_FALSE(c.isOk()) << v;
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_TRUE(mentions(c.status(), v)) << c.status();
+    EXPECT_TRUE(mentions(c.status(), k.flag)) << c.status();
+    EXPECT_TRUE(mentions(c.status(), "required")) << c.status();
+  }
+  const EnvLookup env = launcherEnv(fullEnv());
+  auto badUrl = parseWorkerConfig({"w", "--controller", "ctl:80"}, env);
+  EXPECT_TRUE(mentions(badUrl.status(), launch::kEnvControllerUrl)) << badUrl.status();
+  EXPECT_TRUE(mentions(badUrl.status(), "http://HOST:PORT")) << badUrl.status();
+  auto badPort = parseWorkerConfig({"w", "--controller", "http://ctl:99999"}, env);
+  EXPECT_TRUE(mentions(badPort.status(), "out of range")) << badPort.status();
+  auto withPath = parseWorkerConfig({"w", "--controller", "http://ctl:80/v1"}, env);
+  EXPECT_TRUE(mentions(withPath.status(), "has a path")) << withPath.status();
+  auto badFormat = parseWorkerConfig({"w", "--log-format", "xml"}, env);
+  EXPECT_TRUE(mentions(badFormat.status(), launch::kEnvLogFormat)) << badFormat.status();
+  auto badPriority = parseWorkerConfig({"w", "--comm-thread-priority", "high"}, env);
+  EXPECT_TRUE(mentions(badPriority.status(), launch::kEnvCommThreadPriority)) << badPriority.status();
+  EXPECT_TRUE(mentions(badPriority.status(), "high")) << badPriority.status();
+  auto badLevel = parseWorkerConfig({"w"}, fakeEnv({{launch::kEnvControllerUrl, "http://a:1"},
+                                                    {launch::kEnvJobName, "j"},
+                                                    {launch::kEnvJobToken, "t"},
+                                                    {launch::kEnvWorkerId, "w"},
+                                                    {launch::kEnvLogLevel, "loud"}}));
+  EXPECT_TRUE(mentions(badLevel.status(), launch::kEnvLogLevel)) << badLevel.status();
+  auto noTokenFile = parseWorkerConfig({"w", "--token-file", "/nonexistent/token"}, env);
+  EXPECT_TRUE(mentions(noTokenFile.status(), "--token-file: cannot read '/nonexistent/token'")) << noTokenFile.status();
+}
+
+TEST(WorkerConfigTest, OldRendezvousFlagsAreGone) {
+  const EnvLookup env = launcherEnv(fullEnv());
+  for (const char* flag : {"--store", "--rank", "--world-size", "--generation"}) {
+    auto c = parseWorkerConfig({"w", flag, "1"}, env);
+    EXPECT_TRUE(mentions(c.status(), std::string("unknown argument '") + flag + "'")) << c.status();
+  }
   auto help = parseWorkerConfig({"w", "--help"}, env);
   EXPECT_EQ(help.status().code(), StatusCode::kNotFound);
-  EXPECT_NE(help.status().message().find("usage: ddp-worker"), std::string::npos);
+  EXPECT_TRUE(mentions(help.status(), "usage: ddp-worker"));
+  EXPECT_TRUE(mentions(help.status(), launch::kEnvControllerUrl));
+}
+
+TEST(WorkerConfigTest, ParsesHostPortAndControllerUrls) {
   std::string host;
   int port = 0;
   EXPECT_TRUE(parseHostPort("[::1]:8080", "x", &host, &port).isOk());
   EXPECT_EQ(host, "::1");
   EXPECT_FALSE(parseHostPort("h:70000", "x", &host, &port).isOk());
+  ASSERT_TRUE(parseControllerUrl("http://ctl.local:8080/", "x", &host, &port).isOk());
+  EXPECT_EQ(host, "ctl.local");
+  EXPECT_EQ(port, 8080);
+  EXPECT_FALSE(parseControllerUrl("https://ctl:443", "x", &host, &port).isOk());
 }
 
 }  // namespace

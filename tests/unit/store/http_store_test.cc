@@ -47,6 +47,23 @@ DDP_STORE_CONFORMANCE_TESTS(HttpStoreConformance, [] { return std::make_unique<H
 DDP_STORE_CONFORMANCE_TESTS(PrefixOverHttpStoreConformance,
                             [] { return std::make_unique<HttpStoreUnderTest>("job/gen2/"); })
 
+// Serving a backing Store (synchronously) passes the same checks.
+class BackedHttpStoreUnderTest final : public conformance::StoreUnderTest {
+ public:
+  BackedHttpStoreUnderTest() : server_(HttpStoreServerOptions{}, std::make_shared<InMemoryStore>()) {
+    Status st = server_.start();
+    EXPECT_TRUE(st.isOk()) << st;
+  }
+  std::shared_ptr<Store> connect() override {
+    return std::make_shared<HttpStoreClient>("127.0.0.1", server_.port(), fastClient());
+  }
+
+ private:
+  HttpStoreServer server_;
+};
+
+DDP_STORE_CONFORMANCE_TESTS(BackedHttpStoreConformance, [] { return std::make_unique<BackedHttpStoreUnderTest>(); })
+
 HttpStoreServerOptions smallServer() {
   HttpStoreServerOptions o;
   o.maxValueBytes = 1000;
@@ -75,7 +92,7 @@ TEST(HttpStoreTest, BlockingGetSpansSeveralLongPolls) {
 
 TEST(HttpStoreTest, SetsAreServedWhileEveryPollThreadIsHeld) {
   HttpStoreServerOptions so;
-  so.threads = 4;  // one reserved for non-blocking requests, three may long-poll
+  so.threads = 2;  // long polls hold no handler thread
   so.maxLongPoll = 2s;
   HttpStoreServer server(so);
   ASSERT_TRUE(server.start().isOk());
@@ -147,8 +164,11 @@ TEST(HttpStoreTest, MalformedRequestsGet4xxWithReasonAndServerLivesOn) {
       {"POST", "/v1/store/compare_set?key=c", "ab", 400, "missing query parameter 'expected_len'"},
       {"POST", "/v1/store/compare_set?key=c&expected_len=5", "ab", 400, "does not fit the body"},
       {"PUT", "/v1/store/value?key=big", std::string(1001, 'x'), 413, "value of 1001 bytes exceeds the limit of 1000"},
-      {"PUT", "/v1/store/value?key=huge", std::string(5000, 'x'), 413, "request body exceeds the limit"},
-      {"GET", "/v1/nothing", "", 404, "no such endpoint: GET /v1/nothing"},
+      {"PUT", "/v1/store/value?key=huge", std::string(5000, 'x'), 413,
+       "request body of 5000 bytes exceeds the limit of 3024 bytes"},
+      {"GET", "/v1/nothing", "", 404, "no such route: GET /v1/nothing"},
+      {"GET", "/v1/store/nothing?key=k", "", 404, "no such store operation 'nothing'"},
+      {"GET", "/v1/store/add?key=n&delta=1", "", 405, "does not take GET"},
   };
   for (const auto& c : cases) {
     httplib::Result r = c.method == "GET"    ? raw.Get(c.target.c_str())
@@ -196,9 +216,15 @@ TEST(HttpStoreTest, UnreachableServerIsUnavailableNamingTheAddress) {
   Status st = client.set("k", "v");
   EXPECT_EQ(st.code(), StatusCode::kUnavailable) << st;
   EXPECT_NE(st.message().find(addr), std::string::npos) << st;
+  // A blocking get reaching its deadline is a Timeout naming the key, the server and the cause.
   auto got = client.get("k", Deadline::after(200ms));
-  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable) << got.status();
+  EXPECT_EQ(got.status().code(), StatusCode::kTimeout) << got.status();
+  EXPECT_NE(got.status().message().find("'k'"), std::string::npos) << got.status();
   EXPECT_NE(got.status().message().find(addr), std::string::npos) << got.status();
+  EXPECT_NE(got.status().message().find("last error: "), std::string::npos) << got.status();
+  Status waited = client.wait({"k1", "k2"}, Deadline::after(200ms));
+  EXPECT_EQ(waited.code(), StatusCode::kTimeout) << waited;
+  EXPECT_NE(waited.message().find("k1, k2"), std::string::npos) << waited;
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
 }
 
@@ -292,8 +318,9 @@ TEST(HttpStoreTest, ReadOnlyRequestsRetryDroppedConnectionsMutatingOnesDoNot) {
   HttpStoreClient client("127.0.0.1", dropper.port(), o);
   auto start = std::chrono::steady_clock::now();
   auto got = client.get("k", Deadline::after(300ms));
-  EXPECT_EQ(got.status().code(), StatusCode::kUnavailable) << got.status();
-  EXPECT_NE(got.status().message().find("retried until the deadline"), std::string::npos) << got.status();
+  EXPECT_EQ(got.status().code(), StatusCode::kTimeout) << got.status();
+  EXPECT_NE(got.status().message().find("key 'k' not set before the deadline"), std::string::npos) << got.status();
+  EXPECT_NE(got.status().message().find("last error: "), std::string::npos) << got.status();
   EXPECT_GE(std::chrono::steady_clock::now() - start, 250ms);
   EXPECT_GT(dropper.accepted(), 1);
   const int before = dropper.accepted();

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <thread>
 
 namespace ddp::comm {
@@ -46,6 +47,19 @@ TEST(InMemoryStoreTest, AddCompareSetCheckDelete) {
   Status w = store.wait({"s", "gone"}, Deadline::after(20ms));
   EXPECT_EQ(w.code(), StatusCode::kTimeout);
   EXPECT_NE(w.message().find("gone"), std::string::npos);
+}
+
+TEST(InMemoryStoreTest, AddRefusesOverflowAndKeepsTheValue) {
+  InMemoryStore store;
+  EXPECT_EQ(store.add("n", INT64_MAX).valueOr(0), INT64_MAX);
+  auto over = store.add("n", 1);
+  EXPECT_EQ(over.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(over.status().message().find("add of 1 to 9223372036854775807 overflows int64"), std::string::npos)
+      << over.status();
+  EXPECT_EQ(store.get("n", Deadline::after(1s)).valueOr("?"), "9223372036854775807");
+  EXPECT_EQ(store.add("m", INT64_MIN).valueOr(0), INT64_MIN);
+  EXPECT_EQ(store.add("m", -1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.add("m", INT64_MAX).valueOr(0), -1);
 }
 
 }  // namespace

@@ -1,0 +1,117 @@
+#include "common/http/http_router.h"
+
+#include <algorithm>
+#include <set>
+
+#include "common/status.h"
+
+namespace ddp::http {
+
+std::vector<std::string_view> splitPath(std::string_view rawPath) {
+  std::vector<std::string_view> out;
+  if (rawPath.empty() || rawPath.front() != '/') return out;
+  rawPath.remove_prefix(1);
+  while (true) {
+    const size_t slash = rawPath.find('/');
+    out.push_back(rawPath.substr(0, slash));
+    if (slash == std::string_view::npos) break;
+    rawPath.remove_prefix(slash + 1);
+  }
+  return out;
+}
+
+void Router::add(std::string method, std::string pattern, Handler handler) {
+  DDP_CHECK(!pattern.empty() && pattern.front() == '/');
+  Route r;
+  std::set<std::string> names;
+  for (std::string_view s : splitPath(pattern)) {
+    Segment seg;
+    if (s.size() >= 2 && s.front() == '{' && s.back() == '}') {
+      seg.param = true;
+      seg.text = std::string(s.substr(1, s.size() - 2));
+      DDP_CHECK(!seg.text.empty() && names.insert(seg.text).second);
+    } else {
+      DDP_CHECK(s.find('{') == std::string_view::npos && s.find('}') == std::string_view::npos);
+      seg.text = std::string(s);
+    }
+    r.segments.push_back(std::move(seg));
+  }
+  for (const Route& other : routes_) {
+    DDP_CHECK(!(other.method == method && other.pattern == pattern));
+  }
+  r.method = std::move(method);
+  r.pattern = std::move(pattern);
+  r.handler = std::move(handler);
+  routes_.push_back(std::move(r));
+}
+
+Router::Match Router::match(std::string_view method, std::string_view rawPath) const {
+  const std::vector<std::string_view> raw = splitPath(rawPath);
+  std::vector<std::string> decoded;
+  decoded.reserve(raw.size());
+  for (std::string_view s : raw) decoded.push_back(percentDecode(s));
+
+  Match out;
+  const Route* best = nullptr;
+  std::set<std::string> allowed;
+  // Literal segments are preferred at the first place two matching patterns differ.
+  auto moreSpecific = [](const Route& a, const Route& b) {
+    for (size_t i = 0; i < a.segments.size(); ++i) {
+      if (a.segments[i].param != b.segments[i].param) return !a.segments[i].param;
+    }
+    return false;
+  };
+  for (const Route& r : routes_) {
+    if (r.segments.size() != decoded.size()) continue;
+    bool ok = true;
+    for (size_t i = 0; i < decoded.size() && ok; ++i) {
+      const Segment& s = r.segments[i];
+      ok = s.param ? !decoded[i].empty() : s.text == decoded[i];
+    }
+    if (!ok) continue;
+    if (r.method != method) {
+      allowed.insert(r.method);
+      continue;
+    }
+    if (best == nullptr || moreSpecific(r, *best)) best = &r;
+  }
+  if (best != nullptr) {
+    out.kind = Match::Kind::kFound;
+    out.handler = &best->handler;
+    for (size_t i = 0; i < decoded.size(); ++i) {
+      if (best->segments[i].param) out.params[best->segments[i].text] = std::move(decoded[i]);
+    }
+  } else if (!allowed.empty()) {
+    out.kind = Match::Kind::kMethodNotAllowed;
+    out.allowed.assign(allowed.begin(), allowed.end());
+  }
+  return out;
+}
+
+void Router::handle(Request& request, std::shared_ptr<Responder> responder) const {
+  Match m = match(request.method, request.rawPath());
+  switch (m.kind) {
+    case Match::Kind::kFound:
+      request.params = std::move(m.params);
+      (*m.handler)(request, std::move(responder));
+      return;
+    case Match::Kind::kNotFound:
+      responder->reply(Response::jsonError(404, "no such route: " + request.method + " " + request.path));
+      return;
+    case Match::Kind::kMethodNotAllowed: {
+      std::string allow;
+      for (const auto& a : m.allowed) allow += (allow.empty() ? "" : ", ") + a;
+      Response r = Response::jsonError(405, "method " + request.method + " not allowed for " + request.path +
+                                                " (allowed: " + allow + ")");
+      r.headers.emplace_back("Allow", allow);
+      responder->reply(std::move(r));
+      return;
+    }
+  }
+}
+
+Handler Router::handler() const {
+  return [this](Request& request, std::shared_ptr<Responder> responder) { handle(request, std::move(responder)); };
+}
+
+}  // namespace ddp::http

@@ -1,0 +1,450 @@
+// JobSpec::validate(): range and cross-field checks on the struct, every problem at once, each
+// naming its field path. parseJobSpec() runs it after parsing and puts each error at the line
+// and column of its field.
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "common/job_spec.h"
+
+namespace ddp {
+
+// Note [Trainer refusals]
+// validate() refuses every job that the worker would refuse later when it turns the JobSpec
+// into a TrainerConfig and sets the trainer up, so that ddpctl, the controller and the CRD report
+// it at once with the other problems, with line and column, instead of a worker failing alone
+// minutes later. Mirrored here (the worker keeps its own checks for code that builds a
+// TrainerConfig directly):
+//  - TrainerConfig::validate: commHook.type noop; Trainer::Impl::setup: a cnn on synthetic data
+//    whose features are not 784 (the cnn is built for 1x28x28 inputs);
+//  - TrainerConfig::validate (trainer_config.cc): maxGradNorm > 0 with zero1 (clipping is not
+//    implemented for ZeroRedundancyOptimizer); join.enabled without data.uneven.enabled; join
+//    with gradientAccumulation.steps > 1; mixedPrecision with gradientAsBucketView; PowerSGD's
+//    minCompressionRate and orthogonalizationEpsilon (a float) not finite;
+//  - TrainerConfig::validateDevice: device cuda with zero1, dfa, join, powerSGD or
+//    batchedPowerSGD;
+//  - Trainer::Impl::setup (trainer.cc), the sampler and the bucket plan: a rank without training
+//    samples (an uneven.counts entry of 0; dropLast, or uneven without counts, with fewer
+//    training samples than workers), uneven.counts summing past the training set, a bucket size
+//    below one byte;
+//  - values the worker narrows: epochs and steps past an int, fields it keeps in single
+//    precision past the float range.
+// Not mirrored: what depends on the machine a worker runs on (cuda in a build without CUDA, no
+// visible GPU, a missing or short Fashion-MNIST directory).
+
+namespace {
+
+constexpr double kBytesPerMb = 1024.0 * 1024.0;
+constexpr double kMaxBucketMb = 1024.0 * 1024.0;  // 1 TiB: far above any model, and fits size_t
+constexpr int64_t kMaxRunLength = std::numeric_limits<int32_t>::max();  // the trainer counts epochs in an int
+constexpr int kCnnImageSide = 28;  // the cnn is built for 1x28x28 inputs (job_spec_adapter.cc)
+
+// How the worker stores a number: a field kept in single precision must also fit a float.
+enum class Precision { kDouble, kSingle };
+
+std::string num(double v) {
+  std::ostringstream os;
+  os << v;
+  return os.str();
+}
+
+// Collects errors with a terse API: check(cond, path, message).
+class Checker {
+ public:
+  explicit Checker(std::vector<SpecError>* out) : out_(out) {}
+  // Records `message` at `path` unless `ok`; returns ok.
+  bool check(bool ok, const std::string& path, const std::string& message) {
+    if (!ok) out_->push_back({path, message});
+    return ok;
+  }
+  // Records "must be a finite number" unless `v` is one; returns whether it is. Range checks of
+  // the field follow only when it is (one mistake, one message).
+  bool finite(double v, const std::string& path, Precision precision = Precision::kDouble) {
+    if (!std::isfinite(v)) return check(false, path, "must be a finite number (got " + num(v) + ")");
+    return check(precision == Precision::kDouble || std::fabs(v) <= FLT_MAX, path,
+                 "must be a finite number in single precision, at most " + num(FLT_MAX) +
+                     " in magnitude (got " + num(v) + ")");
+  }
+
+ private:
+  std::vector<SpecError>* out_;
+};
+
+bool isDnsLabel(const std::string& s) {
+  if (s.empty() || s.size() > 63) return false;
+  for (char c : s) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return s.front() != '-' && s.back() != '-';
+}
+
+bool isPowerSgd(CommHookType t) {
+  return t == CommHookType::kPowerSgd || t == CommHookType::kBatchedPowerSgd;
+}
+
+// The number of training samples when the document fixes it: exact for synthetic data, an upper
+// bound (spec.data.limit) for fashion-mnist, whose size the files decide; -1 when unknown.
+int64_t trainSamplesAtMost(const DataSpec& d) {
+  if (d.dataset == DatasetKind::kSynthetic) {
+    return d.limit > 0 ? std::min(d.limit, d.synthetic.samples) : d.synthetic.samples;
+  }
+  return d.limit > 0 ? d.limit : -1;
+}
+
+void checkDocument(const JobSpec& s, Checker& c) {
+  c.check(s.apiVersion == kJobApiVersion, "apiVersion",
+          std::string("must be ") + kJobApiVersion + ", got '" + s.apiVersion + "'");
+  c.check(s.kind == kJobKind, "kind", std::string("must be ") + kJobKind + ", got '" + s.kind + "'");
+  if (s.name.empty()) {
+    c.check(false, "metadata.name", "required");
+  } else {
+    c.check(isDnsLabel(s.name), "metadata.name",
+            "must be a DNS label: 1-63 characters of a-z, 0-9 and '-', starting and ending "
+            "with a letter or digit (got '" + s.name + "')");
+  }
+}
+
+// 1 <= min <= count <= max <= kMaxWorkersPerJob.
+void checkWorkers(const JobSpec& s, Checker& c) {
+  const WorkersSpec& w = s.workers;
+  const std::string most = "must be <= " + std::to_string(kMaxWorkersPerJob) +
+                           ", the most workers a job may have";
+  if (c.check(w.count >= 1, "spec.workers.count", "must be >= 1")) {
+    c.check(w.count <= kMaxWorkersPerJob, "spec.workers.count", most);
+  }
+  // max defaults to count: a count over the limit is reported once, at count.
+  if (w.max != w.count) c.check(w.max <= kMaxWorkersPerJob, "spec.workers.max", most);
+  c.check(w.min >= 1, "spec.workers.min", "must be >= 1");
+  c.check(w.min <= w.max, "spec.workers.min",
+          "must be <= spec.workers.max (" + std::to_string(w.min) + " > " + std::to_string(w.max) + ")");
+  c.check(w.count >= w.min && w.count <= w.max, "spec.workers.count",
+          "must lie within [min, max] = [" + std::to_string(w.min) + ", " + std::to_string(w.max) + "]");
+  c.check(s.threadsPerWorker >= 1 && s.threadsPerWorker <= 256, "spec.threadsPerWorker",
+          "must be in [1, 256]");
+}
+
+void checkModel(const JobSpec& s, Checker& c) {
+  const ModelSpec& m = s.model;
+  for (size_t i = 0; i < m.hidden.size(); ++i) {
+    c.check(m.hidden[i] > 0, "spec.model.hidden[" + std::to_string(i) + "]", "must be > 0");
+  }
+  c.check(m.activation == "relu" || m.activation == "tanh" || m.activation == "gelu",
+          "spec.model.activation", "must be one of relu, tanh, gelu (got '" + m.activation + "')");
+  if (m.type != ModelType::kCnn) return;
+  c.check(!m.convChannels.empty(), "spec.model.convChannels", "must not be empty for a cnn");
+  for (size_t i = 0; i < m.convChannels.size(); ++i) {
+    c.check(m.convChannels[i] > 0, "spec.model.convChannels[" + std::to_string(i) + "]", "must be > 0");
+  }
+  c.check(m.kernelSize > 0 && m.kernelSize % 2 == 1, "spec.model.kernelSize", "must be odd and > 0");
+  const int64_t features = s.data.synthetic.features;
+  if (s.data.dataset == DatasetKind::kSynthetic && features >= 1) {
+    c.check(features == kCnnImageSide * kCnnImageSide, "spec.data.synthetic.features",
+            "must be 784 for model type cnn, which takes 1x28x28 images (got " +
+                std::to_string(features) + ")");
+  }
+  const std::string side = std::to_string(kCnnImageSide);
+  const size_t blocks = m.convChannels.size();
+  c.check(blocks < 31 && (kCnnImageSide >> blocks) >= 1, "spec.model.convChannels",
+          std::to_string(blocks) + " conv blocks (each pools by 2) shrink a " + side +
+              "x" + side + " image below 1x1");
+}
+
+// Every rank needs training samples (Note [Trainer refusals]).
+void checkSamplesPerRank(const JobSpec& s, Checker& c) {
+  const DataSpec& d = s.data;
+  const int64_t samples = trainSamplesAtMost(d);
+  if (d.dataset == DatasetKind::kSynthetic && d.synthetic.samples < 1) return;  // reported already
+  const std::string have = std::to_string(samples) + " training samples" +
+                           (d.dataset == DatasetKind::kSynthetic ? "" : " (spec.data.limit)");
+  const bool splitByWorkers = d.uneven.enabled ? d.uneven.counts.empty() : d.dropLast;
+  if (splitByWorkers && samples >= 0 && s.workers.max >= 1) {
+    c.check(samples >= s.workers.max, d.uneven.enabled ? "spec.data.uneven.enabled" : "spec.data.dropLast",
+            have + " for up to " + std::to_string(s.workers.max) +
+                " workers leave a rank without any (the trainer refuses such a rank)");
+  }
+  if (!d.uneven.enabled || d.uneven.counts.empty()) return;
+  int64_t sum = 0;
+  for (size_t i = 0; i < d.uneven.counts.size(); ++i) {
+    const int64_t n = d.uneven.counts[i];
+    c.check(n >= 1, "spec.data.uneven.counts[" + std::to_string(i) + "]",
+            "must be >= 1 (the trainer refuses a rank without training samples)");
+    sum = n > 0 && sum > std::numeric_limits<int64_t>::max() - n ? std::numeric_limits<int64_t>::max()
+                                                                 : sum + std::max<int64_t>(n, 0);
+  }
+  if (samples >= 0) {
+    c.check(sum <= samples, "spec.data.uneven.counts",
+            "sum to " + std::to_string(sum) + ", more than the " + have);
+  }
+}
+
+void checkData(const JobSpec& s, Checker& c) {
+  const DataSpec& d = s.data;
+  c.check(d.batchSize >= 1, "spec.data.batchSize", "must be >= 1");
+  c.check(d.limit >= 0, "spec.data.limit", "must be >= 0");
+  if (d.dataset == DatasetKind::kSynthetic) {
+    const std::string p = "spec.data.synthetic.";
+    c.check(d.synthetic.samples >= 1, p + "samples", "must be >= 1");
+    c.check(d.synthetic.features >= 1, p + "features", "must be >= 1");
+    c.check(d.synthetic.classes >= 2, p + "classes", "must be >= 2");
+    if (c.finite(d.synthetic.separation, p + "separation", Precision::kSingle)) {
+      c.check(d.synthetic.separation >= 0, p + "separation", "must be >= 0");
+    }
+    if (c.finite(d.synthetic.noise, p + "noise", Precision::kSingle)) {
+      c.check(d.synthetic.noise >= 0, p + "noise", "must be >= 0");
+    }
+  } else {
+    c.check(!d.dir.empty(), "spec.data.dir", "required for dataset fashion-mnist");
+  }
+  if (d.uneven.enabled) {
+    c.check(!d.dropLast, "spec.data.dropLast",
+            "cannot be true with spec.data.uneven.enabled (uneven mode neither pads nor drops)");
+    c.check(s.join.enabled, "spec.data.uneven.enabled",
+            "requires spec.join.enabled: true (ranks with fewer batches would otherwise leave "
+            "the others waiting in a collective)");
+    if (!d.uneven.counts.empty()) {
+      c.check(static_cast<int>(d.uneven.counts.size()) == s.workers.count, "spec.data.uneven.counts",
+              "needs one entry per worker (" + std::to_string(s.workers.count) + "), got " +
+                  std::to_string(d.uneven.counts.size()));
+      c.check(s.workers.min == s.workers.max, "spec.data.uneven.counts",
+              "cannot be combined with elastic workers (min != max)");
+    }
+  } else {
+    c.check(d.uneven.counts.empty(), "spec.data.uneven.counts",
+            "only valid when spec.data.uneven.enabled is true");
+  }
+  checkSamplesPerRank(s, c);
+}
+
+void checkSchedule(const OptimizerSpec& o, bool lrOk, Checker& c) {
+  const ScheduleSpec& sch = o.schedule;
+  const std::string p = "spec.optimizer.schedule.";
+  c.check(sch.warmupSteps >= 0, p + "warmupSteps", "must be >= 0");
+  const bool gamma = c.finite(sch.gamma, p + "gamma");
+  const bool minLr = c.finite(sch.minLr, p + "minLr");
+  if (sch.type == ScheduleType::kStep) {
+    c.check(sch.stepSize >= 1, p + "stepSize", "must be >= 1");
+    if (gamma) c.check(sch.gamma > 0 && sch.gamma <= 1, p + "gamma", "must be in (0, 1]");
+  }
+  if (sch.type == ScheduleType::kCosine && minLr && lrOk) {
+    c.check(sch.minLr >= 0 && sch.minLr < o.lr, p + "minLr", "must be in [0, lr) (lr is " + num(o.lr) + ")");
+  }
+}
+
+void checkOptimizer(const JobSpec& s, Checker& c) {
+  const OptimizerSpec& o = s.optimizer;
+  const std::string p = "spec.optimizer.";
+  const auto single = Precision::kSingle;  // the worker's optimizers compute in f32
+  const bool lr = c.finite(o.lr, p + "lr", single) && c.check(o.lr > 0, p + "lr", "must be > 0");
+  if (c.finite(o.weightDecay, p + "weightDecay", single)) {
+    c.check(o.weightDecay >= 0, p + "weightDecay", "must be >= 0");
+  }
+  if (c.finite(o.maxGradNorm, p + "maxGradNorm", single) &&
+      c.check(o.maxGradNorm >= 0, p + "maxGradNorm", "must be >= 0 (0: no clipping)")) {
+    c.check(o.maxGradNorm == 0 || s.zero != ZeroMode::kZero1, p + "maxGradNorm",
+            "clipping is not supported with spec.zero: zero1 (ZeroRedundancyOptimizer steps its "
+            "shards without a gradient scale); use maxGradNorm: 0, or zero: none or dfa");
+  }
+  const bool momentum = c.finite(o.momentum, p + "momentum", single);
+  const bool dampening = c.finite(o.dampening, p + "dampening", single);
+  const bool beta1 = c.finite(o.beta1, p + "betas[0]", single);
+  const bool beta2 = c.finite(o.beta2, p + "betas[1]", single);
+  const bool eps = c.finite(o.eps, p + "eps", single);
+  if (o.type == OptimizerType::kSgd) {
+    if (momentum) c.check(o.momentum >= 0 && o.momentum < 1, p + "momentum", "must be in [0, 1)");
+    if (dampening) c.check(o.dampening >= 0 && o.dampening <= 1, p + "dampening", "must be in [0, 1]");
+    if (o.nesterov && momentum && dampening) {
+      c.check(o.momentum > 0 && o.dampening == 0, p + "nesterov", "requires momentum > 0 and dampening 0");
+    }
+  } else {
+    const std::string only =
+        std::string("only valid for type sgd (type is ") + optimizerTypeName(o.type) + ")";
+    if (momentum) c.check(o.momentum == 0, p + "momentum", only);
+    if (dampening) c.check(o.dampening == 0, p + "dampening", only);
+    c.check(!o.nesterov, p + "nesterov", only);
+    if (beta1) c.check(o.beta1 >= 0 && o.beta1 < 1, p + "betas[0]", "must be in [0, 1)");
+    if (beta2) c.check(o.beta2 >= 0 && o.beta2 < 1, p + "betas[1]", "must be in [0, 1)");
+    if (eps) c.check(o.eps > 0, p + "eps", "must be > 0");
+  }
+  checkSchedule(o, lr, c);
+}
+
+void checkPowerSgd(const PowerSgdSpec& p, Checker& c) {
+  const std::string path = "spec.commHook.powerSGD.";
+  c.check(p.rank >= 1, path + "rank", "must be >= 1");
+  c.check(p.startIter >= 1, path + "startIter", "must be >= 1");
+  if (p.startIter >= 1 && (p.errorFeedback || p.warmStart)) {
+    c.check(p.startIter > 1, path + "startIter",
+            std::string("must be > 1 when ") + (p.errorFeedback ? "errorFeedback" : "warmStart") +
+                " is on (buckets are rebuilt after iteration 1)");
+  }
+  if (c.finite(p.minCompressionRate, path + "minCompressionRate")) {
+    c.check(p.minCompressionRate > 0, path + "minCompressionRate", "must be > 0");
+  }
+  if (c.finite(p.orthogonalizationEpsilon, path + "orthogonalizationEpsilon", Precision::kSingle)) {
+    c.check(p.orthogonalizationEpsilon >= 0, path + "orthogonalizationEpsilon", "must be >= 0");
+  }
+}
+
+// The reducer's bucket sizes, in MB: at least one byte (the bucket plan refuses an empty one).
+void checkBucketMb(double mb, const std::string& path, Checker& c) {
+  if (!c.finite(mb, path) || !c.check(mb > 0, path, "must be > 0")) return;
+  c.check(mb * kBytesPerMb >= 1, path, "must be at least one byte (" + num(1 / kBytesPerMb) + " MB)");
+  c.check(mb <= kMaxBucketMb, path,
+          "must be <= " + std::to_string(static_cast<int64_t>(kMaxBucketMb)) + " (1 TiB)");
+}
+
+void checkCommunication(const JobSpec& s, Checker& c) {
+  const CommHookSpec& h = s.commHook;
+  c.check(h.type != CommHookType::kNoop, "spec.commHook.type",
+          "noop is for debugging only and refused in a job: it leaves gradients unreduced, so "
+          "the replicas drift apart and the results are wrong by design (use allreduce)");
+  if (s.zero == ZeroMode::kDfa) {
+    c.check(s.optimizer.type != OptimizerType::kSgd, "spec.zero",
+            "dfa (DistributedFusedAdam) needs optimizer type adam or adamw, got sgd");
+    c.check(h.type == CommHookType::kAllreduce && h.wrapper == HookWrapper::kNone, "spec.commHook.type",
+            std::string(commHookTypeName(h.type)) +
+                " cannot be combined with zero: dfa, which reduce-scatters gradients itself "
+                "(use type allreduce and no wrapper)");
+    c.check(!s.join.enabled, "spec.join.enabled", "is not supported with zero: dfa");
+  }
+  if (isPowerSgd(h.type)) checkPowerSgd(h.powerSGD, c);
+  if (h.wrapper != HookWrapper::kNone) {
+    c.check(isPowerSgd(h.type) || h.type == CommHookType::kAllreduce, "spec.commHook.wrapper",
+            std::string("applies to allreduce, powerSGD or batchedPowerSGD, not ") +
+                commHookTypeName(h.type));
+  }
+  c.check(!(s.join.throwOnEarlyTermination && !s.join.enabled), "spec.join.throwOnEarlyTermination",
+          "only valid when spec.join.enabled is true");
+  const bool accumulation = c.check(s.gradientAccumulationSteps >= 1, "spec.gradientAccumulation.steps",
+                                    "must be >= 1");
+  if (s.join.enabled) {
+    c.check(s.data.uneven.enabled, "spec.join.enabled",
+            "needs spec.data.uneven.enabled: true (Join is for uneven inputs; even inputs need no Join)");
+    c.check(!accumulation || s.gradientAccumulationSteps == 1, "spec.join.enabled",
+            "cannot be combined with spec.gradientAccumulation.steps > 1 (got " +
+                std::to_string(s.gradientAccumulationSteps) +
+                "): Join shadows whole synchronised steps, not no_sync micro-batches");
+  }
+  if (s.mixedPrecision != MixedPrecision::kNone) {
+    const std::string mp = mixedPrecisionName(s.mixedPrecision);
+    // Mixed precision is the DDP reducer's reduce dtype; DistributedFusedAdam has no reducer.
+    c.check(s.zero != ZeroMode::kDfa, "spec.mixedPrecision",
+            mp + " cannot be combined with zero: dfa (DistributedFusedAdam reduces f32 gradients "
+                 "itself, without the DDP reducer)");
+    c.check(!s.gradientAsBucketView, "spec.mixedPrecision",
+            mp + " cannot be combined with spec.gradientAsBucketView: true (the half-precision "
+                 "buckets cannot hold the f32 gradients)");
+  }
+  checkBucketMb(s.bucketCapMb, "spec.bucketCapMb", c);
+  checkBucketMb(s.firstBucketMb, "spec.firstBucketMb", c);
+}
+
+// What the CUDA path cannot do (TrainerConfig::validateDevice; Note [CUDA training]).
+void checkDevice(const JobSpec& s, Checker& c) {
+  if (s.device != JobDevice::kCuda) return;
+  const std::string with = " is not supported with spec.device: cuda (";
+  c.check(s.zero != ZeroMode::kZero1, "spec.zero",
+          "zero1" + with + "ZeroRedundancyOptimizer packs and broadcasts its shards through host "
+          "buffers; use zero: none)");
+  c.check(s.zero != ZeroMode::kDfa, "spec.zero",
+          "dfa" + with + "DistributedFusedAdam keeps its gradient buckets and Adam state in host "
+          "memory; use zero: none)");
+  c.check(!s.join.enabled, "spec.join.enabled",
+          "Join" + with + "Join and the DDP joinable shadow collectives on CPU parameters only)");
+  c.check(!isPowerSgd(s.commHook.type), "spec.commHook.type",
+          std::string(commHookTypeName(s.commHook.type)) + with +
+              "the PowerSGD hooks keep P, Q and the error feedback in host memory; use allreduce, "
+              "fp16 or bf16)");
+}
+
+void checkRun(const JobSpec& s, Checker& c) {
+  const std::string most = "must be <= " + std::to_string(kMaxRunLength);
+  if (c.check(s.epochs >= 0, "spec.epochs", "must be >= 0")) {
+    c.check(s.epochs <= kMaxRunLength, "spec.epochs", most);
+  }
+  if (c.check(s.steps >= 0, "spec.steps", "must be >= 0")) c.check(s.steps <= kMaxRunLength, "spec.steps", most);
+  if (s.epochs > 0 && s.steps > 0) {
+    c.check(false, "spec.steps", "set either spec.epochs or spec.steps, not both");
+  }
+  if (s.epochs == 0 && s.steps == 0) {
+    c.check(false, "spec.epochs", "one of spec.epochs or spec.steps is required (> 0)");
+  }
+  c.check(s.checkpoint.everySteps >= 0, "spec.checkpoint.everySteps", "must be >= 0");
+  c.check(s.checkpoint.keep >= 1, "spec.checkpoint.keep", "must be >= 1");
+  if (s.checkpoint.everySteps > 0) {
+    c.check(!s.checkpoint.dir.empty(), "spec.checkpoint.dir", "required when everySteps > 0");
+  }
+  constexpr uint64_t kMaxSeed = static_cast<uint64_t>(INT64_MAX);
+  c.check(s.seed <= kMaxSeed, "spec.seed", "must be < 2^63");
+  c.check(s.commHook.powerSGD.seed <= kMaxSeed, "spec.commHook.powerSGD.seed", "must be < 2^63");
+  c.check(s.eval.batchSize >= 1, "spec.eval.batchSize", "must be >= 1");
+  c.check(s.eval.limit >= 0, "spec.eval.limit", "must be >= 0");
+  c.check(s.maxRestarts >= 0, "spec.maxRestarts", "must be >= 0");
+}
+
+// Each *Seconds in (0, kMaxTimeoutSeconds]; heartbeatSeconds x heartbeatMisses < hangSeconds <
+// collectiveSeconds (TimeoutsSpec).
+void checkTimeouts(const TimeoutsSpec& t, Checker& c) {
+  const std::string p = "spec.timeouts.";
+  auto seconds = [&](const char* name, double v) {
+    const std::string path = p + name;
+    return c.finite(v, path) && c.check(v > 0, path, "must be > 0") &&
+           c.check(v <= kMaxTimeoutSeconds, path,
+                   "must be <= " + num(kMaxTimeoutSeconds) + " (7 days), got " + num(v));
+  };
+  const bool heartbeat = seconds("heartbeatSeconds", t.heartbeatSeconds);
+  const bool misses = c.check(t.heartbeatMisses >= 1 && t.heartbeatMisses <= kMaxHeartbeatMisses,
+                              p + "heartbeatMisses",
+                              "must be an integer in [1, " + std::to_string(kMaxHeartbeatMisses) +
+                                  "], got " + std::to_string(t.heartbeatMisses));
+  seconds("lastCallSeconds", t.lastCallSeconds);
+  const bool hang = seconds("hangSeconds", t.hangSeconds);
+  seconds("progressSeconds", t.progressSeconds);
+  seconds("controllerSeconds", t.controllerSeconds);
+  const bool collective = seconds("collectiveSeconds", t.collectiveSeconds);
+  seconds("rendezvousSeconds", t.rendezvousSeconds);
+  const std::string rule =
+      " (the rule: heartbeatSeconds x heartbeatMisses < hangSeconds < collectiveSeconds)";
+  if (heartbeat && misses && hang) {
+    const double lost = t.heartbeatSeconds * t.heartbeatMisses;
+    c.check(lost < t.hangSeconds, p + "hangSeconds",
+            "must be > spec.timeouts.heartbeatSeconds x spec.timeouts.heartbeatMisses (" +
+                num(t.hangSeconds) + " <= " + num(t.heartbeatSeconds) + " x " +
+                std::to_string(t.heartbeatMisses) + " = " + num(lost) +
+                "): otherwise the healthy peers of a lost worker, waiting for it in a collective, "
+                "count as hung before it is declared lost, and the wrong rank is blamed" + rule);
+  }
+  if (hang && collective) {
+    c.check(t.hangSeconds < t.collectiveSeconds, p + "collectiveSeconds",
+            "must be > spec.timeouts.hangSeconds (" + num(t.collectiveSeconds) + " <= " +
+                num(t.hangSeconds) + "): otherwise healthy ranks time out of their collective "
+                "before the hung rank is found, and the wrong rank is blamed" + rule);
+  }
+}
+
+}  // namespace
+
+Status JobSpec::validate(std::vector<SpecError>* errors) const {
+  std::vector<SpecError> local;
+  std::vector<SpecError>& errs = errors ? *errors : local;
+  const size_t before = errs.size();
+  Checker c(&errs);
+  checkDocument(*this, c);
+  checkWorkers(*this, c);
+  checkModel(*this, c);
+  checkData(*this, c);
+  checkOptimizer(*this, c);
+  checkCommunication(*this, c);
+  checkDevice(*this, c);
+  checkRun(*this, c);
+  checkTimeouts(timeouts, c);
+  if (errs.size() == before) return Status::ok();
+  return specErrorsToStatus(std::vector<SpecError>(errs.begin() + before, errs.end()));
+}
+
+}  // namespace ddp

@@ -1,0 +1,369 @@
+#include "controller/api/api_server.h"
+
+#include <unistd.h>
+
+#include <charconv>
+
+#include <nlohmann/json.hpp>
+
+#include "common/job_spec.h"
+#include "common/log.h"
+#include "controller/api/job_json.h"
+
+namespace ddp::controller {
+namespace {
+
+using nlohmann::json;
+using http::Request;
+using http::Responder;
+using http::Response;
+using Res = std::shared_ptr<Responder>;
+
+void sendJson(Responder& r, int status, std::string body) {
+  Response res;
+  res.status = status;
+  res.body = std::move(body);
+  r.reply(std::move(res));
+}
+
+void sendError(Responder& r, int status, const std::string& message) { r.reply(Response::jsonError(status, message)); }
+
+// Maps a Status from the job manager to the API's status codes.
+void sendStatus(Responder& r, const Status& st) {
+  int code = 500;
+  switch (st.code()) {
+    case StatusCode::kInvalidArgument: code = 400; break;
+    case StatusCode::kNotFound: code = 404; break;
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kFailedPrecondition: code = 409; break;
+    case StatusCode::kUnavailable: code = 503; break;
+    case StatusCode::kTimeout: code = 504; break;
+    default: break;
+  }
+  sendError(r, code, st.message());
+}
+
+bool parseInt64(const std::string& s, int64_t* out) {
+  if (s.empty()) return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+std::string mediaType(const Request& req) {
+  std::string ct = req.header("Content-Type");
+  if (auto semi = ct.find(';'); semi != std::string::npos) ct.resize(semi);
+  while (!ct.empty() && ct.back() == ' ') ct.pop_back();
+  for (auto& c : ct) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return ct;
+}
+
+bool isStoreRoute(std::string_view path) { return path.find("/store/") != std::string_view::npos; }
+
+}  // namespace
+
+bool tokenEquals(const std::string& expected, const std::string& presented) {
+  unsigned diff = static_cast<unsigned>(expected.size() ^ presented.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const unsigned char p = i < presented.size() ? static_cast<unsigned char>(presented[i]) : 0;
+    diff |= static_cast<unsigned char>(expected[i]) ^ p;
+  }
+  return diff == 0 && !expected.empty();
+}
+
+std::string bearerToken(const Request& req) {
+  const std::string h = req.header("Authorization");
+  constexpr std::string_view kPrefix = "Bearer ";
+  if (h.size() <= kPrefix.size() || !http::equalsIgnoreCase(std::string_view(h).substr(0, kPrefix.size()), kPrefix)) {
+    return "";
+  }
+  return h.substr(kPrefix.size());
+}
+
+ApiServer::ApiServer(ApiOptions options, std::string controllerToken, JobManager& jobs, Launcher& launcher,
+                     comm::StoreService& store)
+    : options_(options), token_(std::move(controllerToken)), jobs_(jobs), launcher_(launcher), store_(store) {
+  taskThread_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      tasksCv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;
+      auto task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  });
+}
+
+ApiServer::~ApiServer() { stop(); }
+
+void ApiServer::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_.exchange(true)) return;
+  }
+  tasksCv_.notify_all();
+  if (taskThread_.joinable()) taskThread_.join();
+  std::list<std::thread> followers;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    followers.swap(followers_);
+  }
+  for (auto& t : followers) t.join();
+}
+
+void ApiServer::runTask(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+  }
+  tasksCv_.notify_all();
+}
+
+size_t ApiServer::bodyLimit(const Request& head) const {
+  if (head.method == "POST" && head.path == "/v1/jobs") return options_.maxJobBytes;
+  if (isStoreRoute(head.path)) return store_.bodyLimit();
+  return options_.maxSmallBodyBytes;
+}
+
+ApiServer::Handler ApiServer::user(Handler h) {
+  return [this, h = std::move(h)](Request& req, Res res) {
+    const std::string presented = bearerToken(req);
+    if (presented.empty()) return sendError(*res, 401, "missing bearer token (Authorization: Bearer <token>)");
+    if (!tokenEquals(token_, presented)) return sendError(*res, 401, "invalid token");
+    h(req, std::move(res));
+  };
+}
+
+ApiServer::Handler ApiServer::worker(Handler h) {
+  return [this, h = std::move(h)](Request& req, Res res) {
+    const std::string presented = bearerToken(req);
+    if (presented.empty()) return sendError(*res, 401, "missing bearer token (Authorization: Bearer <token>)");
+    if (!jobs_.workerTokenMatches(req.params["name"], presented)) {
+      return sendError(*res, 401, "invalid token for job " + req.params["name"]);
+    }
+    h(req, std::move(res));
+  };
+}
+
+void ApiServer::install(http::Router& router) {
+  auto bind = [this](void (ApiServer::*m)(Request&, Res)) {
+    return [this, m](Request& req, Res res) { (this->*m)(req, std::move(res)); };
+  };
+  router.add("GET", "/healthz", [](Request&, Res res) { sendJson(*res, 200, R"({"status":"ok"})"); });
+  router.add("GET", "/readyz", [this](Request&, Res res) {
+    Status st = launcher_.ready();
+    if (!st.isOk()) return sendJson(*res, 503, json{{"status", "not ready"}, {"reason", st.message()}}.dump());
+    sendJson(*res, 200, R"({"status":"ready"})");
+  });
+  router.add("POST", "/v1/jobs", user(bind(&ApiServer::submit)));
+  router.add("GET", "/v1/jobs", user(bind(&ApiServer::list)));
+  router.add("GET", "/v1/jobs/{name}", user(bind(&ApiServer::getJob)));
+  router.add("DELETE", "/v1/jobs/{name}", user(bind(&ApiServer::remove)));
+  router.add("POST", "/v1/jobs/{name}/cancel", user(bind(&ApiServer::cancel)));
+  router.add("GET", "/v1/jobs/{name}/logs", user(bind(&ApiServer::logs)));
+  router.add("GET", "/v1/jobs/{name}/events", user(bind(&ApiServer::events)));
+  router.add("GET", "/v1/jobs/{name}/checkpoints", user(bind(&ApiServer::checkpoints)));
+  router.add("POST", "/v1/jobs/{name}/workers", worker(bind(&ApiServer::registerWorker)));
+  router.add("GET", "/v1/jobs/{name}/workers/{id}/assignment", worker(bind(&ApiServer::assignment)));
+  router.add("POST", "/v1/jobs/{name}/generations/{g}/heartbeat", worker(bind(&ApiServer::heartbeat)));
+  for (const char* m : {"GET", "PUT", "POST", "DELETE"}) {
+    router.add(m, "/v1/jobs/{name}/generations/{g}/store/{op}", worker(bind(&ApiServer::storeOp)));
+  }
+}
+
+void ApiServer::submit(Request& req, Res res) {
+  const std::string type = mediaType(req);
+  const bool yaml = type == "application/yaml" || type == "application/x-yaml" || type == "text/yaml";
+  if (!yaml && type != "application/json") {
+    return sendError(*res, 415, "Content-Type '" + req.header("Content-Type") +
+                                    "' is not accepted: send the DDPJob document as application/yaml or application/json");
+  }
+  std::vector<SpecError> errors;
+  auto spec = parseJobSpec(req.body, &errors);
+  if (!spec.isOk()) {
+    const std::string summary = "invalid DDPJob: " + std::to_string(errors.size()) + " error(s)";
+    return sendJson(*res, 400, specErrorsJson(summary, errors));
+  }
+  auto rec = jobs_.submit(*spec);
+  if (!rec.isOk()) {
+    if (rec.status().code() == StatusCode::kInvalidArgument) {
+      SpecError e;
+      const std::string& m = rec.status().message();
+      auto colon = m.find(": ");
+      e.path = colon == std::string::npos ? "" : m.substr(0, colon);
+      e.message = colon == std::string::npos ? m : m.substr(colon + 2);
+      return sendJson(*res, 400, specErrorsJson("invalid DDPJob: 1 error(s)", {e}));
+    }
+    return sendStatus(*res, rec.status());
+  }
+  sendJson(*res, 201, jobJson(*rec));
+}
+
+void ApiServer::list(Request& req, Res res) {
+  std::optional<JobPhase> phase;
+  if (auto p = req.queryValue("phase")) {
+    JobPhase parsed;
+    if (!parseJobPhase(*p, &parsed)) {
+      return sendError(*res, 400, "phase '" + *p + "' is not one of Pending, Running, Restarting, Succeeded, Failed, Cancelled");
+    }
+    phase = parsed;
+  }
+  auto all = jobs_.list();
+  if (!all.isOk()) return sendStatus(*res, all.status());
+  std::vector<JobRecord> out;
+  for (auto& r : *all) {
+    if (!phase || r.phase == *phase) out.push_back(std::move(r));
+  }
+  sendJson(*res, 200, jobListJson(out));
+}
+
+void ApiServer::getJob(Request& req, Res res) {
+  auto rec = jobs_.get(req.params["name"]);
+  if (!rec.isOk()) return sendStatus(*res, rec.status());
+  sendJson(*res, 200, jobJson(*rec));
+}
+
+void ApiServer::cancel(Request& req, Res res) {
+  auto rec = jobs_.cancel(req.params["name"]);
+  if (!rec.isOk()) return sendStatus(*res, rec.status());
+  sendJson(*res, 200, jobJson(*rec));
+}
+
+void ApiServer::remove(Request& req, Res res) {
+  const std::string name = req.params["name"];
+  runTask([this, name, res] {
+    Status st = jobs_.remove(name, Deadline::after(options_.deleteTimeout));
+    if (!st.isOk()) return sendStatus(*res, st);
+    sendJson(*res, 200, json{{"deleted", name}}.dump());
+  });
+}
+
+void ApiServer::events(Request& req, Res res) {
+  auto ev = jobs_.events(req.params["name"]);
+  if (!ev.isOk()) return sendStatus(*res, ev.status());
+  sendJson(*res, 200, eventsJson(*ev));
+}
+
+void ApiServer::checkpoints(Request& req, Res res) {
+  auto cps = jobs_.checkpoints(req.params["name"]);
+  if (!cps.isOk()) return sendStatus(*res, cps.status());
+  sendJson(*res, 200, checkpointsJson(*cps));
+}
+
+void ApiServer::logs(Request& req, Res res) {
+  const std::string name = req.params["name"];
+  auto rec = jobs_.get(name);
+  if (!rec.isOk()) return sendStatus(*res, rec.status());
+  LogOptions o;
+  std::string workerId;
+  if (auto r = req.queryValue("rank")) {
+    int64_t rank = -1;
+    if (!parseInt64(*r, &rank) || rank < 0) return sendError(*res, 400, "rank '" + *r + "' is not a rank");
+    for (const auto& w : rec->workers) {
+      if (w.rank == rank) workerId = w.id;
+    }
+    if (workerId.empty()) workerId = workerIdFor(name, static_cast<int>(rank));  // before rendezvous: the slot
+  }
+  if (auto t = req.queryValue("tail")) {
+    if (!parseInt64(*t, &o.tailLines) || o.tailLines < 0) return sendError(*res, 400, "tail '" + *t + "' is not a line count");
+  }
+  auto f = req.queryValue("follow");
+  o.follow = f && (*f == "1" || *f == "true");
+  auto stream = launcher_.openLog(name, workerId, o);
+  if (!stream.isOk()) return sendStatus(*res, stream.status());
+  if (!o.follow) {
+    std::string text;
+    const Deadline deadline = Deadline::after(std::chrono::seconds(5));
+    while (!(*stream)->done() && !deadline.expired()) {
+      auto chunk = (*stream)->read(deadline);
+      if (!chunk.isOk()) break;
+      text += *chunk;
+    }
+    res->reply(Response::text(200, std::move(text)));
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) return sendError(*res, 503, "the controller is stopping");
+  if (activeFollowers_ >= options_.maxFollowers) {
+    return sendError(*res, 429, "too many followed logs (" + std::to_string(options_.maxFollowers) + "); try again later");
+  }
+  ++activeFollowers_;
+  followers_.emplace_back([this, s = std::move(*stream), name, res]() mutable { follow(std::move(s), name, res); });
+}
+
+void ApiServer::follow(std::unique_ptr<LogStream> stream, std::string job, Res res) {
+  if (res->startStream(200, "text/plain; charset=utf-8")) {
+    // Until the client goes, the controller stops, or the job ended and its log was read out.
+    while (!stopping_ && !res->closed()) {
+      auto chunk = stream->read(Deadline::after(std::chrono::milliseconds(250)));
+      if (!chunk.isOk() || stream->done()) break;
+      if (chunk->empty()) {
+        if (jobs_.isFinished(job)) {
+          auto last = stream->read(Deadline::after(std::chrono::milliseconds(100)));
+          if (last.isOk() && !last->empty()) res->write(*last);
+          break;
+        }
+        continue;
+      }
+      if (!res->write(*chunk)) break;
+    }
+    res->finish();
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  --activeFollowers_;
+}
+
+void ApiServer::registerWorker(Request& req, Res res) {
+  json body = json::parse(req.body, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) return sendError(*res, 400, "the body is not a JSON object");
+  RegisterRequest r;
+  r.workerId = body.value("workerId", "");
+  r.host = body.value("host", "");
+  r.advertiseAddress = body.value("advertiseAddress", r.host);
+  r.pid = body.value("pid", int64_t{0});
+  auto g = jobs_.registerWorker(req.params["name"], r);
+  if (!g.isOk()) return sendStatus(*res, g.status());
+  sendJson(*res, 200, json{{"workerId", r.workerId}, {"generation", *g}}.dump());
+}
+
+void ApiServer::assignment(Request& req, Res res) {
+  int64_t waitMs = 0;
+  if (auto w = req.queryValue("wait_ms")) {
+    if (!parseInt64(*w, &waitMs) || waitMs < 0) return sendError(*res, 400, "wait_ms '" + *w + "' must be an integer >= 0");
+  }
+  jobs_.awaitAssignment(req.params["name"], req.params["id"], std::chrono::milliseconds(waitMs), std::move(res));
+}
+
+void ApiServer::storeOp(Request& req, Res res) {
+  int64_t g = 0;
+  if (!parseInt64(req.params["g"], &g)) return sendError(*res, 400, "generation '" + req.params["g"] + "' is not an integer");
+  Fenced fenced;
+  auto space = jobs_.keySpace(req.params["name"], g, &fenced);
+  if (!space.isOk()) {
+    if (space.status().code() == StatusCode::kAborted) {
+      return sendJson(*res, 410, json{{"error", "stale generation"}, {"generation", fenced.current}}.dump());
+    }
+    return sendStatus(*res, space.status());
+  }
+  store_.handle(*space, req.params["op"], req, std::move(res));
+}
+
+void ApiServer::heartbeat(Request& req, Res res) {
+  int64_t g = 0;
+  if (!parseInt64(req.params["g"], &g)) return sendError(*res, 400, "generation '" + req.params["g"] + "' is not an integer");
+  auto hb = parseHeartbeat(req.body);
+  if (!hb.isOk()) return sendStatus(*res, hb.status());
+  Fenced fenced;
+  auto cmd = jobs_.heartbeat(req.params["name"], g, *hb, &fenced);
+  if (!cmd.isOk()) {
+    if (cmd.status().code() == StatusCode::kAborted) {
+      return sendJson(*res, 410, json{{"error", "stale generation"}, {"generation", fenced.current}}.dump());
+    }
+    return sendStatus(*res, cmd.status());
+  }
+  sendJson(*res, 200, commandJson(*cmd, g));
+}
+
+}  // namespace ddp::controller

@@ -1,0 +1,140 @@
+#include "controller/api/job_json.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+
+#include <nlohmann/json.hpp>
+
+namespace ddp::controller {
+namespace {
+
+using nlohmann::json;
+
+// YAML scalars carry no type: booleans, integers and finite numbers become JSON numbers and
+// booleans, everything else a string (toYaml() writes plain scalars, so this is exact for it).
+json scalarJson(const std::string& s) {
+  if (s == "true") return true;
+  if (s == "false") return false;
+  if (s.empty()) return s;
+  char* end = nullptr;
+  errno = 0;
+  long long i = std::strtoll(s.c_str(), &end, 10);
+  if (*end == '\0' && errno == 0) return i;
+  errno = 0;
+  double d = std::strtod(s.c_str(), &end);
+  if (*end == '\0' && errno == 0 && std::isfinite(d) && s.find_first_of("0123456789") != std::string::npos) return d;
+  return s;
+}
+
+json yamlToJson(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: {
+      json o = json::object();
+      for (const auto& kv : n) o[kv.first.as<std::string>()] = yamlToJson(kv.second);
+      return o;
+    }
+    case YAML::NodeType::Sequence: {
+      json a = json::array();
+      for (const auto& e : n) a.push_back(yamlToJson(e));
+      return a;
+    }
+    case YAML::NodeType::Scalar:
+      // Quoted scalars stay strings.
+      return n.Tag() == "!" ? json(n.Scalar()) : scalarJson(n.Scalar());
+    default:
+      return nullptr;
+  }
+}
+
+json timeOrNull(int64_t ms) { return ms == 0 ? json(nullptr) : json(rfc3339(ms)); }
+
+json jobObject(const JobRecord& r) {
+  json spec = json::object();
+  json labels = json::object();
+  try {
+    YAML::Node doc = YAML::Load(r.specYaml);
+    if (doc["spec"]) spec = yamlToJson(doc["spec"]);
+    if (doc["metadata"] && doc["metadata"]["labels"]) labels = yamlToJson(doc["metadata"]["labels"]);
+  } catch (const YAML::Exception&) {
+    // A stored spec always parses; leave it empty rather than fail the whole listing.
+  }
+  json conditions = json::array();
+  for (const auto& c : r.conditions) {
+    conditions.push_back({{"type", c.type}, {"status", c.status ? "True" : "False"}, {"reason", c.reason},
+                          {"message", c.message}, {"lastTransitionTime", rfc3339(c.lastTransitionMs)}});
+  }
+  json workers = json::array();
+  for (const auto& w : r.workers) {
+    workers.push_back({{"rank", w.rank}, {"id", w.id}, {"host", w.host}, {"pid", w.pid}, {"state", w.state},
+                       {"lastHeartbeat", timeOrNull(w.lastHeartbeatMs)}, {"step", w.step}});
+  }
+  const JobProgress& p = r.progress;
+  json progress = {{"step", p.step},         {"totalSteps", p.totalSteps},
+                   {"epoch", p.epoch},       {"epochs", p.epochs},
+                   {"loss", std::isfinite(p.loss) ? json(p.loss) : json(nullptr)},
+                   {"samplesPerSecond", p.samplesPerSecond},
+                   {"testAccuracy", p.testAccuracy ? json(*p.testAccuracy) : json(nullptr)},
+                   {"etaSeconds", p.etaSeconds}};
+  json status = {{"phase", jobPhaseName(r.phase)},
+                 {"conditions", conditions},
+                 {"startTime", timeOrNull(r.startMs)},
+                 {"completionTime", timeOrNull(r.completionMs)},
+                 {"generation", r.generation},
+                 {"restarts", r.restarts},
+                 {"workers", workers},
+                 {"progress", progress}};
+  json metadata = {{"name", r.name}, {"uid", r.uid}, {"creationTimestamp", rfc3339(r.createdMs)}, {"labels", labels}};
+  return {{"apiVersion", kJobApiVersion}, {"kind", kJobKind}, {"metadata", metadata}, {"spec", spec}, {"status", status}};
+}
+
+}  // namespace
+
+std::string rfc3339(int64_t unixMs) {
+  if (unixMs == 0) return "";
+  std::time_t secs = static_cast<std::time_t>(unixMs / 1000);
+  std::tm tm{};
+  ::gmtime_r(&secs, &tm);
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(unixMs % 1000));
+  return buf;
+}
+
+std::string jobJson(const JobRecord& record) { return jobObject(record).dump(); }
+
+std::string jobListJson(const std::vector<JobRecord>& records) {
+  json jobs = json::array();
+  for (const auto& r : records) jobs.push_back(jobObject(r));
+  return json{{"jobs", jobs}}.dump();
+}
+
+std::string eventsJson(const std::vector<JobEvent>& events) {
+  json a = json::array();
+  for (const auto& e : events) {
+    a.push_back({{"time", rfc3339(e.timeMs)}, {"type", e.type}, {"reason", e.reason}, {"message", e.message}});
+  }
+  return json{{"events", a}}.dump();
+}
+
+std::string checkpointsJson(const std::vector<CheckpointRecord>& checkpoints) {
+  json a = json::array();
+  for (const auto& c : checkpoints) {
+    a.push_back({{"step", c.step}, {"time", rfc3339(c.timeMs)}, {"bytes", c.bytes}, {"worldSize", c.worldSize},
+                 {"path", c.path}});
+  }
+  return json{{"checkpoints", a}}.dump();
+}
+
+std::string specErrorsJson(const std::string& error, const std::vector<SpecError>& errors) {
+  json details = json::array();
+  for (const auto& e : errors) {
+    details.push_back({{"path", e.path}, {"message", e.message}, {"line", e.line}, {"column", e.column}});
+  }
+  return json{{"error", error}, {"details", details}}.dump();
+}
+
+}  // namespace ddp::controller

@@ -1,0 +1,25 @@
+#pragma once
+// The job object of the REST API (docs/API.md, "The job object") and the other JSON bodies,
+// from the controller's records. nlohmann::json stays out of this header.
+// Thread model: pure functions.
+
+#include <string>
+#include <vector>
+
+#include "common/job_spec.h"
+#include "controller/store/job_record.h"
+
+namespace ddp::controller {
+
+// {"metadata": ..., "spec": ..., "status": ...}; the spec as JSON with every field.
+std::string jobJson(const JobRecord& record);
+// {"jobs": [job, ...]}
+std::string jobListJson(const std::vector<JobRecord>& records);
+std::string eventsJson(const std::vector<JobEvent>& events);
+std::string checkpointsJson(const std::vector<CheckpointRecord>& checkpoints);
+// 400 body: {"error": ..., "details": [{"path", "message", "line", "column"}]}
+std::string specErrorsJson(const std::string& error, const std::vector<SpecError>& errors);
+// RFC 3339 UTC with milliseconds ("2026-11-23T10:00:00.123Z"); "" for 0.
+std::string rfc3339(int64_t unixMs);
+
+}  // namespace ddp::controller

@@ -1,0 +1,76 @@
+#include "controller/jobs/heartbeat.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ddp::controller {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+Status field(const json& j, const char* name, T* out) {
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return Status::ok();
+  try {
+    *out = it->get<T>();
+  } catch (const json::exception&) {
+    return invalidArgument(std::string("heartbeat: field '") + name + "' has the wrong type");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+const char* commandTypeName(CommandType t) {
+  switch (t) {
+    case CommandType::kNone: return "none";
+    case CommandType::kCheckpoint: return "checkpoint";
+    case CommandType::kStop: return "stop";
+    case CommandType::kAbort: return "abort";
+    case CommandType::kFlightRecord: return "flightRecord";
+  }
+  return "none";
+}
+
+Result<Heartbeat> parseHeartbeat(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return invalidArgument("heartbeat: the body is not a JSON object");
+  Heartbeat h;
+  DDP_RETURN_IF_ERROR(field(j, "workerId", &h.workerId));
+  if (h.workerId.empty()) return invalidArgument("heartbeat: 'workerId' is required");
+  DDP_RETURN_IF_ERROR(field(j, "rank", &h.rank));
+  DDP_RETURN_IF_ERROR(field(j, "state", &h.state));
+  if (h.state != "Running" && h.state != "Succeeded" && h.state != "Failed" && h.state != "Stopped") {
+    return invalidArgument("heartbeat: 'state' must be Running, Succeeded, Failed or Stopped, got '" + h.state + "'");
+  }
+  DDP_RETURN_IF_ERROR(field(j, "step", &h.step));
+  DDP_RETURN_IF_ERROR(field(j, "totalSteps", &h.totalSteps));
+  DDP_RETURN_IF_ERROR(field(j, "epoch", &h.epoch));
+  DDP_RETURN_IF_ERROR(field(j, "epochs", &h.epochs));
+  DDP_RETURN_IF_ERROR(field(j, "loss", &h.loss));
+  DDP_RETURN_IF_ERROR(field(j, "samplesPerSecond", &h.samplesPerSecond));
+  DDP_RETURN_IF_ERROR(field(j, "message", &h.message));
+  if (auto it = j.find("testAccuracy"); it != j.end() && it->is_number()) h.testAccuracy = it->get<double>();
+  if (auto it = j.find("counters"); it != j.end() && it->is_object()) {
+    for (const auto& [k, v] : it->items()) {
+      if (v.is_number()) h.counters[k] = v.get<double>();
+    }
+  }
+  if (auto it = j.find("checkpoint"); it != j.end() && it->is_object()) {
+    HeartbeatCheckpoint c;
+    DDP_RETURN_IF_ERROR(field(*it, "step", &c.step));
+    DDP_RETURN_IF_ERROR(field(*it, "bytes", &c.bytes));
+    DDP_RETURN_IF_ERROR(field(*it, "path", &c.path));
+    h.checkpoint = c;
+  }
+  if (auto it = j.find("ext"); it != j.end() && it->is_object()) h.extJson = it->dump();
+  return h;
+}
+
+std::string commandJson(const Command& c, int64_t generation) {
+  json cmd = {{"type", commandTypeName(c.type)}};
+  if (c.type == CommandType::kCheckpoint) cmd["step"] = c.step;
+  return json{{"command", cmd}, {"generation", generation}}.dump();
+}
+
+}  // namespace ddp::controller

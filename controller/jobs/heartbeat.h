@@ -1,0 +1,48 @@
+#pragma once
+// What the controller reads from a worker's heartbeat (docs/API.md, "Heartbeats"), and the
+// command it answers with. Decoding is a pure function; unknown fields are ignored and `ext`
+// is kept as raw JSON text so later figures need no wire change.
+// Thread model: plain values and pure functions.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+
+namespace ddp::controller {
+
+struct HeartbeatCheckpoint {
+  int64_t step = 0;
+  int64_t bytes = 0;
+  std::string path;
+};
+
+struct Heartbeat {
+  std::string workerId;
+  int rank = -1;
+  std::string state = "Running";  // Running | Succeeded | Failed | Stopped
+  int64_t step = 0, totalSteps = 0, epoch = 0, epochs = 0;
+  double loss = 0, samplesPerSecond = 0;
+  std::optional<double> testAccuracy;
+  std::map<std::string, double> counters;  // samples, steps, stepSeconds, commBytes, ...
+  std::optional<HeartbeatCheckpoint> checkpoint;
+  std::string message;
+  std::string extJson = "{}";
+  bool final() const { return state != "Running"; }
+};
+
+enum class CommandType { kNone, kCheckpoint, kStop, kAbort, kFlightRecord };
+const char* commandTypeName(CommandType t);
+
+struct Command {
+  CommandType type = CommandType::kNone;
+  int64_t step = 0;  // kCheckpoint
+};
+
+// InvalidArgument naming the field on a malformed body.
+Result<Heartbeat> parseHeartbeat(const std::string& json);
+std::string commandJson(const Command& c, int64_t generation);
+
+}  // namespace ddp::controller

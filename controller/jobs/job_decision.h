@@ -1,0 +1,62 @@
+#pragma once
+// The job state machine's decision (pure): from what is known about a job's workers, the
+// phase it moves to next. Note [Job state machine]:
+//   Pending --(first rendezvous round closed)--> Running
+//   Running --(every member of the generation finished its steps)--> Succeeded
+//   any     --(a worker failed: non-zero exit, killed by a signal it was not sent by us, or a
+//              final heartbeat saying Failed)--> Failed (the others are stopped)
+//   any     --(cancel requested, and no worker process is left)--> Cancelled
+//   Pending/Running --(every worker process exited without the job succeeding)--> Failed
+// Note [Blaming the right rank]: when a rank is killed, its peers' collectives fail at once and
+// they report it in their final heartbeat, often before the killed process's exit is seen. So a
+// failure known from an exit is blamed first; one a worker reported itself becomes the verdict
+// only after `settle` without such an exit.
+// Restarting is entered by the recovery logic (hang or death with restarts left), which later
+// work adds; the record and the API already know the phase.
+// Thread model: pure function.
+
+#include <optional>
+
+#include "common/clock.h"
+#include <string>
+#include <vector>
+
+#include "controller/store/job_record.h"
+
+namespace ddp::controller {
+
+enum class WorkerOutcome { kRunning, kSucceeded, kStopped, kFailed };
+
+struct WorkerFacts {
+  std::string id;
+  WorkerOutcome outcome = WorkerOutcome::kRunning;
+  bool processAlive = true;
+  std::string message;  // why it failed
+  // How the failure became known: the process's exit (a crash, a kill) or the worker's own
+  // final heartbeat (often "a peer went away": the consequence of another rank's death).
+  bool failureFromExit = false;
+  TimePoint failedAt{};
+};
+
+struct JobFacts {
+  JobPhase phase = JobPhase::kPending;
+  bool cancelRequested = false;
+  bool generationActive = false;        // a rendezvous round has closed
+  std::vector<WorkerFacts> members;     // the active generation's members (all workers before)
+  int liveProcesses = 0;                // worker processes of the job still running
+  TimePoint now{};
+  // A failure a worker reports about itself waits this long for an exit that explains it
+  // (Note [Blaming the right rank]).
+  Duration settle = std::chrono::seconds(1);
+};
+
+struct JobVerdict {
+  std::optional<JobPhase> next;
+  std::string reason;   // condition reason, e.g. "WorkerFailed"
+  std::string message;
+  bool stopWorkers = false;  // stop the workers still running
+};
+
+JobVerdict decideJob(const JobFacts& facts);
+
+}  // namespace ddp::controller

@@ -1,0 +1,781 @@
+#include "controller/jobs/job_manager.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "common/log.h"
+#include "controller/jobs/job_decision.h"
+
+namespace ddp::controller {
+namespace {
+
+using nlohmann::json;
+
+std::string randomHex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  size_t got = 0;
+  while (fd >= 0 && got < bytes) {
+    ssize_t n = ::read(fd, raw.data() + got, bytes - got);
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+  }
+  if (fd >= 0) ::close(fd);
+  DDP_CHECK(got == bytes);  // /dev/urandom always gives what is asked
+  static const char* kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : raw) {
+    out.push_back(kHex[c >> 4]);
+    out.push_back(kHex[c & 15]);
+  }
+  return out;
+}
+
+Duration seconds(double s) { return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s)); }
+
+RendezvousConfig rendezvousConfig(const JobSpec& spec) {
+  RendezvousConfig c;
+  c.minWorkers = spec.workers.min;
+  c.maxWorkers = spec.workers.max;
+  c.lastCall = seconds(spec.timeouts.lastCallSeconds);
+  return c;
+}
+
+struct Waiter {
+  std::string workerId;
+  std::shared_ptr<http::Responder> responder;
+  TimePoint until;
+};
+
+struct WorkerState {
+  WorkerRecord rec;
+  TimePoint lastSeen{};
+  bool lost = false;
+  bool processAlive = true;
+  WorkerOutcome outcome = WorkerOutcome::kRunning;
+  std::string message;
+  bool failureFromExit = false;
+  TimePoint failedAt{};
+};
+
+// "worker rank 1 killed by signal 9 (Killed) (fmnist-w1, pid 123)\nits last lines:\n  ..." — the
+// first line names the rank the user knows; the worker's last lines follow on their own lines.
+std::string describeFailure(int rank, const WorkerExit& exit) {
+  std::string who = rank >= 0 ? "worker rank " + std::to_string(rank) : "worker " + exit.workerId;
+  std::string how;
+  if (!exit.startError.empty()) {
+    how = "could not be started: " + exit.startError;
+  } else if (!exit.statusKnown) {
+    how = "ended while the controller was away (exit status unknown)";
+  } else if (exit.signaled) {
+    how = "killed by signal " + std::to_string(exit.code) + " (" + ::strsignal(exit.code) + ")";
+  } else {
+    how = "exited with status " + std::to_string(exit.code);
+  }
+  std::string msg = who + " " + how + " (" + exit.workerId + ", pid " + std::to_string(exit.pid) + ")";
+  if (!exit.lastLines.empty()) {
+    msg += "\nits last lines:";
+    for (const auto& l : exit.lastLines) msg += "\n  " + l;
+  }
+  return msg;
+}
+
+std::string assignmentTailJson(const RendezvousRound& round, const std::string& specYaml,
+                               const std::map<std::string, WorkerState>& workers) {
+  json peers = json::array();
+  for (int r = 0; r < round.worldSize(); ++r) {
+    const std::string& id = round.members[static_cast<size_t>(r)];
+    auto it = workers.find(id);
+    peers.push_back({{"rank", r}, {"workerId", id},
+                     {"advertiseAddress", it == workers.end() ? "" : it->second.rec.advertiseAddress}});
+  }
+  json rest = {{"worldSize", round.worldSize()}, {"generation", round.generation}, {"spec", specYaml}, {"peers", peers}};
+  std::string text = rest.dump();  // "{...}": keep "," + the members + "}"
+  return "," + text.substr(1);
+}
+
+void replyJson(http::Responder& r, int status, const json& body) {
+  http::Response res;
+  res.status = status;
+  res.body = body.dump();
+  r.reply(std::move(res));
+}
+
+}  // namespace
+
+struct JobManager::Live {
+  JobRecord record;
+  JobSpec spec;
+  std::optional<Rendezvous> rdzv;
+  std::map<int64_t, std::shared_ptr<comm::KeySpace>> spaces;
+  std::vector<Waiter> waiters;
+  std::map<std::string, WorkerState> workers;  // by worker id
+  bool cancelRequested = false;
+  TimePoint cancelAt{};
+  bool stopSent = false;
+  bool dirty = false;          // phase / conditions / workers changed: write at the next tick
+  bool figuresDirty = false;   // heartbeat figures changed: write within persistEvery
+  std::vector<JobEvent> pendingEvents;
+  std::vector<CheckpointRecord> pendingCheckpoints;
+  int64_t lastCheckpointStep = -1;
+  // The part of every assignment of the active generation after the rank, built once when the
+  // round closes: world size, generation, spec and peers (O(N) per generation, not per worker).
+  std::string assignmentTail;
+  // The launcher was asked for the workers (until then no verdict: no process has existed).
+  bool launched = false;
+};
+
+JobManager::JobManager(JobManagerOptions options, JobStore& store, Launcher& launcher, const Clock& clock)
+    : options_(std::move(options)), store_(store), launcher_(launcher), clock_(clock) {}
+
+JobManager::~JobManager() { stop(); }
+
+int64_t JobManager::wallMs() const {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+JobManager::Live* JobManager::find(const std::string& name) {
+  auto it = jobs_.find(name);
+  return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+Status JobManager::start() {
+  DDP_ASSIGN_OR_RETURN(auto records, store_.list());
+  std::vector<Live*> relaunch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const TimePoint now = clock_.now();
+    for (auto& rec : records) {
+      if (isTerminal(rec.phase)) continue;
+      auto spec = parseJobSpec(rec.specYaml);
+      if (!spec.isOk()) {
+        DDP_LOG(Error) << "job " << rec.name << ": stored spec no longer parses: " << spec.status().message();
+        continue;
+      }
+      auto live = std::make_unique<Live>();
+      live->spec = *spec;
+      live->record = std::move(rec);
+      std::vector<WorkerRecord> byRank;
+      for (const auto& w : live->record.workers) {
+        WorkerState ws;
+        ws.rec = w;
+        ws.lastSeen = now;  // a restarted controller gives every worker a full heartbeat window
+        live->workers[w.id] = ws;
+        if (w.rank >= 0) byRank.push_back(w);
+      }
+      std::sort(byRank.begin(), byRank.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+      if (live->record.generation > 0 && !byRank.empty()) {
+        RendezvousRound round;
+        round.generation = live->record.generation;
+        round.closedAt = now;
+        for (const auto& w : byRank) round.members.push_back(w.id);
+        live->rdzv = Rendezvous::restored(rendezvousConfig(live->spec), round);
+        live->assignmentTail = assignmentTailJson(*live->rdzv->active(), live->record.specYaml, live->workers);
+        live->spaces[round.generation] = std::make_shared<comm::KeySpace>(options_.storeQuotaBytes);
+      } else {
+        live->rdzv.emplace(rendezvousConfig(live->spec), live->record.generation);
+      }
+      if (auto cps = store_.checkpoints(live->record.name); cps.isOk() && !cps->empty()) {
+        live->lastCheckpointStep = cps->back().step;
+      }
+      // Which workers are still there: the launcher re-adopted them (their pids are live), and
+      // how the others ended, as far as the record knows.
+      const std::vector<int64_t> pids = launcher_.livePids(live->record.name);
+      for (auto& [id, w] : live->workers) {
+        w.processAlive = w.rec.pid != 0 ? std::find(pids.begin(), pids.end(), w.rec.pid) != pids.end()
+                                        : live->record.generation == 0 && !pids.empty();
+        if (w.rec.state == "Succeeded") w.outcome = WorkerOutcome::kSucceeded;
+        if (w.rec.state == "Stopped") w.outcome = WorkerOutcome::kStopped;
+        if (w.rec.state == "Failed") w.outcome = WorkerOutcome::kFailed;
+        if (!w.processAlive && w.outcome == WorkerOutcome::kRunning && w.rec.rank >= 0) {
+          w.outcome = WorkerOutcome::kFailed;
+          w.message = "worker rank " + std::to_string(w.rec.rank) + " (" + id +
+                      ") ended while the controller was away, without reporting that it finished";
+        }
+      }
+      event(*live, kEventNormal, "ControllerRestarted", "the controller restarted and took the job over again");
+      Live* raw = live.get();
+      jobs_[raw->record.name] = std::move(live);
+      // Only a job that never reached rendezvous may still have slots to start; a running one
+      // keeps the workers it has.
+      raw->launched = raw->record.generation > 0;
+      if (!raw->launched) relaunch.push_back(raw);
+      evaluate(*raw);
+    }
+  }
+  for (Live* job : relaunch) launch(*job);
+  stopping_ = false;
+  ticker_ = std::thread([this] { tickLoop(); });
+  return Status::ok();
+}
+
+void JobManager::stop() {
+  if (stopping_.exchange(true)) return;
+  tickCv_.notify_all();
+  if (ticker_.joinable()) ticker_.join();
+  persistFigures(true);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [name, job] : jobs_) {
+    for (auto& w : job->waiters) w.responder->reply(http::Response{503, "application/json", R"({"error":"the controller is stopping"})", {}});
+    job->waiters.clear();
+  }
+}
+
+void JobManager::launch(Live& job) {
+  JobLaunch l;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    l.jobName = job.record.name;
+    l.workers = job.spec.workers.count;
+    l.env.controllerUrl = options_.controllerUrl;
+    l.env.jobName = job.record.name;
+    l.env.jobToken = job.record.workerToken;
+    l.env.logFormat = options_.workerLogFormat;
+    l.env.checkpointDir = options_.workerCheckpointDir;
+    l.env.commThreadPriority = options_.commThreadPriority;
+  }
+  Status st = launcher_.ensureWorkers(l);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (find(l.jobName) != &job) return;  // deleted meanwhile
+  job.launched = true;
+  if (!st.isOk()) {
+    transition(job, JobPhase::kFailed, "LaunchFailed", "could not start the workers: " + st.toString());
+    return;
+  }
+  for (int i = 0; i < l.workers; ++i) {
+    const std::string id = l.jobName + "-w" + std::to_string(i);
+    if (!job.workers.count(id)) {
+      WorkerState ws;
+      ws.rec.id = id;
+      ws.rec.state = "Starting";
+      ws.lastSeen = clock_.now();
+      job.workers[id] = ws;
+    }
+  }
+}
+
+Result<JobRecord> JobManager::submit(const JobSpec& spec) {
+  if (spec.workers.count > launcher_.maxWorkersPerJob()) {
+    return invalidArgument("spec.workers.count: " + std::to_string(spec.workers.count) + " is more than the " +
+                           launcher_.name() + " launcher can start (" + std::to_string(launcher_.maxWorkersPerJob()) +
+                           ")");
+  }
+  JobRecord rec;
+  rec.name = spec.name;
+  rec.uid = randomHex(16);
+  rec.specYaml = spec.toYaml();
+  rec.workerToken = randomHex(32);
+  rec.createdMs = wallMs();
+  rec.phase = JobPhase::kPending;
+  rec.setCondition(kConditionCreated, true, "JobCreated", "the job was accepted", rec.createdMs);
+  Live* job = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (find(spec.name) != nullptr) return alreadyExists("job " + spec.name + " already exists");
+    DDP_RETURN_IF_ERROR(store_.create(rec));
+    auto live = std::make_unique<Live>();
+    live->record = rec;
+    live->spec = spec;
+    live->rdzv.emplace(rendezvousConfig(spec), 0);
+    event(*live, kEventNormal, "Created", "job created with " + std::to_string(spec.workers.count) + " worker(s)");
+    job = live.get();
+    jobs_[spec.name] = std::move(live);
+  }
+  launch(*job);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (Live* again = find(spec.name)) return again->record;
+  return store_.get(spec.name);
+}
+
+Result<JobRecord> JobManager::get(const std::string& name) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Live* job = find(name)) return job->record;
+  }
+  return store_.get(name);
+}
+
+Result<std::vector<JobRecord>> JobManager::list() {
+  DDP_ASSIGN_OR_RETURN(auto records, store_.list());
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& r : records) {
+    if (Live* job = find(r.name)) r = job->record;
+  }
+  return records;
+}
+
+Result<JobSpec> JobManager::spec(const std::string& name) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Live* job = find(name)) return job->spec;
+  }
+  DDP_ASSIGN_OR_RETURN(auto rec, store_.get(name));
+  return parseJobSpec(rec.specYaml);
+}
+
+bool JobManager::isFinished(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Live* job = find(name);
+  return job == nullptr || isTerminal(job->record.phase);
+}
+
+Result<JobRecord> JobManager::cancel(const std::string& name) {
+  bool stopNow = false;
+  JobRecord out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Live* job = find(name);
+    if (job == nullptr) {
+      DDP_ASSIGN_OR_RETURN(auto rec, store_.get(name));
+      return failedPrecondition("job " + name + " already finished (" + jobPhaseName(rec.phase) + ")");
+    }
+    if (isTerminal(job->record.phase)) {
+      return failedPrecondition("job " + name + " already finished (" + jobPhaseName(job->record.phase) + ")");
+    }
+    if (!job->cancelRequested) {
+      job->cancelRequested = true;
+      job->cancelAt = clock_.now();
+      event(*job, kEventNormal, "CancelRequested", "cancel requested: the workers checkpoint and stop");
+      // Workers that are not training yet have nothing to checkpoint: stop them now.
+      stopNow = !job->rdzv->active().has_value();
+      job->stopSent = stopNow;
+      for (auto& w : job->waiters) {
+        replyJson(*w.responder, 409, {{"error", "job " + name + " was cancelled"}, {"state", "Cancelled"}});
+      }
+      job->waiters.clear();
+    }
+    out = job->record;
+  }
+  if (stopNow) (void)launcher_.stopJob(name, std::chrono::seconds(5));
+  return out;
+}
+
+Status JobManager::remove(const std::string& name, Deadline deadline) {
+  bool live = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    live = find(name) != nullptr;
+  }
+  if (live) {
+    // Cancelled first (the workers checkpoint and stop at their next heartbeat); what is still
+    // running with a few seconds of the deadline left is signalled.
+    (void)cancel(name);
+    const Deadline graceful(deadline.at() - std::min<Duration>(deadline.remaining(), std::chrono::seconds(4)));
+    while (!launcher_.livePids(name).empty() && !graceful.expired()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    (void)launcher_.stopJob(name, std::chrono::seconds(2));
+    while (!launcher_.livePids(name).empty() && !deadline.expired()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Live* job = find(name)) {
+      for (auto& w : job->waiters) replyJson(*w.responder, 410, {{"error", "job deleted"}, {"generation", 0}});
+      for (auto& [g, space] : job->spaces) space->clear();
+      jobs_.erase(name);
+    }
+  }
+  (void)launcher_.forgetJob(name);
+  return store_.remove(name);
+}
+
+Result<std::vector<JobEvent>> JobManager::events(const std::string& name) {
+  persistFigures(true);  // pending events first
+  return store_.events(name);
+}
+
+Result<std::vector<CheckpointRecord>> JobManager::checkpoints(const std::string& name) {
+  persistFigures(true);
+  return store_.checkpoints(name);
+}
+
+bool JobManager::workerTokenMatches(const std::string& name, const std::string& token) {
+  std::string expected;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Live* job = find(name);
+    if (job == nullptr) return false;
+    expected = job->record.workerToken;
+  }
+  // Constant time over the expected length.
+  unsigned diff = expected.size() ^ token.size();
+  for (size_t i = 0; i < expected.size(); ++i) {
+    diff |= static_cast<unsigned char>(expected[i]) ^ static_cast<unsigned char>(i < token.size() ? token[i] : 0);
+  }
+  return diff == 0;
+}
+
+Result<int64_t> JobManager::registerWorker(const std::string& name, const RegisterRequest& req) {
+  if (req.workerId.empty() || req.workerId.size() > 253) return invalidArgument("workerId: required, at most 253 characters");
+  std::lock_guard<std::mutex> lock(mu_);
+  Live* job = find(name);
+  if (job == nullptr) return notFound("job " + name + " is not running");
+  if (isTerminal(job->record.phase) || job->cancelRequested) {
+    return failedPrecondition("job " + name + " is " + (job->cancelRequested ? "cancelled" : jobPhaseName(job->record.phase)));
+  }
+  const TimePoint now = clock_.now();
+  WorkerState& w = job->workers[req.workerId];
+  w.rec.id = req.workerId;
+  w.rec.host = req.host;
+  w.rec.advertiseAddress = req.advertiseAddress;
+  w.rec.pid = req.pid;
+  w.rec.state = "Waiting";
+  w.lastSeen = now;
+  w.processAlive = true;
+  const int64_t before = job->rdzv->generation();
+  const int64_t g = job->rdzv->join(req.workerId, now);
+  if (job->rdzv->generation() != before) wakeAssignments(*job);
+  job->dirty = true;
+  return g;
+}
+
+std::string JobManager::assignmentJson(const Live& job, const std::string& workerId) const {
+  return "{\"rank\":" + std::to_string(*job.rdzv->active()->rankOf(workerId)) + job.assignmentTail;
+}
+
+void JobManager::wakeAssignments(Live& job) {
+  const auto& active = job.rdzv->active();
+  if (!active) return;
+  // The round just closed: its generation's store, ranks, and one reply per waiting member.
+  if (!job.spaces.count(active->generation)) {
+    for (auto& [g, space] : job.spaces) space->clear();
+    job.spaces.clear();
+    job.spaces[active->generation] = std::make_shared<comm::KeySpace>(options_.storeQuotaBytes);
+    job.record.generation = active->generation;
+    for (auto& [id, w] : job.workers) w.rec.rank = -1;
+    for (int r = 0; r < active->worldSize(); ++r) {
+      WorkerState& w = job.workers[active->members[static_cast<size_t>(r)]];
+      w.rec.rank = r;
+      w.rec.state = "Running";
+      w.lastSeen = clock_.now();  // the heartbeat window starts with the generation
+    }
+    job.assignmentTail = assignmentTailJson(*active, job.record.specYaml, job.workers);
+    event(job, kEventNormal, "RendezvousClosed",
+          "generation " + std::to_string(active->generation) + " with " + std::to_string(active->worldSize()) +
+              " worker(s)");
+    job.dirty = true;
+    evaluate(job);
+  }
+  std::vector<Waiter> still;
+  for (auto& w : job.waiters) {
+    if (active->rankOf(w.workerId)) {
+      http::Response res;
+      res.body = assignmentJson(job, w.workerId);
+      w.responder->reply(std::move(res));
+    } else {
+      still.push_back(std::move(w));
+    }
+  }
+  job.waiters = std::move(still);
+}
+
+void JobManager::awaitAssignment(const std::string& name, const std::string& workerId, Duration wait,
+                                 std::shared_ptr<http::Responder> responder) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Live* job = find(name);
+  if (job == nullptr) return replyJson(*responder, 404, {{"error", "job " + name + " is not running"}});
+  if (isTerminal(job->record.phase) || job->cancelRequested) {
+    const char* state = job->cancelRequested ? "Cancelled" : jobPhaseName(job->record.phase);
+    return replyJson(*responder, 409, {{"error", "job " + name + " is " + state}, {"state", state}});
+  }
+  auto known = job->workers.find(workerId);
+  if (known == job->workers.end()) {
+    return replyJson(*responder, 404, {{"error", "worker " + workerId + " is not registered with job " + name}});
+  }
+  known->second.lastSeen = clock_.now();  // polling is a sign of life too
+  const auto& active = job->rdzv->active();
+  if (active && active->rankOf(workerId)) {
+    http::Response res;
+    res.body = assignmentJson(*job, workerId);
+    responder->reply(std::move(res));
+    return;
+  }
+  job->waiters.push_back({workerId, std::move(responder), clock_.now() + std::min(wait, options_.maxLongPoll)});
+}
+
+Result<std::shared_ptr<comm::KeySpace>> JobManager::keySpace(const std::string& name, int64_t g, Fenced* fenced) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Live* job = find(name);
+  if (job == nullptr) return notFound("job " + name + " is not running");
+  if (!job->rdzv->isCurrent(g)) {
+    fenced->current = job->rdzv->generation();
+    return abortedError("stale generation " + std::to_string(g));
+  }
+  return job->spaces[g];
+}
+
+Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const Heartbeat& hb, Fenced* fenced) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Live* job = find(name);
+  if (job == nullptr) return notFound("job " + name + " is not running");
+  if (!job->rdzv->isCurrent(g)) {
+    fenced->current = job->rdzv->generation();
+    return abortedError("stale generation " + std::to_string(g));
+  }
+  auto it = job->workers.find(hb.workerId);
+  if (it == job->workers.end() || it->second.rec.rank < 0) {
+    return notFound("worker " + hb.workerId + " is not a member of generation " + std::to_string(g));
+  }
+  WorkerState& w = it->second;
+  w.lastSeen = clock_.now();
+  w.rec.lastHeartbeatMs = wallMs();
+  w.rec.step = hb.step;
+  if (w.lost) {
+    w.lost = false;
+    event(*job, kEventNormal, "HeartbeatResumed", "worker " + hb.workerId + " is heartbeating again");
+  }
+  if (hb.final() && w.outcome == WorkerOutcome::kRunning) {
+    w.outcome = hb.state == "Succeeded" ? WorkerOutcome::kSucceeded
+                : hb.state == "Stopped" ? WorkerOutcome::kStopped
+                                        : WorkerOutcome::kFailed;
+    w.message = hb.message.empty() ? "" : "worker rank " + std::to_string(w.rec.rank) + " (" + hb.workerId + "): " + hb.message;
+    w.failedAt = clock_.now();
+    w.rec.state = hb.state;
+    job->dirty = true;
+  }
+  if (w.rec.rank == 0) {
+    JobProgress& p = job->record.progress;
+    p.step = hb.step;
+    p.totalSteps = hb.totalSteps;
+    p.epoch = hb.epoch;
+    p.epochs = hb.epochs;
+    p.loss = hb.loss;
+    p.samplesPerSecond = hb.samplesPerSecond;
+    if (hb.testAccuracy) p.testAccuracy = hb.testAccuracy;
+    const double globalBatch = static_cast<double>(job->spec.data.batchSize) * job->rdzv->active()->worldSize();
+    p.etaSeconds = hb.samplesPerSecond > 0 && p.totalSteps > p.step
+                       ? static_cast<double>(p.totalSteps - p.step) * globalBatch / hb.samplesPerSecond
+                       : 0;
+    if (hb.checkpoint && hb.checkpoint->step > job->lastCheckpointStep) {
+      job->lastCheckpointStep = hb.checkpoint->step;
+      job->pendingCheckpoints.push_back({hb.checkpoint->step, wallMs(), hb.checkpoint->bytes,
+                                         job->rdzv->active()->worldSize(), hb.checkpoint->path});
+      event(*job, kEventNormal, "CheckpointSaved", "checkpoint at step " + std::to_string(hb.checkpoint->step));
+    }
+  }
+  job->figuresDirty = true;
+  if (hb.final()) evaluate(*job);
+  Command c;
+  if (job->cancelRequested || (isTerminal(job->record.phase) && !hb.final())) c.type = CommandType::kStop;
+  return c;
+}
+
+void JobManager::onWorkerExit(const WorkerExit& exit) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    exits_.push_back(exit);
+  }
+  {
+    std::lock_guard<std::mutex> lock(tickMu_);
+    exitsPending_ = true;
+  }
+  tickCv_.notify_all();  // handled now, not at the next tick
+}
+
+void JobManager::handleExit(const WorkerExit& exit) {
+  Live* job = find(exit.jobName);
+  if (job == nullptr) return;
+  WorkerState& w = job->workers[exit.workerId];
+  w.rec.id = exit.workerId;
+  w.processAlive = false;
+  const bool clean = exit.statusKnown && !exit.signaled && exit.code == 0;
+  if (w.outcome == WorkerOutcome::kFailed && !w.failureFromExit && !exit.ok() && !exit.killedByLauncher) {
+    // It said it failed, then died of something: the exit is the cause to report.
+    w.message = describeFailure(w.rec.rank, exit);
+    w.failureFromExit = exit.signaled;
+  }
+  if (w.outcome == WorkerOutcome::kRunning) {
+    if (exit.killedByLauncher || job->cancelRequested) {
+      w.outcome = WorkerOutcome::kStopped;
+    } else if (clean) {
+      // Exit 0 without a final heartbeat: a worker that finished (or stopped) cleanly.
+      w.outcome = WorkerOutcome::kSucceeded;
+    } else {
+      w.outcome = WorkerOutcome::kFailed;
+      w.message = describeFailure(w.rec.rank, exit);
+      w.failureFromExit = true;
+      w.failedAt = clock_.now();
+    }
+  }
+  w.rec.state = w.outcome == WorkerOutcome::kFailed      ? "Failed"
+                : w.outcome == WorkerOutcome::kStopped   ? "Stopped"
+                                                         : "Succeeded";
+  job->rdzv->leave(exit.workerId, clock_.now());
+  event(*job, w.outcome == WorkerOutcome::kFailed ? kEventWarning : kEventNormal,
+        w.outcome == WorkerOutcome::kFailed ? "WorkerFailed" : "WorkerExited", exit.describe());
+  job->dirty = true;
+  evaluate(*job);
+}
+
+void JobManager::evaluate(Live& job) {
+  if (!job.launched) return;
+  JobFacts f;
+  f.now = clock_.now();
+  f.phase = job.record.phase;
+  f.cancelRequested = job.cancelRequested;
+  f.generationActive = job.rdzv->active().has_value();
+  for (const auto& [id, w] : job.workers) {
+    if (w.processAlive) ++f.liveProcesses;
+    if (f.generationActive && !job.rdzv->active()->rankOf(id)) continue;
+    f.members.push_back({id, w.outcome, w.processAlive, w.message, w.failureFromExit, w.failedAt});
+  }
+  JobVerdict v = decideJob(f);
+  if (!v.next) return;
+  transition(job, *v.next, v.reason, v.message);
+  if (v.stopWorkers) {
+    // Outside our lock would be nicer; the launcher only signals and returns.
+    (void)launcher_.stopJob(job.record.name, std::chrono::seconds(10));
+  }
+}
+
+void JobManager::transition(Live& job, JobPhase next, const std::string& reason, const std::string& message) {
+  const int64_t now = wallMs();
+  JobRecord& r = job.record;
+  if (r.phase == next) return;
+  if (next == JobPhase::kRunning) {
+    if (r.startMs == 0) r.startMs = now;
+    r.setCondition(kConditionRunning, true, reason, message, now);
+  } else if (isTerminal(next)) {
+    r.completionMs = now;
+    r.setCondition(kConditionRunning, false, reason, message, now);
+    const char* type = next == JobPhase::kSucceeded ? kConditionSucceeded
+                       : next == JobPhase::kFailed  ? kConditionFailed
+                                                    : kConditionCancelled;
+    r.setCondition(type, true, reason, message, now);
+  }
+  r.phase = next;
+  event(job, next == JobPhase::kFailed ? kEventWarning : kEventNormal, reason, message);
+  DDP_LOG(Info) << "job " << r.name << ": " << jobPhaseName(next) << " (" << message << ")";
+  if (isTerminal(next)) {
+    for (auto& w : job.waiters) {
+      replyJson(*w.responder, 409, {{"error", "job " + r.name + " is " + jobPhaseName(next)}, {"state", jobPhaseName(next)}});
+    }
+    job.waiters.clear();
+  }
+  job.dirty = true;
+}
+
+void JobManager::event(Live& job, const std::string& type, const std::string& reason, const std::string& message) {
+  job.pendingEvents.push_back({wallMs(), type, reason, message});
+}
+
+void JobManager::persistFigures(bool force) {
+  struct Write {
+    JobRecord record;
+    std::vector<JobEvent> events;
+    std::vector<CheckpointRecord> checkpoints;
+    bool finished = false;
+  };
+  std::vector<Write> writes;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const TimePoint now = clock_.now();
+    const bool periodic = force || now - lastPersist_ >= options_.persistEvery;
+    if (periodic) lastPersist_ = now;
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      Live& job = *it->second;
+      const bool write = job.dirty || (periodic && job.figuresDirty) || !job.pendingEvents.empty() ||
+                         !job.pendingCheckpoints.empty();
+      if (write) {
+        job.record.workers.clear();
+        for (const auto& [id, w] : job.workers) job.record.workers.push_back(w.rec);
+        writes.push_back({job.record, std::move(job.pendingEvents), std::move(job.pendingCheckpoints),
+                          isTerminal(job.record.phase)});
+        job.pendingEvents.clear();
+        job.pendingCheckpoints.clear();
+        job.dirty = false;
+        job.figuresDirty = false;
+      }
+      // A finished job whose processes are gone needs no live state any more.
+      bool anyAlive = false;
+      for (const auto& [id, w] : job.workers) anyAlive = anyAlive || w.processAlive;
+      if (isTerminal(job.record.phase) && !anyAlive && job.waiters.empty() && !job.dirty) {
+        for (auto& [g, space] : job.spaces) space->clear();
+        it = jobs_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& w : writes) {
+    // Ranked workers first, by rank (sorted here, outside the lock).
+    std::sort(w.record.workers.begin(), w.record.workers.end(), [](const auto& a, const auto& b) {
+      return a.rank != b.rank ? (a.rank < 0 ? false : b.rank < 0 ? true : a.rank < b.rank) : a.id < b.id;
+    });
+    Status st = store_.update(w.record);
+    for (const auto& e : w.events) st = st.isOk() ? store_.appendEvent(w.record.name, e) : st;
+    for (const auto& c : w.checkpoints) st = st.isOk() ? store_.addCheckpoint(w.record.name, c) : st;
+    if (!st.isOk() && st.code() != StatusCode::kNotFound) {
+      DDP_LOG(Error) << "job " << w.record.name << ": could not write its record: " << st.toString();
+    }
+  }
+}
+
+void JobManager::tickOnce() {
+  std::vector<std::string> toStop;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    while (!exits_.empty()) {
+      WorkerExit e = std::move(exits_.front());
+      exits_.pop_front();
+      handleExit(e);
+    }
+    const TimePoint now = clock_.now();
+    for (auto& [name, jobPtr] : jobs_) {
+      Live& job = *jobPtr;
+      if (job.rdzv->tick(now)) wakeAssignments(job);
+      std::vector<Waiter> still;
+      for (auto& w : job.waiters) {
+        if (now >= w.until || w.responder->closed()) {
+          http::Response res;
+          res.status = 204;
+          w.responder->reply(std::move(res));
+        } else {
+          still.push_back(std::move(w));
+        }
+      }
+      job.waiters = std::move(still);
+      if (job.cancelRequested && !job.stopSent && now - job.cancelAt >= options_.stopGrace) {
+        job.stopSent = true;
+        toStop.push_back(name);
+      }
+      if (!isTerminal(job.record.phase)) evaluate(job);
+      if (!job.rdzv->active() || isTerminal(job.record.phase)) continue;
+      const Duration window = seconds(job.spec.timeouts.heartbeatSeconds * job.spec.timeouts.heartbeatMisses);
+      for (auto& [id, w] : job.workers) {
+        if (now - w.lastSeen <= window || w.lost || !w.processAlive) continue;
+        if (w.outcome != WorkerOutcome::kRunning || w.rec.rank < 0) continue;
+        w.lost = true;
+        w.rec.state = "Unresponsive";
+        job.dirty = true;
+        event(job, kEventWarning, "HeartbeatMissed",
+              "worker " + id + " missed " + std::to_string(job.spec.timeouts.heartbeatMisses) + " heartbeats");
+      }
+    }
+  }
+  for (const auto& name : toStop) (void)launcher_.stopJob(name, std::chrono::seconds(10));
+  persistFigures(false);
+}
+
+void JobManager::tickLoop() {
+  while (!stopping_) {
+    tickOnce();
+    std::unique_lock<std::mutex> lock(tickMu_);
+    tickCv_.wait_for(lock, options_.tick, [this] { return stopping_.load() || exitsPending_; });
+    exitsPending_ = false;
+  }
+}
+
+size_t JobManager::liveJobs() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return jobs_.size();
+}
+
+}  // namespace ddp::controller

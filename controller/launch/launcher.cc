@@ -1,0 +1,48 @@
+#include "controller/launch/launcher.h"
+
+#include <cstring>
+
+namespace ddp::controller {
+
+std::string WorkerExit::describe() const {
+  std::string s = "worker " + workerId;
+  if (!startError.empty()) return s + " could not be started: " + startError;
+  s += " (pid " + std::to_string(pid) + ")";
+  if (!statusKnown) {
+    s += " ended (exit status unknown: adopted, not a child of this process)";
+  } else if (signaled) {
+    s += " killed by signal " + std::to_string(code) + " (" + ::strsignal(code) + ")";
+  } else {
+    s += " exited with status " + std::to_string(code);
+  }
+  if (killedByLauncher) s += " after the launcher signalled it";
+  return s;
+}
+
+std::string workerIdFor(const std::string& job, int slot) { return job + "-w" + std::to_string(slot); }
+
+std::optional<int> slotOfWorkerId(const std::string& job, const std::string& workerId) {
+  const std::string prefix = job + "-w";
+  if (workerId.size() <= prefix.size() || workerId.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
+  const std::string digits = workerId.substr(prefix.size());
+  if (digits.size() > 6 || (digits.size() > 1 && digits[0] == '0')) return std::nullopt;
+  int slot = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    slot = slot * 10 + (c - '0');
+  }
+  return slot;
+}
+
+Status validateJobName(const std::string& job) {
+  if (job.empty() || job.size() > 63) return invalidArgument("job name must have 1 to 63 characters");
+  if (job[0] == '.') return invalidArgument("job name '" + job + "' must not start with '.'");
+  for (char c : job) {
+    const bool okChar = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                        c == '.' || c == '_' || c == '-';
+    if (!okChar) return invalidArgument("job name '" + job + "' may hold only [A-Za-z0-9._-]");
+  }
+  return Status::ok();
+}
+
+}  // namespace ddp::controller

@@ -1,0 +1,103 @@
+#pragma once
+// Rendezvous: the membership state machine of one job (pure: no threads, no I/O, no clock of
+// its own; every call takes `now`). The controller owns one per job, calls it under the job's
+// lock and carries out what it decides (wakes waiting workers, starts launchers).
+//
+// Note [Rendezvous rounds]
+//  - A round is open until it closes; workers join it (register). It closes when
+//    `maxWorkers` joined, or when `minWorkers` joined and `lastCall` has passed since the
+//    min-th join (TorchElastic's last call). If membership drops below min before that, the
+//    last call is cancelled and starts again when min is reached again.
+//  - Closing assigns ranks in a stable order: survivors of the previous generation (members
+//    of the last closed round that rejoined) first, keeping their relative rank order, then
+//    newcomers in join order. At most maxWorkers are taken; the rest wait for the next round.
+//    The closed round is the job's generation (1, 2, ...): its members hold the ranks.
+//  - A worker that registers while a generation is active and is not one of its members is a
+//    late joiner: it waits for the next round (which the controller opens by ending the
+//    generation, e.g. after a failure, or for elasticity). A member that registers again is
+//    told its assignment again (idempotent).
+//  - Fencing: only the active generation is current; requests naming any other generation are
+//    stale (the controller answers 410 Gone).
+// Thread model: not thread-safe; the owner serialises calls.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace ddp::controller {
+
+struct RendezvousConfig {
+  int minWorkers = 1;
+  int maxWorkers = 1;
+  Duration lastCall = std::chrono::seconds(30);
+  Status validate() const;  // 1 <= min <= max, lastCall >= 0
+};
+
+// A closed round: the generation and its members, index = rank.
+struct RendezvousRound {
+  int64_t generation = 0;
+  std::vector<std::string> members;
+  TimePoint closedAt{};
+  int worldSize() const { return static_cast<int>(members.size()); }
+  // O(1) once indexed (Rendezvous indexes every round it closes or restores).
+  std::optional<int> rankOf(const std::string& workerId) const;
+  void index();
+
+ private:
+  std::unordered_map<std::string, int> rankById_;
+};
+
+class Rendezvous {
+ public:
+  // `lastGeneration`: the highest generation already used (a restarted controller continues
+  // numbering after it).
+  explicit Rendezvous(RendezvousConfig config, int64_t lastGeneration = 0);
+
+  // Restores an active generation (a controller restarted mid-job re-adopts its workers).
+  static Rendezvous restored(RendezvousConfig config, RendezvousRound active);
+
+  // Registers `workerId`. Closes the round when this join reaches maxWorkers.
+  // Returns the generation the worker belongs to or will join (the active one for a member).
+  int64_t join(const std::string& workerId, TimePoint now);
+  // A worker that has not been assigned yet is gone (its process exited): it leaves the open
+  // round (or the late joiners).
+  void leave(const std::string& workerId, TimePoint now);
+  // Closes the open round if its last call has passed at `now`. True when it closed.
+  bool tick(TimePoint now);
+  // When tick() should be called next to close the round on time; nullopt when nothing is due.
+  std::optional<TimePoint> nextDeadline() const;
+
+  // Ends the active generation: its members become the survivors whose rank order the next
+  // round keeps (if they rejoin); late joiners move into the new open round.
+  void endGeneration(TimePoint now);
+
+  bool open() const { return !active_.has_value(); }
+  const std::optional<RendezvousRound>& active() const { return active_; }
+  // The active generation, or 0 when none is active.
+  int64_t generation() const { return active_ ? active_->generation : 0; }
+  // The generation the open round will get when it closes.
+  int64_t nextGeneration() const { return lastGeneration_ + 1; }
+  bool isCurrent(int64_t generation) const { return active_ && active_->generation == generation; }
+  const std::vector<std::string>& waiting() const { return waiting_; }
+  const std::vector<std::string>& lateJoiners() const { return late_; }
+  const RendezvousConfig& config() const { return config_; }
+
+ private:
+  void close(TimePoint now);
+  void noteCount(TimePoint now);
+
+  RendezvousConfig config_;
+  int64_t lastGeneration_ = 0;
+  std::optional<RendezvousRound> active_;
+  std::vector<std::string> previous_;   // members of the last ended generation, by rank
+  std::vector<std::string> waiting_;    // the open round's joiners, in join order
+  std::vector<std::string> late_;       // joined while a generation was active
+  std::optional<TimePoint> minReachedAt_;
+};
+
+}  // namespace ddp::controller

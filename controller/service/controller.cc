@@ -1,0 +1,202 @@
+#include "controller/service/controller.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <fstream>
+
+#include "common/http/http_router.h"
+#include "common/http/http_server.h"
+#include "common/log.h"
+#include "common/store/store_service.h"
+#include "controller/api/api_server.h"
+#include "controller/jobs/job_manager.h"
+#include "controller/launch/external_launcher.h"
+#include "controller/launch/local_launcher.h"
+#include "controller/store/sqlite_job_store.h"
+
+namespace ddp::controller {
+namespace {
+
+Status makeDirs(const std::string& dir) {
+  std::string partial;
+  for (size_t i = 0; i <= dir.size(); ++i) {
+    if (i == dir.size() || dir[i] == '/') {
+      if (!partial.empty() && ::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
+        return unavailable("cannot create " + partial + ": " + std::strerror(errno));
+      }
+    }
+    if (i < dir.size()) partial.push_back(dir[i]);
+  }
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return invalidArgument(dir + " is not a directory");
+  return Status::ok();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+Result<std::string> loadOrCreateToken(const std::string& path, bool create) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT && create) {
+    int rnd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    unsigned char raw[32];
+    size_t got = 0;
+    while (rnd >= 0 && got < sizeof(raw)) {
+      ssize_t n = ::read(rnd, raw + got, sizeof(raw) - got);
+      if (n <= 0) break;
+      got += static_cast<size_t>(n);
+    }
+    if (rnd >= 0) ::close(rnd);
+    if (got != sizeof(raw)) return unavailable("cannot read /dev/urandom for the token");
+    static const char* kHex = "0123456789abcdef";
+    std::string token;
+    for (unsigned char c : raw) {
+      token.push_back(kHex[c >> 4]);
+      token.push_back(kHex[c & 15]);
+    }
+    const std::string tmp = path + ".tmp";
+    int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (out < 0) return unavailable("cannot create " + tmp + ": " + std::strerror(errno));
+    const std::string line = token + "\n";
+    const bool ok = ::write(out, line.data(), line.size()) == static_cast<ssize_t>(line.size()) && ::fsync(out) == 0;
+    ::close(out);
+    if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) return unavailable("cannot write the token to " + path);
+    return token;
+  }
+  if (fd < 0) return notFound("cannot read the token file " + path + ": " + std::strerror(errno));
+  struct stat st {};
+  ::fstat(fd, &st);
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return invalidArgument("the token file " + path + " is not a regular file");
+  }
+  std::string text(4096, '\0');
+  ssize_t n = ::read(fd, text.data(), text.size());
+  ::close(fd);
+  if (n < 0) return unavailable("cannot read the token file " + path);
+  text.resize(static_cast<size_t>(n));
+  text = trim(text);
+  if (text.empty()) return invalidArgument("the token file " + path + " is empty");
+  if ((st.st_mode & 077) != 0) return invalidArgument("the token file " + path + " is readable by others (chmod 600 it)");
+  return text;
+}
+
+struct Controller::Impl {
+  ControllerConfig config;
+  std::string token, tokenFile;
+  std::unique_ptr<SqliteJobStore> store;
+  std::unique_ptr<Launcher> launcher;
+  std::unique_ptr<JobManager> jobs;
+  std::unique_ptr<comm::StoreService> storeService;
+  std::unique_ptr<ApiServer> api;
+  http::Router router;
+  std::unique_ptr<http::Server> server;
+  std::string url;
+
+  // Launcher exits may arrive before the job manager exists (re-adoption at start).
+  std::mutex exitMu;
+  JobManager* exitSink = nullptr;
+  std::deque<WorkerExit> earlyExits;
+
+  bool stopped = false;
+};
+
+Controller::Controller(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Controller::~Controller() { stop(); }
+
+Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config) {
+  DDP_RETURN_IF_ERROR(config.validate());
+  auto impl = std::make_unique<Impl>();
+  Impl* p = impl.get();
+  p->config = config;
+  DDP_RETURN_IF_ERROR(makeDirs(config.stateDir));
+  p->tokenFile = config.tokenFile.empty() ? config.stateDir + "/token" : config.tokenFile;
+  DDP_ASSIGN_OR_RETURN(p->token, loadOrCreateToken(p->tokenFile, config.tokenFile.empty()));
+  DDP_ASSIGN_OR_RETURN(p->store, SqliteJobStore::open(config.stateDir + "/jobs.db"));
+
+  // The server first (its port is the workers' controller URL), routes installed before start.
+  p->storeService = std::make_unique<comm::StoreService>();
+  http::ServerOptions so;
+  so.host = config.listenHost;
+  so.port = config.listenPort;
+  so.handlerThreads = config.handlerThreads;
+  so.maxBodyBytes = config.maxJobBytes;
+  so.bodyLimit = [p](const http::Request& head) { return p->api ? p->api->bodyLimit(head) : p->config.maxJobBytes; };
+  p->server = std::make_unique<http::Server>(so, [p](http::Request& req, std::shared_ptr<http::Responder> res) {
+    p->router.handle(req, std::move(res));
+  });
+  DDP_RETURN_IF_ERROR(p->server->start());
+  const std::string host = config.listenHost.find(':') != std::string::npos ? "[" + config.listenHost + "]" : config.listenHost;
+  p->url = "http://" + host + ":" + std::to_string(p->server->port());
+
+  LocalLauncherOptions lo;
+  lo.stateDir = config.stateDir;
+  lo.workerBinary = config.workerBinary.empty() ? programDir() + "/ddp-worker" : config.workerBinary;
+  lo.tieToParent = config.tieWorkersToProcess;
+  lo.onExit = [p](const WorkerExit& e) {
+    std::lock_guard<std::mutex> lock(p->exitMu);
+    if (p->exitSink != nullptr) {
+      p->exitSink->onWorkerExit(e);
+    } else {
+      p->earlyExits.push_back(e);
+    }
+  };
+  if (config.launcher == "external") {
+    p->launcher = std::make_unique<ExternalLauncher>();
+  } else {
+    DDP_ASSIGN_OR_RETURN(auto local, LocalLauncher::create(lo));
+    p->launcher = std::move(local);
+  }
+
+  JobManagerOptions jo;
+  jo.controllerUrl = config.advertiseUrl.empty() ? p->url : config.advertiseUrl;
+  jo.persistEvery = config.persistEvery;
+  jo.stopGrace = config.stopGrace;
+  jo.workerLogFormat = config.workerLogFormat;
+  jo.workerCheckpointDir = config.workerCheckpointDir;
+  jo.commThreadPriority = config.commThreadPriority;
+  p->jobs = std::make_unique<JobManager>(jo, *p->store, *p->launcher);
+  ApiOptions ao;
+  ao.maxJobBytes = config.maxJobBytes;
+  p->api = std::make_unique<ApiServer>(ao, p->token, *p->jobs, *p->launcher, *p->storeService);
+  p->api->install(p->router);
+  DDP_RETURN_IF_ERROR(p->jobs->start());
+  {
+    std::lock_guard<std::mutex> lock(p->exitMu);
+    p->exitSink = p->jobs.get();
+    for (const auto& e : p->earlyExits) p->jobs->onWorkerExit(e);
+    p->earlyExits.clear();
+  }
+  return std::unique_ptr<Controller>(new Controller(std::move(impl)));
+}
+
+void Controller::stop() {
+  if (!impl_ || impl_->stopped) return;
+  impl_->stopped = true;
+  impl_->server->stop();  // no more requests; pending long polls see closed connections
+  impl_->api->stop();
+  {
+    std::lock_guard<std::mutex> lock(impl_->exitMu);
+    impl_->exitSink = nullptr;
+  }
+  impl_->jobs->stop();
+  impl_->launcher.reset();  // its monitor thread; workers keep running unless tied to us
+}
+
+std::string Controller::url() const { return impl_->url; }
+int Controller::port() const { return impl_->server->port(); }
+const std::string& Controller::token() const { return impl_->token; }
+const std::string& Controller::tokenFile() const { return impl_->tokenFile; }
+JobManager& Controller::jobs() { return *impl_->jobs; }
+Launcher& Controller::launcher() { return *impl_->launcher; }
+
+}  // namespace ddp::controller

@@ -1,0 +1,51 @@
+#pragma once
+// Controller: ddp-controller's parts wired together (docs/CONTROLLER.md): the state dir, the
+// API token, the SQLite job store, the local launcher, the job manager, the store service and
+// the HTTP server with the API routes. Used by ddp-controller's main, in process by
+// `ddpctl run`, and by tests.
+// Thread model: start() and stop() from one thread; the parts run their own threads (the HTTP
+// event loop and handlers, the job manager's ticker, the launcher's monitor, log followers);
+// stop() joins them all. Running workers are not stopped by stop() (unless the config ties them
+// to this process).
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "controller/service/controller_config.h"
+
+namespace ddp::controller {
+
+class JobManager;
+class Launcher;
+
+class Controller {
+ public:
+  static Result<std::unique_ptr<Controller>> start(ControllerConfig config);
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  void stop();
+
+  std::string url() const;             // "http://host:port" as bound
+  int port() const;
+  const std::string& token() const;    // the controller (user API) token
+  const std::string& tokenFile() const;
+  JobManager& jobs();
+  Launcher& launcher();
+
+  struct Impl;
+
+ private:
+  explicit Controller(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reads the token from `path`, or creates it there (256 random bits as hex, mode 0600) when the
+// file does not exist. InvalidArgument when it exists but is empty or readable by others.
+Result<std::string> loadOrCreateToken(const std::string& path, bool create);
+
+}  // namespace ddp::controller

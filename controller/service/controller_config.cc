@@ -1,0 +1,146 @@
+#include "controller/service/controller_config.h"
+
+#include <limits.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <map>
+
+namespace ddp::controller {
+namespace {
+
+struct Option {
+  const char* flag;
+  const char* env;
+};
+constexpr Option kListen{"--listen", "DDP_CONTROLLER_LISTEN"};
+constexpr Option kStateDir{"--state-dir", "DDP_CONTROLLER_STATE_DIR"};
+constexpr Option kTokenFile{"--token-file", "DDP_CONTROLLER_TOKEN_FILE"};
+constexpr Option kWorkerBin{"--worker-bin", "DDP_CONTROLLER_WORKER_BIN"};
+constexpr Option kAdvertise{"--advertise-url", "DDP_CONTROLLER_ADVERTISE_URL"};
+constexpr Option kMaxJobBytes{"--max-job-bytes", "DDP_CONTROLLER_MAX_JOB_BYTES"};
+constexpr Option kHandlerThreads{"--handler-threads", "DDP_CONTROLLER_HANDLER_THREADS"};
+constexpr Option kLogLevel{"--log-level", "DDP_CONTROLLER_LOG_LEVEL"};
+constexpr Option kLauncher{"--launcher", "DDP_CONTROLLER_LAUNCHER"};
+constexpr Option kAll[] = {kListen, kStateDir, kTokenFile, kWorkerBin, kAdvertise, kMaxJobBytes, kHandlerThreads, kLogLevel, kLauncher};
+
+std::string describe(const Option& o) { return std::string(o.flag) + " / " + o.env; }
+
+Status parseInt(const std::string& text, const Option& o, int64_t lo, int64_t hi, int64_t* out) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || p != text.data() + text.size()) {
+    return invalidArgument(describe(o) + ": '" + text + "' is not an integer");
+  }
+  if (v < lo || v > hi) {
+    return invalidArgument(describe(o) + ": " + text + " is not in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  *out = v;
+  return Status::ok();
+}
+
+}  // namespace
+
+ConfigEnv processConfigEnv() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+std::string programDir() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<size_t>(n));
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? "." : p.substr(0, slash);
+}
+
+std::string controllerUsage() {
+  return "usage: ddp-controller --state-dir DIR [--listen HOST:PORT] [--token-file FILE]\n"
+         "                      [--worker-bin PATH] [--advertise-url URL] [--max-job-bytes N]\n"
+         "                      [--handler-threads N] [--log-level debug|info|warning|error]\n"
+         "                      [--launcher local|external]\n"
+         "The training service: REST job API, rendezvous, store and heartbeats for workers, and\n"
+         "a local launcher that runs workers on this host. Prints `listening on http://HOST:PORT`\n"
+         "when ready; SIGTERM stops it (running workers keep running and are re-adopted by the\n"
+         "next start on the same state dir). Every flag falls back to DDP_CONTROLLER_<NAME>\n"
+         "(DDP_CONTROLLER_LISTEN, DDP_CONTROLLER_STATE_DIR, DDP_CONTROLLER_TOKEN_FILE, ...).\n"
+         "The API token is read from --token-file, or generated in STATE_DIR/token (mode 0600).\n";
+}
+
+Status ControllerConfig::validate() const {
+  if (stateDir.empty()) return invalidArgument(describe(kStateDir) + ": required (where jobs, logs and the token live)");
+  if (listenHost.empty()) return invalidArgument(describe(kListen) + ": empty host");
+  if (listenPort < 0 || listenPort > 65535) return invalidArgument(describe(kListen) + ": port out of range");
+  if (maxJobBytes < 1024) return invalidArgument(describe(kMaxJobBytes) + ": must be at least 1024");
+  if (handlerThreads < 1 || handlerThreads > 256) return invalidArgument(describe(kHandlerThreads) + ": must be in [1, 256]");
+  if (persistEvery <= Duration::zero()) return invalidArgument("persistEvery must be > 0");
+  if (launcher != "local" && launcher != "external") {
+    return invalidArgument(describe(kLauncher) + ": '" + launcher + "' is not local or external");
+  }
+  return Status::ok();
+}
+
+Result<ControllerConfig> parseControllerConfig(const std::vector<std::string>& args, const ConfigEnv& env) {
+  std::map<std::string, std::string> values;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--help" || a == "-h") return notFound(controllerUsage());
+    std::string flag = a, value;
+    bool has = false;
+    if (auto eq = a.find('='); eq != std::string::npos && a.rfind("--", 0) == 0) {
+      flag = a.substr(0, eq);
+      value = a.substr(eq + 1);
+      has = true;
+    }
+    bool known = false;
+    for (const auto& o : kAll) known = known || flag == o.flag;
+    if (!known) return invalidArgument("unknown argument '" + a + "'\n" + controllerUsage());
+    if (!has) {
+      if (i + 1 >= args.size()) return invalidArgument(flag + ": missing value");
+      value = args[++i];
+    }
+    values[flag] = value;
+  }
+  auto get = [&](const Option& o) -> std::optional<std::string> {
+    if (auto it = values.find(o.flag); it != values.end()) return it->second;
+    return env(o.env);
+  };
+  ControllerConfig c;
+  if (auto v = get(kListen)) {
+    auto colon = v->rfind(':');
+    if (colon == std::string::npos || colon == 0) return invalidArgument(describe(kListen) + ": '" + *v + "' is not HOST:PORT");
+    c.listenHost = v->substr(0, colon);
+    if (c.listenHost.size() >= 2 && c.listenHost.front() == '[' && c.listenHost.back() == ']') {
+      c.listenHost = c.listenHost.substr(1, c.listenHost.size() - 2);
+    }
+    int64_t port = 0;
+    DDP_RETURN_IF_ERROR(parseInt(v->substr(colon + 1), kListen, 0, 65535, &port));
+    c.listenPort = static_cast<int>(port);
+  }
+  if (auto v = get(kStateDir)) c.stateDir = *v;
+  if (auto v = get(kTokenFile)) c.tokenFile = *v;
+  if (auto v = get(kWorkerBin)) c.workerBinary = *v;
+  if (auto v = get(kAdvertise)) c.advertiseUrl = *v;
+  int64_t n = 0;
+  if (auto v = get(kMaxJobBytes)) {
+    DDP_RETURN_IF_ERROR(parseInt(*v, kMaxJobBytes, 1024, int64_t{1} << 30, &n));
+    c.maxJobBytes = static_cast<size_t>(n);
+  }
+  if (auto v = get(kHandlerThreads)) {
+    DDP_RETURN_IF_ERROR(parseInt(*v, kHandlerThreads, 1, 256, &n));
+    c.handlerThreads = static_cast<int>(n);
+  }
+  if (auto v = get(kLogLevel); v && !log::parseLevel(*v, &c.logLevel)) {
+    return invalidArgument(describe(kLogLevel) + ": '" + *v + "' is not debug|info|warning|error|off");
+  }
+  if (auto v = get(kLauncher)) c.launcher = *v;
+  DDP_RETURN_IF_ERROR(c.validate());
+  return c;
+}
+
+}  // namespace ddp::controller

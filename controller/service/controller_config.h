@@ -1,0 +1,64 @@
+#pragma once
+// ControllerConfig: every setting of ddp-controller, with defaults inline and validate().
+// Read in one place (parseControllerConfig) from flags, falling back to DDP_CONTROLLER_*
+// environment variables:
+//   --listen HOST:PORT       DDP_CONTROLLER_LISTEN      (127.0.0.1:8080; port 0: any free port)
+//   --state-dir DIR          DDP_CONTROLLER_STATE_DIR   (required: jobs.db, token, worker logs)
+//   --token-file FILE        DDP_CONTROLLER_TOKEN_FILE  (default: STATE_DIR/token, generated)
+//   --worker-bin PATH        DDP_CONTROLLER_WORKER_BIN  (default: ddp-worker next to this program)
+//   --advertise-url URL      DDP_CONTROLLER_ADVERTISE_URL (what workers dial; default http://LISTEN)
+//   --max-job-bytes N        DDP_CONTROLLER_MAX_JOB_BYTES (1 MiB)
+//   --handler-threads N      DDP_CONTROLLER_HANDLER_THREADS (4)
+//   --log-level L            DDP_CONTROLLER_LOG_LEVEL   (info)
+//   --launcher local|external DDP_CONTROLLER_LAUNCHER   (local: workers are processes on this
+//                            host; external: something else starts them, e.g. simulated
+//                            workers of bench_controller)
+// Thread model: plain value and pure functions.
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "common/status.h"
+
+namespace ddp::controller {
+
+struct ControllerConfig {
+  std::string listenHost = "127.0.0.1";
+  int listenPort = 8080;
+  std::string stateDir;
+  std::string tokenFile;          // empty: STATE_DIR/token
+  std::string workerBinary;       // empty: ddp-worker next to the running program
+  std::string advertiseUrl;       // empty: http://listenHost:boundPort
+  size_t maxJobBytes = 1u << 20;
+  int handlerThreads = 4;
+  log::Level logLevel = log::Level::kInfo;
+  std::string launcher = "local";  // local | external
+  Duration persistEvery = std::chrono::seconds(2);
+  // Embedded use (ddpctl run): workers die with this process (PR_SET_PDEATHSIG).
+  bool tieWorkersToProcess = false;
+  // Cancel: workers are asked to checkpoint and stop; those still running after this get
+  // SIGTERM, then SIGKILL.
+  Duration stopGrace = std::chrono::seconds(30);
+  // Passed to every worker (empty: the job's own choice).
+  std::string workerLogFormat;
+  std::string workerCheckpointDir;
+  std::string commThreadPriority;
+
+  Status validate() const;
+};
+
+using ConfigEnv = std::function<std::optional<std::string>(const std::string&)>;
+ConfigEnv processConfigEnv();
+
+// argv without the program name. "--help" yields NotFound carrying the usage text.
+Result<ControllerConfig> parseControllerConfig(const std::vector<std::string>& args, const ConfigEnv& env);
+std::string controllerUsage();
+
+// The directory of the running program ("/proc/self/exe").
+std::string programDir();
+
+}  // namespace ddp::controller

@@ -1,0 +1,194 @@
+// End to end over loopback with real processes: a ddp-controller process, `ddpctl submit` /
+// `ddpctl get` as a user runs them, and real ddp-worker processes started by the controller's
+// local launcher training the README's Fashion-MNIST job. The second test SIGKILLs the
+// controller mid-job and starts it again on the same state dir: the workers keep training, the
+// new controller re-adopts them, and the job ends as an uninterrupted run does (same accuracy,
+// bitwise: same seed, same world size, CPU).
+// Cleanup: the test stops the controllers it started by PID, and kills any worker still alive by
+// the PIDs in the launcher's pid files (workers of the service outlive their controller).
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/cli_process.h"
+
+namespace ddp {
+namespace {
+
+using nlohmann::json;
+
+const std::string kBin = DDP_TEST_BIN_DIR;
+const std::string kSource = DDP_SOURCE_DIR;
+
+class ControllerProcess {
+ public:
+  explicit ControllerProcess(std::string stateDir) : stateDir_(std::move(stateDir)) {}
+  ~ControllerProcess() { kill(SIGKILL); }
+
+  // Starts ddp-controller and waits for its "listening on" line.
+  std::string start(const std::string& listen = "127.0.0.1:0") {
+    int out[2];
+    if (::pipe(out) != 0) return "";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(out[1], 1);
+      ::close(out[0]);
+      const std::string bin = kBin + "/ddp-controller";
+      const std::string state = "--state-dir=" + stateDir_;
+      ::execl(bin.c_str(), bin.c_str(), "--listen", listen.c_str(), state.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(out[1]);
+    std::string line;
+    char c;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (std::chrono::steady_clock::now() < deadline && ::read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
+    ::close(out[0]);
+    const std::string prefix = "listening on ";
+    if (line.rfind(prefix, 0) != 0) {
+      kill(SIGKILL);  // it failed to start (or took too long): reap it
+      return "";
+    }
+    return line.substr(prefix.size());
+  }
+  void kill(int sig) {
+    if (pid_ <= 0) return;
+    ::kill(pid_, sig);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+
+ private:
+  std::string stateDir_;
+  pid_t pid_ = -1;
+};
+
+class TempDir {
+ public:
+  TempDir() {
+    char t[] = "/tmp/controller-e2e-XXXXXX";
+    path_ = ::mkdtemp(t);
+  }
+  ~TempDir() {
+    killWorkers();
+    std::system(("rm -rf " + path_).c_str());
+  }
+  const std::string& path() const { return path_; }
+  // Every worker process named in the launcher's pid files under this state dir.
+  void killWorkers() const {
+    const std::string jobs = path_ + "/state/jobs";
+    DIR* d = ::opendir(jobs.c_str());
+    if (d == nullptr) return;
+    while (dirent* e = ::readdir(d)) {
+      const std::string wdir = jobs + "/" + e->d_name + "/workers";
+      DIR* w = ::opendir(wdir.c_str());
+      if (w == nullptr) continue;
+      while (dirent* f = ::readdir(w)) {
+        std::ifstream in(wdir + "/" + f->d_name);
+        std::string kv;
+        while (std::getline(in, kv)) {
+          if (kv.rfind("pid=", 0) == 0) ::kill(std::atoi(kv.c_str() + 4), SIGKILL);
+        }
+      }
+      ::closedir(w);
+    }
+    ::closedir(d);
+  }
+
+ private:
+  std::string path_;
+};
+
+test::CliResult ddpctl(const std::vector<std::string>& args, const std::string& url, const std::string& tokenFile) {
+  std::vector<std::string> argv = {kBin + "/ddpctl"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--server", url, "--token-file", tokenFile});
+  return test::runCli(argv, 30);
+}
+
+// Polls `ddpctl get NAME -o json` until the job has finished; returns the job object.
+json waitFinished(const std::string& name, const std::string& url, const std::string& tokenFile, double seconds,
+                  const std::function<void(const json&)>& onPoll = nullptr) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  json job;
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto r = ddpctl({"get", name, "-o", "json"}, url, tokenFile);
+    if (r.exitCode == 0) {
+      job = json::parse(r.out, nullptr, false);
+      if (job.is_object()) {
+        if (onPoll) onPoll(job);
+        const std::string phase = job["status"]["phase"];
+        if (phase == "Succeeded" || phase == "Failed" || phase == "Cancelled") return job;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  return job;
+}
+
+TEST(ControllerE2eTest, SubmitTrainsToSucceededAndSurvivesAControllerKill) {
+  TempDir dir;
+  const std::string state = dir.path() + "/state";
+  const std::string token = state + "/token";
+  const std::string jobFile = kSource + "/examples/fashion-mnist.yaml";
+
+  ControllerProcess first(state);
+  const std::string url = first.start();
+  ASSERT_FALSE(url.empty()) << "ddp-controller did not print its address";
+
+  // 1. Uninterrupted.
+  auto submitted = ddpctl({"submit", jobFile}, url, token);
+  ASSERT_EQ(submitted.exitCode, 0) << submitted.err;
+  json done = waitFinished("fashion-mnist", url, token, 300);
+  ASSERT_EQ(done["status"]["phase"], "Succeeded") << done.dump(2);
+  ASSERT_TRUE(done["status"]["progress"]["testAccuracy"].is_number()) << done.dump(2);
+  const double accuracy = done["status"]["progress"]["testAccuracy"];
+  EXPECT_GE(accuracy, 0.885) << "the README job's accuracy";
+  auto table = ddpctl({"get"}, url, token);
+  EXPECT_NE(table.out.find("Succeeded"), std::string::npos) << table.out;
+
+  // 2. The same job again (after a delete, so the name is free), with the controller SIGKILLed
+  // once the workers are training, and started again on the same state dir.
+  ASSERT_EQ(ddpctl({"delete", "fashion-mnist"}, url, token).exitCode, 0);
+  ASSERT_EQ(ddpctl({"submit", jobFile}, url, token).exitCode, 0);
+  bool training = false;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (!training && std::chrono::steady_clock::now() < until) {
+    auto r = ddpctl({"get", "fashion-mnist", "-o", "json"}, url, token);
+    json j = json::parse(r.out, nullptr, false);
+    training = j.is_object() && j["status"]["progress"]["step"].is_number() && j["status"]["progress"]["step"].get<int64_t>() > 300;
+    if (!training) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_TRUE(training);
+  first.kill(SIGKILL);
+  // The workers cannot reach it now; they keep training and their heartbeats retry.
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ControllerProcess second(state);
+  const std::string port = url.substr(url.rfind(':') + 1);
+  std::string url2;
+  for (int i = 0; i < 50 && url2.empty(); ++i) {  // the port may take a moment to be free again
+    url2 = second.start("127.0.0.1:" + port);
+    if (url2.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(url2, url) << "the controller came back on its address";
+  json again = waitFinished("fashion-mnist", url2, token, 300);
+  ASSERT_EQ(again["status"]["phase"], "Succeeded") << again.dump(2);
+  EXPECT_EQ(again["status"]["progress"]["testAccuracy"].get<double>(), accuracy)
+      << "the interrupted controller changed nothing about the training";
+  auto events = ddpctl({"describe", "fashion-mnist"}, url2, token);
+  EXPECT_NE(events.out.find("ControllerRestarted"), std::string::npos) << events.out;
+  second.kill(SIGTERM);
+}
+
+}  // namespace
+}  // namespace ddp

@@ -1,0 +1,327 @@
+// The REST contract of ddp-controller (docs/API.md), route by route with good and bad input,
+// against a real in-process Controller over loopback HTTP: real SQLite state dir, real local
+// launcher. The workers it starts are a stand-in program (a shell script that sleeps), so this
+// test plays the workers' side of the protocol itself (register, assignment, store, heartbeat).
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "common/store/http_store_client.h"
+#include "controller/jobs/job_manager.h"
+#include "controller/launch/launcher.h"
+#include "controller/service/controller.h"
+
+namespace ddp::controller {
+namespace {
+
+using nlohmann::json;
+
+class TempDir {
+ public:
+  TempDir() {
+    char t[] = "/tmp/api-contract-XXXXXX";
+    path_ = ::mkdtemp(t);
+  }
+  ~TempDir() { std::system(("rm -rf " + path_).c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string jobYaml(const std::string& name, int workers = 2) {
+  return "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata:\n  name: " + name +
+         "\nspec:\n  workers: {count: " + std::to_string(workers) +
+         "}\n  model: {type: mlp, hidden: [8]}\n  data: {dataset: synthetic, batchSize: 8}\n  steps: 10\n";
+}
+
+class ApiContractTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string fake = dir_.path() + "/fake-worker.sh";
+    std::ofstream(fake) << "#!/bin/sh\necho \"fake worker $DDP_WORKER_ID\"\nexec sleep 60\n";
+    ::chmod(fake.c_str(), 0755);
+    ControllerConfig c;
+    c.listenPort = 0;
+    c.stateDir = dir_.path() + "/state";
+    c.workerBinary = fake;
+    c.stopGrace = std::chrono::seconds(1);
+    auto ctl = Controller::start(c);
+    ASSERT_TRUE(ctl.isOk()) << ctl.status().toString();
+    ctl_ = std::move(*ctl);
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", ctl_->port());
+    client_->set_read_timeout(10, 0);
+    auth_ = {{"Authorization", "Bearer " + ctl_->token()}};
+  }
+  void TearDown() override {
+    if (ctl_) {
+      // Stop the stand-in workers this test's jobs started (by pid, through the launcher).
+      auto jobs = ctl_->jobs().list();
+      if (jobs.isOk()) {
+        for (const auto& j : *jobs) (void)ctl_->launcher().forgetJob(j.name);
+      }
+      ctl_->stop();
+    }
+  }
+  httplib::Result post(const std::string& path, const std::string& body, const std::string& type,
+                       const httplib::Headers& h) {
+    return client_->Post(path.c_str(), h, body, type.c_str());
+  }
+  json submitOk(const std::string& name, int workers = 2) {
+    auto r = post("/v1/jobs", jobYaml(name, workers), "application/yaml", auth_);
+    EXPECT_TRUE(r);
+    EXPECT_EQ(r->status, 201) << r->body;
+    return json::parse(r->body);
+  }
+  std::string workerToken(const std::string& name) {
+    auto rec = ctl_->jobs().get(name);
+    EXPECT_TRUE(rec.isOk());
+    return rec->workerToken;
+  }
+
+  TempDir dir_;
+  std::unique_ptr<Controller> ctl_;
+  std::unique_ptr<httplib::Client> client_;
+  httplib::Headers auth_;
+};
+
+TEST_F(ApiContractTest, HealthNeedsNoTokenEverythingElseDoes) {
+  auto h = client_->Get("/healthz");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  auto r = client_->Get("/readyz");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200) << r->body;
+  auto none = client_->Get("/v1/jobs");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 401);
+  EXPECT_NE(json::parse(none->body)["error"].get<std::string>().find("missing bearer token"), std::string::npos);
+  auto wrong = client_->Get("/v1/jobs", {{"Authorization", "Bearer nope"}});
+  ASSERT_TRUE(wrong);
+  EXPECT_EQ(wrong->status, 401);
+  auto ok = client_->Get("/v1/jobs", auth_);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+  EXPECT_TRUE(json::parse(ok->body)["jobs"].empty());
+}
+
+TEST_F(ApiContractTest, TheGeneratedTokenFileIsPrivate) {
+  struct stat st {};
+  ASSERT_EQ(::stat(ctl_->tokenFile().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(ctl_->token().size(), 64u);  // 256 bits, hex
+}
+
+TEST_F(ApiContractTest, SubmitGetListAndTheJobObject) {
+  json job = submitOk("alpha");
+  EXPECT_EQ(job["metadata"]["name"], "alpha");
+  EXPECT_EQ(job["status"]["phase"], "Pending");
+  EXPECT_EQ(job["status"]["conditions"][0]["type"], "Created");
+  EXPECT_EQ(job["spec"]["workers"]["count"], 2);
+  EXPECT_EQ(job["spec"]["timeouts"]["heartbeatSeconds"], 1);
+  auto g = client_->Get("/v1/jobs/alpha", auth_);
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->status, 200);
+  json got = json::parse(g->body);
+  for (const char* k : {"phase", "conditions", "startTime", "completionTime", "generation", "restarts", "workers", "progress"}) {
+    EXPECT_TRUE(got["status"].contains(k)) << k;
+  }
+  for (const char* k : {"step", "totalSteps", "epoch", "epochs", "loss", "samplesPerSecond", "testAccuracy", "etaSeconds"}) {
+    EXPECT_TRUE(got["status"]["progress"].contains(k)) << k;
+  }
+  // JSON documents are accepted too.
+  const std::string js = R"({"apiVersion":"ddp.dev/v1","kind":"DDPJob","metadata":{"name":"beta"},)"
+                         R"("spec":{"model":{"type":"mlp","hidden":[8]},"data":{"dataset":"synthetic"},"steps":5}})";
+  auto j = post("/v1/jobs", js, "application/json", auth_);
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->status, 201) << j->body;
+  auto l = client_->Get("/v1/jobs?phase=Pending", auth_);
+  ASSERT_TRUE(l);
+  EXPECT_EQ(json::parse(l->body)["jobs"].size(), 2u);
+  auto none = client_->Get("/v1/jobs?phase=Succeeded", auth_);
+  EXPECT_TRUE(json::parse(none->body)["jobs"].empty());
+  auto bad = client_->Get("/v1/jobs?phase=Bogus", auth_);
+  EXPECT_EQ(bad->status, 400);
+  auto missing = client_->Get("/v1/jobs/nope", auth_);
+  EXPECT_EQ(missing->status, 404);
+}
+
+TEST_F(ApiContractTest, BadDocumentsAreRefusedWithEveryErrorAndNothingIsStored) {
+  auto malformed = post("/v1/jobs", "metadata: {name: x\nspec: [", "application/yaml", auth_);
+  ASSERT_TRUE(malformed);
+  EXPECT_EQ(malformed->status, 400);
+  json m = json::parse(malformed->body);
+  ASSERT_FALSE(m["details"].empty());
+  EXPECT_GT(m["details"][0]["line"].get<int>(), 0);
+
+  const std::string twoErrors = "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: bad}\nspec:\n"
+                                "  workers: {count: 0}\n  bogusField: 1\n  steps: 10\n";
+  auto v = post("/v1/jobs", twoErrors, "application/yaml", auth_);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->status, 400);
+  json d = json::parse(v->body)["details"];
+  ASSERT_GE(d.size(), 2u) << v->body;
+  bool unknown = false, count = false;
+  for (const auto& e : d) {
+    unknown = unknown || e["path"].get<std::string>().find("bogusField") != std::string::npos;
+    count = count || e["path"] == "spec.workers.count";
+    EXPECT_TRUE(e.contains("line") && e.contains("column") && e.contains("message"));
+  }
+  EXPECT_TRUE(unknown) << v->body;
+  EXPECT_TRUE(count) << v->body;
+
+  auto type = post("/v1/jobs", jobYaml("t"), "text/plain", auth_);
+  EXPECT_EQ(type->status, 415);
+  auto big = post("/v1/jobs", std::string(2u << 20, '#'), "application/yaml", auth_);
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->status, 413);
+  auto tooMany = post("/v1/jobs", jobYaml("huge", 4000), "application/yaml", auth_);
+  EXPECT_EQ(tooMany->status, 400);
+  EXPECT_NE(tooMany->body.find("spec.workers.count"), std::string::npos) << tooMany->body;
+
+  submitOk("dup");
+  auto dup = post("/v1/jobs", jobYaml("dup"), "application/yaml", auth_);
+  EXPECT_EQ(dup->status, 409);
+  auto l = client_->Get("/v1/jobs", auth_);
+  EXPECT_EQ(json::parse(l->body)["jobs"].size(), 1u) << "only the valid job was stored";
+  EXPECT_EQ(client_->Get("/healthz")->status, 200) << "the server keeps serving";
+}
+
+TEST_F(ApiContractTest, CancelDeleteEventsCheckpointsAndLogs) {
+  submitOk("gamma");
+  auto cps = client_->Get("/v1/jobs/gamma/checkpoints", auth_);
+  ASSERT_TRUE(cps);
+  EXPECT_EQ(cps->status, 200);
+  EXPECT_TRUE(json::parse(cps->body)["checkpoints"].empty());
+  // The stand-in workers print one line each.
+  std::string logs;
+  for (int i = 0; i < 100 && logs.find("fake worker gamma-w1") == std::string::npos; ++i) {
+    logs = client_->Get("/v1/jobs/gamma/logs", auth_)->body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_NE(logs.find("fake worker gamma-w0"), std::string::npos) << logs;
+  auto one = client_->Get("/v1/jobs/gamma/logs?rank=1&tail=5", auth_);
+  EXPECT_EQ(one->status, 200);
+  EXPECT_NE(one->body.find("gamma-w1"), std::string::npos);
+  EXPECT_EQ(one->body.find("gamma-w0"), std::string::npos);
+  EXPECT_EQ(client_->Get("/v1/jobs/gamma/logs?rank=x", auth_)->status, 400);
+
+  auto c = post("/v1/jobs/gamma/cancel", "", "application/json", auth_);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->status, 200);
+  std::string phase;
+  for (int i = 0; i < 200 && phase != "Cancelled"; ++i) {
+    phase = json::parse(client_->Get("/v1/jobs/gamma", auth_)->body)["status"]["phase"];
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  EXPECT_EQ(phase, "Cancelled");
+  EXPECT_EQ(post("/v1/jobs/gamma/cancel", "", "application/json", auth_)->status, 409);
+  json ev = json::parse(client_->Get("/v1/jobs/gamma/events", auth_)->body)["events"];
+  ASSERT_FALSE(ev.empty());
+  EXPECT_EQ(ev[0]["reason"], "Created");
+  EXPECT_EQ(ev.back()["reason"], "JobCancelled");
+
+  auto del = client_->Delete("/v1/jobs/gamma", auth_);
+  ASSERT_TRUE(del);
+  EXPECT_EQ(del->status, 200) << del->body;
+  EXPECT_EQ(client_->Get("/v1/jobs/gamma", auth_)->status, 404);
+  EXPECT_EQ(client_->Delete("/v1/jobs/gamma", auth_)->status, 404);
+  submitOk("gamma");  // the name can be used again
+}
+
+TEST_F(ApiContractTest, WorkerRoutesRendezvousStoreHeartbeatAndIsolation) {
+  submitOk("one");
+  submitOk("two", 1);
+  const httplib::Headers w1 = {{"Authorization", "Bearer " + workerToken("one")}};
+  const httplib::Headers w2 = {{"Authorization", "Bearer " + workerToken("two")}};
+  // The controller token is not a worker token, and job two's token is not valid for job one.
+  EXPECT_EQ(post("/v1/jobs/one/workers", R"({"workerId":"one-w0"})", "application/json", auth_)->status, 401);
+  EXPECT_EQ(post("/v1/jobs/one/workers", R"({"workerId":"one-w0"})", "application/json", w2)->status, 401);
+  EXPECT_EQ(client_->Get("/v1/jobs/two", w2)->status, 401) << "a worker token is no user token";
+
+  auto reg = post("/v1/jobs/one/workers", R"({"workerId":"one-w1","host":"127.0.0.1","pid":1})", "application/json", w1);
+  ASSERT_TRUE(reg);
+  EXPECT_EQ(reg->status, 200) << reg->body;
+  EXPECT_EQ(json::parse(reg->body)["generation"], 1);
+  // The round is open: a long poll answers 204 after its wait, without a result.
+  auto waiting = client_->Get("/v1/jobs/one/workers/one-w1/assignment?wait_ms=100", w1);
+  EXPECT_EQ(waiting->status, 204);
+  // A waiting request is released by the round closing (the second worker joins).
+  int assignedStatus = 0;
+  std::string assignedBody;
+  std::thread poll([&] {
+    httplib::Client c("127.0.0.1", ctl_->port());
+    auto r = c.Get("/v1/jobs/one/workers/one-w1/assignment?wait_ms=2000", w1);
+    if (r) {
+      assignedStatus = r->status;
+      assignedBody = r->body;
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(post("/v1/jobs/one/workers", R"({"workerId":"one-w0"})", "application/json", w1)->status, 200);
+  poll.join();
+  ASSERT_EQ(assignedStatus, 200) << assignedBody;
+  json a = json::parse(assignedBody);
+  EXPECT_EQ(a["rank"], 1);
+  EXPECT_EQ(a["worldSize"], 2);
+  EXPECT_EQ(a["generation"], 1);
+  EXPECT_NE(a["spec"].get<std::string>().find("name: one"), std::string::npos);
+  EXPECT_EQ(json::parse(client_->Get("/v1/jobs/one", auth_)->body)["status"]["phase"], "Running");
+
+  // Store: the server applies the namespace; job two's token cannot reach job one's keys.
+  comm::HttpStoreClientOptions so;
+  so.basePath = "/v1/jobs/one/generations/1/store";
+  so.bearerToken = workerToken("one");
+  comm::HttpStoreClient store("127.0.0.1", ctl_->port(), so);
+  ASSERT_TRUE(store.set("k", "v1").isOk());
+  auto v = store.get("k", Deadline::after(std::chrono::seconds(2)));
+  ASSERT_TRUE(v.isOk()) << v.status().toString();
+  EXPECT_EQ(*v, "v1");
+  so.bearerToken = workerToken("two");
+  comm::HttpStoreClient intruder("127.0.0.1", ctl_->port(), so);
+  EXPECT_FALSE(intruder.set("k", "evil").isOk());
+  EXPECT_FALSE(intruder.get("k", Deadline::after(std::chrono::milliseconds(300))).isOk());
+  EXPECT_EQ(*store.get("k", Deadline::after(std::chrono::seconds(2))), "v1");
+  // Fencing: a generation that is not current gets 410 with the current one.
+  auto stale = client_->Get("/v1/jobs/one/generations/7/store/value?key=k", w1);
+  EXPECT_EQ(stale->status, 410);
+  EXPECT_EQ(json::parse(stale->body)["generation"], 1);
+  comm::HttpStoreClientOptions staleOpts;
+  staleOpts.basePath = "/v1/jobs/one/generations/0/store";
+  staleOpts.bearerToken = workerToken("one");
+  comm::HttpStoreClient staleClient("127.0.0.1", ctl_->port(), staleOpts);
+  EXPECT_EQ(staleClient.set("k", "x").code(), StatusCode::kAborted);
+
+  // Heartbeats: progress from rank 0; the answer carries a command; bad bodies are 400.
+  const std::string hb = R"({"workerId":"one-w0","rank":0,"state":"Running","step":3,"totalSteps":10,)"
+                         R"("epoch":0,"epochs":1,"loss":0.5,"samplesPerSecond":100,"counters":{"samples":48}})";
+  auto h = post("/v1/jobs/one/generations/1/heartbeat", hb, "application/json", w1);
+  ASSERT_TRUE(h);
+  ASSERT_EQ(h->status, 200) << h->body;
+  EXPECT_EQ(json::parse(h->body)["command"]["type"], "none");
+  EXPECT_EQ(post("/v1/jobs/one/generations/2/heartbeat", hb, "application/json", w1)->status, 410);
+  EXPECT_EQ(post("/v1/jobs/one/generations/1/heartbeat", "{", "application/json", w1)->status, 400);
+  EXPECT_EQ(post("/v1/jobs/one/generations/1/heartbeat", R"({"workerId":"one-w0","state":"Weird"})", "application/json", w1)->status, 400);
+  json job = json::parse(client_->Get("/v1/jobs/one", auth_)->body);
+  EXPECT_EQ(job["status"]["progress"]["step"], 3);
+  EXPECT_EQ(job["status"]["progress"]["totalSteps"], 10);
+  // Cancel: the next heartbeat answer is `stop`.
+  EXPECT_EQ(post("/v1/jobs/one/cancel", "", "application/json", auth_)->status, 200);
+  auto stop = post("/v1/jobs/one/generations/1/heartbeat", hb, "application/json", w1);
+  EXPECT_EQ(json::parse(stop->body)["command"]["type"], "stop");
+}
+
+TEST_F(ApiContractTest, UnknownRoutesAndMethods) {
+  EXPECT_EQ(client_->Get("/v2/nothing", auth_)->status, 404);
+  EXPECT_EQ(client_->Put("/v1/jobs", auth_, "", "application/json")->status, 405);
+}
+
+}  // namespace
+}  // namespace ddp::controller

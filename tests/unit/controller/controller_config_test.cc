@@ -1,0 +1,72 @@
+// ControllerConfig: flags, DDP_CONTROLLER_* fallbacks (an injected environment), validation
+// messages that name the flag and the variable; and the layering rule that ddp-controller links
+// no Gloo, NCCL, CUDA or BLAS (checked on the built binary's dynamic dependencies).
+#include "controller/service/controller_config.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <map>
+
+namespace ddp::controller {
+namespace {
+
+ConfigEnv envOf(std::map<std::string, std::string> vars) {
+  return [vars](const std::string& name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(ControllerConfigTest, FlagsOverrideTheEnvironment) {
+  auto c = parseControllerConfig({"--listen", "0.0.0.0:0", "--state-dir=/tmp/x"},
+                                 envOf({{"DDP_CONTROLLER_LISTEN", "127.0.0.1:9"}, {"DDP_CONTROLLER_HANDLER_THREADS", "8"}}));
+  ASSERT_TRUE(c.isOk()) << c.status().toString();
+  EXPECT_EQ(c->listenHost, "0.0.0.0");
+  EXPECT_EQ(c->listenPort, 0);
+  EXPECT_EQ(c->stateDir, "/tmp/x");
+  EXPECT_EQ(c->handlerThreads, 8);
+  EXPECT_EQ(c->launcher, "local");
+  auto v6 = parseControllerConfig({"--listen", "[::1]:8080", "--state-dir", "/s", "--launcher", "external"}, envOf({}));
+  ASSERT_TRUE(v6.isOk());
+  EXPECT_EQ(v6->listenHost, "::1");
+  EXPECT_EQ(v6->launcher, "external");
+}
+
+TEST(ControllerConfigTest, ErrorsNameTheFlagAndTheVariable) {
+  auto missing = parseControllerConfig({}, envOf({}));
+  ASSERT_FALSE(missing.isOk());
+  EXPECT_NE(missing.status().message().find("--state-dir / DDP_CONTROLLER_STATE_DIR"), std::string::npos);
+  auto port = parseControllerConfig({"--state-dir", "/s"}, envOf({{"DDP_CONTROLLER_LISTEN", "h:70000"}}));
+  ASSERT_FALSE(port.isOk());
+  EXPECT_NE(port.status().message().find("DDP_CONTROLLER_LISTEN"), std::string::npos) << port.status();
+  auto launcher = parseControllerConfig({"--state-dir", "/s", "--launcher", "k8s"}, envOf({}));
+  ASSERT_FALSE(launcher.isOk());
+  EXPECT_NE(launcher.status().message().find("'k8s' is not local or external"), std::string::npos);
+  auto unknown = parseControllerConfig({"--bogus"}, envOf({}));
+  ASSERT_FALSE(unknown.isOk());
+  EXPECT_NE(unknown.status().message().find("unknown argument '--bogus'"), std::string::npos);
+  auto help = parseControllerConfig({"--help"}, envOf({}));
+  EXPECT_EQ(help.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(help.status().message().find("usage: ddp-controller"), std::string::npos);
+}
+
+TEST(ControllerLayeringTest, TheControllerLinksNoGlooNcclCudaOrBlas) {
+  const std::string cmd = std::string("ldd ") + DDP_TEST_BIN_DIR + "/ddp-controller 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  ASSERT_EQ(::pclose(p), 0) << out;
+  ASSERT_NE(out.find("libsqlite3"), std::string::npos) << "ldd did not list the binary's libraries:\n" << out;
+  for (const char* lib : {"libgloo", "libnccl", "libcudart", "libcublas", "libopenblas", "libblas"}) {
+    EXPECT_EQ(out.find(lib), std::string::npos) << "ddp-controller links " << lib << ":\n" << out;
+  }
+}
+
+}  // namespace
+}  // namespace ddp::controller

@@ -1,0 +1,137 @@
+// Rendezvous as a pure state machine with an injected clock (no processes, no threads).
+#include "controller/rendezvous/rendezvous.h"
+
+#include <gtest/gtest.h>
+
+namespace ddp::controller {
+namespace {
+
+using std::chrono::seconds;
+
+TimePoint at(double s) { return TimePoint{} + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s)); }
+
+RendezvousConfig cfg(int min, int max, double lastCall = 30) {
+  RendezvousConfig c;
+  c.minWorkers = min;
+  c.maxWorkers = max;
+  c.lastCall = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(lastCall));
+  return c;
+}
+
+TEST(RendezvousTest, ClosesAtMaxWithRanksInNaturalIdOrder) {
+  Rendezvous r(cfg(2, 3));
+  EXPECT_EQ(r.join("job-w10", at(0)), 1);
+  EXPECT_EQ(r.join("job-w2", at(1)), 1);
+  EXPECT_TRUE(r.open());
+  EXPECT_EQ(r.join("job-w1", at(2)), 1);
+  ASSERT_FALSE(r.open());
+  EXPECT_EQ(r.active()->members, (std::vector<std::string>{"job-w1", "job-w2", "job-w10"}));
+  EXPECT_EQ(r.generation(), 1);
+  EXPECT_EQ(r.active()->closedAt, at(2));
+}
+
+TEST(RendezvousTest, ClosesAtMinOnlyAfterTheLastCall) {
+  Rendezvous r(cfg(2, 4, 10));
+  r.join("a", at(0));
+  EXPECT_FALSE(r.nextDeadline().has_value());
+  r.join("b", at(5));
+  ASSERT_TRUE(r.nextDeadline().has_value());
+  EXPECT_EQ(*r.nextDeadline(), at(15));
+  EXPECT_FALSE(r.tick(at(14.9)));
+  EXPECT_TRUE(r.open());
+  r.join("c", at(14.95));  // joining during the last call does not restart it
+  EXPECT_TRUE(r.tick(at(15)));
+  EXPECT_EQ(r.active()->worldSize(), 3);
+}
+
+TEST(RendezvousTest, DroppingBelowMinCancelsTheLastCall) {
+  Rendezvous r(cfg(2, 4, 10));
+  r.join("a", at(0));
+  r.join("b", at(1));
+  r.leave("b", at(2));
+  EXPECT_FALSE(r.tick(at(20)));
+  EXPECT_TRUE(r.open());
+  r.join("c", at(21));
+  EXPECT_FALSE(r.tick(at(30)));
+  EXPECT_TRUE(r.tick(at(31)));
+  EXPECT_EQ(r.active()->members, (std::vector<std::string>{"a", "c"}));
+}
+
+TEST(RendezvousTest, LateJoinerWaitsForTheNextRound) {
+  Rendezvous r(cfg(2, 2));
+  r.join("a", at(0));
+  r.join("b", at(0));
+  ASSERT_EQ(r.generation(), 1);
+  EXPECT_EQ(r.join("z", at(1)), 2);  // the next generation
+  EXPECT_EQ(r.lateJoiners(), (std::vector<std::string>{"z"}));
+  EXPECT_FALSE(r.active()->rankOf("z").has_value());
+  EXPECT_EQ(r.join("a", at(2)), 1);  // a member registering again: idempotent
+  EXPECT_EQ(r.active()->worldSize(), 2);
+}
+
+TEST(RendezvousTest, SurvivorsKeepTheirRankOrderNewcomersFollow) {
+  Rendezvous r(cfg(3, 3));
+  r.join("w0", at(0));
+  r.join("w1", at(0));
+  r.join("w2", at(0));
+  ASSERT_EQ(r.generation(), 1);
+  r.endGeneration(at(5));  // w1 died
+  EXPECT_TRUE(r.open());
+  EXPECT_FALSE(r.isCurrent(1));
+  r.join("a-new", at(6));  // its replacement registers first and sorts first
+  r.join("w2", at(6));
+  r.join("w0", at(7));
+  ASSERT_EQ(r.generation(), 2);
+  EXPECT_EQ(r.active()->members, (std::vector<std::string>{"w0", "w2", "a-new"}));
+}
+
+TEST(RendezvousTest, StaleGenerationsAreFenced) {
+  Rendezvous r(cfg(1, 1));
+  EXPECT_FALSE(r.isCurrent(0));
+  r.join("a", at(0));
+  EXPECT_TRUE(r.isCurrent(1));
+  r.endGeneration(at(1));
+  EXPECT_FALSE(r.isCurrent(1));
+  r.join("a", at(2));
+  EXPECT_TRUE(r.isCurrent(2));
+  EXPECT_FALSE(r.isCurrent(1));
+  EXPECT_FALSE(r.isCurrent(3));
+}
+
+TEST(RendezvousTest, ExtraJoinersBeyondMaxWaitAndLateJoinersOpenTheNextRound) {
+  Rendezvous r(cfg(1, 2, 0));
+  r.join("a", at(0));
+  r.join("b", at(0));
+  r.join("c", at(0));
+  EXPECT_EQ(r.active()->members, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r.lateJoiners(), (std::vector<std::string>{"c"}));
+  r.endGeneration(at(1));
+  EXPECT_EQ(r.waiting(), (std::vector<std::string>{"c"}));
+  EXPECT_TRUE(r.tick(at(1)));  // min 1 reached, last call 0
+  EXPECT_EQ(r.active()->members, (std::vector<std::string>{"c"}));
+  EXPECT_EQ(r.generation(), 2);
+}
+
+TEST(RendezvousTest, RestoredContinuesNumberingAndKnowsItsMembers) {
+  RendezvousRound round;
+  round.generation = 7;
+  round.members = {"x", "y"};
+  Rendezvous r = Rendezvous::restored(cfg(2, 2), round);
+  EXPECT_TRUE(r.isCurrent(7));
+  EXPECT_EQ(r.join("y", at(0)), 7);
+  EXPECT_EQ(*r.active()->rankOf("y"), 1);
+  r.endGeneration(at(1));
+  r.join("x", at(2));
+  r.join("y", at(2));
+  EXPECT_EQ(r.generation(), 8);
+}
+
+TEST(RendezvousTest, ConfigValidation) {
+  EXPECT_TRUE(cfg(1, 1).validate().isOk());
+  EXPECT_FALSE(cfg(0, 1).validate().isOk());
+  EXPECT_FALSE(cfg(3, 2).validate().isOk());
+  EXPECT_FALSE(cfg(1, 1, -1).validate().isOk());
+}
+
+}  // namespace
+}  // namespace ddp::controller

@@ -1,0 +1,259 @@
+// ddpctl's pure formatting: tables, ages, the progress line, describe and YAML output, from
+// job objects shaped like docs/API.md's.
+#include "tools/ddpctl/output_format.h"
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+namespace ddp::ddpctl {
+namespace {
+
+constexpr int64_t kCreated = 1795428000;  // 2026-11-23T10:00:00Z
+
+Json runningJob() {
+  return Json::parse(R"({
+    "metadata": {"name": "fashion-mnist", "uid": "u-1", "creationTimestamp": "2026-11-23T10:00:00Z",
+                 "labels": {"team": "ml"}},
+    "spec": {"workers": {"count": 2, "min": 2, "max": 2}, "device": "cpu", "threadsPerWorker": 1,
+             "model": {"type": "mlp", "hidden": [256, 256], "activation": "relu"},
+             "data": {"dataset": "fashion-mnist", "dir": "/data/fm", "batchSize": 64, "limit": 0},
+             "optimizer": {"type": "sgd", "lr": 0.01, "momentum": 0.9, "weightDecay": 0.0,
+                           "schedule": {"type": "constant"}},
+             "commHook": {"type": "powerSGD", "wrapper": "fp16", "powerSGD": {"rank": 2, "startIter": 10}},
+             "epochs": 3, "checkpoint": {"dir": "/ckpt", "everySteps": 100, "keep": 3},
+             "maxRestarts": 3},
+    "status": {
+      "phase": "Running",
+      "conditions": [{"type": "Created", "status": "True", "reason": "JobCreated", "message": "job accepted",
+                      "lastTransitionTime": "2026-11-23T10:00:00Z"},
+                     {"type": "Running", "status": "True", "reason": "WorkersRunning", "message": "2 workers",
+                      "lastTransitionTime": "2026-11-23T10:00:30Z"}],
+      "startTime": "2026-11-23T10:00:30Z", "completionTime": null, "generation": 1, "restarts": 0,
+      "workers": [{"rank": 0, "id": "fashion-mnist-w0", "host": "127.0.0.1", "pid": 1234, "state": "Running",
+                   "lastHeartbeat": "2026-11-23T10:04:58Z", "step": 120},
+                  {"rank": 1, "id": "fashion-mnist-w1", "host": "127.0.0.1", "pid": 1235, "state": "Running",
+                   "lastHeartbeat": "2026-11-23T10:04:59Z", "step": 120}],
+      "progress": {"step": 120, "totalSteps": 2814, "epoch": 0, "epochs": 3, "loss": 0.52,
+                   "samplesPerSecond": 9000.0, "testAccuracy": null, "etaSeconds": 200.4}
+    }
+  })");
+}
+
+TEST(Rfc3339, ParsesUtcFractionsAndOffsets) {
+  EXPECT_EQ(parseRfc3339("1970-01-01T00:00:00Z"), 0);
+  EXPECT_EQ(parseRfc3339("2026-11-23T10:00:00Z"), kCreated);
+  EXPECT_EQ(parseRfc3339("2026-11-23T10:00:00.123456Z"), kCreated);
+  EXPECT_EQ(parseRfc3339("2026-11-23T12:30:00+02:30"), kCreated);
+  EXPECT_EQ(parseRfc3339("2000-02-29T23:59:59Z"), 951868799);  // leap day
+  EXPECT_EQ(parseRfc3339("1969-12-31T00:00:00Z"), -86400);
+  EXPECT_EQ(parseRfc3339(""), std::nullopt);
+  EXPECT_EQ(parseRfc3339("2026-11-23"), std::nullopt);
+  EXPECT_EQ(parseRfc3339("2026-11-23T10:00:00"), std::nullopt);  // no zone
+  EXPECT_EQ(parseRfc3339("2026-13-23T10:00:00Z"), std::nullopt);
+  EXPECT_EQ(parseRfc3339("2026-11-23T10:00:00Zjunk"), std::nullopt);
+}
+
+TEST(FormatAge, UsesKubectlUnits) {
+  EXPECT_EQ(formatAge(-3), "0s");  // clock skew
+  EXPECT_EQ(formatAge(0), "0s");
+  EXPECT_EQ(formatAge(5), "5s");
+  EXPECT_EQ(formatAge(59), "59s");
+  EXPECT_EQ(formatAge(60), "1m");
+  EXPECT_EQ(formatAge(3 * 60 + 59), "3m");
+  EXPECT_EQ(formatAge(2 * 3600 + 59 * 60), "2h");
+  EXPECT_EQ(formatAge(4 * 86400 + 3600), "4d");
+  EXPECT_EQ(formatAge(400 * 86400), "1y");
+}
+
+TEST(FormatSeconds, KeepsTwoUnits) {
+  EXPECT_EQ(formatSeconds(12.3), "12s");
+  EXPECT_EQ(formatSeconds(200), "3m20s");
+  EXPECT_EQ(formatSeconds(180), "3m");
+  EXPECT_EQ(formatSeconds(7500), "2h5m");
+  EXPECT_EQ(formatSeconds(97200), "1d3h");
+  EXPECT_EQ(formatSeconds(-1), "-");
+}
+
+TEST(JobTable, FullJobAndJobWithMissingFields) {
+  Json jobs = Json::array({runningJob(), Json::parse(R"({"metadata": {"name": "bare"}})")});
+  EXPECT_EQ(renderTable(jobTable(jobs, kCreated + 300, /*wide=*/false)),
+            "NAME            PHASE     WORKERS   STEP       PROGRESS   LOSS     ACCURACY   AGE\n"
+            "fashion-mnist   Running   2/2       120/2814   4%         0.5200   -          5m\n"
+            "bare            -         -         -          -          -        -          -\n");
+}
+
+TEST(JobTable, NullsEmptyListsAndWrongTypesShowDashes) {
+  Json job = Json::parse(R"({"metadata": {"name": "odd", "creationTimestamp": "not a time"},
+                             "spec": {"workers": {"count": "two"}},
+                             "status": {"phase": null, "workers": [], "progress": {"step": "x", "loss": null}}})");
+  Table t = jobTable(Json::array({job}), kCreated, false);
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.rows[0], (std::vector<std::string>{"odd", "-", "-", "-", "-", "-", "-", "-"}));
+}
+
+TEST(JobTable, WideAddsGenerationRestartsAndEta) {
+  Json job = runningJob();
+  job["status"]["progress"]["testAccuracy"] = 0.8731;
+  job["status"]["workers"][1]["state"] = "Joining";
+  Table t = jobTable(Json::array({job}), kCreated + 3 * 3600, /*wide=*/true);
+  EXPECT_EQ(t.header.back(), "ETA");
+  ASSERT_EQ(t.rows.size(), 1u);
+  EXPECT_EQ(t.rows[0], (std::vector<std::string>{"fashion-mnist", "Running", "1/2", "120/2814", "4%", "0.5200",
+                                                 "87.3%", "3h", "1", "0", "3m20s"}));
+  job["status"]["phase"] = "Succeeded";  // no ETA once finished
+  EXPECT_EQ(jobTable(Json::array({job}), kCreated, true).rows[0].back(), "-");
+}
+
+TEST(RenderTable, AlignsByCodePointsAndIndents) {
+  Table t{{"A", "B"}, {{"é…", "x"}, {"long cell", "y"}}};
+  EXPECT_EQ(renderTable(t, 2), "  A           B\n  é…          x\n  long cell   y\n");
+}
+
+TEST(CheckpointTable, ListsEveryField) {
+  Json list = Json::parse(R"([{"step": 100, "time": "2026-11-23T10:01:00Z", "bytes": 2345678, "worldSize": 2,
+                               "path": "/ckpt/step-100"}, {"step": 200}])");
+  EXPECT_EQ(renderTable(checkpointTable(list)),
+            "STEP   TIME                   BYTES     WORLD-SIZE   PATH\n"
+            "100    2026-11-23T10:01:00Z   2345678   2            /ckpt/step-100\n"
+            "200    -                      -         -            -\n");
+}
+
+TEST(ProgressBar, FillsInProportionAndClamps) {
+  EXPECT_EQ(progressBar(0.0, 10), "[----------]");
+  EXPECT_EQ(progressBar(0.5, 10), "[#####-----]");
+  EXPECT_EQ(progressBar(0.99, 10), "[#########-]");
+  EXPECT_EQ(progressBar(1.0, 10), "[##########]");
+  EXPECT_EQ(progressBar(7.0, 4), "[####]");
+  EXPECT_EQ(progressBar(-1.0, 4), "[----]");
+}
+
+TEST(ProgressLine, ShowsStepPercentLossSpeedAndEta) {
+  EXPECT_EQ(progressLine(runningJob(), 10),
+            "Running    [----------]  120/2814    4.3%  loss 0.5200  9000 samples/s  ETA 3m20s");
+  Json done = runningJob();
+  done["status"]["phase"] = "Succeeded";
+  done["status"]["progress"]["step"] = 2814;
+  EXPECT_EQ(progressLine(done, 10), "Succeeded  [##########]  2814/2814  100.0%  loss 0.5200  9000 samples/s");
+  Json restarting = runningJob();
+  restarting["status"]["phase"] = "Restarting";
+  restarting["status"]["generation"] = 2;
+  EXPECT_NE(progressLine(restarting, 10).find("generation 2"), std::string::npos);
+}
+
+TEST(ProgressLine, PendingJobWaitsForWorkers) {
+  Json pending = Json::parse(R"({"metadata": {"name": "p"}, "spec": {"workers": {"count": 3}},
+                                 "status": {"phase": "Pending", "progress": null,
+                                            "workers": [{"rank": 0, "state": "Running"}]}})");
+  EXPECT_EQ(progressLine(pending), "Pending    waiting for workers (1/3 running)");
+  // The controller sends a zeroed progress object before the first heartbeat.
+  pending["status"]["progress"] = {{"step", 0}, {"totalSteps", 0}, {"loss", nullptr}, {"samplesPerSecond", 0.0},
+                                   {"etaSeconds", 0.0}};
+  EXPECT_EQ(progressLine(pending), "Pending    waiting for workers (1/3 running)");
+}
+
+TEST(ProgressLine, JobThatNeverStepped) {
+  Json job = Json::parse(R"({"metadata": {"name": "p"}, "status": {"phase": "Cancelled",
+      "conditions": [{"type": "Cancelled", "status": "True", "message": "cancelled by the user"}],
+      "progress": {"step": 0, "totalSteps": 0, "loss": 0.0, "samplesPerSecond": 0.0}}})");
+  EXPECT_EQ(progressLine(job), "Cancelled  before the first step");
+  EXPECT_EQ(watchSummary(job), "job p Cancelled before the first step (cancelled by the user)");
+  Table t = jobTable(Json::array({job}), kCreated, false);
+  EXPECT_EQ(t.rows[0][3], "-");  // STEP
+  EXPECT_EQ(t.rows[0][5], "-");  // LOSS
+  job["status"]["phase"] = "Running";
+  EXPECT_EQ(progressLine(job), "Running    starting (workers - running)");
+}
+
+TEST(ProgressLine, NoSpeedMeansNoEta) {
+  Json job = runningJob();
+  job["status"]["progress"]["samplesPerSecond"] = 0.0;
+  EXPECT_EQ(progressLine(job, 10), "Running    [----------]  120/2814    4.3%  loss 0.5200");
+  EXPECT_EQ(jobTable(Json::array({job}), kCreated, /*wide=*/true).rows[0].back(), "-");
+}
+
+TEST(WatchSummary, NamesOutcomeAccuracyAndDuration) {
+  Json job = runningJob();
+  job["status"]["phase"] = "Succeeded";
+  job["status"]["progress"]["step"] = 2814;
+  job["status"]["progress"]["testAccuracy"] = 0.873;
+  job["status"]["completionTime"] = "2026-11-23T10:01:42Z";
+  EXPECT_EQ(watchSummary(job),
+            "job fashion-mnist Succeeded: step 2814/2814, loss 0.5200, test accuracy 87.3%, took 1m12s");
+  job["status"]["phase"] = "Failed";
+  job["status"]["progress"]["testAccuracy"] = nullptr;
+  job["status"]["conditions"].push_back(
+      {{"type", "Failed"}, {"status", "True"}, {"reason", "WorkerFailed"}, {"message", "rank 1 exited 3"}});
+  EXPECT_EQ(watchSummary(job),
+            "job fashion-mnist Failed: step 2814/2814, loss 0.5200, test accuracy n/a, took 1m12s (rank 1 exited 3)");
+}
+
+TEST(DescribeJob, SummarisesSpecThenConditionsWorkersAndEvents) {
+  Json events = Json::parse(R"([{"time": "2026-11-23T10:00:00Z", "type": "Normal", "reason": "Created",
+                                 "message": "job created"},
+                                {"time": "2026-11-23T10:04:00Z", "type": "Warning", "reason": "SlowWorker",
+                                 "message": "rank 1 is 20% slower"}])");
+  const std::string text = describeJob(runningJob(), events, kCreated + 300);
+  const char* expectedLines[] = {
+      "Name:           fashion-mnist\n",
+      "UID:            u-1\n",
+      "Labels:         team=ml\n",
+      "Created:        2026-11-23T10:00:00Z (5m ago)\n",
+      "Phase:          Running\n",
+      "Completed:      <none>\n",
+      "Restarts:       0 (max 3)\n",
+      "Progress:       step 120/2814 (4.3%), epoch 1/3, loss 0.5200, 9000 samples/s, ETA 3m20s\n",
+      "Test accuracy:  <none>\n",
+      "Spec:\n",
+      "  Model:        mlp, hidden [256, 256], relu\n",
+      "  Data:         fashion-mnist from /data/fm, batch 64 per worker\n",
+      "  Workers:      2, device cpu, 1 thread each\n",
+      "  Optimizer:    sgd, lr 0.01, momentum 0.9\n",
+      "  Hook:         powerSGD (rank 2, start iter 10), fp16 wrapper\n",
+      "  Training:     3 epochs\n",
+      "  Checkpoint:   /ckpt, every 100 steps, keep 3\n",
+      "Conditions:\n"
+      "  TYPE      STATUS   REASON           AGE   MESSAGE\n"
+      "  Created   True     JobCreated       5m    job accepted\n"
+      "  Running   True     WorkersRunning   4m    2 workers\n",
+      "Workers:\n"
+      "  RANK   ID                 HOST        PID    STATE     STEP   HEARTBEAT\n"
+      "  0      fashion-mnist-w0   127.0.0.1   1234   Running   120    2s ago\n",
+      "Events:\n"
+      "  TYPE      REASON       AGE   MESSAGE\n"
+      "  Normal    Created      5m    job created\n"
+      "  Warning   SlowWorker   1m    rank 1 is 20% slower\n",
+  };
+  size_t from = 0;
+  for (const char* line : expectedLines) {
+    const size_t at = text.find(line, from);
+    ASSERT_NE(at, std::string::npos) << "missing, or out of order:\n" << line << "\nin:\n" << text;
+    from = at;
+  }
+}
+
+TEST(DescribeJob, EmptyJobShowsNone) {
+  const std::string text = describeJob(Json::object(), Json::array(), kCreated);
+  EXPECT_NE(text.find("Name:           <none>\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  Checkpoint:   <none>\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("Conditions:\n  <none>\nWorkers:\n  <none>\nEvents:\n  <none>\n"), std::string::npos) << text;
+}
+
+TEST(JsonToYaml, QuotesStringsThatWouldChangeTypeAndReadsBack) {
+  Json doc = Json::parse(R"({"name": "job", "count": 3, "lr": 0.01, "on": true, "none": null,
+                             "labels": {"version": "1.5", "flag": "yes", "empty": ""}, "list": [1, "2"]})");
+  const std::string yaml = jsonToYaml(doc);
+  YAML::Node n = YAML::Load(yaml);
+  EXPECT_EQ(n["name"].as<std::string>(), "job");
+  EXPECT_EQ(n["count"].as<int>(), 3);
+  EXPECT_DOUBLE_EQ(n["lr"].as<double>(), 0.01);
+  EXPECT_TRUE(n["on"].as<bool>());
+  EXPECT_TRUE(n["none"].IsNull());
+  EXPECT_NE(yaml.find("version: \"1.5\""), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("flag: \"yes\""), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("empty: \"\""), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("- \"2\""), std::string::npos) << yaml;
+  EXPECT_EQ(yaml.back(), '\n');
+}
+
+}  // namespace
+}  // namespace ddp::ddpctl

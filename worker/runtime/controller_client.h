@@ -1,0 +1,209 @@
+#pragma once
+// ControllerClient: the worker's side of ddp-controller's worker routes (docs/API.md, "Worker
+// routes"): registration, the rendezvous assignment (long poll), heartbeats; and the options of
+// the HttpStoreClient that reaches the same controller's per-generation store.
+//
+// Requests: every one carries `Authorization: Bearer <job token>` and runs under the caller's
+// deadline: connect, read and write timeouts are capped by the time left. A transport failure
+// (no answer: refused, reset, timed out) and a 503 are retried with exponential backoff (50 ms
+// doubling to 1 s) until the deadline, then reported as Unavailable naming the controller URL,
+// the route and the attempts. Every worker route is safe to repeat (registration is idempotent,
+// the assignment is read-only, a repeated heartbeat is just a fresher report), so a request is
+// retried even when it may have reached the server.
+// Status mapping (the server's "error" text is kept in the message):
+//   410 -> Aborted "fenced: stale generation, current G" (isFenced())
+//   409 on the assignment -> OutOfRange "job finished: state S" (jobFinished(), Note below)
+//   401 -> FailedPrecondition; 404 -> NotFound; other 4xx -> InvalidArgument;
+//   other 5xx -> Internal; an answer that does not decode -> Internal.
+//
+// Note [Job finished]
+// A worker that asks for an assignment after its job ended gets 409 + {"error", "state"}; it
+// exits 0 when the state is Succeeded or Cancelled (docs/API.md). awaitAssignment() returns
+// OutOfRange with the message "job finished: state <S>" (kJobFinishedPrefix) so that no other
+// failure can be mistaken for it; jobFinished() recognises it and gives the state.
+//
+// Thread model: thread-safe and stateless between calls (each request opens its own connection),
+// so the heartbeat thread and the main thread may use one client at once. JSON codecs are pure.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+#include "common/store/http_store_client.h"
+
+namespace ddp::runtime {
+
+inline constexpr Duration kControllerConnectTimeout = std::chrono::seconds(5);  // per attempt
+inline constexpr Duration kControllerInitialBackoff = std::chrono::milliseconds(50);
+inline constexpr Duration kControllerMaxBackoff = std::chrono::seconds(1);
+inline constexpr Duration kAssignmentLongPoll = std::chrono::seconds(2);  // wait_ms asked (the server caps it at 2 s)
+inline constexpr const char* kJobFinishedPrefix = "job finished: state ";
+inline constexpr const char* kFencedPrefix = "fenced: stale generation";
+
+// ---- Wire types (docs/API.md) ----
+
+struct Registration {
+  std::string workerId;
+  int64_t generation = 0;  // the round it joined, or will join
+};
+
+struct PeerInfo {
+  int rank = 0;
+  std::string workerId;
+  std::string advertiseAddress;
+  bool operator==(const PeerInfo&) const = default;
+};
+
+struct Assignment {
+  int rank = -1;
+  int worldSize = 0;
+  int64_t generation = 0;
+  std::string specYaml;  // the validated spec, every default filled in
+  std::vector<PeerInfo> peers;
+  bool operator==(const Assignment&) const = default;
+};
+
+enum class WorkerState { kRunning, kSucceeded, kFailed, kStopped };
+const char* workerStateName(WorkerState s);
+bool parseWorkerState(std::string_view text, WorkerState* out);
+
+struct HeartbeatCounters {  // cumulative over the steps this process ran
+  int64_t samples = 0;
+  int64_t steps = 0;
+  double stepSeconds = 0;
+  int64_t commBytes = 0;
+  double commExposedSeconds = 0;
+  int64_t compressionUncompressedBytes = 0;
+  int64_t compressionSentBytes = 0;
+  bool operator==(const HeartbeatCounters&) const = default;
+};
+
+struct CollectiveInFlight {  // the oldest unfinished collective of one backend
+  std::string backend;
+  int64_t seq = 0;
+  std::string op;
+  int64_t bytes = 0;
+  double seconds = 0;  // since it was issued
+  bool operator==(const CollectiveInFlight&) const = default;
+};
+
+struct CheckpointReport {
+  int64_t step = 0;
+  int64_t bytes = 0;
+  std::string path;
+  bool operator==(const CheckpointReport&) const = default;
+};
+
+struct HeartbeatReport {
+  std::string workerId;
+  int rank = -1;
+  WorkerState state = WorkerState::kRunning;
+  int64_t step = 0;
+  int64_t totalSteps = 0;
+  int epoch = 0;  // 0-based epoch in progress
+  int epochs = 0;
+  double loss = 0;  // a non-finite loss goes out as null and comes back as NaN
+  double samplesPerSecond = 0;
+  std::optional<double> testAccuracy;  // null until the first evaluation
+  HeartbeatCounters counters;
+  std::vector<CollectiveInFlight> collectives;
+  std::optional<CheckpointReport> checkpoint;
+  std::string message;
+  std::map<std::string, double> ext;  // figures later versions add
+};
+
+enum class CommandType { kNone, kCheckpoint, kStop, kAbort, kFlightRecord };
+const char* commandTypeName(CommandType t);
+
+struct Command {
+  CommandType type = CommandType::kNone;
+  int64_t step = -1;  // kCheckpoint: the step to checkpoint at
+  bool operator==(const Command&) const = default;
+};
+
+struct HeartbeatAnswer {
+  Command command;
+  int64_t generation = 0;
+  bool operator==(const HeartbeatAnswer&) const = default;
+};
+
+// Pure JSON codecs. Decoders return InvalidArgument naming the missing or mistyped field;
+// unknown fields are ignored (later versions add some).
+std::string encodeRegistrationRequest(const std::string& workerId, const std::string& host,
+                                      const std::string& advertiseAddress, int64_t pid);
+Result<Registration> decodeRegistration(std::string_view json);
+std::string encodeAssignment(const Assignment& a);
+Result<Assignment> decodeAssignment(std::string_view json);
+std::string encodeHeartbeatReport(const HeartbeatReport& r);
+Result<HeartbeatReport> decodeHeartbeatReport(std::string_view json);
+std::string encodeHeartbeatAnswer(const HeartbeatAnswer& a);
+Result<HeartbeatAnswer> decodeHeartbeatAnswer(std::string_view json);
+
+// The statuses with their own meaning (see the header comment); context may be prepended.
+bool isFenced(const Status& st);
+// The job's final state when `st` is awaitAssignment's job-finished status (Note [Job finished]).
+std::optional<std::string> jobFinished(const Status& st);
+
+// ---- The client ----
+
+struct ControllerClientOptions {
+  std::string url;  // "http://host:port"
+  std::string job;
+  std::string token;
+  std::string workerId;
+  Duration connectTimeout = kControllerConnectTimeout;
+  Duration initialBackoff = kControllerInitialBackoff;
+  Duration maxBackoff = kControllerMaxBackoff;
+  Duration assignmentPoll = kAssignmentLongPoll;
+
+  Status validate() const;
+};
+
+class ControllerClient {
+ public:
+  static Result<std::unique_ptr<ControllerClient>> create(ControllerClientOptions options);
+
+  // POST /v1/jobs/{job}/workers.
+  Result<Registration> registerWorker(const std::string& host, const std::string& advertiseAddress,
+                                      int64_t pid, Deadline deadline) const;
+  // Long-polls GET /v1/jobs/{job}/workers/{id}/assignment until the round closes (200), asking
+  // again on 204. Timeout when the deadline passes first; OutOfRange when the job is finished.
+  Result<Assignment> awaitAssignment(Deadline deadline) const;
+  // POST /v1/jobs/{job}/generations/{g}/heartbeat; the controller's command in the answer.
+  Result<HeartbeatAnswer> heartbeat(int64_t generation, const HeartbeatReport& report,
+                                    Deadline deadline) const;
+
+  // The store of `generation` on the same controller: HttpStoreClient::connect(storeAddress(),
+  // storeOptions(generation)). The server applies the job/generation namespace.
+  comm::HttpStoreClientOptions storeOptions(int64_t generation) const;
+  std::string storeAddress() const { return host_ + ":" + std::to_string(port_); }
+  const std::string& url() const { return options_.url; }
+  const ControllerClientOptions& options() const { return options_; }
+
+  struct Reply {
+    int status = 0;
+    std::string body;
+  };
+
+ private:
+  ControllerClient(ControllerClientOptions options, std::string host, int port);
+  enum class Method { kGet, kPost };
+  // One request, retried as the header says; `readTimeout` is capped by the deadline.
+  Result<Reply> send(Method method, const std::string& path, const std::string& body,
+                     Deadline deadline, Duration readTimeout, const std::string& what) const;
+  // A non-success answer as a Status (mapping in the header comment).
+  Status replyError(const Reply& reply, const std::string& what) const;
+  std::string jobPath() const;
+
+  const ControllerClientOptions options_;
+  const std::string host_;
+  const int port_;
+};
+
+}  // namespace ddp::runtime
