@@ -352,6 +352,12 @@ void EventLoop::dispatch(Connection& c) {
   c.readPaused = false;
   auto responder = std::make_shared<Responder>(outbox_, c.id, c.request.versionMinor, c.keepAlive);
   c.responder = responder;
+  if (options_.runInline && options_.runInline(c.request)) {
+    Request request = std::move(c.request);
+    c.request = Request{};
+    runHandler(pool_.handler(), request, responder);  // may reply at once: the outbox takes it
+    return;
+  }
   pool_.post({std::move(c.request), std::move(responder)});
   c.request = Request{};
 }

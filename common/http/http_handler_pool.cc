@@ -53,16 +53,20 @@ void HandlerPool::run() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
-    // No exception crosses the module boundary: a throwing handler answers 500.
-    try {
-      handler_(task.request, task.responder);
-    } catch (const std::exception& e) {
-      DDP_LOG(Error) << "http handler for " << task.request.method << " " << task.request.path << " threw: " << e.what();
-      task.responder->reply(Response::jsonError(500, std::string("internal error: ") + e.what()));
-    } catch (...) {
-      DDP_LOG(Error) << "http handler for " << task.request.method << " " << task.request.path << " threw";
-      task.responder->reply(Response::jsonError(500, "internal error"));
-    }
+    runHandler(handler_, task.request, task.responder);
+  }
+}
+
+void runHandler(const Handler& handler, Request& request, const std::shared_ptr<Responder>& responder) {
+  // No exception crosses the module boundary: a throwing handler answers 500.
+  try {
+    handler(request, responder);
+  } catch (const std::exception& e) {
+    DDP_LOG(Error) << "http handler for " << request.method << " " << request.path << " threw: " << e.what();
+    responder->reply(Response::jsonError(500, std::string("internal error: ") + e.what()));
+  } catch (...) {
+    DDP_LOG(Error) << "http handler for " << request.method << " " << request.path << " threw";
+    responder->reply(Response::jsonError(500, "internal error"));
   }
 }
 

@@ -21,6 +21,9 @@ struct HandlerTask {
   std::shared_ptr<Responder> responder;
 };
 
+// Runs `handler` on the calling thread; an exception becomes a 500 (none crosses the module).
+void runHandler(const Handler& handler, Request& request, const std::shared_ptr<Responder>& responder);
+
 class HandlerPool {
  public:
   HandlerPool(int threads, Handler handler);
@@ -33,6 +36,7 @@ class HandlerPool {
   void stop();
   // True on one of this pool's threads.
   bool onPoolThread() const;
+  const Handler& handler() const { return handler_; }
 
  private:
   void run();

@@ -96,6 +96,11 @@ struct ServerOptions {
   Duration idleTimeout = std::chrono::seconds(60);     // keep-alive connection with no request in flight is closed
   Duration requestTimeout = std::chrono::seconds(10);  // a request must arrive completely within this (408)
   int handlerThreads = 4;              // handlers run on these; they must not block for long
+  // Optional: requests for which this returns true run their handler on the event-loop thread
+  // itself, saving the hand-off to a pool thread and back (two context switches per request).
+  // Only for handlers that never block: short locks, then reply or defer at once. Asked on the
+  // event-loop thread once the request is complete.
+  std::function<bool(const Request& request)> runInline;
   int listenBacklog = 4096;            // capped by net.core.somaxconn
 
   Status validate() const;

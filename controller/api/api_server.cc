@@ -61,6 +61,19 @@ bool isStoreRoute(std::string_view path) { return path.find("/store/") != std::s
 
 }  // namespace
 
+bool isWorkerRoute(const Request& req) {
+  // /v1/jobs/{name}/workers[/...] and /v1/jobs/{name}/generations/...: the fourth segment.
+  std::string_view path = req.path;
+  constexpr std::string_view kJobs = "/v1/jobs/";
+  if (path.rfind(kJobs, 0) != 0) return false;
+  path.remove_prefix(kJobs.size());
+  const auto slash = path.find('/');
+  if (slash == std::string_view::npos) return false;
+  path.remove_prefix(slash + 1);
+  const std::string_view segment = path.substr(0, path.find('/'));
+  return segment == "workers" || segment == "generations";
+}
+
 bool tokenEquals(const std::string& expected, const std::string& presented) {
   unsigned diff = static_cast<unsigned>(expected.size() ^ presented.size());
   for (size_t i = 0; i < expected.size(); ++i) {

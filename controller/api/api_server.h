@@ -82,6 +82,9 @@ class ApiServer {
   std::thread taskThread_;
 };
 
+// Register, assignment, store and heartbeat routes: they never block (see ApiServer).
+bool isWorkerRoute(const http::Request& req);
+
 // Constant-time comparison of a presented token with the expected one.
 bool tokenEquals(const std::string& expected, const std::string& presented);
 // The token of an "Authorization: Bearer <token>" header; "" when absent or malformed.

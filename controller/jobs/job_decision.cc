@@ -5,6 +5,15 @@ namespace ddp::controller {
 JobVerdict decideJob(const JobFacts& f) {
   JobVerdict v;
   if (isTerminal(f.phase)) return v;
+  bool allSucceeded = f.generationActive && !f.members.empty();
+  for (const auto& w : f.members) allSucceeded = allSucceeded && w.outcome == WorkerOutcome::kSucceeded;
+  if (allSucceeded && f.liveProcesses == 0) {
+    // Finished before a late cancel could stop it: the training is complete.
+    v.next = JobPhase::kSucceeded;
+    v.reason = "JobSucceeded";
+    v.message = "every worker finished training";
+    return v;
+  }
   if (f.cancelRequested) {
     if (f.liveProcesses == 0) {
       v.next = JobPhase::kCancelled;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
 #include <cstring>
 #include <set>
 
@@ -129,6 +130,7 @@ struct JobManager::Live {
   std::string assignmentTail;
   // The launcher was asked for the workers (until then no verdict: no process has existed).
   bool launched = false;
+  bool stopPending = false;  // a verdict asked to stop the remaining workers (the ticker does)
 };
 
 JobManager::JobManager(JobManagerOptions options, JobStore& store, Launcher& launcher, const Clock& clock)
@@ -329,6 +331,7 @@ bool JobManager::isFinished(const std::string& name) {
 Result<JobRecord> JobManager::cancel(const std::string& name) {
   bool stopNow = false;
   JobRecord out;
+  std::vector<std::string> signal;  // workers to tell at once (SIGTERM: checkpoint and stop)
   {
     std::lock_guard<std::mutex> lock(mu_);
     Live* job = find(name);
@@ -346,6 +349,11 @@ Result<JobRecord> JobManager::cancel(const std::string& name) {
       // Workers that are not training yet have nothing to checkpoint: stop them now.
       stopNow = !job->rdzv->active().has_value();
       job->stopSent = stopNow;
+      if (!stopNow) {
+        for (const auto& [id, w] : job->workers) {
+          if (w.processAlive) signal.push_back(id);
+        }
+      }
       for (auto& w : job->waiters) {
         replyJson(*w.responder, 409, {{"error", "job " + name + " was cancelled"}, {"state", "Cancelled"}});
       }
@@ -354,6 +362,9 @@ Result<JobRecord> JobManager::cancel(const std::string& name) {
     out = job->record;
   }
   if (stopNow) (void)launcher_.stopJob(name, std::chrono::seconds(5));
+  // A worker takes SIGTERM as it takes the `stop` command, without waiting for its next
+  // heartbeat; a launcher that cannot signal (external workers) leaves it to the heartbeat.
+  for (const auto& id : signal) (void)launcher_.killWorker(name, id, SIGTERM);
   return out;
 }
 
@@ -629,10 +640,9 @@ void JobManager::evaluate(Live& job) {
   JobVerdict v = decideJob(f);
   if (!v.next) return;
   transition(job, *v.next, v.reason, v.message);
-  if (v.stopWorkers) {
-    // Outside our lock would be nicer; the launcher only signals and returns.
-    (void)launcher_.stopJob(job.record.name, std::chrono::seconds(10));
-  }
+  // The ticker signals them, outside the lock (evaluate also runs on request paths that must
+  // not wait for the launcher).
+  if (v.stopWorkers) job.stopPending = true;
 }
 
 void JobManager::transition(Live& job, JobPhase next, const std::string& reason, const std::string& message) {
@@ -747,6 +757,10 @@ void JobManager::tickOnce() {
         toStop.push_back(name);
       }
       if (!isTerminal(job.record.phase)) evaluate(job);
+      if (job.stopPending) {
+        job.stopPending = false;
+        toStop.push_back(name);
+      }
       if (!job.rdzv->active() || isTerminal(job.record.phase)) continue;
       const Duration window = seconds(job.spec.timeouts.heartbeatSeconds * job.spec.timeouts.heartbeatMisses);
       for (auto& [id, w] : job.workers) {

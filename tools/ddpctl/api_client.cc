@@ -1,5 +1,7 @@
 #include "tools/ddpctl/api_client.h"
 
+#include "common/store/http_store_wire.h"
+
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -183,20 +185,7 @@ size_t clientOptionLength(const std::vector<std::string>& args, size_t i) {
   return 0;
 }
 
-std::string percentEncode(const std::string& text) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+std::string percentEncode(const std::string& text) { return comm::store_wire::encode(text); }
 
 std::string jobPath(const std::string& name) { return "/v1/jobs/" + percentEncode(name); }
 

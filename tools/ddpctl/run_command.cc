@@ -63,14 +63,6 @@ void writeLine(int fd, const std::string& text) {
 
 void say(const std::string& text) { writeLine(STDERR_FILENO, "ddpctl: " + text); }
 
-std::string selfDir() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  auto slash = p.rfind('/');
-  return slash == std::string::npos ? "." : p.substr(0, slash);
-}
 
 std::string absolutePath(const std::string& p) {
   char buf[PATH_MAX];
@@ -331,7 +323,7 @@ int runCommand(const std::vector<std::string>& argv) {
   const int workers = a.workers > 0 ? a.workers : spec->workers.count;
   const std::string logFormat = !a.logFormat.empty() ? a.logFormat
                                 : spec->logFormat == JobLogFormat::kJson ? "json" : "human";
-  const std::string workerBin = a.workerBin.empty() ? selfDir() + "/ddp-worker" : a.workerBin;
+  const std::string workerBin = a.workerBin.empty() ? controller::programDir() + "/ddp-worker" : a.workerBin;
   if (::access(workerBin.c_str(), X_OK) != 0) {
     say("cannot run the worker program " + workerBin + ": " + std::strerror(errno) +
         " (build it: ninja ddp-worker, or pass --worker-bin)");

@@ -1,5 +1,7 @@
 #include "worker/runtime/controller_client.h"
 
+#include "common/store/http_store_wire.h"
+
 #include <httplib.h>
 
 #include <algorithm>
@@ -22,20 +24,7 @@ constexpr size_t kMaxErrorText = 300;
 
 // Percent-encodes everything but RFC 3986 unreserved characters (job names and worker ids are
 // DNS labels today; this keeps a future id from breaking the path).
-std::string pathSegment(const std::string& s) {
-  static const char* kHex = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  return out;
-}
+std::string pathSegment(const std::string& s) { return comm::store_wire::encode(s); }
 
 // The server's {"error": "..."} text, or the raw body (shortened) when it is not that.
 std::string serverError(const std::string& body) {

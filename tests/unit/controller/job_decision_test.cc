@@ -69,6 +69,15 @@ TEST(JobDecisionTest, CancelEndsOnlyOnceNoProcessIsLeft) {
   EXPECT_EQ(decideJob(f).next, JobPhase::kCancelled);
 }
 
+TEST(JobDecisionTest, AJobThatFinishedBeforeALateCancelSucceeded) {
+  JobFacts f = running(2);
+  f.cancelRequested = true;
+  f.members[0].outcome = WorkerOutcome::kSucceeded;
+  f.members[1].outcome = WorkerOutcome::kSucceeded;
+  f.liveProcesses = 0;
+  EXPECT_EQ(decideJob(f).next, JobPhase::kSucceeded);
+}
+
 TEST(JobDecisionTest, EveryProcessGoneWithoutSuccessIsAFailure) {
   JobFacts f = running(2);
   f.members[0].outcome = WorkerOutcome::kSucceeded;

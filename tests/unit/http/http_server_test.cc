@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -486,6 +487,50 @@ TEST(HttpServerTest, BindFailureIsUnavailableNamingTheAddressAndOptionsAreValida
   bad = ServerOptions{};
   bad.port = 70000;
   EXPECT_EQ(Server(bad, p.handler()).start().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(HttpServerTest, InlineRoutesRunOnTheEventLoopOthersOnThePool) {
+  // The loop thread is the one that serves the first inline request; every later inline request
+  // must come from the same thread, and no pooled request from it.
+  std::mutex mu;
+  std::set<std::thread::id> inlineThreads, pooledThreads;
+  std::thread replier;  // joined below
+  ServerOptions o = smallOptions();
+  o.runInline = [](const Request& r) { return r.path.rfind("/fast", 0) == 0; };
+  Server server(o, [&](Request& req, std::shared_ptr<Responder> res) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      (req.path.rfind("/fast", 0) == 0 ? inlineThreads : pooledThreads).insert(std::this_thread::get_id());
+    }
+    if (req.path == "/fast/throw") throw std::runtime_error("boom");
+    if (req.path == "/fast/later") {
+      replier = std::thread([res] { res->reply(Response::text(200, "later")); });  // a deferred reply
+      return;
+    }
+    res->reply(Response::text(200, "ok " + req.path));
+  });
+  ASSERT_TRUE(server.start().isOk());
+  httplib::Client client("127.0.0.1", server.port());
+  for (int i = 0; i < 20; ++i) {
+    auto a = client.Get("/fast/x");
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->body, "ok /fast/x");
+    auto b = client.Get("/slow/y");
+    ASSERT_TRUE(b);
+    EXPECT_EQ(b->body, "ok /slow/y");
+  }
+  auto later = client.Get("/fast/later");
+  if (replier.joinable()) replier.join();
+  ASSERT_TRUE(later);
+  EXPECT_EQ(later->body, "later");
+  auto thrown = client.Get("/fast/throw");
+  ASSERT_TRUE(thrown);
+  EXPECT_EQ(thrown->status, 500) << "an inline handler that throws answers 500 and the loop lives on";
+  EXPECT_EQ(client.Get("/fast/x")->status, 200);
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(inlineThreads.size(), 1u) << "every inline request ran on the one event-loop thread";
+  EXPECT_FALSE(pooledThreads.empty());
+  for (const auto& t : pooledThreads) EXPECT_EQ(inlineThreads.count(t), 0u);
 }
 
 }  // namespace
