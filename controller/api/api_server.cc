@@ -118,12 +118,12 @@ void ApiServer::stop() {
   }
   tasksCv_.notify_all();
   if (taskThread_.joinable()) taskThread_.join();
-  std::list<std::thread> followers;
+  std::list<Follower> followers;
   {
     std::lock_guard<std::mutex> lock(mu_);
     followers.swap(followers_);
   }
-  for (auto& t : followers) t.join();
+  for (auto& f : followers) f.thread.join();
 }
 
 void ApiServer::runTask(std::function<void()> task) {
@@ -302,8 +302,24 @@ void ApiServer::logs(Request& req, Res res) {
   if (activeFollowers_ >= options_.maxFollowers) {
     return sendError(*res, 429, "too many followed logs (" + std::to_string(options_.maxFollowers) + "); try again later");
   }
+  reapFollowers();
   ++activeFollowers_;
-  followers_.emplace_back([this, s = std::move(*stream), name, res]() mutable { follow(std::move(s), name, res); });
+  Follower& follower = followers_.emplace_back();
+  follower.thread = std::thread([this, s = std::move(*stream), name, res, done = follower.done]() mutable {
+    follow(std::move(s), name, res);
+    done->store(true);
+  });
+}
+
+void ApiServer::reapFollowers() {
+  for (auto it = followers_.begin(); it != followers_.end();) {
+    if (it->done->load()) {
+      it->thread.join();
+      it = followers_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 void ApiServer::follow(std::unique_ptr<LogStream> stream, std::string job, Res res) {

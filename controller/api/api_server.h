@@ -65,6 +65,7 @@ class ApiServer {
   void storeOp(http::Request& req, std::shared_ptr<http::Responder> res);
   void heartbeat(http::Request& req, std::shared_ptr<http::Responder> res);
   void follow(std::unique_ptr<LogStream> stream, std::string job, std::shared_ptr<http::Responder> res);
+  void reapFollowers();  // joins finished followers; mu_ held
   void runTask(std::function<void()> task);
 
   ApiOptions options_;
@@ -75,7 +76,11 @@ class ApiServer {
 
   std::atomic<bool> stopping_{false};
   std::mutex mu_;  // guards followers_, tasks_, activeFollowers_
-  std::list<std::thread> followers_;
+  struct Follower {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done = std::make_shared<std::atomic<bool>>(false);
+  };
+  std::list<Follower> followers_;  // finished ones are joined when the next one starts
   int activeFollowers_ = 0;
   std::deque<std::function<void()>> tasks_;
   std::condition_variable tasksCv_;

@@ -7,7 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <fstream>
 #include <thread>
 
@@ -316,6 +318,35 @@ TEST_F(ApiContractTest, WorkerRoutesRendezvousStoreHeartbeatAndIsolation) {
   EXPECT_EQ(post("/v1/jobs/one/cancel", "", "application/json", auth_)->status, 200);
   auto stop = post("/v1/jobs/one/generations/1/heartbeat", hb, "application/json", w1);
   EXPECT_EQ(json::parse(stop->body)["command"]["type"], "stop");
+}
+
+TEST_F(ApiContractTest, FollowedLogsStreamUntilTheJobEnds) {
+  submitOk("delta", 1);
+  std::string streamed;
+  bool sawFirstLine = false;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::thread follower([&] {
+    httplib::Client c("127.0.0.1", ctl_->port());
+    c.set_read_timeout(20, 0);
+    c.Get("/v1/jobs/delta/logs?follow=1", auth_, [&](const char* data, size_t n) {
+      std::lock_guard<std::mutex> lock(mu);
+      streamed.append(data, n);
+      if (streamed.find("fake worker delta-w0") != std::string::npos) sawFirstLine = true;
+      cv.notify_all();
+      return true;
+    });
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return sawFirstLine; })) << streamed;
+  }
+  // The job ends (cancelled): the stream is finished by the server, not by a timeout.
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(post("/v1/jobs/delta/cancel", "", "application/json", auth_)->status, 200);
+  follower.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_NE(streamed.find("[w0] fake worker delta-w0"), std::string::npos) << streamed;
 }
 
 TEST_F(ApiContractTest, UnknownRoutesAndMethods) {
