@@ -38,6 +38,8 @@ std::string randomHex(size_t bytes) {
   return out;
 }
 
+constexpr Duration kHeartbeatScan = std::chrono::milliseconds(250);
+
 Duration seconds(double s) { return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s)); }
 
 RendezvousConfig rendezvousConfig(const JobSpec& spec) {
@@ -131,6 +133,7 @@ struct JobManager::Live {
   // The launcher was asked for the workers (until then no verdict: no process has existed).
   bool launched = false;
   bool stopPending = false;  // a verdict asked to stop the remaining workers (the ticker does)
+  bool awaitingSettle = false;  // a worker reported its own failure: re-evaluate each tick
 };
 
 JobManager::JobManager(JobManagerOptions options, JobStore& store, Launcher& launcher, const Clock& clock)
@@ -548,6 +551,7 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
                                         : WorkerOutcome::kFailed;
     w.message = hb.message.empty() ? "" : "worker rank " + std::to_string(w.rec.rank) + " (" + hb.workerId + "): " + hb.message;
     w.failedAt = clock_.now();
+    if (w.outcome == WorkerOutcome::kFailed) job->awaitingSettle = true;
     w.rec.state = hb.state;
     job->dirty = true;
   }
@@ -738,6 +742,10 @@ void JobManager::tickOnce() {
       handleExit(e);
     }
     const TimePoint now = clock_.now();
+    // Missed heartbeats are looked for every kHeartbeatScan, not every tick: at thousands of
+    // workers the scan is the tick's main cost, and it is done under the lock.
+    const bool scanHeartbeats = now - lastHeartbeatScan_ >= kHeartbeatScan;
+    if (scanHeartbeats) lastHeartbeatScan_ = now;
     for (auto& [name, jobPtr] : jobs_) {
       Live& job = *jobPtr;
       if (job.rdzv->tick(now)) wakeAssignments(job);
@@ -756,12 +764,12 @@ void JobManager::tickOnce() {
         job.stopSent = true;
         toStop.push_back(name);
       }
-      if (!isTerminal(job.record.phase)) evaluate(job);
+      if (job.awaitingSettle && !isTerminal(job.record.phase)) evaluate(job);  // Note [Blaming the right rank]
       if (job.stopPending) {
         job.stopPending = false;
         toStop.push_back(name);
       }
-      if (!job.rdzv->active() || isTerminal(job.record.phase)) continue;
+      if (!scanHeartbeats || !job.rdzv->active() || isTerminal(job.record.phase)) continue;
       const Duration window = seconds(job.spec.timeouts.heartbeatSeconds * job.spec.timeouts.heartbeatMisses);
       for (auto& [id, w] : job.workers) {
         if (now - w.lastSeen <= window || w.lost || !w.processAlive) continue;

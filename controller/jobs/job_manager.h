@@ -131,6 +131,7 @@ class JobManager {
   std::map<std::string, std::unique_ptr<Live>> jobs_;
   std::deque<WorkerExit> exits_;
   TimePoint lastPersist_{};
+  TimePoint lastHeartbeatScan_{};
 
   std::atomic<bool> stopping_{false};
   std::mutex tickMu_;  // guards exitsPending_

@@ -118,8 +118,8 @@ int superviseJob(controller::Controller& ctl, const JobSpec& spec, int workers, 
   say("job " + name + ": starting " + std::to_string(workers) + " workers (controller " + ctl.url() + ")");
   auto submitted = ctl.jobs().submit(spec);
   if (!submitted.isOk()) {
-    say("could not start the job: " + submitted.status().toString());
-    return kExitFailed;
+    say("could not start the job: " + submitted.status().message());
+    return submitted.status().code() == StatusCode::kInvalidArgument ? kExitUsage : kExitFailed;
   }
   controller::LogOptions lo;
   lo.follow = true;
