@@ -21,17 +21,6 @@ Status field(const json& j, const char* name, T* out) {
 
 }  // namespace
 
-const char* commandTypeName(CommandType t) {
-  switch (t) {
-    case CommandType::kNone: return "none";
-    case CommandType::kCheckpoint: return "checkpoint";
-    case CommandType::kStop: return "stop";
-    case CommandType::kAbort: return "abort";
-    case CommandType::kFlightRecord: return "flightRecord";
-  }
-  return "none";
-}
-
 Result<Heartbeat> parseHeartbeat(const std::string& body) {
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return invalidArgument("heartbeat: the body is not a JSON object");
@@ -40,7 +29,7 @@ Result<Heartbeat> parseHeartbeat(const std::string& body) {
   if (h.workerId.empty()) return invalidArgument("heartbeat: 'workerId' is required");
   DDP_RETURN_IF_ERROR(field(j, "rank", &h.rank));
   DDP_RETURN_IF_ERROR(field(j, "state", &h.state));
-  if (h.state != "Running" && h.state != "Succeeded" && h.state != "Failed" && h.state != "Stopped") {
+  if (wire::WorkerState parsed; !wire::parseWorkerState(h.state, &parsed)) {
     return invalidArgument("heartbeat: 'state' must be Running, Succeeded, Failed or Stopped, got '" + h.state + "'");
   }
   DDP_RETURN_IF_ERROR(field(j, "step", &h.step));

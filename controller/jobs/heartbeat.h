@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "common/launch/control_wire.h"
 #include "common/status.h"
 
 namespace ddp::controller {
@@ -22,7 +23,7 @@ struct HeartbeatCheckpoint {
 struct Heartbeat {
   std::string workerId;
   int rank = -1;
-  std::string state = "Running";  // Running | Succeeded | Failed | Stopped
+  std::string state = "Running";  // wire::workerStateName(): Running | Succeeded | Failed | Stopped
   int64_t step = 0, totalSteps = 0, epoch = 0, epochs = 0;
   double loss = 0, samplesPerSecond = 0;
   std::optional<double> testAccuracy;
@@ -33,8 +34,9 @@ struct Heartbeat {
   bool final() const { return state != "Running"; }
 };
 
-enum class CommandType { kNone, kCheckpoint, kStop, kAbort, kFlightRecord };
-const char* commandTypeName(CommandType t);
+// The protocol's vocabulary, shared with the worker (common/launch/control_wire.h).
+using wire::CommandType;
+using wire::commandTypeName;
 
 struct Command {
   CommandType type = CommandType::kNone;

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/launch/control_wire.h"
 #include "common/status.h"
 #include "common/store/http_store_client.h"
 
@@ -69,9 +70,10 @@ struct Assignment {
   bool operator==(const Assignment&) const = default;
 };
 
-enum class WorkerState { kRunning, kSucceeded, kFailed, kStopped };
-const char* workerStateName(WorkerState s);
-bool parseWorkerState(std::string_view text, WorkerState* out);
+// The protocol's vocabulary, shared with the controller (common/launch/control_wire.h).
+using wire::WorkerState;
+using wire::workerStateName;
+using wire::parseWorkerState;
 
 struct HeartbeatCounters {  // cumulative over the steps this process ran
   int64_t samples = 0;
@@ -118,8 +120,8 @@ struct HeartbeatReport {
   std::map<std::string, double> ext;  // figures later versions add
 };
 
-enum class CommandType { kNone, kCheckpoint, kStop, kAbort, kFlightRecord };
-const char* commandTypeName(CommandType t);
+using wire::CommandType;
+using wire::commandTypeName;
 
 struct Command {
   CommandType type = CommandType::kNone;

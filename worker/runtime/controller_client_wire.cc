@@ -138,37 +138,6 @@ Status decodeProgress(const Fields& f, const Json& j, HeartbeatReport* r) {
 
 }  // namespace
 
-const char* workerStateName(WorkerState s) {
-  switch (s) {
-    case WorkerState::kRunning: return "Running";
-    case WorkerState::kSucceeded: return "Succeeded";
-    case WorkerState::kFailed: return "Failed";
-    case WorkerState::kStopped: return "Stopped";
-  }
-  return "Running";
-}
-
-bool parseWorkerState(std::string_view text, WorkerState* out) {
-  for (WorkerState s : {WorkerState::kRunning, WorkerState::kSucceeded, WorkerState::kFailed, WorkerState::kStopped}) {
-    if (text == workerStateName(s)) {
-      *out = s;
-      return true;
-    }
-  }
-  return false;
-}
-
-const char* commandTypeName(CommandType t) {
-  switch (t) {
-    case CommandType::kNone: return "none";
-    case CommandType::kCheckpoint: return "checkpoint";
-    case CommandType::kStop: return "stop";
-    case CommandType::kAbort: return "abort";
-    case CommandType::kFlightRecord: return "flightRecord";
-  }
-  return "none";
-}
-
 std::string encodeRegistrationRequest(const std::string& workerId, const std::string& host,
                                       const std::string& advertiseAddress, int64_t pid) {
   return dump(Json{{"workerId", workerId}, {"host", host}, {"advertiseAddress", advertiseAddress}, {"pid", pid}});
@@ -294,15 +263,7 @@ Result<HeartbeatAnswer> decodeHeartbeatAnswer(std::string_view json) {
   Fields cf(*command, f.at("command"));
   std::string type;
   DDP_RETURN_IF_ERROR(cf.getString("type", &type));
-  bool known = false;
-  for (CommandType t : {CommandType::kNone, CommandType::kCheckpoint, CommandType::kStop, CommandType::kAbort,
-                        CommandType::kFlightRecord}) {
-    if (type == commandTypeName(t)) {
-      a.command.type = t;
-      known = true;
-    }
-  }
-  if (!known) return invalidArgument(cf.at("type") + ": unknown command '" + type + "'");
+  if (!wire::parseCommandType(type, &a.command.type)) return invalidArgument(cf.at("type") + ": unknown command '" + type + "'");
   DDP_RETURN_IF_ERROR(cf.getInt("step", &a.command.step, a.command.type == CommandType::kCheckpoint));
   return a;
 }

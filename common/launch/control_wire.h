@@ -1,0 +1,21 @@
+#pragma once
+// The vocabulary of the worker <-> controller protocol (docs/API.md, "Heartbeats") that both
+// sides name: a worker's state in its heartbeat and the command the controller answers with.
+// One definition, used by the worker's ControllerClient and the controller's heartbeat code.
+// Thread model: constants and pure functions.
+
+#include <string_view>
+
+namespace ddp::wire {
+
+// The `state` of a heartbeat: Running until the last one, which says how the worker ended.
+enum class WorkerState { kRunning, kSucceeded, kFailed, kStopped };
+const char* workerStateName(WorkerState s);  // "Running", "Succeeded", "Failed", "Stopped"
+bool parseWorkerState(std::string_view text, WorkerState* out);
+
+// `command.type` of a heartbeat's answer.
+enum class CommandType { kNone, kCheckpoint, kStop, kAbort, kFlightRecord };
+const char* commandTypeName(CommandType t);  // "none", "checkpoint", "stop", "abort", "flightRecord"
+bool parseCommandType(std::string_view text, CommandType* out);
+
+}  // namespace ddp::wire
