@@ -6,6 +6,9 @@
 //  - `grad` points at numel() elements of `dtype` on `device`, written by the model's backward.
 //  - The model reads `grad` afresh every backward (never caches it): the reducer may rebind it
 //    into its bucket buffer (gradient-as-bucket-view), copying the current contents first.
+//  - While rebound, `ownGrad` keeps the model's own storage; the reducer that goes away copies
+//    the current gradient into it and points `grad` back there (a parameter registered with a
+//    null grad gets null back, its values dropped).
 //  - Backward accumulates into or overwrites `grad` as the model documents; zeroGrad() clears it.
 // Thread model: none; a Parameter is touched by the training thread (and by the reducer's hook
 // only through bucket copies while backward goes on).
@@ -28,6 +31,9 @@ struct Parameter {
   Device device = Device::cpu();
   void* data = nullptr;
   void* grad = nullptr;
+  // The model's own gradient storage while `grad` points into a Reducer's bucket
+  // (gradientAsBucketView); null otherwise. Written only by the Reducer.
+  void* ownGrad = nullptr;
 
   size_t numel() const {
     return std::accumulate(shape.begin(), shape.end(), size_t{1},

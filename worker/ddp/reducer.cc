@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "common/fnv1a.h"
+#include "common/log.h"
 #include "common/thread_priority.h"
 #include "kernels/bucket_ops.h"
 #include "kernels/cast_ops.h"
@@ -82,7 +83,13 @@ Result<std::unique_ptr<Reducer>> Reducer::create(comm::Backend& backend, std::ve
     DDP_RETURN_IF_ERROR(broadcastFrom(backend, views, 0, deadline));
   }
   std::unique_ptr<Reducer> r(new Reducer(backend, std::move(params), std::move(options)));
+  // The model's storage: grad itself, unless an earlier, still living Reducer has rebound it.
+  std::vector<void*> ownGrads;
+  for (const Parameter* p : r->params_) ownGrads.push_back(p->ownGrad != nullptr ? p->ownGrad : p->grad);
   DDP_RETURN_IF_ERROR(r->buildBuckets(BucketPlan::reverseOrder(r->params_.size())));
+  if (r->options_.gradientAsBucketView) {
+    for (size_t i = 0; i < r->params_.size(); ++i) r->params_[i]->ownGrad = ownGrads[i];
+  }
   // CPU training only: with CUDA parameters the hooks may wait on the GPU in spinning
   // synchronisations, which must not run at real-time priority (Note [Comm thread priority]).
   bool cpuOnly = true;
@@ -102,6 +109,29 @@ Reducer::~Reducer() {
   }
   sync_->cv.notify_all();
   if (commThread_.joinable()) commThread_.join();
+  // Only now, with the comm thread gone, does nothing write the buckets any more.
+  if (options_.gradientAsBucketView) returnGradStorage();
+}
+
+void Reducer::returnGradStorage() {
+  if (buckets_.empty()) return;  // create() failed before rebinding anything
+  for (size_t i = 0; i < params_.size(); ++i) {
+    Parameter* p = params_[i];
+    const comm::BufferView slot = buckets_[plan_.bucketOf(i)].views[plan_.positionOf(i)];
+    if (p->grad != slot.data) {
+      // A later Reducer rebound it. If it took this bucket for the model's storage (the
+      // parameter came with a null grad), that storage is about to go: leave it nothing.
+      if (p->ownGrad == slot.data) p->ownGrad = nullptr;
+      continue;
+    }
+    if (p->ownGrad != nullptr && p->numel() > 0) {
+      const comm::BufferView own{p->ownGrad, p->numel(), p->dtype, p->device};
+      Status st = kernels::copyFlat(comm::flat(own), comm::flat(slot));
+      if (!st.isOk()) DDP_LOG(Warning) << "~Reducer: gradient of " << paramLabel(params_, i) << " lost: " << st;
+    }
+    p->grad = p->ownGrad;
+    p->ownGrad = nullptr;
+  }
 }
 
 Status Reducer::buildBuckets(const std::vector<size_t>& order) {
@@ -128,14 +158,17 @@ Status Reducer::buildBuckets(const std::vector<size_t>& order) {
     bk.pending = spec.params.size();
   }
   if (options_.gradientAsBucketView) {
-    // Note: the old grad storage (model-owned or the previous bucket) is read before the swap.
+    // Note: the old grad storage (model-owned or the previous bucket) is read before the swap,
+    // and nothing is rebound until every copy succeeded (a failure leaves no grad dangling).
     for (size_t i = 0; i < params_.size(); ++i) {
       Parameter* p = params_[i];
       const comm::BufferView slot = buckets[plan.bucketOf(i)].views[plan.positionOf(i)];
       if (p->grad != nullptr && p->numel() > 0) {
         DDP_RETURN_IF_ERROR(kernels::castScaled(comm::flat(slot), comm::flat(gradOf(p)), 1.0));
       }
-      p->grad = slot.data;
+    }
+    for (size_t i = 0; i < params_.size(); ++i) {
+      params_[i]->grad = buckets[plan.bucketOf(i)].views[plan.positionOf(i)].data;
     }
   }
   plan_ = std::move(plan);

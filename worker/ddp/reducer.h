@@ -14,7 +14,11 @@
 // With a comm hook, the hook defines the reduction (built-ins average); without one the reducer
 // scales by 1/world while packing and allreduces the sum.
 // gradientAsBucketView: Parameter::grad is rebound into the bucket buffer at construction
-// (current contents copied) and after a bucket rebuild; backward accumulates in place.
+// (current contents copied) and after a bucket rebuild; backward accumulates in place. The
+// destructor gives each parameter still pointing into its buckets the model's own storage back
+// (Parameter::ownGrad), holding the current gradient, so the model and a later Reducer over it
+// never read freed buckets. Like PyTorch's DDP, a new Reducer over the same parameters takes them
+// over; the older one then leaves them alone.
 //
 // Errors, never hangs: marking a gradient twice in a step, an out-of-range index, finalize()
 // with gradients missing (outside findUnusedParameters), registering a second hook, changing
@@ -22,7 +26,8 @@
 // naming the parameter. A failed collective or hook makes the reducer broken: every later call
 // returns that error (ranks may disagree on what was reduced, so recreate the reducer).
 //
-// Thread model: one comm thread, started by create() and joined by the destructor, runs
+// Thread model: one comm thread, started by create() and joined by the destructor (before the
+// buckets are freed or the gradients handed back), runs
 // CommHook::run() for one bucket at a time in bucket-index order, then, in bucket order once a
 // bucket's Work completed, its HookResult::finish, the copy back into Parameter::grad and the
 // bucket-reduced callback (Note [Hook ordering] in worker/ddp/comm_hook.h). Every other method
@@ -162,6 +167,8 @@ class Reducer {
 
   Reducer(comm::Backend& backend, std::vector<Parameter*> params, ReducerOptions options);
   Status buildBuckets(const std::vector<size_t>& order);
+  // Destructor, after the comm thread is joined (gradientAsBucketView).
+  void returnGradStorage();
   Status packParam(size_t index);
   void launchReadyBuckets();
   Status beginStepIfNeeded();
