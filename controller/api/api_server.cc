@@ -362,7 +362,10 @@ void ApiServer::assignment(Request& req, Res res) {
   if (auto w = req.queryValue("wait_ms")) {
     if (!parseInt64(*w, &waitMs) || waitMs < 0) return sendError(*res, 400, "wait_ms '" + *w + "' must be an integer >= 0");
   }
-  jobs_.awaitAssignment(req.params["name"], req.params["id"], std::chrono::milliseconds(waitMs), std::move(res));
+  const auto peers = req.queryValue("peers");
+  const bool withPeers = peers && (*peers == "1" || *peers == "true");
+  jobs_.awaitAssignment(req.params["name"], req.params["id"], std::chrono::milliseconds(waitMs), withPeers,
+                        std::move(res));
 }
 
 void ApiServer::storeOp(Request& req, Res res) {

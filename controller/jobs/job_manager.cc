@@ -54,6 +54,7 @@ struct Waiter {
   std::string workerId;
   std::shared_ptr<http::Responder> responder;
   TimePoint until;
+  bool withPeers = false;
 };
 
 struct WorkerState {
@@ -90,15 +91,18 @@ std::string describeFailure(int rank, const WorkerExit& exit) {
 }
 
 std::string assignmentTailJson(const RendezvousRound& round, const std::string& specYaml,
-                               const std::map<std::string, WorkerState>& workers) {
-  json peers = json::array();
-  for (int r = 0; r < round.worldSize(); ++r) {
-    const std::string& id = round.members[static_cast<size_t>(r)];
-    auto it = workers.find(id);
-    peers.push_back({{"rank", r}, {"workerId", id},
-                     {"advertiseAddress", it == workers.end() ? "" : it->second.rec.advertiseAddress}});
+                               const std::map<std::string, WorkerState>& workers, bool withPeers) {
+  json rest = {{"worldSize", round.worldSize()}, {"generation", round.generation}, {"spec", specYaml}};
+  if (withPeers) {
+    json peers = json::array();
+    for (int r = 0; r < round.worldSize(); ++r) {
+      const std::string& id = round.members[static_cast<size_t>(r)];
+      auto it = workers.find(id);
+      peers.push_back({{"rank", r}, {"workerId", id},
+                       {"advertiseAddress", it == workers.end() ? "" : it->second.rec.advertiseAddress}});
+    }
+    rest["peers"] = std::move(peers);
   }
-  json rest = {{"worldSize", round.worldSize()}, {"generation", round.generation}, {"spec", specYaml}, {"peers", peers}};
   std::string text = rest.dump();  // "{...}": keep "," + the members + "}"
   return "," + text.substr(1);
 }
@@ -128,8 +132,9 @@ struct JobManager::Live {
   std::vector<CheckpointRecord> pendingCheckpoints;
   int64_t lastCheckpointStep = -1;
   // The part of every assignment of the active generation after the rank, built once when the
-  // round closes: world size, generation, spec and peers (O(N) per generation, not per worker).
+  // round closes: world size, generation, spec, and (second form) peers. O(N) per generation.
   std::string assignmentTail;
+  std::string assignmentTailWithPeers;
   // The launcher was asked for the workers (until then no verdict: no process has existed).
   bool launched = false;
   bool stopPending = false;  // a verdict asked to stop the remaining workers (the ticker does)
@@ -182,7 +187,9 @@ Status JobManager::start() {
         round.closedAt = now;
         for (const auto& w : byRank) round.members.push_back(w.id);
         live->rdzv = Rendezvous::restored(rendezvousConfig(live->spec), round);
-        live->assignmentTail = assignmentTailJson(*live->rdzv->active(), live->record.specYaml, live->workers);
+        live->assignmentTail = assignmentTailJson(*live->rdzv->active(), live->record.specYaml, live->workers, false);
+        live->assignmentTailWithPeers =
+            assignmentTailJson(*live->rdzv->active(), live->record.specYaml, live->workers, true);
         live->spaces[round.generation] = std::make_shared<comm::KeySpace>(options_.storeQuotaBytes);
       } else {
         live->rdzv.emplace(rendezvousConfig(live->spec), live->record.generation);
@@ -450,8 +457,9 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
   return g;
 }
 
-std::string JobManager::assignmentJson(const Live& job, const std::string& workerId) const {
-  return "{\"rank\":" + std::to_string(*job.rdzv->active()->rankOf(workerId)) + job.assignmentTail;
+std::string JobManager::assignmentJson(const Live& job, const std::string& workerId, bool withPeers) const {
+  return "{\"rank\":" + std::to_string(*job.rdzv->active()->rankOf(workerId)) +
+         (withPeers ? job.assignmentTailWithPeers : job.assignmentTail);
 }
 
 void JobManager::wakeAssignments(Live& job) {
@@ -470,7 +478,8 @@ void JobManager::wakeAssignments(Live& job) {
       w.rec.state = "Running";
       w.lastSeen = clock_.now();  // the heartbeat window starts with the generation
     }
-    job.assignmentTail = assignmentTailJson(*active, job.record.specYaml, job.workers);
+    job.assignmentTail = assignmentTailJson(*active, job.record.specYaml, job.workers, false);
+    job.assignmentTailWithPeers = assignmentTailJson(*active, job.record.specYaml, job.workers, true);
     event(job, kEventNormal, "RendezvousClosed",
           "generation " + std::to_string(active->generation) + " with " + std::to_string(active->worldSize()) +
               " worker(s)");
@@ -481,7 +490,7 @@ void JobManager::wakeAssignments(Live& job) {
   for (auto& w : job.waiters) {
     if (active->rankOf(w.workerId)) {
       http::Response res;
-      res.body = assignmentJson(job, w.workerId);
+      res.body = assignmentJson(job, w.workerId, w.withPeers);
       w.responder->reply(std::move(res));
     } else {
       still.push_back(std::move(w));
@@ -491,7 +500,7 @@ void JobManager::wakeAssignments(Live& job) {
 }
 
 void JobManager::awaitAssignment(const std::string& name, const std::string& workerId, Duration wait,
-                                 std::shared_ptr<http::Responder> responder) {
+                                 bool withPeers, std::shared_ptr<http::Responder> responder) {
   std::lock_guard<std::mutex> lock(mu_);
   Live* job = find(name);
   if (job == nullptr) return replyJson(*responder, 404, {{"error", "job " + name + " is not running"}});
@@ -507,11 +516,12 @@ void JobManager::awaitAssignment(const std::string& name, const std::string& wor
   const auto& active = job->rdzv->active();
   if (active && active->rankOf(workerId)) {
     http::Response res;
-    res.body = assignmentJson(*job, workerId);
+    res.body = assignmentJson(*job, workerId, withPeers);
     responder->reply(std::move(res));
     return;
   }
-  job->waiters.push_back({workerId, std::move(responder), clock_.now() + std::min(wait, options_.maxLongPoll)});
+  job->waiters.push_back(
+      {workerId, std::move(responder), clock_.now() + std::min(wait, options_.maxLongPoll), withPeers});
 }
 
 Result<std::shared_ptr<comm::KeySpace>> JobManager::keySpace(const std::string& name, int64_t g, Fenced* fenced) {

@@ -96,8 +96,9 @@ class JobManager {
   // --- worker side (the caller has checked the worker token with workerTokenMatches)
   bool workerTokenMatches(const std::string& job, const std::string& token);
   Result<int64_t> registerWorker(const std::string& job, const RegisterRequest& req);
-  // Replies 200 with the assignment once the worker's round closed, 204 after `wait`.
-  void awaitAssignment(const std::string& job, const std::string& workerId, Duration wait,
+  // Replies 200 with the assignment once the worker's round closed, 204 after `wait`. The peers
+  // list (O(world size) per answer) only when asked for.
+  void awaitAssignment(const std::string& job, const std::string& workerId, Duration wait, bool withPeers,
                        std::shared_ptr<http::Responder> responder);
   // The key space of the job's generation `g`; Aborted carrying Fenced when stale.
   Result<std::shared_ptr<comm::KeySpace>> keySpace(const std::string& job, int64_t g, Fenced* fenced);
@@ -119,7 +120,7 @@ class JobManager {
   void persist(Live& job);
   void persistFigures(bool force);
   Live* find(const std::string& name);
-  std::string assignmentJson(const Live& job, const std::string& workerId) const;
+  std::string assignmentJson(const Live& job, const std::string& workerId, bool withPeers) const;
   int64_t wallMs() const;
 
   JobManagerOptions options_;

@@ -275,6 +275,14 @@ TEST_F(ApiContractTest, WorkerRoutesRendezvousStoreHeartbeatAndIsolation) {
   EXPECT_EQ(a["worldSize"], 2);
   EXPECT_EQ(a["generation"], 1);
   EXPECT_NE(a["spec"].get<std::string>().find("name: one"), std::string::npos);
+  EXPECT_FALSE(a.contains("peers")) << "peers only when asked for";
+  auto withPeers = client_->Get("/v1/jobs/one/workers/one-w0/assignment?peers=1", w1);
+  ASSERT_EQ(withPeers->status, 200);
+  json p = json::parse(withPeers->body);
+  EXPECT_EQ(p["rank"], 0);
+  ASSERT_EQ(p["peers"].size(), 2u);
+  EXPECT_EQ(p["peers"][1]["workerId"], "one-w1");
+  EXPECT_EQ(p["peers"][1]["rank"], 1);
   EXPECT_EQ(json::parse(client_->Get("/v1/jobs/one", auth_)->body)["status"]["phase"], "Running");
 
   // Store: the server applies the namespace; job two's token cannot reach job one's keys.
