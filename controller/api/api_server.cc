@@ -8,6 +8,7 @@
 
 #include "common/job_spec.h"
 #include "common/log.h"
+#include "common/secret.h"
 #include "controller/api/job_json.h"
 
 namespace ddp::controller {
@@ -74,14 +75,6 @@ bool isWorkerRoute(const Request& req) {
   return segment == "workers" || segment == "generations";
 }
 
-bool tokenEquals(const std::string& expected, const std::string& presented) {
-  unsigned diff = static_cast<unsigned>(expected.size() ^ presented.size());
-  for (size_t i = 0; i < expected.size(); ++i) {
-    const unsigned char p = i < presented.size() ? static_cast<unsigned char>(presented[i]) : 0;
-    diff |= static_cast<unsigned char>(expected[i]) ^ p;
-  }
-  return diff == 0 && !expected.empty();
-}
 
 std::string bearerToken(const Request& req) {
   const std::string h = req.header("Authorization");
@@ -144,7 +137,7 @@ ApiServer::Handler ApiServer::user(Handler h) {
   return [this, h = std::move(h)](Request& req, Res res) {
     const std::string presented = bearerToken(req);
     if (presented.empty()) return sendError(*res, 401, "missing bearer token (Authorization: Bearer <token>)");
-    if (!tokenEquals(token_, presented)) return sendError(*res, 401, "invalid token");
+    if (!secretEquals(token_, presented)) return sendError(*res, 401, "invalid token");
     h(req, std::move(res));
   };
 }

@@ -90,8 +90,6 @@ class ApiServer {
 // Register, assignment, store and heartbeat routes: they never block (see ApiServer).
 bool isWorkerRoute(const http::Request& req);
 
-// Constant-time comparison of a presented token with the expected one.
-bool tokenEquals(const std::string& expected, const std::string& presented);
 // The token of an "Authorization: Bearer <token>" header; "" when absent or malformed.
 std::string bearerToken(const http::Request& req);
 

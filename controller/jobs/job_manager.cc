@@ -1,7 +1,5 @@
 #include "controller/jobs/job_manager.h"
 
-#include <fcntl.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
@@ -11,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
+#include "common/secret.h"
 #include "controller/jobs/job_decision.h"
 
 namespace ddp::controller {
@@ -18,25 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string randomHex(size_t bytes) {
-  std::string raw(bytes, '\0');
-  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-  size_t got = 0;
-  while (fd >= 0 && got < bytes) {
-    ssize_t n = ::read(fd, raw.data() + got, bytes - got);
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  if (fd >= 0) ::close(fd);
-  DDP_CHECK(got == bytes);  // /dev/urandom always gives what is asked
-  static const char* kHex = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : raw) {
-    out.push_back(kHex[c >> 4]);
-    out.push_back(kHex[c & 15]);
-  }
-  return out;
-}
 
 constexpr Duration kHeartbeatScan = std::chrono::milliseconds(250);
 
@@ -281,9 +261,9 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
   }
   JobRecord rec;
   rec.name = spec.name;
-  rec.uid = randomHex(16);
+  DDP_ASSIGN_OR_RETURN(rec.uid, randomHex(16));
   rec.specYaml = spec.toYaml();
-  rec.workerToken = randomHex(32);
+  DDP_ASSIGN_OR_RETURN(rec.workerToken, randomHex(32));
   rec.createdMs = wallMs();
   rec.phase = JobPhase::kPending;
   rec.setCondition(kConditionCreated, true, "JobCreated", "the job was accepted", rec.createdMs);
@@ -425,12 +405,7 @@ bool JobManager::workerTokenMatches(const std::string& name, const std::string& 
     if (job == nullptr) return false;
     expected = job->record.workerToken;
   }
-  // Constant time over the expected length.
-  unsigned diff = expected.size() ^ token.size();
-  for (size_t i = 0; i < expected.size(); ++i) {
-    diff |= static_cast<unsigned char>(expected[i]) ^ static_cast<unsigned char>(i < token.size() ? token[i] : 0);
-  }
-  return diff == 0;
+  return secretEquals(expected, token);
 }
 
 Result<int64_t> JobManager::registerWorker(const std::string& name, const RegisterRequest& req) {

@@ -12,6 +12,7 @@
 #include "common/http/http_router.h"
 #include "common/http/http_server.h"
 #include "common/log.h"
+#include "common/secret.h"
 #include "common/store/store_service.h"
 #include "controller/api/api_server.h"
 #include "controller/jobs/job_manager.h"
@@ -47,22 +48,7 @@ std::string trim(std::string s) {
 Result<std::string> loadOrCreateToken(const std::string& path, bool create) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0 && errno == ENOENT && create) {
-    int rnd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    unsigned char raw[32];
-    size_t got = 0;
-    while (rnd >= 0 && got < sizeof(raw)) {
-      ssize_t n = ::read(rnd, raw + got, sizeof(raw) - got);
-      if (n <= 0) break;
-      got += static_cast<size_t>(n);
-    }
-    if (rnd >= 0) ::close(rnd);
-    if (got != sizeof(raw)) return unavailable("cannot read /dev/urandom for the token");
-    static const char* kHex = "0123456789abcdef";
-    std::string token;
-    for (unsigned char c : raw) {
-      token.push_back(kHex[c >> 4]);
-      token.push_back(kHex[c & 15]);
-    }
+    DDP_ASSIGN_OR_RETURN(std::string token, randomHex(32));
     const std::string tmp = path + ".tmp";
     int out = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (out < 0) return unavailable("cannot create " + tmp + ": " + std::strerror(errno));
