@@ -117,6 +117,8 @@ Status makeDirs(const std::string& path) {
     if (S_ISDIR(st.st_mode)) return Status::ok();
     return failedPrecondition(path + " exists and is not a directory");
   }
+  // ENOTDIR (a parent is a file), EACCES (a parent cannot be searched), ...: say so.
+  if (errno != ENOENT) return ioError("mkdir", path, errno);
   std::string parent = parentOf(path);
   if (parent != path) DDP_RETURN_IF_ERROR(makeDirs(parent));
   if (::mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) return ioError("mkdir", path, errno);

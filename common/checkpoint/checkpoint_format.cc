@@ -28,13 +28,13 @@ std::string encodeShard(const CheckpointShard& shard) {
     w.putString(name);
     w.putString(bytes);
   }
-  return writeFramed(kShardMagic, kCheckpointVersion, w.data());
+  return writeFramed(kShardMagic, kShardVersion, w.data());
 }
 
 Result<CheckpointShard> decodeShard(std::string_view file, const std::string& what) {
   uint32_t version = 0;
   DDP_ASSIGN_OR_RETURN(std::string payload,
-                       readFramed(file, kShardMagic, kCheckpointVersion, &version, what));
+                       readFramed(file, kShardMagic, kShardVersion, &version, what));
   BinaryReader r(payload, what);
   CheckpointShard s;
   int32_t rank = 0, world = 0;
@@ -65,18 +65,19 @@ std::string encodeManifest(const CheckpointManifest& m) {
   w.put<int32_t>(m.worldSize);
   w.putString(m.job);
   w.put<int64_t>(m.createdUnixMs);
+  w.put<uint64_t>(m.specHash.value_or(0));  // version 2
   w.put<uint32_t>(static_cast<uint32_t>(m.shards.size()));
   for (const auto& e : m.shards) {
     w.put<uint64_t>(e.bytes);
     w.put<uint32_t>(e.crc);
   }
-  return writeFramed(kManifestMagic, kCheckpointVersion, w.data());
+  return writeFramed(kManifestMagic, kManifestVersion, w.data());
 }
 
 Result<CheckpointManifest> decodeManifest(std::string_view file, const std::string& what) {
   uint32_t version = 0;
   DDP_ASSIGN_OR_RETURN(std::string payload,
-                       readFramed(file, kManifestMagic, kCheckpointVersion, &version, what));
+                       readFramed(file, kManifestMagic, kManifestVersion, &version, what));
   BinaryReader r(payload, what);
   CheckpointManifest m;
   int32_t world = 0;
@@ -85,6 +86,11 @@ Result<CheckpointManifest> decodeManifest(std::string_view file, const std::stri
   DDP_RETURN_IF_ERROR(r.get(&world));
   DDP_RETURN_IF_ERROR(r.getString(&m.job));
   DDP_RETURN_IF_ERROR(r.get(&m.createdUnixMs));
+  if (version >= 2) {
+    uint64_t hash = 0;
+    DDP_RETURN_IF_ERROR(r.get(&hash));
+    m.specHash = hash;
+  }
   DDP_RETURN_IF_ERROR(r.get(&n));
   if (world <= 0 || static_cast<uint32_t>(world) != n || m.step < 0) {
     return dataLoss(what + ": implausible header (world " + std::to_string(world) + ", " +
@@ -98,6 +104,18 @@ Result<CheckpointManifest> decodeManifest(std::string_view file, const std::stri
   }
   if (!r.atEnd()) return dataLoss(what + ": trailing bytes");
   return m;
+}
+
+JobMatch matchJob(const CheckpointManifest& m, const JobIdentity& job) {
+  if (m.job != job.name) return JobMatch::kOtherJob;
+  if (!m.specHash) return JobMatch::kLegacySameName;
+  return *m.specHash == job.specHash ? JobMatch::kSame : JobMatch::kOtherSpec;
+}
+
+std::string specHashString(uint64_t hash) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0x%016llx", static_cast<unsigned long long>(hash));
+  return buf;
 }
 
 std::string stepDirName(int64_t step) {

@@ -1,11 +1,40 @@
 #include "common/checkpoint/checkpoint_store.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 
 #include "common/binary_io.h"
 #include "common/checkpoint/atomic_file.h"
 
 namespace ddp::runtime {
+namespace {
+
+constexpr const char* kProbePrefix = ".write-probe-";
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+// Why `m` is not `job`'s (matchJob is kOtherJob or kOtherSpec), for the refusal.
+std::string foreignReason(const std::string& dir, const std::string& manifestPath, const CheckpointManifest& m,
+                          const JobIdentity& job) {
+  const std::string where = "checkpoint directory " + dir + ": checkpoint step " + std::to_string(m.step) + " (" +
+                            manifestPath + ")";
+  if (matchJob(m, job) == JobMatch::kOtherSpec) {
+    return where + " was written by job " + quoted(m.job) + " with a different spec (spec hash " +
+           specHashString(*m.specHash) + ", this run's is " + specHashString(job.specHash) +
+           "): the model, data, seed, batch size, gradient accumulation, optimizer or its schedule, clipping, "
+           "comm hook, ZeRO mode or epochs/steps changed, so it is not a point of this run; use a fresh "
+           "checkpoint directory";
+  }
+  return where + " belongs to job " + quoted(m.job) + (m.specHash ? "" : " (a version-1 checkpoint)") +
+         ", not to this job " + quoted(job.name) +
+         ": a checkpoint directory belongs to one job; use a fresh checkpoint directory for " + quoted(job.name) +
+         " (or remove " + quoted(m.job) + "'s checkpoints)";
+}
+
+}  // namespace
 
 CheckpointStore::CheckpointStore(std::string root) : root_(std::move(root)) {
   while (root_.size() > 1 && root_.back() == '/') root_.pop_back();
@@ -19,6 +48,28 @@ std::string CheckpointStore::manifestPath(int64_t step) const {
   return stepDir(step) + "/" + kManifestName;
 }
 
+Status CheckpointStore::checkWritable(const std::string& tag) const {
+  if (Status st = makeDirs(root_); !st.isOk()) {
+    return failedPrecondition("checkpoint directory " + root_ + " cannot be created: " + st.message());
+  }
+  const std::string probe = root_ + "/" + kProbePrefix + tag;
+  Status st = writeFileAtomic(probe, "checkpoint directory write probe\n");
+  if (st.isOk() && ::unlink(probe.c_str()) != 0) st = unavailable("remove " + probe + ": " + std::strerror(errno));
+  if (!st.isOk()) return failedPrecondition("checkpoint directory " + root_ + " is not writable: " + st.message());
+  return Status::ok();
+}
+
+Status CheckpointStore::checkOwnership(const JobIdentity& job) const {
+  DDP_ASSIGN_OR_RETURN(std::vector<int64_t> steps, listSteps());
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    auto m = readManifest(*it);
+    if (!m.isOk()) continue;  // partial or damaged: says nothing about whose it is
+    if (isOwnCheckpoint(matchJob(*m, job))) continue;
+    return failedPrecondition(foreignReason(root_, manifestPath(*it), *m, job));
+  }
+  return Status::ok();
+}
+
 Status CheckpointStore::writeShard(const CheckpointShard& shard) {
   DDP_RETURN_IF_ERROR(makeDirs(stepDir(shard.step)));
   return writeFileAtomic(shardPath(shard.step, shard.rank), encodeShard(shard))
@@ -27,12 +78,13 @@ Status CheckpointStore::writeShard(const CheckpointShard& shard) {
 }
 
 Result<CheckpointManifest> CheckpointStore::commit(int64_t step, int worldSize,
-                                                   const std::string& job, int64_t createdUnixMs) {
+                                                   const JobIdentity& job, int64_t createdUnixMs) {
   if (worldSize <= 0) return invalidArgument("commit: world size must be positive");
   CheckpointManifest m;
   m.step = step;
   m.worldSize = worldSize;
-  m.job = job;
+  m.job = job.name;
+  m.specHash = job.specHash;
   m.createdUnixMs = createdUnixMs;
   m.shards.resize(static_cast<size_t>(worldSize));
   for (int r = 0; r < worldSize; ++r) {
@@ -52,7 +104,7 @@ Result<CheckpointManifest> CheckpointStore::commit(int64_t step, int worldSize,
   return m;
 }
 
-Result<CheckpointManifest> CheckpointStore::verify(int64_t step) const {
+Result<CheckpointManifest> CheckpointStore::readManifest(int64_t step) const {
   const std::string mpath = manifestPath(step);
   auto file = readFile(mpath);
   if (!file.isOk()) {
@@ -65,6 +117,11 @@ Result<CheckpointManifest> CheckpointStore::verify(int64_t step) const {
   if (m.step != step) {
     return dataLoss(mpath + " names step " + std::to_string(m.step));
   }
+  return m;
+}
+
+Result<CheckpointManifest> CheckpointStore::verify(int64_t step) const {
+  DDP_ASSIGN_OR_RETURN(CheckpointManifest m, readManifest(step));
   for (int r = 0; r < m.worldSize; ++r) {
     const std::string path = shardPath(step, r);
     auto shard = readFile(path);
@@ -97,6 +154,14 @@ Result<std::vector<int64_t>> CheckpointStore::listSteps() const {
 }
 
 Result<LatestCheckpoint> CheckpointStore::findLatestComplete(int worldSize) const {
+  return findLatest(worldSize, nullptr);
+}
+
+Result<LatestCheckpoint> CheckpointStore::findLatestComplete(int worldSize, const JobIdentity& job) const {
+  return findLatest(worldSize, &job);
+}
+
+Result<LatestCheckpoint> CheckpointStore::findLatest(int worldSize, const JobIdentity* job) const {
   DDP_ASSIGN_OR_RETURN(std::vector<int64_t> steps, listSteps());
   LatestCheckpoint out;
   for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
@@ -104,6 +169,14 @@ Result<LatestCheckpoint> CheckpointStore::findLatestComplete(int worldSize) cons
     if (!m.isOk()) {
       out.skipped.push_back("step " + std::to_string(*it) + ": " + m.status().message());
       continue;
+    }
+    if (job != nullptr) {
+      const JobMatch match = matchJob(*m, *job);
+      if (!isOwnCheckpoint(match)) {
+        out.skipped.push_back("step " + std::to_string(*it) + ": written by job " + quoted(m->job) +
+                              (match == JobMatch::kOtherSpec ? " with a different spec" : ""));
+        continue;
+      }
     }
     if (worldSize > 0 && m->worldSize != worldSize) {
       out.skipped.push_back("step " + std::to_string(*it) + ": written by " +
@@ -135,20 +208,37 @@ Result<CheckpointShard> CheckpointStore::readShard(const CheckpointManifest& m, 
   return s;
 }
 
-Status CheckpointStore::applyRetention(int keep) const {
+Status CheckpointStore::applyRetention(int keep, const JobIdentity& job, int64_t committedStep) const {
   if (keep <= 0) return Status::ok();
   DDP_ASSIGN_OR_RETURN(std::vector<int64_t> steps, listSteps());
-  int kept = 0;
-  bool sawComplete = false;
-  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
-    const bool complete = verify(*it).isOk();
-    if (complete && kept < keep) {
-      ++kept;
-      sawComplete = true;
-      continue;
+  struct Own {
+    int64_t step;
+    int64_t createdUnixMs;
+  };
+  std::vector<Own> own;       // this job's complete checkpoints
+  std::vector<int64_t> dead;  // incomplete, not another job's
+  for (int64_t step : steps) {
+    auto m = readManifest(step);
+    if (m.isOk() && !isOwnCheckpoint(matchJob(*m, job))) continue;  // another job's: never touched
+    if (m.isOk() && verify(step).isOk()) {
+      own.push_back({step, m->createdUnixMs});
+    } else {
+      dead.push_back(step);
     }
-    // Older than the newest complete one: either surplus complete, or a dead partial.
-    if (sawComplete) DDP_RETURN_IF_ERROR(removeAll(stepDir(*it)));
+  }
+  if (own.empty()) return Status::ok();
+  // Newest first: the step just committed, then by commit time, then by step.
+  std::sort(own.begin(), own.end(), [&](const Own& a, const Own& b) {
+    if ((a.step == committedStep) != (b.step == committedStep)) return a.step == committedStep;
+    if (a.createdUnixMs != b.createdUnixMs) return a.createdUnixMs > b.createdUnixMs;
+    return a.step > b.step;
+  });
+  for (size_t i = static_cast<size_t>(keep); i < own.size(); ++i) {
+    DDP_RETURN_IF_ERROR(removeAll(stepDir(own[i].step)));
+  }
+  const int64_t newest = own.front().step;
+  for (int64_t step : dead) {
+    if (step < newest) DDP_RETURN_IF_ERROR(removeAll(stepDir(step)));
   }
   return syncDir(root_);
 }

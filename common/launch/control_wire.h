@@ -18,4 +18,10 @@ enum class CommandType { kNone, kCheckpoint, kStop, kAbort, kFlightRecord };
 const char* commandTypeName(CommandType t);  // "none", "checkpoint", "stop", "abort", "flightRecord"
 bool parseCommandType(std::string_view text, CommandType* out);
 
+// A worker process's exit status: 0 finished well (or stopped on request); 2 bad configuration
+// (flags, environment, the spec, a refused token: no restart can fix it); 1 any other failure.
+inline constexpr int kWorkerExitOk = 0;
+inline constexpr int kWorkerExitFailure = 1;
+inline constexpr int kWorkerExitBadConfig = 2;
+
 }  // namespace ddp::wire

@@ -345,6 +345,13 @@ void ApiServer::registerWorker(Request& req, Res res) {
   r.host = body.value("host", "");
   r.advertiseAddress = body.value("advertiseAddress", r.host);
   r.pid = body.value("pid", int64_t{0});
+  if (auto it = body.find("leftGeneration"); it != body.end()) {
+    if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+      return sendError(*res, 400, "leftGeneration must be an integer >= 0");
+    }
+    r.leftGeneration = it->get<int64_t>();
+  }
+  if (auto it = body.find("reason"); it != body.end() && it->is_string()) r.reason = it->get<std::string>().substr(0, 4096);
   auto g = jobs_.registerWorker(req.params["name"], r);
   if (!g.isOk()) return sendStatus(*res, g.status());
   sendJson(*res, 200, json{{"workerId", r.workerId}, {"generation", *g}}.dump());
@@ -357,7 +364,11 @@ void ApiServer::assignment(Request& req, Res res) {
   }
   const auto peers = req.queryValue("peers");
   const bool withPeers = peers && (*peers == "1" || *peers == "true");
-  jobs_.awaitAssignment(req.params["name"], req.params["id"], std::chrono::milliseconds(waitMs), withPeers,
+  int64_t after = 0;
+  if (auto a = req.queryValue("after")) {
+    if (!parseInt64(*a, &after) || after < 0) return sendError(*res, 400, "after '" + *a + "' must be an integer >= 0");
+  }
+  jobs_.awaitAssignment(req.params["name"], req.params["id"], std::chrono::milliseconds(waitMs), withPeers, after,
                         std::move(res));
 }
 

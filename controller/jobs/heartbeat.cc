@@ -52,6 +52,18 @@ Result<Heartbeat> parseHeartbeat(const std::string& body) {
     DDP_RETURN_IF_ERROR(field(*it, "path", &c.path));
     h.checkpoint = c;
   }
+  if (auto it = j.find("collectives"); it != j.end() && it->is_array()) {
+    for (const auto& e : *it) {
+      if (!e.is_object()) return invalidArgument("heartbeat: 'collectives' entries must be objects");
+      CollectiveView c;
+      DDP_RETURN_IF_ERROR(field(e, "backend", &c.backend));
+      DDP_RETURN_IF_ERROR(field(e, "issued", &c.issued));
+      DDP_RETURN_IF_ERROR(field(e, "seq", &c.seq));
+      DDP_RETURN_IF_ERROR(field(e, "op", &c.op));
+      DDP_RETURN_IF_ERROR(field(e, "seconds", &c.seconds));
+      h.collectives.push_back(std::move(c));
+    }
+  }
   if (auto it = j.find("ext"); it != j.end() && it->is_object()) h.extJson = it->dump();
   return h;
 }

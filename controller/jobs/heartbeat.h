@@ -8,9 +8,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/launch/control_wire.h"
 #include "common/status.h"
+#include "controller/jobs/hang_detector.h"
 
 namespace ddp::controller {
 
@@ -29,6 +31,7 @@ struct Heartbeat {
   std::optional<double> testAccuracy;
   std::map<std::string, double> counters;  // samples, steps, stepSeconds, commBytes, ...
   std::optional<HeartbeatCheckpoint> checkpoint;
+  std::vector<CollectiveView> collectives;  // per backend: last issued, oldest unfinished
   std::string message;
   std::string extJson = "{}";
   bool final() const { return state != "Running"; }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <cstdio>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -35,17 +36,40 @@ struct Waiter {
   std::shared_ptr<http::Responder> responder;
   TimePoint until;
   bool withPeers = false;
+  int64_t after = 0;  // only a generation after this one answers
 };
+
+HangConfig hangConfig(const JobSpec& spec) {
+  HangConfig c;
+  c.heartbeatWindow = seconds(spec.timeouts.heartbeatSeconds * spec.timeouts.heartbeatMisses);
+  c.hang = seconds(spec.timeouts.hangSeconds);
+  c.progress = seconds(spec.timeouts.progressSeconds);
+  return c;
+}
+
+// Note [Recovery]: no wait before the first restart, then 1 s doubling up to 30 s.
+Duration restartBackoff(int restart) {
+  if (restart <= 1) return Duration::zero();
+  return std::min<Duration>(std::chrono::seconds(30), std::chrono::seconds(1) * (int64_t{1} << std::min(restart - 2, 5)));
+}
 
 struct WorkerState {
   WorkerRecord rec;
   TimePoint lastSeen{};
-  bool lost = false;
   bool processAlive = true;
   WorkerOutcome outcome = WorkerOutcome::kRunning;
   std::string message;
   bool failureFromExit = false;
   TimePoint failedAt{};
+  // Hang detection (Note [Hang verdicts]).
+  TimePoint stepChangedAt{};
+  std::vector<CollectiveView> collectives;
+  bool leftOnItsOwn = false;  // aborted its communicator and asked to rejoin
+  std::string leftMessage;
+  TimePoint leftAt{};
+  bool replacing = false;     // blamed by a verdict: a replacement process is on its way
+  bool badConfigExit = false; // exited with wire::kWorkerExitBadConfig: no restart can fix it
+  bool abortUnreliableSeen = false;
 };
 
 // "worker rank 1 killed by signal 9 (Killed) (fmnist-w1, pid 123)\nits last lines:\n  ..." — the
@@ -119,6 +143,17 @@ struct JobManager::Live {
   bool launched = false;
   bool stopPending = false;  // a verdict asked to stop the remaining workers (the ticker does)
   bool awaitingSettle = false;  // a worker reported its own failure: re-evaluate each tick
+  // Note [Recovery].
+  TimePoint generationStart{};
+  int64_t abortedGeneration = 0;       // the generation a verdict ended
+  std::set<std::string> survivors;     // its members that get `abort` (not 410)
+  std::vector<std::string> toReplace;  // culprits whose replacement is due at replaceAt
+  TimePoint replaceAt{};
+  bool recovering = false;             // waiting for every member to finish a step
+  TimePoint verdictAt{};
+  std::set<std::string> steppedSinceVerdict;
+  std::set<std::pair<int, int64_t>> stragglersSeen;  // (rank, seq) already reported
+  std::vector<double> recoverySeconds;  // verdict -> every rank stepping, per recovery
 };
 
 JobManager::JobManager(JobManagerOptions options, JobStore& store, Launcher& launcher, const Clock& clock)
@@ -152,11 +187,13 @@ Status JobManager::start() {
       auto live = std::make_unique<Live>();
       live->spec = *spec;
       live->record = std::move(rec);
+      live->generationStart = now;
       std::vector<WorkerRecord> byRank;
       for (const auto& w : live->record.workers) {
         WorkerState ws;
         ws.rec = w;
         ws.lastSeen = now;  // a restarted controller gives every worker a full heartbeat window
+        ws.stepChangedAt = now;  // ... and a full progress window
         live->workers[w.id] = ws;
         if (w.rank >= 0) byRank.push_back(w);
       }
@@ -418,6 +455,22 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
   }
   const TimePoint now = clock_.now();
   WorkerState& w = job->workers[req.workerId];
+  if (req.leftGeneration > 0 && job->rdzv->isCurrent(req.leftGeneration) && w.rec.rank >= 0) {
+    // A member aborted its communicator after a fault of its own; the hang detector decides
+    // (Note [Hang verdicts], CollectiveFailed) and the worker waits for the next generation.
+    if (!w.leftOnItsOwn) {
+      w.leftOnItsOwn = true;
+      w.leftAt = now;
+      w.leftMessage = req.reason.empty() ? "no reason given" : req.reason;
+      w.lastSeen = now;
+      event(*job, kEventWarning, "CommunicatorAborted",
+            "worker rank " + std::to_string(w.rec.rank) + " (" + req.workerId + ") left generation " +
+                std::to_string(req.leftGeneration) + ": " + w.leftMessage);
+      job->dirty = true;
+      evaluate(*job);
+    }
+    return job->rdzv->nextGeneration();
+  }
   w.rec.id = req.workerId;
   w.rec.host = req.host;
   w.rec.advertiseAddress = req.advertiseAddress;
@@ -425,6 +478,14 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
   w.rec.state = "Waiting";
   w.lastSeen = now;
   w.processAlive = true;
+  // A fresh start in this slot, or a survivor rejoining: nothing of its last run counts.
+  w.outcome = WorkerOutcome::kRunning;
+  w.failureFromExit = false;
+  w.message.clear();
+  w.leftOnItsOwn = false;
+  w.replacing = false;
+  w.badConfigExit = false;
+  w.collectives.clear();
   const int64_t before = job->rdzv->generation();
   const int64_t g = job->rdzv->join(req.workerId, now);
   if (job->rdzv->generation() != before) wakeAssignments(*job);
@@ -447,11 +508,26 @@ void JobManager::wakeAssignments(Live& job) {
     job.spaces[active->generation] = std::make_shared<comm::KeySpace>(options_.storeQuotaBytes);
     job.record.generation = active->generation;
     for (auto& [id, w] : job.workers) w.rec.rank = -1;
+    const TimePoint now = clock_.now();
+    job.generationStart = now;
     for (int r = 0; r < active->worldSize(); ++r) {
       WorkerState& w = job.workers[active->members[static_cast<size_t>(r)]];
       w.rec.rank = r;
       w.rec.state = "Running";
-      w.lastSeen = clock_.now();  // the heartbeat window starts with the generation
+      w.lastSeen = now;  // the heartbeat window starts with the generation
+      w.stepChangedAt = now;
+      w.collectives.clear();
+      w.leftOnItsOwn = false;
+    }
+    if (job.record.phase == JobPhase::kRestarting) {
+      const int64_t ms = wallMs();
+      job.record.setCondition(kConditionRestarting, false, "Rejoined",
+                              "generation " + std::to_string(active->generation) + " formed", ms);
+      job.record.phase = JobPhase::kRunning;
+      job.record.setCondition(kConditionRunning, true, "Rejoined",
+                              "generation " + std::to_string(active->generation) + " with " +
+                                  std::to_string(active->worldSize()) + " worker(s) resumes from the last checkpoint",
+                              ms);
     }
     job.assignmentTail = assignmentTailJson(*active, job.record.specYaml, job.workers, false);
     job.assignmentTailWithPeers = assignmentTailJson(*active, job.record.specYaml, job.workers, true);
@@ -463,7 +539,7 @@ void JobManager::wakeAssignments(Live& job) {
   }
   std::vector<Waiter> still;
   for (auto& w : job.waiters) {
-    if (active->rankOf(w.workerId)) {
+    if (active->generation > w.after && active->rankOf(w.workerId)) {
       http::Response res;
       res.body = assignmentJson(job, w.workerId, w.withPeers);
       w.responder->reply(std::move(res));
@@ -475,7 +551,7 @@ void JobManager::wakeAssignments(Live& job) {
 }
 
 void JobManager::awaitAssignment(const std::string& name, const std::string& workerId, Duration wait,
-                                 bool withPeers, std::shared_ptr<http::Responder> responder) {
+                                 bool withPeers, int64_t after, std::shared_ptr<http::Responder> responder) {
   std::lock_guard<std::mutex> lock(mu_);
   Live* job = find(name);
   if (job == nullptr) return replyJson(*responder, 404, {{"error", "job " + name + " is not running"}});
@@ -489,14 +565,14 @@ void JobManager::awaitAssignment(const std::string& name, const std::string& wor
   }
   known->second.lastSeen = clock_.now();  // polling is a sign of life too
   const auto& active = job->rdzv->active();
-  if (active && active->rankOf(workerId)) {
+  if (active && active->generation > after && active->rankOf(workerId)) {
     http::Response res;
     res.body = assignmentJson(*job, workerId, withPeers);
     responder->reply(std::move(res));
     return;
   }
   job->waiters.push_back(
-      {workerId, std::move(responder), clock_.now() + std::min(wait, options_.maxLongPoll), withPeers});
+      {workerId, std::move(responder), clock_.now() + std::min(wait, options_.maxLongPoll), withPeers, after});
 }
 
 Result<std::shared_ptr<comm::KeySpace>> JobManager::keySpace(const std::string& name, int64_t g, Fenced* fenced) {
@@ -515,6 +591,12 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
   Live* job = find(name);
   if (job == nullptr) return notFound("job " + name + " is not running");
   if (!job->rdzv->isCurrent(g)) {
+    if (g == job->abortedGeneration && job->survivors.count(hb.workerId)) {
+      // Note [Recovery]: a survivor of the generation a verdict ended aborts and rejoins.
+      auto it = job->workers.find(hb.workerId);
+      if (it != job->workers.end()) it->second.lastSeen = clock_.now();
+      return Command{CommandType::kAbort, 0};
+    }
     fenced->current = job->rdzv->generation();
     return abortedError("stale generation " + std::to_string(g));
   }
@@ -525,11 +607,16 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
   WorkerState& w = it->second;
   w.lastSeen = clock_.now();
   w.rec.lastHeartbeatMs = wallMs();
+  if (hb.step != w.rec.step) w.stepChangedAt = w.lastSeen;
   w.rec.step = hb.step;
-  if (w.lost) {
-    w.lost = false;
-    event(*job, kEventNormal, "HeartbeatResumed", "worker " + hb.workerId + " is heartbeating again");
+  w.collectives = hb.collectives;
+  if (!w.abortUnreliableSeen && hb.extJson.find("\"abortUnreliable\"") != std::string::npos) {
+    w.abortUnreliableSeen = true;
+    event(*job, kEventWarning, "AbortUnreliable",
+          "worker " + hb.workerId + ": its communicator abort did not release a blocked collective in the start-up "
+          "self-test; a hang on it is recovered only by replacing the process");
   }
+  if (job->recovering) noteRecovered(*job, hb.workerId, hb);
   if (hb.final() && w.outcome == WorkerOutcome::kRunning) {
     w.outcome = hb.state == "Succeeded" ? WorkerOutcome::kSucceeded
                 : hb.state == "Stopped" ? WorkerOutcome::kStopped
@@ -583,8 +670,20 @@ void JobManager::handleExit(const WorkerExit& exit) {
   Live* job = find(exit.jobName);
   if (job == nullptr) return;
   WorkerState& w = job->workers[exit.workerId];
+  if (exit.pid != 0 && w.rec.pid != 0 && exit.pid != w.rec.pid) {
+    // An earlier process of this slot (replaced since): its exit changes nothing.
+    event(*job, kEventNormal, "WorkerExited", exit.describe() + " (replaced)");
+    return;
+  }
   w.rec.id = exit.workerId;
   w.processAlive = false;
+  if (w.replacing) {
+    // Note [Recovery]: the culprit the controller is replacing.
+    job->rdzv->leave(exit.workerId, clock_.now());
+    event(*job, kEventNormal, "WorkerExited", exit.describe() + " (being replaced)");
+    job->dirty = true;
+    return;
+  }
   const bool clean = exit.statusKnown && !exit.signaled && exit.code == 0;
   if (w.outcome == WorkerOutcome::kFailed && !w.failureFromExit && !exit.ok() && !exit.killedByLauncher) {
     // It said it failed, then died of something: the exit is the cause to report.
@@ -601,8 +700,21 @@ void JobManager::handleExit(const WorkerExit& exit) {
       w.outcome = WorkerOutcome::kFailed;
       w.message = describeFailure(w.rec.rank, exit);
       w.failureFromExit = true;
+      w.badConfigExit = exit.statusKnown && !exit.signaled && exit.code == wire::kWorkerExitBadConfig;
       w.failedAt = clock_.now();
     }
+  }
+  if (job->record.phase == JobPhase::kRestarting && w.outcome == WorkerOutcome::kFailed && !job->cancelRequested &&
+      !(exit.statusKnown && !exit.signaled && exit.code == wire::kWorkerExitBadConfig)) {
+    // A worker lost while the job re-forms: replaced as part of the same restart.
+    event(*job, kEventWarning, "WorkerFailed", w.message);
+    w.outcome = WorkerOutcome::kRunning;
+    w.failureFromExit = false;
+    w.replacing = true;
+    job->rdzv->leave(exit.workerId, clock_.now());
+    job->toReplace.push_back(exit.workerId);
+    job->dirty = true;
+    return;
   }
   w.rec.state = w.outcome == WorkerOutcome::kFailed      ? "Failed"
                 : w.outcome == WorkerOutcome::kStopped   ? "Stopped"
@@ -616,13 +728,47 @@ void JobManager::handleExit(const WorkerExit& exit) {
 
 void JobManager::evaluate(Live& job) {
   if (!job.launched) return;
+  const auto& active = job.rdzv->active();
+  if (active && job.record.phase == JobPhase::kRunning && !job.cancelRequested) {
+    // Note [Recovery]. A member that failed for a reason no restart can fix (its own final
+    // heartbeat said Failed, or it exited with the bad-configuration status) is left to decideJob.
+    bool fatal = false;
+    std::vector<MemberHealth> members;
+    for (int r = 0; r < active->worldSize(); ++r) {
+      const std::string& id = active->members[static_cast<size_t>(r)];
+      const WorkerState& w = job.workers[id];
+      fatal = fatal || (w.outcome == WorkerOutcome::kFailed && (!w.failureFromExit || w.badConfigExit));
+      MemberHealth m;
+      m.rank = r;
+      m.workerId = id;
+      m.finished = w.outcome == WorkerOutcome::kSucceeded || w.outcome == WorkerOutcome::kStopped;
+      m.exitedWithFailure = w.outcome == WorkerOutcome::kFailed && w.failureFromExit;
+      m.exitMessage = w.message;
+      m.exitedAt = w.failedAt;
+      m.lastHeartbeat = w.lastSeen;
+      m.step = w.rec.step;
+      m.stepChangedAt = w.stepChangedAt;
+      m.collectives = w.collectives;
+      m.leftOnItsOwn = w.leftOnItsOwn;
+      m.leftMessage = w.leftMessage;
+      m.leftAt = w.leftAt;
+      members.push_back(std::move(m));
+    }
+    if (!fatal) {
+      HangReport report = detectHang(members, hangConfig(job.spec), job.generationStart, clock_.now());
+      for (const Straggler& s : report.stragglers) {
+        if (job.stragglersSeen.insert({s.rank, s.seq}).second) event(job, kEventWarning, "Straggler", s.message);
+      }
+      if (report.verdict) return recover(job, *report.verdict);
+    }
+  }
   JobFacts f;
   f.now = clock_.now();
   f.phase = job.record.phase;
   f.cancelRequested = job.cancelRequested;
   f.generationActive = job.rdzv->active().has_value();
   for (const auto& [id, w] : job.workers) {
-    if (w.processAlive) ++f.liveProcesses;
+    if (w.processAlive || w.replacing) ++f.liveProcesses;
     if (f.generationActive && !job.rdzv->active()->rankOf(id)) continue;
     f.members.push_back({id, w.outcome, w.processAlive, w.message, w.failureFromExit, w.failedAt});
   }
@@ -632,6 +778,90 @@ void JobManager::evaluate(Live& job) {
   // The ticker signals them, outside the lock (evaluate also runs on request paths that must
   // not wait for the launcher).
   if (v.stopWorkers) job.stopPending = true;
+}
+
+void JobManager::recover(Live& job, const HangVerdict& verdict) {
+  const RendezvousRound round = *job.rdzv->active();
+  const std::string reason = faultReasonName(verdict.reason);
+  const TimePoint now = clock_.now();
+  event(job, kEventWarning, reason, verdict.message);
+  DDP_LOG(Warning) << "job " << job.record.name << ": " << reason << ": " << verdict.message;
+  if (job.record.restarts >= job.spec.maxRestarts) {
+    transition(job, JobPhase::kFailed, reason,
+               verdict.message + " (no restarts left: spec.maxRestarts is " + std::to_string(job.spec.maxRestarts) + ")");
+    job.stopPending = true;
+    return;
+  }
+  const int restart = ++job.record.restarts;
+  const int64_t ms = wallMs();
+  job.record.phase = JobPhase::kRestarting;
+  job.record.setCondition(kConditionRunning, false, reason, verdict.message, ms);
+  job.record.setCondition(kConditionRestarting, true, reason,
+                          "restart " + std::to_string(restart) + " of " + std::to_string(job.spec.maxRestarts) + ": " +
+                              verdict.message,
+                          ms);
+  job.abortedGeneration = round.generation;
+  job.survivors.clear();
+  std::vector<std::string> culprits;
+  for (int r = 0; r < round.worldSize(); ++r) {
+    const std::string& id = round.members[static_cast<size_t>(r)];
+    if (std::find(verdict.culprits.begin(), verdict.culprits.end(), r) != verdict.culprits.end()) {
+      culprits.push_back(id);
+    } else {
+      job.survivors.insert(id);
+    }
+  }
+  // The old generation's store goes: its blocked calls fail, and it is fenced from now on.
+  for (auto& [g, space] : job.spaces) space->clear("generation " + std::to_string(g) + " ended: " + reason);
+  job.spaces.clear();
+  job.rdzv->endGeneration(now);
+  for (const auto& id : job.survivors) {
+    WorkerState& w = job.workers[id];
+    w.rec.state = "Rejoining";
+    if (w.leftOnItsOwn) job.rdzv->join(id, now);  // already waiting for the next generation
+    w.leftOnItsOwn = false;
+  }
+  for (const auto& id : culprits) {
+    WorkerState& w = job.workers[id];
+    w.replacing = true;
+    w.outcome = WorkerOutcome::kRunning;
+    w.failureFromExit = false;
+    w.rec.state = "Replacing";
+    job.toReplace.push_back(id);
+  }
+  job.replaceAt = now + restartBackoff(restart);
+  job.recovering = true;
+  job.verdictAt = now;
+  job.steppedSinceVerdict.clear();
+  job.stragglersSeen.clear();
+  job.dirty = true;
+  std::string who = culprits.empty() ? "no worker is replaced" : "replacing";
+  for (const auto& id : culprits) who += " " + id;
+  int64_t reached = 0;
+  for (const auto& id : round.members) reached = std::max(reached, job.workers[id].rec.step);
+  const int64_t from = std::max<int64_t>(0, job.lastCheckpointStep);
+  event(job, kEventWarning, "Restarting",
+        "restart " + std::to_string(restart) + " of " + std::to_string(job.spec.maxRestarts) + " after " + reason +
+            ": generation " + std::to_string(round.generation) + " ended; " + who + "; " +
+            std::to_string(job.survivors.size()) + " survivor(s) rejoin without restarting; resuming from step " +
+            std::to_string(from) + " (last committed checkpoint; steps redone: " + std::to_string(std::max<int64_t>(0, reached - from)) + ")");
+  if (job.rdzv->active()) wakeAssignments(job);
+}
+
+void JobManager::noteRecovered(Live& job, const std::string& workerId, const Heartbeat& hb) {
+  auto steps = hb.counters.find("steps");
+  if (steps == hb.counters.end() || steps->second < 1) return;
+  job.steppedSinceVerdict.insert(workerId);
+  const auto& active = job.rdzv->active();
+  if (!active || static_cast<int>(job.steppedSinceVerdict.size()) < active->worldSize()) return;
+  job.recovering = false;
+  const double secs = std::chrono::duration<double>(clock_.now() - job.verdictAt).count();
+  job.recoverySeconds.push_back(secs);
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f", secs);
+  event(job, kEventNormal, "Recovered",
+        "generation " + std::to_string(active->generation) + ": every rank is stepping again " + buf +
+            " s after the verdict (restart " + std::to_string(job.record.restarts) + ")");
 }
 
 void JobManager::transition(Live& job, JobPhase next, const std::string& reason, const std::string& message) {
@@ -719,6 +949,7 @@ void JobManager::persistFigures(bool force) {
 
 void JobManager::tickOnce() {
   std::vector<std::string> toStop;
+  std::vector<std::pair<std::string, std::string>> replace;  // (job, worker)
   {
     std::lock_guard<std::mutex> lock(mu_);
     while (!exits_.empty()) {
@@ -727,8 +958,6 @@ void JobManager::tickOnce() {
       handleExit(e);
     }
     const TimePoint now = clock_.now();
-    // Missed heartbeats are looked for every kHeartbeatScan, not every tick: at thousands of
-    // workers the scan is the tick's main cost, and it is done under the lock.
     const bool scanHeartbeats = now - lastHeartbeatScan_ >= kHeartbeatScan;
     if (scanHeartbeats) lastHeartbeatScan_ = now;
     for (auto& [name, jobPtr] : jobs_) {
@@ -754,20 +983,26 @@ void JobManager::tickOnce() {
         job.stopPending = false;
         toStop.push_back(name);
       }
-      if (!scanHeartbeats || !job.rdzv->active() || isTerminal(job.record.phase)) continue;
-      const Duration window = seconds(job.spec.timeouts.heartbeatSeconds * job.spec.timeouts.heartbeatMisses);
-      for (auto& [id, w] : job.workers) {
-        if (now - w.lastSeen <= window || w.lost || !w.processAlive) continue;
-        if (w.outcome != WorkerOutcome::kRunning || w.rec.rank < 0) continue;
-        w.lost = true;
-        w.rec.state = "Unresponsive";
-        job.dirty = true;
-        event(job, kEventWarning, "HeartbeatMissed",
-              "worker " + id + " missed " + std::to_string(job.spec.timeouts.heartbeatMisses) + " heartbeats");
+      if (!job.toReplace.empty() && now >= job.replaceAt && !isTerminal(job.record.phase) && !job.cancelRequested) {
+        for (const auto& id : job.toReplace) replace.emplace_back(name, id);
+        job.toReplace.clear();
       }
+      // Hang detection (Note [Recovery]) every kHeartbeatScan, not every tick: at thousands of
+      // workers the scan is the tick's main cost, and it is done under the lock.
+      if (scanHeartbeats && job.rdzv->active() && job.record.phase == JobPhase::kRunning) evaluate(job);
     }
   }
   for (const auto& name : toStop) (void)launcher_.stopJob(name, std::chrono::seconds(10));
+  for (const auto& [name, id] : replace) {
+    if (Status st = launcher_.replaceWorker(name, id); !st.isOk()) {
+      DDP_LOG(Error) << "job " << name << ": could not replace " << id << ": " << st.toString();
+      std::lock_guard<std::mutex> lock(mu_);
+      if (Live* job = find(name)) {
+        transition(*job, JobPhase::kFailed, "ReplaceFailed", "could not replace " + id + ": " + st.toString());
+        job->stopPending = true;
+      }
+    }
+  }
   persistFigures(false);
 }
 

@@ -14,6 +14,28 @@
 //    store to set up their communicators, not while training.
 //  - Waiting workers (assignment long polls) are deferred HTTP replies, woken together when
 //    their round closes; no thread is held per waiter.
+//
+// Note [Recovery]
+// While a job is Running, every evaluation (a heartbeat scan every 250 ms, a worker exit, a
+// worker leaving its generation) asks the hang detector (Note [Hang verdicts]) about the active
+// generation. On a verdict, with restarts left (spec.maxRestarts):
+//  1. the job becomes Restarting (condition Restarting with the verdict's reason and message,
+//     an event, record.restarts + 1), and the generation ends: the store of that generation
+//     is cleared (blocked store calls fail) and its number is fenced;
+//  2. the survivors (members not blamed) get `abort` in answer to their next heartbeat of the
+//     old generation (everyone else gets 410): they abort their communicators, drop their
+//     trainers and rejoin without restarting; a survivor that already left on its own (its
+//     collective failed first) is put into the new round at once;
+//  3. each culprit is replaced through the launcher (local: SIGKILL by pid, then a fresh
+//     process in its slot), the k-th restart after an exponential backoff (0 for the first,
+//     then 1 s, 2 s, ... up to 30 s);
+//  4. the new round closes when every slot rejoined; the job is Running again; every rank
+//     loads the last committed checkpoint. When every member has finished a step of the new
+//     generation, a Recovered event gives the seconds since the verdict.
+// With no restarts left the verdict fails the job (its reason, and "no restarts left"). Exits
+// of a process the controller replaced are recognised by pid and change nothing. A worker that
+// failed for a reason no restart can fix (its final heartbeat says Failed: bad configuration,
+// fenced, controller lost) still fails the job (Note [Job state machine]).
 // Thread model: every public method is thread-safe (one mutex, never held across I/O to the
 // launcher or a blocking store write... except the JobStore calls, which are short local
 // SQLite transactions). start() runs one ticker thread (rendezvous deadlines, expired long
@@ -35,6 +57,7 @@
 #include "common/job_spec.h"
 #include "common/status.h"
 #include "common/store/store_service.h"
+#include "controller/jobs/hang_detector.h"
 #include "controller/jobs/heartbeat.h"
 #include "controller/launch/launcher.h"
 #include "controller/rendezvous/rendezvous.h"
@@ -57,6 +80,10 @@ struct JobManagerOptions {
 struct RegisterRequest {
   std::string workerId, host, advertiseAddress;
   int64_t pid = 0;
+  // A worker that aborted its communicator after a fault of its own says which generation it
+  // left and why (Note [Recovery]); 0: a plain registration.
+  int64_t leftGeneration = 0;
+  std::string reason;
 };
 
 // What a worker route's caller gets when the request names a stale generation (410).
@@ -96,10 +123,10 @@ class JobManager {
   // --- worker side (the caller has checked the worker token with workerTokenMatches)
   bool workerTokenMatches(const std::string& job, const std::string& token);
   Result<int64_t> registerWorker(const std::string& job, const RegisterRequest& req);
-  // Replies 200 with the assignment once the worker's round closed, 204 after `wait`. The peers
-  // list (O(world size) per answer) only when asked for.
+  // Replies 200 with the assignment once the worker's round closed (a generation after `after`),
+  // 204 after `wait`. The peers list (O(world size) per answer) only when asked for.
   void awaitAssignment(const std::string& job, const std::string& workerId, Duration wait, bool withPeers,
-                       std::shared_ptr<http::Responder> responder);
+                       int64_t after, std::shared_ptr<http::Responder> responder);
   // The key space of the job's generation `g`; Aborted carrying Fenced when stale.
   Result<std::shared_ptr<comm::KeySpace>> keySpace(const std::string& job, int64_t g, Fenced* fenced);
   Result<Command> heartbeat(const std::string& job, int64_t g, const Heartbeat& hb, Fenced* fenced);
@@ -115,6 +142,8 @@ class JobManager {
   void launch(Live& job);
   void wakeAssignments(Live& job);
   void evaluate(Live& job);
+  void recover(Live& job, const HangVerdict& verdict);
+  void noteRecovered(Live& job, const std::string& workerId, const Heartbeat& hb);
   void transition(Live& job, JobPhase next, const std::string& reason, const std::string& message);
   void event(Live& job, const std::string& type, const std::string& reason, const std::string& message);
   void persist(Live& job);

@@ -224,9 +224,12 @@ pid_t workerPid(pid_t ddpctl, const std::string& job, int rank) {
   return found;
 }
 
-TEST(DdpctlRunTest, DeadWorkerIsReportedAndTheOthersStop) {
+// With no restarts left (spec.maxRestarts: 0) a dead worker fails the run: the rank and its last
+// lines are reported and the others stop. (With restarts left the job recovers in-process:
+// tests/fault/recovery_fault_test.cc.)
+TEST(DdpctlRunTest, DeadWorkerWithNoRestartsLeftIsReportedAndTheOthersStop) {
   TempDir dir;
-  const std::string job = dir.write("job.yaml", syntheticJob("crash", dir.path() + "/ckpt"));
+  const std::string job = dir.write("job.yaml", syntheticJob("crash", dir.path() + "/ckpt") + "  maxRestarts: 0\n");
   bool killed = false;
   auto r = test::runCli({kDdpctl, "run", job, "--grace", "10"}, 120, [&](pid_t pid, const std::string& line) {
     if (!killed && contains(line, "step 100/")) {

@@ -273,8 +273,11 @@ Status GlooBackend::runBatch(Task& task, std::chrono::milliseconds timeout) {
 void GlooBackend::signalTransport(const std::string& msg) {
   if (!context_) return;
   CommPriorityScope scope(options_.commThreadPriority);  // takes Gloo's pair locks (see create())
+  // Called once per backend (abortWith returns early once aborted_ is set), so this logs once.
   if (!signalGlooTransport(*context_, msg)) {
-    DDP_LOG(Warning) << group_ << ": transport is not Gloo TCP; closed connections only";
+    DDP_LOG(Error) << group_ << ": abort could not signal the Gloo transport (not Gloo's TCP context, or its "
+                   << "layout changed; see gloo_abort_self_test.h); connections were closed, but abort cannot "
+                   << "wake local waits: ops blocked in Gloo stay blocked until their own timeout";
   }
 }
 
@@ -309,7 +312,7 @@ void GlooBackend::abortWith(const Status& reason, const std::function<void()>& f
   std::sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) { return a->seq() < b->seq(); });
   for (auto& w : pending) w->complete(st);
   signalTransport("communicator aborted: " + reason.message());
-  DDP_LOG(Warning) << st.message() << "\n" << flight_->dump(group_);
+  if (options_.logAbort) DDP_LOG(Warning) << st.message() << "\n" << flight_->dump(group_);
 }
 
 void GlooBackend::onWatchdogTimeout(const WatchedOp& op, const Status& st) {

@@ -30,6 +30,9 @@ struct GlooOptions {
   // How often the watchdog looks for overdue ops (real time).
   Duration watchdogPoll = kDefaultWatchdogPoll;
   size_t flightRecords = kDefaultFlightRecords;
+  // Log abort() with the flight record (a Warning). Off only where the abort is deliberate (the
+  // abort self-test), so that a worker's log does not report a fault that did not happen.
+  bool logAbort = true;
   // Clock of deadlines and the watchdog; nullptr means the system clock. Must outlive the backend.
   const Clock* clock = nullptr;
   // Scheduling of every thread that enters Gloo: the backend's own, Gloo's (which inherit it),

@@ -1,7 +1,18 @@
-// NcclOptions validation (every build) and the CPU-only stand-in of createNcclBackend.
+// NcclOptions validation and the default abort-hung handler (every build), and the CPU-only
+// stand-in of createNcclBackend.
 #include "worker/comm/nccl_backend.h"
 
+#include <cstdlib>
+
+#include "common/log.h"
+
 namespace ddp::comm {
+
+void exitOnNcclAbortHung(const std::string& message) {
+  DDP_LOG(Error) << message << "; exiting with code " << kWorkerExitAbortHung
+                 << " so that this worker is replaced rather than hang";
+  std::_Exit(kWorkerExitAbortHung);
+}
 
 Status NcclOptions::validate() const {
   if (size < 1) return invalidArgument("nccl: size must be >= 1, got " + std::to_string(size));
@@ -13,6 +24,8 @@ Status NcclOptions::validate() const {
   if (timeout <= Duration::zero()) return invalidArgument("nccl: timeout must be > 0");
   if (connectTimeout <= Duration::zero()) return invalidArgument("nccl: connectTimeout must be > 0");
   if (pollInterval <= Duration::zero()) return invalidArgument("nccl: pollInterval must be > 0");
+  if (abortTimeout <= Duration::zero()) return invalidArgument("nccl: abortTimeout must be > 0");
+  if (!onAbortHung) return invalidArgument("nccl: onAbortHung must be set (the default exits the process)");
   return Status::ok();
 }
 

@@ -34,14 +34,17 @@
 // abort(), an op timing out (Watchdog) or an asynchronous NCCL error calls ncclCommAbort once,
 // fails every pending op (a timed-out op with Timeout, the rest with Aborted), and dumps the
 // FlightRecorder to the log. The communicator is unusable afterwards: build the next generation
-// with a new prefix.
+// with a new prefix. ncclCommAbort itself can hang; every call of it runs under
+// NcclOptions::abortTimeout (Note [NCCL abort deadline] in nccl_backend_cuda.cc).
 //
 // Thread model: every public method may be called from any thread. The backend starts two
-// threads, joined by the destructor: the completion poller and the Watchdog's poller. issueMu_
-// (inside Impl) serialises issue and coalescing state; commMu serialises NCCL calls on the
-// communicator (NCCL communicators are not thread-safe) with the poller's error checks and
+// threads, joined by the destructor: the completion poller and the Watchdog's poller; each
+// ncclCommAbort runs on a short-lived detached thread of its own (Note [NCCL abort deadline]).
+// issueMu_ (inside Impl) serialises issue and coalescing state; commMu serialises NCCL calls on
+// the communicator (NCCL communicators are not thread-safe) with the poller's error checks and
 // ncclCommAbort; it is always taken after issueMu_, never before.
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -49,6 +52,16 @@
 #include "common/store/store.h"
 
 namespace ddp::comm {
+
+// Exit code of a worker whose ncclCommAbort did not return within NcclOptions::abortTimeout:
+// the worker exits and is replaced rather than hang (Note [NCCL abort deadline]).
+inline constexpr int kWorkerExitAbortHung = 75;
+inline constexpr Duration kDefaultNcclAbortTimeout = std::chrono::seconds(10);
+
+// The default NcclOptions::onAbortHung: logs `message` at Error and ends the process at once
+// with kWorkerExitAbortHung (std::_Exit: no destructors, no atexit handlers, which could block
+// on the hung communicator). Never returns.
+[[noreturn]] void exitOnNcclAbortHung(const std::string& message);
 
 struct NcclOptions {
   int rank = 0;
@@ -59,6 +72,13 @@ struct NcclOptions {
   Duration connectTimeout = std::chrono::minutes(5);   // unique id exchange + communicator init
   Duration pollInterval = std::chrono::microseconds(200);  // completion poller period
   bool accumulateHalfInF32 = true;                     // Note [NCCL semantics]
+  // How long an abort waits for ncclCommAbort (Note [NCCL abort deadline]).
+  Duration abortTimeout = kDefaultNcclAbortTimeout;
+  // Called (on the aborting thread) when ncclCommAbort has not returned within abortTimeout,
+  // with a message naming the communicator and the seconds waited. The default ends the
+  // process; a callback that returns lets the abort go on without the communicator (which is
+  // then leaked, its abort still running on its own thread). Must not be empty.
+  std::function<void(const std::string&)> onAbortHung = exitOnNcclAbortHung;
 
   Status validate() const;
 };

@@ -1,9 +1,95 @@
 // NcclBackend implementation (CUDA builds only). See nccl_backend.h for the Notes.
 #include "worker/comm/nccl_backend.h"
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <memory>
+#include <mutex>
+#include <system_error>
+#include <thread>
+
+#include "common/thread_priority.h"
 #include "worker/comm/nccl_backend_impl.h"
 
+// Note [NCCL abort deadline]
+// ncclCommAbort can itself hang (NVIDIA/nccl#1462; also #992, #1777: commFree joining a proxy
+// thread stuck in poll()), and it is called exactly when something is already wrong: from
+// abort(), the watchdog, the poller's async-error check, a failed create() and a failed
+// finalize in the destructor. A hung abort would wedge the worker with no one to notice, so
+// every call goes through Impl::abortComm: ncclCommAbort runs on a helper thread (with its own
+// DeviceGuard: the current device is per thread) and the caller waits for it up to
+// NcclOptions::abortTimeout. The helper is detached, unlike every other thread of the project
+// (whose owners stop and join them): joining a hung abort is the very hang being bounded. It
+// shares nothing with the backend but the communicator handle, the device ordinal and a
+// shared_ptr to its own completion flag, so it may finish (or never finish) after the backend
+// is gone. If the abort has not returned in time, options.onAbortHung gets a message naming the
+// communicator and the seconds waited; the default logs it and std::_Exit(kWorkerExitAbortHung):
+// NCCL state wedged inside the process cannot be recovered there, and a worker that exits is
+// replaced (and its peers see it go) instead of hanging. A callback that returns (tests) lets
+// the abort go on without the communicator, which is leaked. The caller holds commMu while it
+// waits, as it did around the direct call, so nothing else touches the handle meanwhile. Should
+// no thread be available (std::system_error), ncclCommAbort is called inline, without deadline.
+
 namespace ddp::comm {
+namespace {
+
+// The helper's completion, shared with the thread that waits for it.
+struct AbortCall {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;                  // guarded by mu
+  ncclResult_t result = ncclSuccess;  // guarded by mu
+};
+
+std::string secondsText(Duration d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", std::chrono::duration<double>(d).count());
+  return buf;
+}
+
+}  // namespace
+
+void NcclBackend::Impl::abortComm(const std::string& why) {
+  if (comm == nullptr) return;
+  ncclComm_t handle = comm;
+  comm = nullptr;
+  const int device = options.device;
+  auto call = std::make_shared<AbortCall>();
+  try {
+    std::thread([handle, device, call] {
+      setThreadName("ddp-nccl-abort");
+      DeviceGuard guard(device);
+      const ncclResult_t r = ncclCommAbort(handle);
+      std::lock_guard<std::mutex> lock(call->mu);
+      call->done = true;
+      call->result = r;
+      call->cv.notify_all();
+    }).detach();  // Note [NCCL abort deadline]: never joined
+  } catch (const std::system_error& e) {
+    DDP_LOG(Warning) << group << ": no thread for ncclCommAbort (" << e.what() << "); calling it without a deadline";
+    DeviceGuard guard(device);
+    (void)ncclCommAbort(handle);
+    return;
+  }
+  bool done = false;
+  ncclResult_t result = ncclSuccess;
+  {
+    std::unique_lock<std::mutex> lock(call->mu);
+    done = call->cv.wait_for(lock, options.abortTimeout, [&] { return call->done; });
+    result = call->result;
+  }
+  if (!done) {
+    options.onAbortHung("ncclCommAbort on " + group + " (" + why + ") did not return within " +
+                        secondsText(options.abortTimeout));
+    return;
+  }
+  if (result != ncclSuccess) {
+    DDP_LOG(Warning) << ncclStatus(result, nullptr, "ncclCommAbort on " + group + " (" + why + ")");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 
 bool ncclBackendAvailable() { return true; }
 
@@ -62,15 +148,13 @@ Result<std::unique_ptr<NcclBackend>> NcclBackend::create(const NcclOptions& opti
     std::lock_guard<std::mutex> lock(m.commMu);
     Status st = m.waitReady(r, deadline, "ncclCommInitRankConfig on " + m.group);
     if (!st.isOk()) {
-      (void)ncclCommAbort(m.comm);
-      m.comm = nullptr;
+      m.abortComm("communicator init failed");
       return st;
     }
   }
   auto fail = [&](const Status& st) {
     std::lock_guard<std::mutex> lock(m.commMu);
-    (void)ncclCommAbort(m.comm);
-    m.comm = nullptr;
+    m.abortComm("backend setup failed: " + st.message());
     if (m.stream != nullptr) (void)cudaStreamDestroy(m.stream);
     if (m.inputReady != nullptr) (void)cudaEventDestroy(m.inputReady);
     if (m.scratch != nullptr) (void)cudaFree(m.scratch);
@@ -127,7 +211,7 @@ NcclBackend::~NcclBackend() {
         (void)ncclCommDestroy(m.comm);
       } else {
         DDP_LOG(Warning) << st << "; aborting the communicator instead";
-        (void)ncclCommAbort(m.comm);
+        m.abortComm("finalize failed");
       }
       m.comm = nullptr;
     }

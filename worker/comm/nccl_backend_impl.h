@@ -136,6 +136,11 @@ struct NcclBackend::Impl {
   bool stopping = false;          // guarded by flightMu
   std::thread poller;
 
+  // Hands `comm` to ncclCommAbort under options.abortTimeout and leaves it null (Note [NCCL
+  // abort deadline] in nccl_backend_cuda.cc); `why` names the occasion in messages. Requires
+  // commMu. Returns after the abort, or after options.onAbortHung if that returns.
+  void abortComm(const std::string& why);
+
   Status currentAbortStatus() {
     std::lock_guard<std::mutex> lock(stateMu);
     return abortStatus;
@@ -307,11 +312,7 @@ struct NcclBackend::Impl {
     }
     {
       std::lock_guard<std::mutex> lock(commMu);
-      if (comm != nullptr) {
-        DeviceGuard guard(options.device);
-        (void)ncclCommAbort(comm);
-        comm = nullptr;
-      }
+      abortComm("abort: " + reason.message());
     }
     std::deque<InFlight> pending;
     {

@@ -1,11 +1,22 @@
 #include "worker/runtime/checkpoint_coordinator.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "common/log.h"
+#include "common/secret.h"
 
 namespace ddp::runtime {
 namespace {
+
+constexpr int64_t kNoFailedRank = std::numeric_limits<int64_t>::max();
+// loadLatest's broadcast step when rank 0 found nothing to load from: none, unreadable, refused.
+constexpr int64_t kNoCheckpoint = -1;
+constexpr int64_t kUnreadable = -2;
+constexpr int64_t kRefused = -3;
 
 int64_t unixMillis() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -21,8 +32,35 @@ comm::OpOptions optsFor(Deadline d) {
 
 }  // namespace
 
-CheckpointCoordinator::CheckpointCoordinator(std::string dir, comm::Backend& backend, std::string job, int keep)
+CheckpointCoordinator::CheckpointCoordinator(std::string dir, comm::Backend& backend, JobIdentity job, int keep)
     : store_(std::move(dir)), backend_(backend), job_(std::move(job)), keep_(keep) {}
+
+Status CheckpointCoordinator::prepareHere(Deadline deadline) {
+  auto nonce = randomHex(4);
+  const std::string tag = "rank-" + std::to_string(backend_.rank()) + "-" +
+                          (nonce.isOk() ? *nonce : std::to_string(::getpid()));
+  DDP_RETURN_IF_ERROR(store_.checkWritable(tag));
+  if (backend_.rank() != 0) return Status::ok();
+  if (!holdsLock()) {
+    // Leave the other ranks (waiting in the agreement below) part of the deadline.
+    const Deadline lockDeadline =
+        deadline.min(Deadline::after(std::min<Duration>(kSameJobLockWait, deadline.remaining() / 2)));
+    DDP_ASSIGN_OR_RETURN(CheckpointLock lock, CheckpointLock::acquire(store_.root(), job_.name, lockDeadline));
+    lock_.emplace(std::move(lock));
+    DDP_LOG(Info) << "checkpoint directory " << store_.root() << " locked for " << lock_->holder().describe();
+  }
+  return store_.checkOwnership(job_);
+}
+
+Status CheckpointCoordinator::prepare(Deadline deadline) {
+  Status mine = prepareHere(deadline);
+  DDP_ASSIGN_OR_RETURN(int64_t failedRank, agreeMin(mine.isOk() ? kNoFailedRank : backend_.rank(), deadline));
+  if (failedRank == kNoFailedRank) return Status::ok();
+  lock_.reset();  // this job does not start: let the directory go
+  if (!mine.isOk()) return mine;
+  return failedPrecondition("checkpoint directory " + store_.root() + ": rank " + std::to_string(failedRank) +
+                            " cannot use it (see its log)");
+}
 
 Result<int64_t> CheckpointCoordinator::agreeMin(int64_t value, Deadline deadline) {
   int64_t v = value;
@@ -54,7 +92,7 @@ Result<std::string> CheckpointCoordinator::save(const CheckpointShard& shard, De
     if (!m.isOk()) {
       commitStatus = m.status();
       committed = 0;
-    } else if (Status st = store_.applyRetention(keep_); !st.isOk()) {
+    } else if (Status st = store_.applyRetention(keep_, job_, shard.step); !st.isOk()) {
       DDP_LOG(Warning) << "checkpoint retention: " << st;
     }
   }
@@ -66,27 +104,50 @@ Result<std::string> CheckpointCoordinator::save(const CheckpointShard& shard, De
   return store_.stepDir(shard.step);
 }
 
-Result<std::optional<LoadedCheckpoint>> CheckpointCoordinator::loadLatest(Deadline deadline) {
-  int64_t step = -1;
+Result<int64_t> CheckpointCoordinator::chooseStep(std::optional<std::string>* startOverWarning) const {
+  DDP_RETURN_IF_ERROR(store_.checkOwnership(job_));
+  DDP_ASSIGN_OR_RETURN(LatestCheckpoint latest, store_.findLatestComplete(backend_.size(), job_));
+  if (!latest.manifest) {
+    if (latest.skipped.empty()) return kNoCheckpoint;
+    std::string reasons;
+    for (const auto& s : latest.skipped) reasons += (reasons.empty() ? "" : "; ") + s;
+    *startOverWarning = "no usable checkpoint in " + store_.root() + ": " + std::to_string(latest.skipped.size()) +
+                        " checkpoint(s) skipped (" + reasons + "); starting from step 0";
+    DDP_LOG(Warning) << **startOverWarning;
+    return kNoCheckpoint;
+  }
+  for (const auto& s : latest.skipped) {
+    DDP_LOG(Warning) << "skipping checkpoint " << s << " (falling back to an older one)";
+  }
+  if (!latest.manifest->specHash) {
+    DDP_LOG(Warning) << "checkpoint step " << latest.manifest->step << " in " << store_.root()
+                     << " predates job identity (manifest version 1); resuming it because its job name '"
+                     << latest.manifest->job << "' matches";
+  }
+  return latest.manifest->step;
+}
+
+Result<LatestLoad> CheckpointCoordinator::loadLatest(Deadline deadline) {
+  int64_t step = kNoCheckpoint;
   Status findStatus;
+  LatestLoad result;
   if (backend_.rank() == 0) {
-    auto latest = store_.findLatestComplete(backend_.size());
-    if (!latest.isOk()) {
-      findStatus = latest.status();
-      step = -2;
+    auto chosen = chooseStep(&result.startOverWarning);
+    if (chosen.isOk()) {
+      step = *chosen;
     } else {
-      for (const auto& s : latest->skipped) {
-        DDP_LOG(Warning) << "skipping checkpoint " << s << " (falling back to an older one)";
-      }
-      if (latest->manifest) step = latest->manifest->step;
+      findStatus = chosen.status();
+      step = findStatus.code() == StatusCode::kFailedPrecondition ? kRefused : kUnreadable;
     }
   }
   DDP_ASSIGN_OR_RETURN(step, broadcastFromZero(step, deadline));
-  if (step == -2) {
-    return findStatus.isOk() ? unavailable("rank 0 could not read the checkpoint directory " + store_.root())
-                             : findStatus;
+  if (step == kUnreadable || step == kRefused) {
+    if (!findStatus.isOk()) return findStatus;
+    return step == kRefused ? failedPrecondition("rank 0 refused the checkpoint directory " + store_.root() +
+                                                 ": it holds another job's checkpoints (see rank 0's log)")
+                            : unavailable("rank 0 could not read the checkpoint directory " + store_.root());
   }
-  if (step < 0) return std::optional<LoadedCheckpoint>();
+  if (step < 0) return result;
 
   LoadedCheckpoint out;
   out.path = store_.stepDir(step);
@@ -106,7 +167,8 @@ Result<std::optional<LoadedCheckpoint>> CheckpointCoordinator::loadLatest(Deadli
     return mine.isOk() ? dataLoss("checkpoint step " + std::to_string(step) + ": another rank could not read it")
                        : mine;
   }
-  return std::optional<LoadedCheckpoint>(std::move(out));
+  result.checkpoint = std::move(out);
+  return result;
 }
 
 }  // namespace ddp::runtime

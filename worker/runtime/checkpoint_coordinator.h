@@ -1,6 +1,17 @@
 #pragma once
 // CheckpointCoordinator: the collective protocol around CheckpointStore (Note [Checkpoint
-// protocol]). Every rank calls save() / loadLatest() at the same point of its step sequence.
+// protocol]). Every rank calls prepare(), save() and loadLatest() at the same point of its step
+// sequence. The trainer calls prepare() once in setup, before anything is trained.
+//
+// Note [Checkpoint start checks]
+// prepare(): every rank checks that it can write the directory (creates it, writes, fsyncs and
+// removes a probe file: a read-only mount fails the start, not the first checkpoint); rank 0
+// then takes the directory's lock (Note [Checkpoint directory lock] in
+// common/checkpoint/checkpoint_lock.h; waiting up to kSameJobLockWait for a previous run of the
+// same job to exit) and refuses a directory holding another job's checkpoints (Note
+// [Checkpoint job identity] in common/checkpoint/checkpoint_format.h). An allreduce(MIN) of
+// "the lowest rank that failed" makes a failure on any rank a failure on all, each naming that
+// rank. The lock is held until the coordinator is destroyed (the trainer's lifetime).
 //
 // Note [Checkpoint protocol]
 // save(): every rank writes its shard atomically; an allreduce(MIN) of "my write succeeded"
@@ -8,10 +19,13 @@
 // the MANIFEST (verifying every shard) and applies retention; a broadcast of the commit's
 // outcome lets every rank report the same result. A rank whose write failed makes save() fail
 // on every rank, with the checkpoint left incomplete (and skipped on resume).
-// loadLatest(): rank 0 picks the newest complete checkpoint (reporting each newer one it skips
-// and why) and broadcasts its step (-1: none); every rank verifies and reads its shard (and,
-// for ZeRO, every rank's optimizer shard); an allreduce(MIN) of success makes a failure on any
-// rank a failure on all.
+// loadLatest(): rank 0 refuses another job's checkpoints (as prepare()), picks this job's
+// newest complete checkpoint for this world size (reporting each newer one it skips and why)
+// and broadcasts its step (-1: none); every rank verifies and reads its shard (and, for ZeRO,
+// every rank's optimizer shard); an allreduce(MIN) of success makes a failure on any rank a
+// failure on all. When checkpoints exist but none is usable, rank 0 says at Warning level that
+// the run starts over, and returns that text (LatestLoad::startOverWarning) for the trainer to
+// publish.
 // Thread model: the training thread only; every call is a collective over `backend`.
 
 #include <cstdint>
@@ -22,6 +36,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "worker/comm/backend.h"
+#include "common/checkpoint/checkpoint_lock.h"
 #include "common/checkpoint/checkpoint_store.h"
 
 namespace ddp::runtime {
@@ -32,24 +47,45 @@ struct LoadedCheckpoint {
   std::string path;                      // the step directory
 };
 
+// What loadLatest() found.
+struct LatestLoad {
+  std::optional<LoadedCheckpoint> checkpoint;  // empty: the run starts from step 0
+  // Rank 0 only: set when the directory held checkpoints and none could be used ("no usable
+  // checkpoint in DIR: N checkpoint(s) skipped (reasons); starting from step 0"); already
+  // logged at Warning level.
+  std::optional<std::string> startOverWarning;
+};
+
 class CheckpointCoordinator {
  public:
-  CheckpointCoordinator(std::string dir, comm::Backend& backend, std::string job, int keep);
+  // `job`: this job's identity, recorded in every manifest and required of every checkpoint
+  // it resumes. `keep`: retention (Note [Checkpoint retention]); <= 0 keeps everything.
+  CheckpointCoordinator(std::string dir, comm::Backend& backend, JobIdentity job, int keep);
 
+  // Note [Checkpoint start checks]. Call once before the first save() / loadLatest(); without
+  // it nothing is probed or locked. Idempotent on rank 0 (keeps the lock it holds).
+  Status prepare(Deadline deadline);
   // Returns the committed step directory.
   Result<std::string> save(const CheckpointShard& shard, Deadline deadline);
-  // nullopt when there is no complete checkpoint.
-  Result<std::optional<LoadedCheckpoint>> loadLatest(Deadline deadline);
+  Result<LatestLoad> loadLatest(Deadline deadline);
   const CheckpointStore& store() const { return store_; }
+  const JobIdentity& job() const { return job_; }
+  // Rank 0 after prepare(): true while it holds the directory's lock.
+  bool holdsLock() const { return lock_.has_value() && lock_->held(); }
 
  private:
+  Status prepareHere(Deadline deadline);
+  // Rank 0: the step loadLatest() loads (-1: none), or FailedPrecondition (another job's
+  // checkpoints) / the directory's read error.
+  Result<int64_t> chooseStep(std::optional<std::string>* startOverWarning) const;
   Result<int64_t> agreeMin(int64_t value, Deadline deadline);
   Result<int64_t> broadcastFromZero(int64_t value, Deadline deadline);
 
   CheckpointStore store_;
   comm::Backend& backend_;
-  std::string job_;
+  JobIdentity job_;
   int keep_;
+  std::optional<CheckpointLock> lock_;  // rank 0, from prepare() to destruction
 };
 
 }  // namespace ddp::runtime

@@ -131,9 +131,9 @@ Status ControllerClient::replyError(const Reply& reply, const std::string& what)
 }
 
 Result<Registration> ControllerClient::registerWorker(const std::string& host, const std::string& advertiseAddress,
-                                                      int64_t pid, Deadline deadline) const {
+                                                      int64_t pid, Deadline deadline, const Rejoin& rejoin) const {
   const std::string what = "registration of worker " + options_.workerId;
-  const std::string body = encodeRegistrationRequest(options_.workerId, host, advertiseAddress, pid);
+  const std::string body = encodeRegistrationRequest(options_.workerId, host, advertiseAddress, pid, rejoin);
   DDP_ASSIGN_OR_RETURN(Reply r, send(Method::kPost, jobPath() + "/workers", body, deadline, deadline.remaining(), what));
   if (r.status != 200 && r.status != 201) return replyError(r, what);
   auto reg = decodeRegistration(r.body);
@@ -141,9 +141,10 @@ Result<Registration> ControllerClient::registerWorker(const std::string& host, c
   return reg;
 }
 
-Result<Assignment> ControllerClient::awaitAssignment(Deadline deadline) const {
+Result<Assignment> ControllerClient::awaitAssignment(Deadline deadline, int64_t after) const {
   const std::string what = "assignment of worker " + options_.workerId;
-  const std::string base = jobPath() + "/workers/" + pathSegment(options_.workerId) + "/assignment?wait_ms=";
+  const std::string base = jobPath() + "/workers/" + pathSegment(options_.workerId) + "/assignment?after=" +
+                           std::to_string(after) + "&wait_ms=";
   const TimePoint start = SystemClock::instance().now();
   bool answered = false;  // the controller answered a poll: a failure at the deadline is a timeout
   while (!deadline.expired()) {

@@ -49,6 +49,13 @@ inline constexpr const char* kFencedPrefix = "fenced: stale generation";
 
 // ---- Wire types (docs/API.md) ----
 
+// What a worker that aborted its communicator after a fault says when it registers again
+// (Note [Worker generations] in worker_entry.cc).
+struct Rejoin {
+  int64_t leftGeneration = 0;  // 0: a first registration
+  std::string reason;
+};
+
 struct Registration {
   std::string workerId;
   int64_t generation = 0;  // the round it joined, or will join
@@ -86,9 +93,10 @@ struct HeartbeatCounters {  // cumulative over the steps this process ran
   bool operator==(const HeartbeatCounters&) const = default;
 };
 
-struct CollectiveInFlight {  // the oldest unfinished collective of one backend
+struct CollectiveInFlight {  // one backend: its last issued and its oldest unfinished collective
   std::string backend;
-  int64_t seq = 0;
+  int64_t issued = -1;  // sequence number of the last collective issued (-1: none yet)
+  int64_t seq = -1;     // the oldest unfinished one (-1: none; then op, bytes, seconds are empty)
   std::string op;
   int64_t bytes = 0;
   double seconds = 0;  // since it was issued
@@ -138,7 +146,7 @@ struct HeartbeatAnswer {
 // Pure JSON codecs. Decoders return InvalidArgument naming the missing or mistyped field;
 // unknown fields are ignored (later versions add some).
 std::string encodeRegistrationRequest(const std::string& workerId, const std::string& host,
-                                      const std::string& advertiseAddress, int64_t pid);
+                                      const std::string& advertiseAddress, int64_t pid, const Rejoin& rejoin = {});
 Result<Registration> decodeRegistration(std::string_view json);
 std::string encodeAssignment(const Assignment& a);
 Result<Assignment> decodeAssignment(std::string_view json);
@@ -171,12 +179,13 @@ class ControllerClient {
  public:
   static Result<std::unique_ptr<ControllerClient>> create(ControllerClientOptions options);
 
-  // POST /v1/jobs/{job}/workers.
+  // POST /v1/jobs/{job}/workers (with `rejoin`: after leaving a generation on a fault).
   Result<Registration> registerWorker(const std::string& host, const std::string& advertiseAddress,
-                                      int64_t pid, Deadline deadline) const;
-  // Long-polls GET /v1/jobs/{job}/workers/{id}/assignment until the round closes (200), asking
-  // again on 204. Timeout when the deadline passes first; OutOfRange when the job is finished.
-  Result<Assignment> awaitAssignment(Deadline deadline) const;
+                                      int64_t pid, Deadline deadline, const Rejoin& rejoin = {}) const;
+  // Long-polls GET /v1/jobs/{job}/workers/{id}/assignment?after=G until a round after generation
+  // `after` closes with this worker in it (200), asking again on 204. Timeout when the deadline
+  // passes first; OutOfRange when the job is finished.
+  Result<Assignment> awaitAssignment(Deadline deadline, int64_t after = 0) const;
   // POST /v1/jobs/{job}/generations/{g}/heartbeat; the controller's command in the answer.
   Result<HeartbeatAnswer> heartbeat(int64_t generation, const HeartbeatReport& report,
                                     Deadline deadline) const;

@@ -112,6 +112,7 @@ Status decodeCollectives(const Json& array, const std::string& where, std::vecto
     CollectiveInFlight c;
     DDP_RETURN_IF_ERROR(f.getString("backend", &c.backend));
     DDP_RETURN_IF_ERROR(f.getInt("seq", &c.seq));
+    DDP_RETURN_IF_ERROR(f.getInt("issued", &c.issued, false));
     DDP_RETURN_IF_ERROR(f.getString("op", &c.op));
     DDP_RETURN_IF_ERROR(f.getInt("bytes", &c.bytes, false));
     DDP_RETURN_IF_ERROR(f.getDouble("seconds", &c.seconds, false));
@@ -139,8 +140,13 @@ Status decodeProgress(const Fields& f, const Json& j, HeartbeatReport* r) {
 }  // namespace
 
 std::string encodeRegistrationRequest(const std::string& workerId, const std::string& host,
-                                      const std::string& advertiseAddress, int64_t pid) {
-  return dump(Json{{"workerId", workerId}, {"host", host}, {"advertiseAddress", advertiseAddress}, {"pid", pid}});
+                                      const std::string& advertiseAddress, int64_t pid, const Rejoin& rejoin) {
+  Json j{{"workerId", workerId}, {"host", host}, {"advertiseAddress", advertiseAddress}, {"pid", pid}};
+  if (rejoin.leftGeneration > 0) {
+    j["leftGeneration"] = rejoin.leftGeneration;
+    j["reason"] = rejoin.reason;
+  }
+  return dump(j);
 }
 
 Result<Registration> decodeRegistration(std::string_view json) {
@@ -191,8 +197,8 @@ Result<Assignment> decodeAssignment(std::string_view json) {
 std::string encodeHeartbeatReport(const HeartbeatReport& r) {
   Json collectives = Json::array();
   for (const CollectiveInFlight& c : r.collectives) {
-    collectives.push_back(Json{{"backend", c.backend}, {"seq", c.seq}, {"op", c.op}, {"bytes", c.bytes},
-                               {"seconds", number(c.seconds)}});
+    collectives.push_back(Json{{"backend", c.backend}, {"issued", c.issued}, {"seq", c.seq}, {"op", c.op},
+                               {"bytes", c.bytes}, {"seconds", number(c.seconds)}});
   }
   Json checkpoint = nullptr;
   if (r.checkpoint) {

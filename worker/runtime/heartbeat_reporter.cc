@@ -57,8 +57,16 @@ void HeartbeatReporter::start() {
 }
 
 void HeartbeatReporter::publish(const TrainingProgress& progress) {
-  std::lock_guard<std::mutex> lock(mu_);
-  progress_ = progress;
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    progress_ = progress;
+    // The first finished step of this generation goes out at once: it tells the controller
+    // that a recovery is complete (Note [Recovery]).
+    wake = !firstStepSent_ && progress.steps >= 1;
+    if (wake) firstStepSent_ = beatNow_ = true;
+  }
+  if (wake) cv_.notify_all();
 }
 
 void HeartbeatReporter::setCollectivesSource(CollectivesFn source) {
@@ -133,6 +141,7 @@ HeartbeatReport HeartbeatReporter::snapshot(WorkerState state, const std::string
   r.counters = {p.samples, p.steps, p.stepSeconds, p.commBytes, p.commExposedSeconds,
                 p.compressionUncompressedBytes, p.compressionSentBytes};
   if (p.checkpoint) r.checkpoint = CheckpointReport{p.checkpoint->step, p.checkpoint->bytes, p.checkpoint->path};
+  r.ext = options_.ext;
   std::lock_guard<std::mutex> lock(sourceMu_);
   if (source_) r.collectives = source_();
   return r;
@@ -145,8 +154,9 @@ void HeartbeatReporter::run() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_until(lock, next, [this] { return stopping_; });
+      cv_.wait_until(lock, next, [this] { return stopping_ || beatNow_; });
       if (stopping_) return;
+      beatNow_ = false;
     }
     if (!beat(&lastContact)) return;
     next = std::max(next + options_.period, now());
@@ -165,8 +175,7 @@ bool HeartbeatReporter::beat(TimePoint* lastContact) {
       std::lock_guard<std::mutex> lock(mu_);
       ++succeeded_;
     }
-    handle(answer->command);
-    return true;
+    return handle(answer->command);
   }
   int64_t failures = 0;
   {
@@ -190,8 +199,21 @@ bool HeartbeatReporter::beat(TimePoint* lastContact) {
   return true;
 }
 
-void HeartbeatReporter::handle(const Command& command) {
-  if (command.type == CommandType::kNone) return;
+bool HeartbeatReporter::handle(const Command& command) {
+  if (command.type == CommandType::kNone) return true;
+  if (command.type == CommandType::kAbort) {
+    // Note [Worker generations] (worker_entry.cc): the generation ended; this worker rejoins.
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      commands_.push_back(command);
+      abortCommanded_ = true;
+    }
+    DDP_LOG(Warning) << "the controller ended generation " << options_.generation
+                     << ": aborting the communicator to rejoin";
+    std::lock_guard<std::mutex> lock(sourceMu_);
+    if (abort_) abort_(abortedError("the controller ended generation " + std::to_string(options_.generation)));
+    return false;  // nothing more to report for this generation
+  }
   bool repeated = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -202,14 +224,31 @@ void HeartbeatReporter::handle(const Command& command) {
   if (command.type == CommandType::kStop) {
     if (!repeated) DDP_LOG(Info) << "the controller asked this worker to stop: checkpointing and stopping";
     if (requestStop_) requestStop_();
-    return;
+    return true;
   }
-  if (repeated) return;
+  if (repeated) return true;
   if (command.type == CommandType::kCheckpoint) {
     DDP_LOG(Info) << "the controller asked for a checkpoint at step " << command.step << " (recorded; not acted on yet)";
   } else {
     DDP_LOG(Info) << "the controller sent command '" << commandTypeName(command.type) << "' (recorded; not acted on yet)";
   }
+  return true;
+}
+
+void HeartbeatReporter::setAbortTarget(AbortFn abort) {
+  bool already = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    already = abortCommanded_;
+  }
+  std::lock_guard<std::mutex> lock(sourceMu_);
+  abort_ = std::move(abort);
+  if (already && abort_) abort_(abortedError("the controller ended generation " + std::to_string(options_.generation)));
+}
+
+bool HeartbeatReporter::abortCommanded() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return abortCommanded_;
 }
 
 void HeartbeatReporter::fail(const Status& why) {

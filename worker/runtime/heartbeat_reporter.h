@@ -9,8 +9,10 @@
 // absent controller therefore delays heartbeats, never a step.
 //
 // Commands: `stop` calls the stop function (the same flag SIGTERM sets: the trainer checkpoints
-// and stops at a step every rank agrees on, and the worker exits 0); `checkpoint`, `abort` and
-// `flightRecord` are recorded (commands()) and logged; acting on them is later work.
+// and stops at a step every rank agrees on, and the worker exits 0); `abort` (the controller
+// ended this generation: Note [Recovery] in controller/jobs/job_manager.h) calls the abort
+// target (the backend's abort: the training thread's collectives fail at once) and ends the
+// heartbeat thread; `checkpoint` and `flightRecord` are recorded (commands()) and logged.
 // Losing the controller: when no heartbeat succeeded for spec.timeouts.controllerSeconds, the
 // reporter records "cannot reach the controller at URL for N s: stopping" as its fatal status
 // (Unavailable) and calls the stop function; a 410 answer (fenced: a newer generation exists)
@@ -28,6 +30,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -54,6 +57,9 @@ struct HeartbeatReporterOptions {
   Duration period = std::chrono::seconds(1);              // spec.timeouts.heartbeatSeconds
   Duration controllerTimeout = std::chrono::seconds(60);  // spec.timeouts.controllerSeconds
   Duration requestTimeout = kHeartbeatRequestTimeout;
+  // Figures sent in every heartbeat's `ext` (e.g. "abortUnreliable": 1 when the start-up abort
+  // self-test failed: Note [Worker generations] in worker_entry.cc).
+  std::map<std::string, double> ext;
 
   // Period and controller timeout from the spec; identity left empty.
   static HeartbeatReporterOptions fromSpec(const TimeoutsSpec& timeouts);
@@ -64,6 +70,7 @@ class HeartbeatReporter {
  public:
   using StopFn = std::function<void()>;
   using CollectivesFn = std::function<std::vector<CollectiveInFlight>()>;
+  using AbortFn = std::function<void(const Status&)>;
 
   // `client` must outlive the reporter. `requestStop` sets the trainer's stop flag.
   static Result<std::unique_ptr<HeartbeatReporter>> create(const ControllerClient& client,
@@ -80,6 +87,10 @@ class HeartbeatReporter {
   void publish(const TrainingProgress& progress);
   // The oldest unfinished collective per backend, asked once per heartbeat; empty: none.
   void setCollectivesSource(CollectivesFn source);
+  // What `abort` calls (on the heartbeat thread, under the same lock as the collectives source:
+  // clear it before the backend goes away). Set after an abort already arrived: called at once.
+  void setAbortTarget(AbortFn abort);
+  bool abortCommanded() const;
   // Stops and joins the heartbeat thread (waits for a request in flight, at most
   // options.requestTimeout). Idempotent.
   void stop();
@@ -101,7 +112,8 @@ class HeartbeatReporter {
   void run();
   // One heartbeat; false when the thread should end (fatal).
   bool beat(TimePoint* lastContact);
-  void handle(const Command& command);
+  // Acts on a command; false when the thread should end (abort).
+  bool handle(const Command& command);
   void fail(const Status& why);
   HeartbeatReport snapshot(WorkerState state, const std::string& message);
 
@@ -115,12 +127,16 @@ class HeartbeatReporter {
   bool stopping_ = false;       // guarded by mu_
   Status fatal_;                // guarded by mu_
   bool stopCommanded_ = false;  // guarded by mu_
+  bool abortCommanded_ = false; // guarded by mu_
+  bool firstStepSent_ = false;  // guarded by mu_
+  bool beatNow_ = false;        // guarded by mu_: send a heartbeat before the period ends
   std::vector<Command> commands_;  // guarded by mu_
   int64_t succeeded_ = 0;       // guarded by mu_
   int64_t failed_ = 0;          // guarded by mu_
 
   std::mutex sourceMu_;
   CollectivesFn source_;        // guarded by sourceMu_
+  AbortFn abort_;               // guarded by sourceMu_
 
   std::thread thread_;
 };

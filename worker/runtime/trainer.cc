@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "common/binary_io.h"
 #include "common/log.h"
@@ -92,7 +93,7 @@ struct Trainer::Impl {
   TrainerConfig config;
   comm::Backend& backend;
   TrainerIo io;
-  TrainingData data;
+  std::shared_ptr<const TrainingData> data;  // io.data, or loaded by setup()
   std::unique_ptr<model::Sequential> model;
   std::unique_ptr<Reducer> reducer;
   std::unique_ptr<DdpJoinable> ddpJoin;  // with config.join
@@ -187,7 +188,20 @@ Result<float> Trainer::Impl::clipScale() {
 Status Trainer::Impl::setup() {
   DDP_RETURN_IF_ERROR(config.validate());
   DDP_RETURN_IF_ERROR(checkTrainingDevice(config, backend));
-  DDP_ASSIGN_OR_RETURN(data, loadTrainingData(config));
+  if (!config.checkpointDir.empty()) {
+    // Before the data and the model, and from the config as given (Note [Trajectory hash]): a
+    // directory this job cannot write, locked by another job or holding another job's
+    // checkpoints fails the start at once (Note [Checkpoint start checks]).
+    checkpoints = std::make_unique<CheckpointCoordinator>(
+        config.checkpointDir, backend, JobIdentity{config.job, trajectoryHash(config)}, config.keepCheckpoints);
+    DDP_RETURN_IF_ERROR(checkpoints->prepare(opDeadline()));
+  }
+  if (io.data) {
+    data = io.data;
+  } else {
+    DDP_ASSIGN_OR_RETURN(TrainingData loaded, loadTrainingData(config));
+    data = std::make_shared<const TrainingData>(std::move(loaded));
+  }
   DDP_ASSIGN_OR_RETURN(model, buildModel(config));
   model->reserve(std::max(config.batchSize, config.evalBatchSize));
   if (!model->device().isCpu()) {
@@ -195,7 +209,7 @@ Status Trainer::Impl::setup() {
     // parameters (NCCL) follows the default stream only (Note [CUDA gradient readiness]).
     DDP_RETURN_IF_ERROR(model->ops().synchronize().withContext("model on " + model->device().toString()));
   }
-  if (config.data == DatasetKind::kSynthetic && data.train.sampleNumel() != model::shapeNumel(model->inputShape())) {
+  if (config.data == DatasetKind::kSynthetic && data->train.sampleNumel() != model::shapeNumel(model->inputShape())) {
     return invalidArgument("data.synthetic: sample shape does not match the model's input " +
                            model::shapeString(model->inputShape()));
   }
@@ -217,7 +231,7 @@ Status Trainer::Impl::setup() {
   DDP_ASSIGN_OR_RETURN(optimizer, OptimizerRunner::create(config, model->parameters(), backend));
 
   data::SamplerConfig sc;
-  sc.datasetSize = data.train.size();
+  sc.datasetSize = data->train.size();
   sc.rank = backend.rank();
   sc.worldSize = backend.size();
   sc.shuffle = config.shuffle;
@@ -241,43 +255,42 @@ Status Trainer::Impl::setup() {
   state.seed = config.seed;
   state.worldSize = backend.size();
   state.batchSize = config.batchSize;
-  if (!config.checkpointDir.empty()) {
-    checkpoints = std::make_unique<CheckpointCoordinator>(config.checkpointDir, backend, config.job,
-                                                          config.keepCheckpoints);
-  }
   return Status::ok();
 }
 
 Status Trainer::Impl::resume(TrainResult* result) {
   if (!checkpoints || !config.resume) return Status::ok();
-  DDP_ASSIGN_OR_RETURN(auto loaded, checkpoints->loadLatest(opDeadline()));
-  if (!loaded) return Status::ok();
-  const CheckpointShard& shard = loaded->shard;
+  DDP_ASSIGN_OR_RETURN(LatestLoad latest, checkpoints->loadLatest(opDeadline()));
+  // latest.startOverWarning (rank 0: checkpoints existed, none usable) is already logged at
+  // Warning level; it is there for the controller's events.
+  if (!latest.checkpoint) return Status::ok();
+  const LoadedCheckpoint& loaded = *latest.checkpoint;
+  const CheckpointShard& shard = loaded.shard;
   DDP_ASSIGN_OR_RETURN(std::string_view ts, shard.section("trainer"));
   DDP_ASSIGN_OR_RETURN(TrainerState saved, TrainerState::decode(ts));
   if (saved.seed != state.seed || saved.batchSize != state.batchSize) {
-    return failedPrecondition("checkpoint " + loaded->path + " was written by a run with seed " +
+    return failedPrecondition("checkpoint " + loaded.path + " was written by a run with seed " +
                               std::to_string(saved.seed) + " and batch size " + std::to_string(saved.batchSize) +
                               "; this job has seed " + std::to_string(state.seed) + " and batch size " +
                               std::to_string(state.batchSize) + " (use a fresh checkpoint directory)");
   }
   DDP_ASSIGN_OR_RETURN(std::string_view modelBytes, shard.section("model"));
-  DDP_RETURN_IF_ERROR(model::loadParameters(modelBytes, model->parameters(), model->ops()).withContext(loaded->path));
-  DDP_RETURN_IF_ERROR(optimizer->loadState(loaded->optimizerShards, backend.rank()).withContext(loaded->path));
+  DDP_RETURN_IF_ERROR(model::loadParameters(modelBytes, model->parameters(), model->ops()).withContext(loaded.path));
+  DDP_RETURN_IF_ERROR(optimizer->loadState(loaded.optimizerShards, backend.rank()).withContext(loaded.path));
   if (auto hs = shard.section("comm_hook"); hs.isOk() && reducer && reducer->commHook()->hasState()) {
-    DDP_RETURN_IF_ERROR(reducer->commHook()->loadState(*hs).withContext(loaded->path));
+    DDP_RETURN_IF_ERROR(reducer->commHook()->loadState(*hs).withContext(loaded.path));
   }
   DDP_ASSIGN_OR_RETURN(std::string_view ss, shard.section("sampler"));
   DDP_ASSIGN_OR_RETURN(data::SamplerState samplerState, data::SamplerState::deserialize(std::string(ss)));
-  DDP_RETURN_IF_ERROR(sampler->restore(samplerState).withContext(loaded->path));
+  DDP_RETURN_IF_ERROR(sampler->restore(samplerState).withContext(loaded.path));
   state.step = saved.step;
   state.epoch = saved.epoch;
   lastCheckpointStep = saved.step;
   result->resumed = true;
   result->startStep = saved.step;
-  observeCheckpoint(shard, loaded->path);
-  DDP_LOG(Info) << "resumed from " << loaded->path << " at step " << saved.step << ", epoch " << saved.epoch + 1;
-  if (printing()) reporter.resume(saved.step, saved.epoch + 1, loaded->path);
+  observeCheckpoint(shard, loaded.path);
+  DDP_LOG(Info) << "resumed from " << loaded.path << " at step " << saved.step << ", epoch " << saved.epoch + 1;
+  if (printing()) reporter.resume(saved.step, saved.epoch + 1, loaded.path);
   return Status::ok();
 }
 
@@ -302,12 +315,12 @@ Result<std::string> Trainer::Impl::checkpoint() {
 }
 
 Result<model::BatchStats> Trainer::Impl::evaluate() {
-  const int64_t n = data.test.size();
+  const int64_t n = data->test.size();
   const int64_t w = backend.size(), r = backend.rank();
   const int64_t begin = n * r / w, end = n * (r + 1) / w;
   model::BatchStats local;
   if (end > begin) {
-    DDP_ASSIGN_OR_RETURN(local, model->evaluateAll(data.test.sample(begin), data.test.labels.data() + begin,
+    DDP_ASSIGN_OR_RETURN(local, model->evaluateAll(data->test.sample(begin), data->test.labels.data() + begin,
                                                    end - begin, config.evalBatchSize));
   }
   double sums[3] = {local.lossSum, static_cast<double>(local.correct), static_cast<double>(local.count)};
@@ -353,7 +366,7 @@ Result<TrainResult> Trainer::Impl::run() {
   while (!finished && state.epoch < config.epochs) {
     // A fresh epoch starts at position 0; a resumed one continues where the sampler was.
     if (sampler->epoch() != static_cast<uint64_t>(state.epoch)) sampler->setEpoch(static_cast<uint64_t>(state.epoch));
-    data::BatchIterator it(data.train, *sampler, config.batchSize);
+    data::BatchIterator it(data->train, *sampler, config.batchSize);
     std::unique_ptr<join::Join> joinScope;
     if (ddpJoin) {
       join::JoinOptions jo;
@@ -364,6 +377,14 @@ Result<TrainResult> Trainer::Impl::run() {
       DDP_ASSIGN_OR_RETURN(joinScope, join::Join::create(joinables, jo));
     }
     while (state.step < totalSteps && sampler->remaining() > 0) {
+      if (io.stallAtStep >= 0 && state.step + 1 == io.stallAtStep) {
+        io.stallAtStep = -1;
+        DDP_LOG(Warning) << "fault injection: stalling before step " << state.step + 1 << " for " << io.stallSeconds << " s";
+        const auto until = SteadyClock::now() + std::chrono::duration<double>(io.stallSeconds);
+        while (SteadyClock::now() < until && !(io.stop != nullptr && io.stop->load())) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+      }
       comm::WorkPtr stopWork;
       if (perStepStopFlag && (state.step + 1) % config.stopCheckEverySteps == 0) {
         stopBuf = stopRequestedHere() ? 1 : 0;
@@ -533,5 +554,6 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainerConfig& config, co
 
 Result<TrainResult> Trainer::run() { return impl_->run(); }
 model::Sequential& Trainer::model() { return *impl_->model; }
+std::shared_ptr<const TrainingData> Trainer::data() const { return impl_->data; }
 
 }  // namespace ddp::runtime

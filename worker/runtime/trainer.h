@@ -34,6 +34,7 @@
 #include "worker/comm/backend.h"
 #include "worker/model/sequential.h"
 #include "worker/runtime/trainer_config.h"
+#include "worker/runtime/training_setup.h"
 #include "worker/runtime/worker_config.h"
 
 namespace ddp::runtime {
@@ -78,9 +79,17 @@ struct TrainerIo {
   LogFormat format = LogFormat::kHuman;
   const std::atomic<bool>* stop = nullptr;  // SIGTERM flag (stop_signal.h); nullptr: never
   std::function<void(const TrainingProgress&)> onProgress;  // may be empty (Note [Trainer progress observer])
+  // The data set, already loaded (a worker that rejoins after a fault keeps it: Note [Worker
+  // generations]); nullptr: the trainer loads it. Must match the config's data section.
+  std::shared_ptr<const TrainingData> data;
   // Fault injection for tests: behave as if a stop was requested during step number
   // `stopAfterStep` (1-based), so the run checkpoints and stops with that many steps done.
   int64_t stopAfterStep = -1;
+  // Fault injection for tests: before step number `stallAtStep` (1-based) the training thread
+  // sleeps `stallSeconds` (or until a stop), while its heartbeats go on: a rank that never
+  // reaches its peers' next collective (the controller's CollectiveStuck verdict).
+  int64_t stallAtStep = -1;
+  double stallSeconds = 0;
 };
 
 // Seconds summed over the steps run in this process.
@@ -120,6 +129,7 @@ class Trainer {
 
   Result<TrainResult> run();
   model::Sequential& model();
+  std::shared_ptr<const TrainingData> data() const;
 
   struct Impl;
 

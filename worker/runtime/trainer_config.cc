@@ -1,6 +1,118 @@
 #include "worker/runtime/trainer_config.h"
 
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "common/fnv1a.h"
+
 namespace ddp::runtime {
+namespace {
+
+// Feeds values into an FNV-1a hash (Note [Trajectory hash]); every value is fed at a fixed
+// width and every list with its length, so distinct configs do not run together.
+class TrajectoryHasher {
+ public:
+  void add(uint64_t v) { h_ = fnv1aWord(h_, v); }
+  void add(int64_t v) { add(static_cast<uint64_t>(v)); }
+  void add(int v) { add(static_cast<int64_t>(v)); }
+  void add(bool v) { add(static_cast<uint64_t>(v ? 1 : 0)); }
+  void add(double v) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, &v, sizeof(bits));
+    add(bits);
+  }
+  void add(float v) { add(static_cast<double>(v)); }
+  template <typename E, typename = std::enable_if_t<std::is_enum_v<E>>>
+  void add(E e) {
+    add(static_cast<uint64_t>(e));
+  }
+  template <typename T>
+  void add(const std::vector<T>& v) {
+    add(static_cast<uint64_t>(v.size()));
+    for (const T& x : v) add(x);
+  }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = fnv1a("ddp trajectory v1");
+};
+
+}  // namespace
+
+uint64_t trajectoryHash(const TrainerConfig& c) {
+  TrajectoryHasher h;
+  h.add(c.seed);
+  // Model: the active one's shape.
+  h.add(c.model);
+  if (c.model == ModelType::kMlp) {
+    h.add(c.mlp.inputs);
+    h.add(c.mlp.hidden);
+    h.add(c.mlp.classes);
+    h.add(c.mlp.activation);
+  } else {
+    h.add(c.cnn.input);
+    h.add(c.cnn.convChannels);
+    h.add(c.cnn.kernel);
+    h.add(c.cnn.hidden);
+    h.add(c.cnn.classes);
+    h.add(c.cnn.activation);
+  }
+  // Data.
+  h.add(c.data);
+  if (c.data == DatasetKind::kSynthetic) {
+    h.add(c.synthetic.samples);
+    h.add(c.synthetic.sampleShape);
+    h.add(c.synthetic.classes);
+    h.add(c.synthetic.separation);
+    h.add(c.synthetic.noise);
+    h.add(c.synthetic.seed);
+  }
+  h.add(c.trainLimit);
+  h.add(c.normalize);
+  h.add(c.shuffle);
+  h.add(c.samplerMode);
+  // Schedule.
+  h.add(c.batchSize);
+  h.add(c.epochs);
+  h.add(c.maxSteps);
+  h.add(c.gradAccumulation);
+  h.add(c.optimizer.kind);
+  h.add(c.optimizer.lr);
+  h.add(c.optimizer.weightDecay);
+  h.add(c.optimizer.momentum);
+  h.add(c.optimizer.dampening);
+  h.add(c.optimizer.nesterov);
+  h.add(c.optimizer.beta1);
+  h.add(c.optimizer.beta2);
+  h.add(c.optimizer.eps);
+  h.add(c.maxGradNorm);
+  h.add(c.lr.kind);
+  h.add(c.lr.warmupSteps);
+  h.add(c.lr.stepSize);
+  h.add(c.lr.gamma);
+  h.add(c.lr.minLr);
+  // Communication.
+  h.add(c.hook);
+  h.add(c.hookWrapper);
+  if (c.hook == CommHookType::kPowerSgd || c.hook == CommHookType::kBatchedPowerSgd) {
+    const PowerSgdOptions& p = c.powerSgd;
+    h.add(p.matrixApproximationRank);
+    h.add(p.startPowerSgdIter);
+    h.add(p.minCompressionRate);
+    h.add(p.useErrorFeedback);
+    h.add(p.warmStart);
+    h.add(p.orthogonalizationEpsilon);
+    h.add(p.randomSeed);
+    h.add(p.batchTensorsWithSameShape);
+    h.add(p.worldSizeChangePolicy);
+  }
+  h.add(c.mixedPrecision);
+  h.add(c.sharding);
+  h.add(c.join);
+  if (c.join) h.add(c.joinDivideByInitialWorldSize);
+  return h.value();
+}
 
 Status TrainerConfig::validate() const {
   if (batchSize <= 0) return invalidArgument("spec.data.batchSize: must be >= 1");

@@ -109,4 +109,25 @@ struct TrainerConfig {
   Status validateDevice() const;
 };
 
+// Note [Trajectory hash]
+// trajectoryHash(): FNV-1a (common/fnv1a.h) over the fields that change what training computes,
+// recorded in every checkpoint manifest with the job's name (Note [Checkpoint job identity] in
+// common/checkpoint/checkpoint_format.h) so a job resumes only its own checkpoints. In: the
+// model (type and the active model's shape), the data set and its options (kind, synthetic
+// config, train limit, normalize, shuffle, sampler mode), seed, batch size, gradient
+// accumulation, optimizer and its hyperparameters, the LR schedule (kind, warmup, step size,
+// gamma, min lr; not baseLr and totalSteps, which the trainer fills in), max grad norm, comm
+// hook, wrapper and PowerSGD options (not its logging frequency), mixed precision, ZeRO/DFA,
+// Join and its divisor, epochs and maxSteps. Out: the world size (a resumed job may change it;
+// its checkpoints are then skipped, not refused) and the per-rank uneven counts, which follow
+// the world size; the device (checkpoints move between CPU and CUDA); the data directory (a
+// location, not a data set); evaluation settings (testLimit, syntheticTestSamples,
+// evalEachEpoch, evalBatchSize: they do not touch the parameters); bucket sizes, bucket views,
+// cpuThreads and the comm thread priority (performance knobs); checkpoint, logging, stop-check
+// and timeout settings. Stable across builds and machines for the same values; adding a field
+// changes every hash (old checkpoints then read as another spec), so it is versioned by the
+// seed string in trainer_config.cc. Compute it from the config as given, before the trainer
+// fills anything in.
+uint64_t trajectoryHash(const TrainerConfig& config);
+
 }  // namespace ddp::runtime

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "common/store/http_store_client.h"
 #include "kernels/layer_ops.h"
 #include "worker/comm/flight_recorder.h"
+#include "worker/comm/gloo_abort_self_test.h"
 #include "worker/comm/gloo_backend.h"
 #include "worker/comm/nccl_backend.h"
 #include "worker/comm/process_group.h"
@@ -36,12 +38,37 @@ int fail(const Status& st, int code) {
   return code;
 }
 
-// How a worker that got its assignment ends: exit status and its last heartbeat.
+// Note [Worker generations]
+// A worker process lives through generations of its job: register -> assignment (rank, world
+// size, generation, spec) -> store of that generation -> backend -> trainer (which loads the
+// last committed checkpoint) -> train. When a generation ends on a fault it does not exit:
+//  - the controller ended it (a verdict: `abort` in answer to a heartbeat; the reporter aborts
+//    the backend, so a collective this rank is blocked in fails at once), or
+//  - a collective failed here (a peer went away, the collective deadline passed: the backend
+//    aborted itself, which also fails the peers' waits at once);
+// then the worker tears down in this order: abort the backend (peers blocked on this rank fail
+// fast), drop the trainer (the reducer's comm thread stops; its pending work already failed),
+// destroy the backend and the store client; and registers again saying which generation it
+// left and why (the controller's hang detector takes that as the CollectiveFailed report, or
+// finds the real cause: Note [Hang verdicts]). It then waits for an assignment of a later
+// generation, and trains again. The data set stays loaded across generations.
+// It exits instead when no restart can help: a bad configuration (status 2), a stop (SIGTERM
+// or the controller's `stop`: 0 after checkpointing), the controller lost for
+// spec.timeouts.controllerSeconds or a 410 (fenced: a newer generation went on without it),
+// or the job finished while it waited (0 when it Succeeded or was Cancelled).
+
+// How a generation ends on this worker: exit status and its last heartbeat, or a rejoin.
 struct Outcome {
   int exitCode = kWorkerExitOk;
   WorkerState state = WorkerState::kSucceeded;
   std::string message;
+  bool rejoin = false;  // a recoverable fault: register again for the next generation
 };
+
+Outcome rejoinAfter(const Status& st) {
+  DDP_LOG(Warning) << "this generation ended: " << st.toString() << "; rejoining";
+  return {kWorkerExitFailure, WorkerState::kFailed, st.message(), true};
+}
 
 Outcome failed(const Status& st, int code) {
   DDP_LOG(Error) << st.toString();
@@ -113,65 +140,103 @@ Result<BuiltBackend> buildBackend(const Assignment& a, const JobSpec& spec, cons
   return built;
 }
 
-// The oldest unfinished collective in `recorder` (what the heartbeat's "collectives" lists).
-// The NCCL backend keeps its recorder private, so only Gloo's is reported.
-HeartbeatReporter::CollectivesFn oldestUnfinished(const comm::FlightRecorder& recorder, std::string backend) {
+// The last issued and the oldest unfinished collective in `recorder` (what the heartbeat's
+// "collectives" lists; the controller's hang detector compares them across ranks). The NCCL
+// backend keeps its recorder private, so only Gloo's is reported.
+HeartbeatReporter::CollectivesFn collectivesOf(const comm::FlightRecorder& recorder, std::string backend) {
   return [&recorder, backend = std::move(backend)] {
-    std::vector<CollectiveInFlight> out;
+    CollectiveInFlight c;
+    c.backend = backend;
     const TimePoint now = SystemClock::instance().now();
     for (const comm::FlightRecord& r : recorder.snapshot()) {
-      if (r.state != comm::FlightState::kQueued && r.state != comm::FlightState::kRunning) continue;
-      out.push_back({backend, static_cast<int64_t>(r.seq), r.op, static_cast<int64_t>(r.bytes),
-                     std::chrono::duration<double>(now - r.issued).count()});
-      break;
+      c.issued = std::max(c.issued, static_cast<int64_t>(r.seq));
+      if (c.seq >= 0 || (r.state != comm::FlightState::kQueued && r.state != comm::FlightState::kRunning)) continue;
+      c.seq = static_cast<int64_t>(r.seq);
+      c.op = r.op;
+      c.bytes = static_cast<int64_t>(r.bytes);
+      c.seconds = std::chrono::duration<double>(now - r.issued).count();
     }
-    return out;
+    return std::vector<CollectiveInFlight>{c};
   };
 }
 
-// Clears the reporter's collectives source before the backend it reads is destroyed.
-struct ClearCollectivesSource {
+// Disconnects the reporter from the backend (collectives source, abort target) before the
+// backend is destroyed.
+struct DisconnectReporter {
   HeartbeatReporter& reporter;
-  ~ClearCollectivesSource() { reporter.setCollectivesSource({}); }
+  ~DisconnectReporter() {
+    reporter.setCollectivesSource({});
+    reporter.setAbortTarget({});
+  }
 };
 
 LogFormat logFormatOf(const WorkerConfig& config, const JobSpec& spec) {
   return config.logFormat.value_or(spec.logFormat == JobLogFormat::kJson ? LogFormat::kJson : LogFormat::kHuman);
 }
 
-// Store -> backend -> trainer -> run. The reporter is already running.
+// Fault injection for the fault tests: DDP_TEST_STALL=RANK:STEP:SECONDS makes that rank's
+// training thread stall before STEP in the job's first generation (TrainerIo::stallAtStep), so
+// that its peers wait in a collective it never reaches while it keeps heartbeating.
+void injectStall(const Assignment& a, TrainerIo* io) {
+  const char* spec = std::getenv("DDP_TEST_STALL");
+  if (spec == nullptr || a.generation != 1) return;
+  int rank = -1;
+  long long step = -1;
+  double secs = 0;
+  if (std::sscanf(spec, "%d:%lld:%lf", &rank, &step, &secs) != 3 || rank != a.rank) return;
+  io->stallAtStep = step;
+  io->stallSeconds = secs;
+}
+
+// Store -> backend -> trainer -> run, for one generation (Note [Worker generations]). The
+// reporter is already running. `data` carries the loaded data set from one generation to the next.
 Outcome train(const WorkerConfig& config, const ControllerClient& client, const Assignment& a, const JobSpec& spec,
-              const TrainerConfig& tc, HeartbeatReporter& reporter, const std::atomic<bool>& stop) {
+              const TrainerConfig& tc, HeartbeatReporter& reporter, const std::atomic<bool>& stop,
+              std::shared_ptr<const TrainingData>* data) {
+  // Fatal causes first: the reporter gave up on the controller (lost, fenced), or a stop.
+  auto fatalOr = [&](const Status& st, int code) -> Outcome {
+    if (Status why = reporter.fatalStatus(); !why.isOk()) {
+      DDP_LOG(Error) << st.toString();
+      return failed(why, kWorkerExitFailure);
+    }
+    if (code == kWorkerExitBadConfig || stop.load()) return failed(st, code);
+    return rejoinAfter(st);
+  };
   // The server namespaces the keys per job and generation; Gloo and NCCL prefix their own.
   auto store = comm::HttpStoreClient::connect(client.storeAddress(), client.storeOptions(a.generation));
-  if (!store.isOk()) return failed(store.status().withContext("store"), kWorkerExitFailure);
+  if (!store.isOk()) return fatalOr(store.status().withContext("store"), kWorkerExitFailure);
   auto built = buildBackend(a, spec, tc, **store);
-  if (!built.isOk()) return failed(built.status().withContext("rendezvous"), kWorkerExitFailure);
+  if (!built.isOk()) return fatalOr(built.status().withContext("rendezvous"), kWorkerExitFailure);
   comm::Backend& backend = *built->backend;
-  reporter.setCollectivesSource(oldestUnfinished(*built->glooFlight, "gloo"));
-  ClearCollectivesSource clearSource{reporter};
+  reporter.setCollectivesSource(collectivesOf(*built->glooFlight, "gloo"));
+  reporter.setAbortTarget([&backend](const Status& why) { backend.abort(why); });
+  DisconnectReporter disconnect{reporter};
 
   TrainerIo io;
   io.progress = stdout;
   io.format = logFormatOf(config, spec);
   io.stop = &stop;
   io.onProgress = [&reporter](const TrainingProgress& p) { reporter.publish(p); };
+  io.data = *data;
+  injectStall(a, &io);
   auto trainer = Trainer::create(tc, backend, io);
   if (!trainer.isOk()) {
-    return failed(trainer.status(), isConfigError(trainer.status()) ? kWorkerExitBadConfig : kWorkerExitFailure);
+    if (trainer.status().code() != StatusCode::kAborted) backend.abort(trainer.status());
+    return fatalOr(trainer.status(), isConfigError(trainer.status()) ? kWorkerExitBadConfig : kWorkerExitFailure);
   }
+  *data = (*trainer)->data();
   auto result = (*trainer)->run();
   if (!result.isOk()) {
     // Peers blocked on us fail fast instead of waiting for their timeouts. An Aborted status
-    // (Join throw mode, a peer's abort) is already known to every rank.
+    // (the controller's abort, Join throw mode, a peer's abort) is already known to every rank.
     if (result.status().code() != StatusCode::kAborted) backend.abort(result.status());
+    // An Aborted status with the communicator intact is an outcome every rank agreed on (Join's
+    // throwOnEarlyTermination): no restart would change it.
+    if (!backend.isAborted() && !reporter.abortCommanded()) return failed(result.status(), kWorkerExitFailure);
+    return fatalOr(result.status(), isConfigError(result.status()) ? kWorkerExitBadConfig : kWorkerExitFailure);
   }
   // Controller lost or fenced: the reporter stopped training; that is the cause to report.
-  if (Status why = reporter.fatalStatus(); !why.isOk()) {
-    if (!result.isOk()) DDP_LOG(Error) << result.status().toString();
-    return failed(why, kWorkerExitFailure);
-  }
-  if (!result.isOk()) return failed(result.status(), kWorkerExitFailure);
+  if (Status why = reporter.fatalStatus(); !why.isOk()) return failed(why, kWorkerExitFailure);
   if (result->stopped) {
     return {kWorkerExitOk, WorkerState::kStopped,
             reporter.stopCommanded() ? "stopped by the controller" : "stopped on request (signal)"};
@@ -200,14 +265,17 @@ Result<TrainerConfig> trainerConfigFor(const WorkerConfig& config, const JobSpec
   return tc;
 }
 
-// From the assignment to the exit status: spec, heartbeats, training, the last heartbeat.
-int runAssignment(const WorkerConfig& config, const ControllerClient& client, const Assignment& a,
-                  const std::atomic<bool>& stop) {
+// One generation: spec, heartbeats, training; the last heartbeat unless the worker rejoins.
+// Returns the exit status, or nullopt to rejoin (`why` says why).
+std::optional<int> runGeneration(const WorkerConfig& config, const ControllerClient& client, const Assignment& a,
+                                 const std::atomic<bool>& stop, bool abortReliable,
+                                 std::shared_ptr<const TrainingData>* data, std::string* why, Duration* rejoinTimeout) {
   auto spec = parseJobSpec(a.specYaml);  // workers never read a job file
   if (!spec.isOk()) {
     return reportEarlyFailure(client, config, a, spec.status().withContext("the spec of the controller's assignment"),
                               kWorkerExitBadConfig);
   }
+  *rejoinTimeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(spec->timeouts.rendezvousSeconds));
   auto tc = trainerConfigFor(config, *spec, a.rank);
   if (!tc.isOk()) {
     return reportEarlyFailure(client, config, a, tc.status(),
@@ -217,12 +285,26 @@ int runAssignment(const WorkerConfig& config, const ControllerClient& client, co
   ho.workerId = config.workerId;
   ho.rank = a.rank;
   ho.generation = a.generation;
+  if (!abortReliable) ho.ext["abortUnreliable"] = 1;
   auto reporter = HeartbeatReporter::create(client, ho, [] { requestStop(); });
   if (!reporter.isOk()) return reportEarlyFailure(client, config, a, reporter.status(), kWorkerExitBadConfig);
   (*reporter)->start();  // Running at step 0 while the rendezvous happens
-  const Outcome outcome = train(config, client, a, *spec, *tc, **reporter, stop);
+  const Outcome outcome = train(config, client, a, *spec, *tc, **reporter, stop, data);
+  if (outcome.rejoin) {
+    (*reporter)->stop();
+    *why = outcome.message;
+    return std::nullopt;
+  }
   (void)(*reporter)->finish(outcome.state, outcome.message, Deadline::after(kFinalHeartbeatTimeout));
   return outcome.exitCode;
+}
+
+// The exit status for a worker whose job finished while it was joining (Note [Job finished]).
+std::optional<int> finishedJobExit(const Status& st) {
+  auto state = jobFinished(st);
+  if (!state) return std::nullopt;
+  DDP_LOG(Info) << "the job is finished (" << *state << "): nothing to do";
+  return *state == "Succeeded" || *state == "Cancelled" ? kWorkerExitOk : kWorkerExitFailure;
 }
 
 // Registration and the rendezvous assignment.
@@ -261,17 +343,35 @@ int runWorker(int argc, char** argv) {
 
   auto assignment = joinJob(**client, *config);
   if (!assignment.isOk()) {
-    if (auto state = jobFinished(assignment.status())) {  // Note [Job finished]
-      DDP_LOG(Info) << "the job is finished (" << *state << "): nothing to do";
-      return *state == "Succeeded" || *state == "Cancelled" ? kWorkerExitOk : kWorkerExitFailure;
-    }
+    if (auto code = finishedJobExit(assignment.status())) return *code;
     const bool refused = assignment.status().code() == StatusCode::kFailedPrecondition;  // 401: the token
     return fail(assignment.status().withContext("joining the job"), refused ? kWorkerExitBadConfig : kWorkerExitFailure);
   }
-  log::setPrefix(config->jobName, assignment->rank);
-  DDP_LOG(Info) << "rank " << assignment->rank << " of " << assignment->worldSize << " in generation "
-                << assignment->generation;
-  return runAssignment(*config, **client, *assignment, stop);
+  // In-process recovery needs an abort that releases a blocked collective (Note [Abort
+  // self-test]); when it does not, the controller hears it in every heartbeat.
+  const comm::AbortSelfTestResult selfTest = comm::runGlooAbortSelfTest();  // logs its result
+  std::shared_ptr<const TrainingData> data;
+  for (;;) {  // Note [Worker generations]
+    log::setPrefix(config->jobName, assignment->rank);
+    DDP_LOG(Info) << "rank " << assignment->rank << " of " << assignment->worldSize << " in generation "
+                  << assignment->generation;
+    std::string why;
+    Duration rejoinTimeout = kAssignmentTimeout;
+    if (auto code = runGeneration(*config, **client, *assignment, stop, selfTest.reliable, &data, &why, &rejoinTimeout)) return *code;
+    const int64_t left = assignment->generation;
+    const Deadline deadline = Deadline::after(rejoinTimeout);
+    auto reg = (*client)->registerWorker(hostName(), config->advertiseAddress, ::getpid(), deadline, Rejoin{left, why});
+    if (!reg.isOk()) {
+      if (auto code = finishedJobExit(reg.status())) return *code;
+      return fail(reg.status().withContext("rejoining after generation " + std::to_string(left)), kWorkerExitFailure);
+    }
+    assignment = (*client)->awaitAssignment(deadline, left);
+    if (!assignment.isOk()) {
+      if (auto code = finishedJobExit(assignment.status())) return *code;
+      return fail(assignment.status().withContext("rejoining after generation " + std::to_string(left)),
+                  kWorkerExitFailure);
+    }
+  }
 }
 
 }  // namespace ddp::runtime

@@ -22,11 +22,13 @@
 // included (the error is logged on stderr first).
 // Thread model: runs on the main thread.
 
+#include "common/launch/control_wire.h"
+
 namespace ddp::runtime {
 
-inline constexpr int kWorkerExitOk = 0;
-inline constexpr int kWorkerExitFailure = 1;
-inline constexpr int kWorkerExitBadConfig = 2;
+inline constexpr int kWorkerExitOk = wire::kWorkerExitOk;
+inline constexpr int kWorkerExitFailure = wire::kWorkerExitFailure;
+inline constexpr int kWorkerExitBadConfig = wire::kWorkerExitBadConfig;
 
 int runWorker(int argc, char** argv);
 

@@ -92,7 +92,7 @@ TEST(HeartbeatReporterTest, ReportsTheLatestSnapshotAndTheCollectives) {
   auto client = makeClient(fake.url());
   StopFlag stop;
   auto reporter = makeReporter(*client, options(50ms, 10s), stop);
-  reporter->setCollectivesSource([] { return std::vector<CollectiveInFlight>{{"gloo", 9, "allreduce", 64, 0.5}}; });
+  reporter->setCollectivesSource([] { return std::vector<CollectiveInFlight>{{"gloo", 9, 9, "allreduce", 64, 0.5}}; });
   TrainingProgress p;
   p.step = 42;
   p.totalSteps = 100;

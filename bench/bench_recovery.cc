@@ -1,0 +1,290 @@
+// bench_recovery: how fast a job recovers in-process from a hung or killed worker (Note
+// [Recovery] in controller/jobs/job_manager.h), on the README's MLP job (examples/
+// fashion-mnist.yaml) with heartbeatSeconds 1, heartbeatMisses 3, hangSeconds 5 and a
+// checkpoint every --checkpoint-every steps.
+//
+//   build/bin/bench_recovery [--json] [--workers 2,4] [--repeats 3] [--scenarios hang,kill]
+//                            [--checkpoint-every 100] [--fault-at 0.4] [--worker-bin PATH]
+//
+// Each run is one job on a fresh in-process controller (the service's code path, local
+// launcher, real ddp-worker processes). Once rank 0 has passed --fault-at of the job's steps,
+// the bench sends the fault to rank 1 by PID: `hang` SIGSTOPs it, `kill` SIGKILLs it. Per run,
+// one JSON line:
+//   {"bench":"recovery","scenario","workers","detect_s","resume_s","lost_steps",
+//    "restarted_healthy","final_test_accuracy","baseline_test_accuracy","accuracy_delta_points",
+//    "restarts","reason"}
+//  - detect_s: from the signal to the controller's verdict event (Unresponsive / Exited);
+//  - resume_s: from the verdict to every rank of the new generation having finished a step (the
+//    controller's Recovered event; each worker sends its heartbeat at once after its first step);
+//  - lost_steps: the steps redone, as the controller's Restarting event gives them (the highest
+//    step a member had reported minus the last committed checkpoint's step);
+//  - restarted_healthy: worker processes other than the faulted one whose PID changed;
+//  - baseline_test_accuracy: a run of the same job without a fault (one per worker count).
+// Targets (issue): hang detect <= 5 s and resume <= 2 s; kill detect <= 1 s and resume <= 2 s;
+// restarted_healthy 0; lost_steps <= the checkpoint interval; accuracy within 0.5 points.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench/common/json_line.h"
+#include "common/job_spec.h"
+#include "controller/jobs/job_manager.h"
+#include "controller/service/controller.h"
+
+namespace ddp::bench {
+namespace {
+
+struct Options {
+  bool json = false;
+  std::vector<int> workers = {2, 4};
+  std::vector<std::string> scenarios = {"hang", "kill"};
+  int repeats = 3;
+  int64_t checkpointEvery = 100;
+  double faultAt = 0.4;
+  std::string workerBin;
+};
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > start) out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::string programDir() {
+  char buf[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  std::string p(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  return p.substr(0, p.rfind('/'));
+}
+
+double wallSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+struct Run {
+  bool ok = false;
+  std::string error;
+  double detect = 0, resume = 0, accuracy = 0;
+  int64_t lost = 0;
+  int restartedHealthy = 0, restarts = 0;
+  std::string reason;
+};
+
+class Bench {
+ public:
+  explicit Bench(Options o) : o_(std::move(o)) {}
+
+  Result<JobSpec> spec(const std::string& name, int workers, const std::string& dir) {
+    DDP_ASSIGN_OR_RETURN(JobSpec s, loadJobSpecFile(std::string(DDP_SOURCE_DIR) + "/examples/fashion-mnist.yaml"));
+    s.name = name;
+    s.workers.count = s.workers.min = s.workers.max = workers;
+    s.checkpoint.dir = dir + "/ckpt";
+    s.checkpoint.everySteps = o_.checkpointEvery;
+    s.maxRestarts = 3;
+    s.timeouts.heartbeatSeconds = 1;
+    s.timeouts.heartbeatMisses = 3;
+    s.timeouts.hangSeconds = 5;
+    s.timeouts.collectiveSeconds = 30;
+    s.timeouts.lastCallSeconds = 1;
+    DDP_RETURN_IF_ERROR(s.validate());
+    return s;
+  }
+
+  // One job; `scenario` "" runs it without a fault.
+  Run run(const std::string& scenario, int workers) {
+    Run out;
+    char t[] = "/tmp/ddp-bench-recovery-XXXXXX";
+    const std::string dir = ::mkdtemp(t);
+    controller::ControllerConfig c;
+    c.listenPort = 0;
+    c.stateDir = dir + "/state";
+    c.workerBinary = o_.workerBin;
+    c.tieWorkersToProcess = true;
+    c.logLevel = log::Level::kError;
+    c.persistEvery = std::chrono::milliseconds(200);
+    c.workerLogFormat = "json";
+    auto ctl = controller::Controller::start(c);
+    if (!ctl.isOk()) {
+      out.error = ctl.status().toString();
+      return out;
+    }
+    auto& jobs = (*ctl)->jobs();
+    const std::string name = "recovery";
+    auto s = spec(name, workers, dir);
+    if (!s.isOk() || !jobs.submit(*s).isOk()) {
+      out.error = s.isOk() ? "submit failed" : s.status().toString();
+      return finish(**ctl, dir, out);
+    }
+    auto record = [&] { return jobs.get(name).isOk() ? *jobs.get(name) : controller::JobRecord{}; };
+    auto waitUntil = [&](double secs, auto pred) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(secs);
+      while (std::chrono::steady_clock::now() < until) {
+        if (pred()) return true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      return false;
+    };
+    std::map<int, int64_t> pidsBefore;
+    double faultAt = 0;
+    if (!scenario.empty()) {
+      const bool reached = waitUntil(600, [&] {
+        auto r = record();
+        return r.phase == controller::JobPhase::kRunning && r.progress.totalSteps > 0 &&
+               r.progress.step >= static_cast<int64_t>(o_.faultAt * static_cast<double>(r.progress.totalSteps));
+      });
+      if (!reached) {
+        out.error = "the job did not reach the fault point";
+        return finish(**ctl, dir, out);
+      }
+      for (const auto& w : record().workers) pidsBefore[w.rank] = w.pid;
+      faultAt = wallSeconds();
+      ::kill(static_cast<pid_t>(pidsBefore[1]), scenario == "hang" ? SIGSTOP : SIGKILL);
+    }
+    const bool done = waitUntil(900, [&] { return jobs.isFinished(name); });
+    auto rec = record();
+    if (!done || rec.phase != controller::JobPhase::kSucceeded) {
+      out.error = "the job ended " + std::string(controller::jobPhaseName(rec.phase));
+      return finish(**ctl, dir, out);
+    }
+    out.accuracy = rec.progress.testAccuracy.value_or(0);
+    out.restarts = rec.restarts;
+    if (!scenario.empty()) {
+      auto events = jobs.events(name);
+      double verdictAt = 0;
+      for (const auto& e : events.isOk() ? *events : std::vector<controller::JobEvent>{}) {
+        if ((e.reason == "Unresponsive" || e.reason == "Exited" || e.reason == "CollectiveStuck" ||
+             e.reason == "CollectiveFailed" || e.reason == "NoProgress") && verdictAt == 0) {
+          verdictAt = static_cast<double>(e.timeMs) / 1000;
+          out.reason = e.reason;
+        }
+        std::smatch m;
+        static const std::regex redone("steps redone: ([0-9]+)");
+        static const std::regex again("stepping again ([0-9.]+) s after the verdict");
+        if (e.reason == "Restarting" && std::regex_search(e.message, m, redone)) out.lost = std::stoll(m[1]);
+        if (e.reason == "Recovered" && out.resume == 0 && std::regex_search(e.message, m, again)) out.resume = std::stod(m[1]);
+      }
+      out.detect = verdictAt - faultAt;
+      for (const auto& w : rec.workers) {
+        if (w.rank != 1 && pidsBefore.count(w.rank) && pidsBefore[w.rank] != w.pid) ++out.restartedHealthy;
+      }
+    }
+    out.ok = true;
+    return finish(**ctl, dir, out);
+  }
+
+  Run finish(controller::Controller& ctl, const std::string& dir, Run out) {
+    (void)ctl.launcher().stopJob("recovery", std::chrono::seconds(1));
+    ctl.stop();
+    std::system(("rm -rf " + dir).c_str());
+    return out;
+  }
+
+  int main() {
+    std::map<int, double> baseline;
+    for (int w : o_.workers) {
+      Run b = run("", w);
+      if (!b.ok) {
+        std::fprintf(stderr, "bench_recovery: baseline with %d workers failed: %s\n", w, b.error.c_str());
+        return 1;
+      }
+      baseline[w] = b.accuracy;
+      if (!o_.json) std::printf("# baseline %d workers: test accuracy %.4f\n", w, b.accuracy);
+    }
+    int failures = 0;
+    for (int rep = 0; rep < o_.repeats; ++rep) {
+      for (const auto& sc : o_.scenarios) {
+        for (int w : o_.workers) {
+          Run r = run(sc, w);
+          if (!r.ok) {
+            std::fprintf(stderr, "bench_recovery: %s with %d workers failed: %s\n", sc.c_str(), w, r.error.c_str());
+            ++failures;
+            continue;
+          }
+          JsonLine j;
+          j.add("bench", "recovery").add("scenario", sc).add("workers", w).add("detect_s", r.detect)
+              .add("resume_s", r.resume).add("lost_steps", r.lost).add("restarted_healthy", r.restartedHealthy)
+              .add("final_test_accuracy", r.accuracy).add("baseline_test_accuracy", baseline[w])
+              .add("accuracy_delta_points", (r.accuracy - baseline[w]) * 100).add("restarts", r.restarts)
+              .add("reason", r.reason);
+          j.print();
+        }
+      }
+    }
+    return failures == 0 ? 0 : 1;
+  }
+
+ private:
+  Options o_;
+};
+
+}  // namespace
+}  // namespace ddp::bench
+
+int main(int argc, char** argv) {
+  using namespace ddp::bench;
+  Options o;
+  o.workerBin = programDir() + "/ddp-worker";
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "bench_recovery: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--json") {
+      o.json = true;
+    } else if (a == "--workers") {
+      o.workers.clear();
+      for (const auto& w : split(value())) o.workers.push_back(std::atoi(w.c_str()));
+    } else if (a == "--scenarios") {
+      o.scenarios = split(value());
+    } else if (a == "--repeats") {
+      o.repeats = std::atoi(value().c_str());
+    } else if (a == "--checkpoint-every") {
+      o.checkpointEvery = std::atoll(value().c_str());
+    } else if (a == "--fault-at") {
+      o.faultAt = std::atof(value().c_str());
+    } else if (a == "--worker-bin") {
+      o.workerBin = value();
+    } else {
+      std::fprintf(stderr,
+                   "usage: bench_recovery [--json] [--workers 2,4] [--repeats 3] [--scenarios hang,kill] "
+                   "[--checkpoint-every 100] [--fault-at 0.4] [--worker-bin PATH]\n");
+      return 2;
+    }
+  }
+  for (int w : o.workers) {
+    if (w < 2) {
+      std::fprintf(stderr, "bench_recovery: --workers: every count must be >= 2 (rank 1 is the one faulted)\n");
+      return 2;
+    }
+  }
+  for (const auto& s : o.scenarios) {
+    if (s != "hang" && s != "kill") {
+      std::fprintf(stderr, "bench_recovery: --scenarios: unknown scenario '%s' (hang, kill)\n", s.c_str());
+      return 2;
+    }
+  }
+  if (o.repeats < 1) {
+    std::fprintf(stderr, "bench_recovery: --repeats must be >= 1\n");
+    return 2;
+  }
+  return Bench(std::move(o)).main();
+}

@@ -1,0 +1,176 @@
+#pragma once
+// The fault tests' harness: an in-process ddp-controller (the real service code: HTTP API,
+// SQLite job table, local launcher) whose local launcher starts real ddp-worker processes over
+// loopback, and helpers to wait on the job's record and events. Faults are real signals sent by
+// PID to worker processes this harness's controller started.
+// Cleanup: the destructor SIGCONTs every worker it stopped (while the process is still the one
+// it stopped: same start time), stops the controller, and SIGKILLs every worker process named in
+// the launcher's pid files; then removes the temporary directory.
+// Thread model: the test's thread only.
+
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/job_spec.h"
+#include "controller/jobs/job_manager.h"
+#include "controller/service/controller.h"
+
+namespace ddp::test {
+
+inline const std::string kFaultBin = DDP_TEST_BIN_DIR;
+
+// Start time (clock ticks since boot, field 22 of /proc/PID/stat) of a live process; 0 if gone.
+inline int64_t processStartTime(int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t close = text.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(text.substr(close + 2));
+  std::string field;
+  for (int i = 3; i <= 22 && rest >> field; ++i) {
+    if (i == 22) return std::atoll(field.c_str());
+  }
+  return 0;
+}
+
+class FaultHarness {
+ public:
+  FaultHarness() {
+    char t[] = "/tmp/ddp-fault-XXXXXX";
+    dir_ = ::mkdtemp(t);
+    controller::ControllerConfig c;
+    c.listenHost = "127.0.0.1";
+    c.listenPort = 0;
+    c.stateDir = dir_ + "/state";
+    c.workerBinary = kFaultBin + "/ddp-worker";
+    c.persistEvery = std::chrono::milliseconds(200);
+    c.stopGrace = std::chrono::seconds(5);
+    c.logLevel = log::Level::kWarning;
+    auto started = controller::Controller::start(c);
+    if (started.isOk()) {
+      controller_ = std::move(*started);
+    } else {
+      startError_ = started.status().toString();
+    }
+  }
+  ~FaultHarness() {
+    for (const auto& [pid, start] : stopped_) {
+      if (processStartTime(pid) == start) ::kill(static_cast<pid_t>(pid), SIGCONT);
+    }
+    if (controller_) controller_->stop();
+    killWorkers();
+    std::system(("rm -rf " + dir_).c_str());
+  }
+
+  bool ok() const { return controller_ != nullptr; }
+  const std::string& startError() const { return startError_; }
+  const std::string& dir() const { return dir_; }
+  controller::JobManager& jobs() { return controller_->jobs(); }
+
+  Status submit(const std::string& yaml) {
+    DDP_ASSIGN_OR_RETURN(JobSpec spec, parseJobSpec(yaml));
+    return jobs().submit(spec).status();
+  }
+  controller::JobRecord record(const std::string& job) {
+    auto r = jobs().get(job);
+    return r.isOk() ? *r : controller::JobRecord{};
+  }
+  std::vector<controller::JobEvent> events(const std::string& job) {
+    auto e = jobs().events(job);
+    return e.isOk() ? *e : std::vector<controller::JobEvent>{};
+  }
+  // The first event with `reason` (nullptr when none yet).
+  std::unique_ptr<controller::JobEvent> event(const std::string& job, const std::string& reason) {
+    for (const auto& e : events(job)) {
+      if (e.reason == reason) return std::make_unique<controller::JobEvent>(e);
+    }
+    return nullptr;
+  }
+  std::string describeEvents(const std::string& job) {
+    std::string out;
+    for (const auto& e : events(job)) out += "  " + e.type + " " + e.reason + ": " + e.message + "\n";
+    return out;
+  }
+  // Polls `pred` every 50 ms until it holds or `seconds` pass.
+  bool waitFor(double seconds, const std::function<bool()>& pred) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < until) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return pred();
+  }
+  bool waitPhase(const std::string& job, const std::string& phase, double seconds) {
+    return waitFor(seconds, [&] { return controller::jobPhaseName(record(job).phase) == phase; });
+  }
+  // The pid of the worker holding `rank` in the job's record (0 when none).
+  int64_t pidOfRank(const std::string& job, int rank) {
+    for (const auto& w : record(job).workers) {
+      if (w.rank == rank) return w.pid;
+    }
+    return 0;
+  }
+  // Sends `sig` to a worker process of this harness's job by PID; remembers SIGSTOPs for cleanup.
+  void signal(int64_t pid, int sig) {
+    if (pid <= 0) return;
+    if (sig == SIGSTOP) stopped_.emplace_back(pid, processStartTime(pid));
+    ::kill(static_cast<pid_t>(pid), sig);
+  }
+
+ private:
+  // Every worker process named in the local launcher's pid files under the state dir.
+  void killWorkers() const {
+    const std::string jobsDir = dir_ + "/state/jobs";
+    DIR* d = ::opendir(jobsDir.c_str());
+    if (d == nullptr) return;
+    while (dirent* e = ::readdir(d)) {
+      const std::string wdir = jobsDir + "/" + e->d_name + "/workers";
+      DIR* w = ::opendir(wdir.c_str());
+      if (w == nullptr) continue;
+      while (dirent* f = ::readdir(w)) {
+        std::ifstream in(wdir + "/" + f->d_name);
+        std::string kv;
+        while (std::getline(in, kv)) {
+          if (kv.rfind("pid=", 0) == 0) ::kill(std::atoi(kv.c_str() + 4), SIGKILL);
+        }
+      }
+      ::closedir(w);
+    }
+    ::closedir(d);
+  }
+
+  std::string dir_;
+  std::string startError_;
+  std::unique_ptr<controller::Controller> controller_;
+  std::vector<std::pair<int64_t, int64_t>> stopped_;  // (pid, start time)
+};
+
+// A short synthetic job with the fault-test timeouts (heartbeat 1 s x 3, hang 5 s).
+inline std::string faultJobYaml(const std::string& name, const std::string& checkpointDir, int64_t steps,
+                                int maxRestarts, const std::string& extraSpec = "") {
+  return "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata:\n  name: " + name +
+         "\nspec:\n"
+         "  workers:\n    count: 2\n"
+         "  model:\n    type: mlp\n    hidden: [32]\n"
+         "  data:\n    dataset: synthetic\n    batchSize: 16\n"
+         "    synthetic:\n      samples: 4096\n      features: 32\n      classes: 4\n"
+         "  optimizer:\n    type: sgd\n    lr: 0.05\n    momentum: 0.9\n"
+         "  steps: " + std::to_string(steps) + "\n  seed: 11\n  maxRestarts: " + std::to_string(maxRestarts) +
+         "\n  checkpoint:\n    dir: " + checkpointDir + "\n    everySteps: 20\n    keep: 2\n"
+         "  timeouts:\n    heartbeatSeconds: 1\n    heartbeatMisses: 3\n    hangSeconds: 5\n"
+         "    collectiveSeconds: 30\n    lastCallSeconds: 1\n" +
+         extraSpec;
+}
+
+}  // namespace ddp::test
