@@ -171,6 +171,7 @@ void ApiServer::install(http::Router& router) {
   router.add("GET", "/v1/jobs/{name}/logs", user(bind(&ApiServer::logs)));
   router.add("GET", "/v1/jobs/{name}/events", user(bind(&ApiServer::events)));
   router.add("GET", "/v1/jobs/{name}/checkpoints", user(bind(&ApiServer::checkpoints)));
+  router.add("POST", "/v1/jobs/{name}/checkpoints", user(bind(&ApiServer::requestCheckpoint)));
   router.add("POST", "/v1/jobs/{name}/workers", worker(bind(&ApiServer::registerWorker)));
   router.add("GET", "/v1/jobs/{name}/workers/{id}/assignment", worker(bind(&ApiServer::assignment)));
   router.add("POST", "/v1/jobs/{name}/generations/{g}/heartbeat", worker(bind(&ApiServer::heartbeat)));
@@ -250,6 +251,12 @@ void ApiServer::events(Request& req, Res res) {
   auto ev = jobs_.events(req.params["name"]);
   if (!ev.isOk()) return sendStatus(*res, ev.status());
   sendJson(*res, 200, eventsJson(*ev));
+}
+
+void ApiServer::requestCheckpoint(Request& req, Res res) {
+  auto step = jobs_.requestCheckpoint(req.params["name"]);
+  if (!step.isOk()) return sendStatus(*res, step.status());
+  sendJson(*res, 202, json{{"requested", true}, {"afterStep", *step}}.dump());
 }
 
 void ApiServer::checkpoints(Request& req, Res res) {

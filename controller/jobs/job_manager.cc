@@ -70,6 +70,7 @@ struct WorkerState {
   bool replacing = false;     // blamed by a verdict: a replacement process is on its way
   bool badConfigExit = false; // exited with wire::kWorkerExitBadConfig: no restart can fix it
   bool abortUnreliableSeen = false;
+  int64_t checkpointAsked = 0;  // the last checkpoint request this worker was told about
 };
 
 // "worker rank 1 killed by signal 9 (Killed) (fmnist-w1, pid 123)\nits last lines:\n  ..." — the
@@ -154,6 +155,8 @@ struct JobManager::Live {
   std::set<std::string> steppedSinceVerdict;
   std::set<std::pair<int, int64_t>> stragglersSeen;  // (rank, seq) already reported
   std::vector<double> recoverySeconds;  // verdict -> every rank stepping, per recovery
+  int64_t checkpointRequest = 0;        // on-demand checkpoint requests so far
+  int64_t checkpointRequestStep = -1;   // rank 0's step when the last one was made
 };
 
 JobManager::JobManager(JobManagerOptions options, JobStore& store, Launcher& launcher, const Clock& clock)
@@ -429,6 +432,29 @@ Result<std::vector<JobEvent>> JobManager::events(const std::string& name) {
   return store_.events(name);
 }
 
+Result<int64_t> JobManager::requestCheckpoint(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Live* job = find(name);
+  if (job == nullptr || isTerminal(job->record.phase)) {
+    return failedPrecondition("job " + name + " is not running");
+  }
+  if (job->spec.checkpoint.dir.empty() && options_.workerCheckpointDir.empty()) {
+    return failedPrecondition("job " + name + " has no checkpoint directory (spec.checkpoint.dir)");
+  }
+  if (job->spec.join.enabled) {
+    return failedPrecondition("job " + name + " uses Join: its ranks agree on requests at epoch boundaries only, "
+                              "so an on-demand checkpoint is not available");
+  }
+  if (job->record.phase != JobPhase::kRunning) {
+    return failedPrecondition("job " + name + " is " + jobPhaseName(job->record.phase) + "; ask again once it runs");
+  }
+  ++job->checkpointRequest;
+  job->checkpointRequestStep = job->record.progress.step;
+  event(*job, kEventNormal, "CheckpointRequested",
+        "checkpoint requested at step " + std::to_string(job->record.progress.step));
+  return job->record.progress.step;
+}
+
 Result<std::vector<CheckpointRecord>> JobManager::checkpoints(const std::string& name) {
   persistFigures(true);
   return store_.checkpoints(name);
@@ -518,6 +544,7 @@ void JobManager::wakeAssignments(Live& job) {
       w.stepChangedAt = now;
       w.collectives.clear();
       w.leftOnItsOwn = false;
+      w.checkpointAsked = job.checkpointRequest;  // a request before this generation is void
     }
     if (job.record.phase == JobPhase::kRestarting) {
       const int64_t ms = wallMs();
@@ -650,7 +677,15 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
   job->figuresDirty = true;
   if (hb.final()) evaluate(*job);
   Command c;
-  if (job->cancelRequested || (isTerminal(job->record.phase) && !hb.final())) c.type = CommandType::kStop;
+  if (job->cancelRequested || (isTerminal(job->record.phase) && !hb.final())) {
+    c.type = CommandType::kStop;
+  } else if (w.checkpointAsked < job->checkpointRequest && !hb.final()) {
+    // Each member is told once; the ranks agree on the step themselves (the trainer's
+    // per-step flag allreduce), so telling any one of them is enough.
+    w.checkpointAsked = job->checkpointRequest;
+    c.type = CommandType::kCheckpoint;
+    c.step = job->checkpointRequestStep;
+  }
   return c;
 }
 

@@ -117,6 +117,10 @@ class JobManager {
   Status remove(const std::string& name, Deadline deadline);
   Result<std::vector<JobEvent>> events(const std::string& name);
   Result<std::vector<CheckpointRecord>> checkpoints(const std::string& name);
+  // Asks the running workers for a checkpoint at the next step they all agree on (the
+  // heartbeats' `checkpoint` command); returns the step rank 0 last reported.
+  // FailedPrecondition when the job is not Running or has no checkpoint directory.
+  Result<int64_t> requestCheckpoint(const std::string& name);
   Result<JobSpec> spec(const std::string& name);
   bool isFinished(const std::string& name);
 

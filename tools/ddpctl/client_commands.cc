@@ -351,6 +351,22 @@ int cancelCommand(const CommandContext& c, const ParsedArgs& p) {
   return kClientOk;
 }
 
+// --- checkpoint (on demand) ----------------------------------------------------------------------
+
+int checkpointCommand(const CommandContext& c, const ParsedArgs& p) {
+  const std::string& name = p.positional[0];
+  Result<ApiReply> reply = c.api.post(jobPath(name) + "/checkpoints", "", "application/json");
+  if (reply.isOk() && reply->status == 409) {
+    c.io.err << "ddpctl: cannot checkpoint job " << name << ": " << reply->error << "\n";
+    return kClientFailed;
+  }
+  if (auto code = failure(c, reply, name)) return *code;
+  c.io.out << "checkpoint of job " << name
+           << " requested: the workers write it at the next step they all agree on (see `ddpctl checkpoints "
+           << name << "`)\n";
+  return kClientOk;
+}
+
 int deleteCommand(const CommandContext& c, const ParsedArgs& p) {
   const std::string& name = p.positional[0];
   Result<ApiReply> reply = c.api.del(jobPath(name));
@@ -433,6 +449,7 @@ const std::vector<CommandSpec>& commands() {
        "  -f, --follow   keep streaming until the job ends\n"
        "  --tail N       only the last N lines\n"},
       {"cancel", "NAME", "stop a job (its workers checkpoint first)", {}, 1, 1, cancelCommand, ""},
+      {"checkpoint", "NAME", "ask a running job for a checkpoint now", {}, 1, 1, checkpointCommand, ""},
       {"delete", "NAME", "delete a job (cancelling it first if it runs)", {}, 1, 1, deleteCommand, ""},
       {"watch", "NAME", "follow a job's progress until it ends", {}, 1, 1, watchCommand,
        "Redraws one progress line on a terminal (one line per change otherwise) and ends with a\n"

@@ -228,7 +228,8 @@ bool HeartbeatReporter::handle(const Command& command) {
   }
   if (repeated) return true;
   if (command.type == CommandType::kCheckpoint) {
-    DDP_LOG(Info) << "the controller asked for a checkpoint at step " << command.step << " (recorded; not acted on yet)";
+    DDP_LOG(Info) << "the controller asked for a checkpoint (requested at step " << command.step << ")";
+    checkpointRequested_ = true;
   } else {
     DDP_LOG(Info) << "the controller sent command '" << commandTypeName(command.type) << "' (recorded; not acted on yet)";
   }

@@ -12,7 +12,8 @@
 // and stops at a step every rank agrees on, and the worker exits 0); `abort` (the controller
 // ended this generation: Note [Recovery] in controller/jobs/job_manager.h) calls the abort
 // target (the backend's abort: the training thread's collectives fail at once) and ends the
-// heartbeat thread; `checkpoint` and `flightRecord` are recorded (commands()) and logged.
+// heartbeat thread; `checkpoint` sets checkpointRequested() (the trainer checkpoints at the next
+// step every rank agrees on); `flightRecord` is recorded (commands()) and logged.
 // Losing the controller: when no heartbeat succeeded for spec.timeouts.controllerSeconds, the
 // reporter records "cannot reach the controller at URL for N s: stopping" as its fatal status
 // (Unavailable) and calls the stop function; a 410 answer (fenced: a newer generation exists)
@@ -27,6 +28,7 @@
 // thread (the source under `sourceMu_`, so setCollectivesSource({}) returning means no call of
 // the old source is running: clear it before the backend it reads goes away).
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -91,6 +93,9 @@ class HeartbeatReporter {
   // clear it before the backend goes away). Set after an abort already arrived: called at once.
   void setAbortTarget(AbortFn abort);
   bool abortCommanded() const;
+  // Set by the `checkpoint` command; the trainer clears it once every rank agreed on the step
+  // (TrainerIo::checkpointNow).
+  std::atomic<bool>& checkpointRequested() { return checkpointRequested_; }
   // Stops and joins the heartbeat thread (waits for a request in flight, at most
   // options.requestTimeout). Idempotent.
   void stop();
@@ -138,6 +143,7 @@ class HeartbeatReporter {
   CollectivesFn source_;        // guarded by sourceMu_
   AbortFn abort_;               // guarded by sourceMu_
 
+  std::atomic<bool> checkpointRequested_{false};
   std::thread thread_;
 };
 

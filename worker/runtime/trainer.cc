@@ -104,8 +104,8 @@ struct Trainer::Impl {
   TrainerState state;
   int64_t stepsPerEpoch = 0;
   int64_t totalSteps = 0;
-  int32_t stopBuf = 0;
-  int64_t lastCheckpointStep = -1;  // the stop-flag allreduce's buffer (alive until its Work completes)
+  int32_t flagBuf[2] = {0, 0};  // [stop, checkpoint now]: the flag allreduce's buffer (alive until its Work completes)
+  int64_t lastCheckpointStep = -1;  // the step of the last checkpoint written or resumed
   TrainingProgress progress;          // what io.onProgress sees (Note [Trainer progress observer])
   CompressionStats compressionBase;   // a PowerSGD hook's statistics when run() started
 
@@ -387,8 +387,9 @@ Result<TrainResult> Trainer::Impl::run() {
       }
       comm::WorkPtr stopWork;
       if (perStepStopFlag && (state.step + 1) % config.stopCheckEverySteps == 0) {
-        stopBuf = stopRequestedHere() ? 1 : 0;
-        stopWork = backend.allreduce(comm::viewOf(&stopBuf, 1), comm::ReduceOp::kMax);
+        flagBuf[0] = stopRequestedHere() ? 1 : 0;
+        flagBuf[1] = io.checkpointNow != nullptr && io.checkpointNow->load() ? 1 : 0;
+        stopWork = backend.allreduce(comm::viewOf(flagBuf, 2), comm::ReduceOp::kMax);
       }
       const int64_t remainingBatches = (sampler->remaining() + config.batchSize - 1) / config.batchSize;
       const int micro = static_cast<int>(std::min<int64_t>(config.gradAccumulation, remainingBatches));
@@ -464,7 +465,11 @@ Result<TrainResult> Trainer::Impl::run() {
       }
       if (stopWork) {
         DDP_RETURN_IF_ERROR(stopWork->wait(opDeadline()).withContext("stop-flag allreduce"));
-        if (stopBuf != 0) {
+        if (flagBuf[1] != 0 && flagBuf[0] == 0) {
+          if (io.checkpointNow != nullptr) io.checkpointNow->store(false);
+          if (checkpoints && lastCheckpointStep != state.step) DDP_RETURN_IF_ERROR(checkpoint().status());
+        }
+        if (flagBuf[0] != 0) {
           if (checkpoints && lastCheckpointStep != state.step) DDP_RETURN_IF_ERROR(checkpoint().status());
           result.stopped = true;
           if (printing()) reporter.stop(state.step, checkpoints ? "stop requested; checkpoint written" : "stop requested (no checkpoint directory)");

@@ -2,16 +2,17 @@
 // Trainer: the step loop of one worker, from a TrainerConfig over a Backend.
 //
 // Per optimizer step (Note [Trainer step]):
-//   1. on every stopCheckEverySteps-th step (default: every step), issue the stop-flag
-//      allreduce(MAX) of this rank's SIGTERM flag (1 int, asynchronous, overlapped with the step);
+//   1. on every stopCheckEverySteps-th step (default: every step), issue the flag allreduce(MAX)
+//      of this rank's command word: [stop (SIGTERM or the controller's stop), checkpoint now]
+//      (2 ints, asynchronous, overlapped with the step);
 //   2. for each of the gradAccumulation micro-batches: forward/backward with the reducer's
 //      ready callback, no_sync on all but the last (gradients accumulate locally, scaled by
 //      1/micro-batches), reducer.finalize();
 //   3. lr = schedule(step); optimizer step (plain, or ZeRO: shard step + owners' broadcasts);
 //      zero the gradients;
-//   4. on those steps, wait for the stop flag: if any rank was asked to stop, every rank
-//      checkpoints this same step and returns `stopped` (they all saw the same allreduce
-//      result).
+//   4. on those steps, wait for the flags: if any rank was asked for a checkpoint, every rank
+//      checkpoints this same step; if any rank was asked to stop, every rank checkpoints this
+//      same step and returns `stopped` (they all saw the same allreduce result).
 // At each epoch's end: evaluation on the test set (each rank a contiguous slice, sums
 // allreduced), then a checkpoint when configured. With Join (uneven inputs) the per-step stop
 // flag is not issued (a joined rank could not match it); a stop request is honoured at the
@@ -78,6 +79,9 @@ struct TrainerIo {
   std::FILE* progress = stdout;       // progress lines (nullptr: none)
   LogFormat format = LogFormat::kHuman;
   const std::atomic<bool>* stop = nullptr;  // SIGTERM flag (stop_signal.h); nullptr: never
+  // Set when a checkpoint is requested (the controller's `checkpoint` command); the trainer
+  // checkpoints at the next step whose flag allreduce carries it and clears it. nullptr: never.
+  std::atomic<bool>* checkpointNow = nullptr;
   std::function<void(const TrainingProgress&)> onProgress;  // may be empty (Note [Trainer progress observer])
   // The data set, already loaded (a worker that rejoins after a fault keeps it: Note [Worker
   // generations]); nullptr: the trainer loads it. Must match the config's data section.

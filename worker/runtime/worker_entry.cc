@@ -216,6 +216,7 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
   io.progress = stdout;
   io.format = logFormatOf(config, spec);
   io.stop = &stop;
+  io.checkpointNow = &reporter.checkpointRequested();
   io.onProgress = [&reporter](const TrainingProgress& p) { reporter.publish(p); };
   io.data = *data;
   injectStall(a, &io);
