@@ -71,6 +71,7 @@ struct WorkerState {
   bool badConfigExit = false; // exited with wire::kWorkerExitBadConfig: no restart can fix it
   bool abortUnreliableSeen = false;
   int64_t checkpointAsked = 0;  // the last checkpoint request this worker was told about
+  std::string lastWarning;      // the last Running heartbeat's message, recorded as an event
 };
 
 // "worker rank 1 killed by signal 9 (Killed) (fmnist-w1, pid 123)\nits last lines:\n  ..." — the
@@ -637,6 +638,10 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
   if (hb.step != w.rec.step) w.stepChangedAt = w.lastSeen;
   w.rec.step = hb.step;
   w.collectives = hb.collectives;
+  if (!hb.final() && !hb.message.empty() && hb.message != w.lastWarning) {
+    w.lastWarning = hb.message;
+    event(*job, kEventWarning, "WorkerWarning", "worker rank " + std::to_string(w.rec.rank) + ": " + hb.message);
+  }
   if (!w.abortUnreliableSeen && hb.extJson.find("\"abortUnreliable\"") != std::string::npos) {
     w.abortUnreliableSeen = true;
     event(*job, kEventWarning, "AbortUnreliable",

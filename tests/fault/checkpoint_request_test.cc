@@ -57,5 +57,21 @@ TEST(CheckpointRequestTest, AJobWithoutACheckpointDirectoryIsRefused) {
   ASSERT_TRUE(h.jobs().cancel("nodir").isOk());
 }
 
+// A checkpoint directory whose every checkpoint is unusable: the run starts over from step 0, and
+// says so in the job's events (not only in a worker's log).
+TEST(CheckpointRequestTest, StartingOverBecauseNoCheckpointIsUsableIsAnEvent) {
+  FaultHarness h;
+  ASSERT_TRUE(h.ok()) << h.startError();
+  const std::string dir = h.dir() + "/ckpt";
+  runtime::CheckpointStore store(dir);
+  ASSERT_EQ(std::system(("mkdir -p " + store.stepDir(40) + " && echo garbage > " + store.manifestPath(40)).c_str()), 0);
+  ASSERT_TRUE(h.submit(faultJobYaml("over", dir, 200, 3)).isOk());
+  ASSERT_TRUE(h.waitPhase("over", "Succeeded", 60)) << h.describeEvents("over");
+  auto warning = h.event("over", "WorkerWarning");
+  ASSERT_NE(warning, nullptr) << h.describeEvents("over");
+  EXPECT_NE(warning->message.find("worker rank 0: no usable checkpoint in " + dir), std::string::npos) << warning->message;
+  EXPECT_NE(warning->message.find("starting from step 0"), std::string::npos) << warning->message;
+}
+
 }  // namespace
 }  // namespace ddp

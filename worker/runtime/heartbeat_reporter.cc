@@ -130,7 +130,7 @@ HeartbeatReport HeartbeatReporter::snapshot(WorkerState state, const std::string
   r.workerId = options_.workerId;
   r.rank = options_.rank;
   r.state = state;
-  r.message = message;
+  r.message = message.empty() ? p.warning : message;
   r.step = p.step;
   r.totalSteps = p.totalSteps;
   r.epoch = p.epoch;

@@ -262,7 +262,11 @@ Status Trainer::Impl::resume(TrainResult* result) {
   if (!checkpoints || !config.resume) return Status::ok();
   DDP_ASSIGN_OR_RETURN(LatestLoad latest, checkpoints->loadLatest(opDeadline()));
   // latest.startOverWarning (rank 0: checkpoints existed, none usable) is already logged at
-  // Warning level; it is there for the controller's events.
+  // Warning level; the heartbeat carries it to the controller's events.
+  if (latest.startOverWarning) {
+    progress.warning = *latest.startOverWarning;
+    publishProgress();
+  }
   if (!latest.checkpoint) return Status::ok();
   const LoadedCheckpoint& loaded = *latest.checkpoint;
   const CheckpointShard& shard = loaded.shard;

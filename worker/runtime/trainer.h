@@ -64,6 +64,9 @@ struct TrainingProgress {
     std::string path;
   };
   std::optional<Checkpoint> checkpoint;  // the last one written or resumed from
+  // A warning for the job's events (e.g. every checkpoint was unusable: the run starts over);
+  // sent as the message of the Running heartbeats (docs/API.md).
+  std::string warning;
 };
 
 // Note [Trainer progress observer]
