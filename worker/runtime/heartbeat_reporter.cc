@@ -144,6 +144,9 @@ HeartbeatReport HeartbeatReporter::snapshot(WorkerState state, const std::string
   r.ext = options_.ext;
   std::lock_guard<std::mutex> lock(sourceMu_);
   if (source_) r.collectives = source_();
+  const double period = std::chrono::duration<double>(options_.period).count();
+  waiting_ = false;
+  for (const auto& c : r.collectives) waiting_ = waiting_ || (c.seq >= 0 && c.seconds >= period);
   return r;
 }
 
@@ -159,7 +162,9 @@ void HeartbeatReporter::run() {
       beatNow_ = false;
     }
     if (!beat(&lastContact)) return;
-    next = std::max(next + options_.period, now());
+    // While a collective has been waiting for longer than a period (a peer may be gone), beat
+    // every kWaitingHeartbeat: the controller's `abort` then reaches this rank within that.
+    next = std::max(waiting_ ? std::min(next + options_.period, now() + kWaitingHeartbeat) : next + options_.period, now());
   }
 }
 

@@ -3,6 +3,12 @@
 // spec.timeouts.heartbeatSeconds (docs/API.md, "Heartbeats") and hands the controller's commands
 // to the trainer.
 //
+// Note [Heartbeats while waiting]
+// A rank whose oldest unfinished collective is older than the period is probably waiting for a
+// peer that is gone: it then beats every kWaitingHeartbeat (200 ms), so a hang verdict's `abort`
+// reaches it within that instead of a whole period. A healthy step's collectives finish well
+// within a period, so this costs nothing while training goes well.
+//
 // Note [Heartbeats never slow a step]
 // The training thread only publish()es a TrainingProgress (trainer.h): a copy under `mu_`, which
 // the heartbeat thread holds only to copy the snapshot out, never across a request. A slow or
@@ -49,6 +55,8 @@ namespace ddp::runtime {
 // Bound of one heartbeat request (also capped by the time left before the controller counts
 // as lost), so stopping the reporter never waits longer than this on a request in flight.
 inline constexpr Duration kHeartbeatRequestTimeout = std::chrono::seconds(5);
+// Heartbeat period while this rank waits in a collective for longer than the normal period.
+inline constexpr Duration kWaitingHeartbeat = std::chrono::milliseconds(200);
 // Bound of the last heartbeat, sent after training.
 inline constexpr Duration kFinalHeartbeatTimeout = std::chrono::seconds(3);
 
@@ -144,6 +152,7 @@ class HeartbeatReporter {
   AbortFn abort_;               // guarded by sourceMu_
 
   std::atomic<bool> checkpointRequested_{false};
+  bool waiting_ = false;  // heartbeat thread only: the last snapshot showed a long wait
   std::thread thread_;
 };
 
