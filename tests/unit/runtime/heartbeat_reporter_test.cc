@@ -232,3 +232,77 @@ TEST(HeartbeatReporterTest, OptionsComeFromTheSpecAndAreValidated) {
 
 }  // namespace
 }  // namespace ddp::runtime
+
+namespace ddp::runtime {
+namespace {
+
+TEST(HeartbeatReporterTest, AbortCommandAbortsTheBackendAndEndsTheGeneration) {
+  FakeController fake(kJob, kToken);
+  auto client = makeClient(fake.url());
+  StopFlag stop;
+  auto reporter = makeReporter(*client, options(50ms, 10s), stop);
+  std::atomic<int> aborts{0};
+  std::string why;
+  std::mutex mu;
+  reporter->setAbortTarget([&](const Status& st) {
+    std::lock_guard<std::mutex> lock(mu);
+    why = st.message();
+    ++aborts;
+  });
+  fake.setCommand({CommandType::kAbort, -1});
+  reporter->start();
+  const auto end = SteadyClock::now() + 3s;
+  while (!reporter->abortCommanded() && SteadyClock::now() < end) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(reporter->abortCommanded());
+  std::this_thread::sleep_for(200ms);  // the thread ended: no further heartbeats, no second abort
+  const size_t beats = fake.heartbeats().size();
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(fake.heartbeats().size(), beats) << "the reporter of an ended generation stops";
+  EXPECT_EQ(aborts.load(), 1);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_NE(why.find("the controller ended generation"), std::string::npos) << why;
+  }
+  EXPECT_FALSE(stop.flag.load()) << "abort is not a stop: the worker rejoins";
+  // A target set after the abort arrived is called at once (the backend was still being built).
+  std::atomic<int> late{0};
+  reporter->setAbortTarget([&](const Status&) { ++late; });
+  EXPECT_EQ(late.load(), 1);
+  reporter->setAbortTarget({});
+  reporter->stop();
+}
+
+TEST(HeartbeatReporterTest, CheckpointCommandRaisesTheTrainersFlag) {
+  FakeController fake(kJob, kToken);
+  auto client = makeClient(fake.url());
+  StopFlag stop;
+  auto reporter = makeReporter(*client, options(50ms, 10s), stop);
+  fake.setCommand({CommandType::kCheckpoint, 30});
+  reporter->start();
+  const auto end = SteadyClock::now() + 3s;
+  while (!reporter->checkpointRequested().load() && SteadyClock::now() < end) std::this_thread::sleep_for(5ms);
+  EXPECT_TRUE(reporter->checkpointRequested().load());
+  reporter->stop();
+}
+
+// Note [Heartbeats while waiting]: a collective older than the period makes the reporter beat
+// every 200 ms instead of every period (here 2 s).
+TEST(HeartbeatReporterTest, BeatsFasterWhileACollectiveWaitsLongerThanAPeriod) {
+  FakeController fake(kJob, kToken);
+  auto client = makeClient(fake.url());
+  StopFlag stop;
+  auto reporter = makeReporter(*client, options(2s, 30s), stop);
+  reporter->setCollectivesSource([] { return std::vector<CollectiveInFlight>{{"gloo", 9, 9, "allreduce", 64, 2.5}}; });
+  reporter->start();
+  const auto end = SteadyClock::now() + 10s;
+  while (fake.heartbeats().size() < 4 && SteadyClock::now() < end) std::this_thread::sleep_for(5ms);
+  reporter->stop();
+  const auto beats = fake.heartbeats();
+  ASSERT_GE(beats.size(), 4u);
+  EXPECT_LT(std::chrono::duration<double>(beats[3].at - beats[0].at).count(), 1.9)
+      << "three beats within one 2 s period";
+  reporter->setCollectivesSource({});
+}
+
+}  // namespace
+}  // namespace ddp::runtime
