@@ -359,7 +359,11 @@ void ApiServer::registerWorker(Request& req, Res res) {
     r.leftGeneration = it->get<int64_t>();
   }
   if (auto it = body.find("reason"); it != body.end() && it->is_string()) r.reason = it->get<std::string>().substr(0, 4096);
-  auto g = jobs_.registerWorker(req.params["name"], r);
+  Fenced fenced;
+  auto g = jobs_.registerWorker(req.params["name"], r, &fenced);
+  if (!g.isOk() && g.status().code() == StatusCode::kAborted) {
+    return sendJson(*res, 410, json{{"error", "stale generation"}, {"generation", fenced.current}}.dump());
+  }
   if (!g.isOk()) return sendStatus(*res, g.status());
   sendJson(*res, 200, json{{"workerId", r.workerId}, {"generation", *g}}.dump());
 }

@@ -472,7 +472,7 @@ bool JobManager::workerTokenMatches(const std::string& name, const std::string& 
   return secretEquals(expected, token);
 }
 
-Result<int64_t> JobManager::registerWorker(const std::string& name, const RegisterRequest& req) {
+Result<int64_t> JobManager::registerWorker(const std::string& name, const RegisterRequest& req, Fenced* fenced) {
   if (req.workerId.empty() || req.workerId.size() > 253) return invalidArgument("workerId: required, at most 253 characters");
   std::lock_guard<std::mutex> lock(mu_);
   Live* job = find(name);
@@ -497,6 +497,16 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
       evaluate(*job);
     }
     return job->rdzv->nextGeneration();
+  }
+  if (req.leftGeneration > 0 && !job->rdzv->isCurrent(req.leftGeneration) &&
+      (req.leftGeneration != job->abortedGeneration || !job->survivors.count(req.workerId))) {
+    // Note [Recovery]: a process of a generation that ended without it as a survivor (a stopped
+    // worker that was blamed and woke up later): its place went to a replacement.
+    fenced->current = job->rdzv->generation();
+    event(*job, kEventWarning, "Fenced",
+          "worker " + req.workerId + " (pid " + std::to_string(req.pid) + ") tried to rejoin after generation " +
+              std::to_string(req.leftGeneration) + ", which ended without it: refused");
+    return abortedError("stale generation " + std::to_string(req.leftGeneration));
   }
   w.rec.id = req.workerId;
   w.rec.host = req.host;
@@ -1034,7 +1044,18 @@ void JobManager::tickOnce() {
   }
   for (const auto& name : toStop) (void)launcher_.stopJob(name, std::chrono::seconds(10));
   for (const auto& [name, id] : replace) {
-    if (Status st = launcher_.replaceWorker(name, id); !st.isOk()) {
+    Status st = launcher_.replaceWorker(name, id);
+    if (st.code() == StatusCode::kUnimplemented) {
+      // A launcher that starts nothing (external workers): whatever started the workers starts
+      // the replacement; the round waits for it (and the job's rendezvous bound applies).
+      std::lock_guard<std::mutex> lock(mu_);
+      if (Live* job = find(name)) {
+        event(*job, kEventWarning, "WaitingForReplacement",
+              id + " must be replaced by whatever started it (" + st.message() + ")");
+      }
+      continue;
+    }
+    if (!st.isOk()) {
       DDP_LOG(Error) << "job " << name << ": could not replace " << id << ": " << st.toString();
       std::lock_guard<std::mutex> lock(mu_);
       if (Live* job = find(name)) {

@@ -28,7 +28,9 @@
 //     collective failed first) is put into the new round at once;
 //  3. each culprit is replaced through the launcher (local: SIGKILL by pid, then a fresh
 //     process in its slot), the k-th restart after an exponential backoff (0 for the first,
-//     then 1 s, 2 s, ... up to 30 s);
+//     then 1 s, 2 s, ... up to 30 s); a launcher that starts nothing (external) leaves it to
+//     whatever started the workers (a WaitingForReplacement event). A culprit's process that
+//     wakes up later is fenced: its heartbeats and its rejoin get 410, and it exits;
 //  4. the new round closes when every slot rejoined; the job is Running again; every rank
 //     loads the last committed checkpoint. When every member has finished a step of the new
 //     generation, a Recovered event gives the seconds since the verdict.
@@ -126,7 +128,9 @@ class JobManager {
 
   // --- worker side (the caller has checked the worker token with workerTokenMatches)
   bool workerTokenMatches(const std::string& job, const std::string& token);
-  Result<int64_t> registerWorker(const std::string& job, const RegisterRequest& req);
+  // Aborted carrying Fenced when the worker left a generation that a verdict blamed it for (a
+  // replacement holds its place now: Note [Recovery]).
+  Result<int64_t> registerWorker(const std::string& job, const RegisterRequest& req, Fenced* fenced);
   // Replies 200 with the assignment once the worker's round closed (a generation after `after`),
   // 204 after `wait`. The peers list (O(world size) per answer) only when asked for.
   void awaitAssignment(const std::string& job, const std::string& workerId, Duration wait, bool withPeers,

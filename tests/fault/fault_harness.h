@@ -4,12 +4,15 @@
 // loopback, and helpers to wait on the job's record and events. Faults are real signals sent by
 // PID to worker processes this harness's controller started.
 // Cleanup: the destructor SIGCONTs every worker it stopped (while the process is still the one
-// it stopped: same start time), stops the controller, and SIGKILLs every worker process named in
-// the launcher's pid files; then removes the temporary directory.
+// it stopped: same start time), stops the controller, SIGKILLs every worker process named in
+// the launcher's pid files and every worker it started itself (reaping them); then removes the
+// temporary directory.
 // Thread model: the test's thread only.
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -46,7 +49,8 @@ inline int64_t processStartTime(int64_t pid) {
 
 class FaultHarness {
  public:
-  FaultHarness() {
+  // `launcher`: "local" (the controller starts the workers) or "external" (startWorker does).
+  explicit FaultHarness(const std::string& launcher = "local") {
     char t[] = "/tmp/ddp-fault-XXXXXX";
     dir_ = ::mkdtemp(t);
     controller::ControllerConfig c;
@@ -57,6 +61,7 @@ class FaultHarness {
     c.persistEvery = std::chrono::milliseconds(200);
     c.stopGrace = std::chrono::seconds(5);
     c.logLevel = log::Level::kWarning;
+    c.launcher = launcher;
     auto started = controller::Controller::start(c);
     if (started.isOk()) {
       controller_ = std::move(*started);
@@ -70,6 +75,10 @@ class FaultHarness {
     }
     if (controller_) controller_->stop();
     killWorkers();
+    for (pid_t pid : started_) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
     std::system(("rm -rf " + dir_).c_str());
   }
 
@@ -121,6 +130,48 @@ class FaultHarness {
     }
     return 0;
   }
+  // External launcher: starts ddp-worker `workerId` of `job` as this process's child (output to
+  // DIR/<workerId>.log). Returns its pid.
+  pid_t startWorker(const std::string& job, const std::string& workerId) {
+    const std::string token = record(job).workerToken;
+    const std::string url = controller_->url();
+    const std::string log = dir_ + "/" + workerId + ".log";
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      ::setenv("DDP_CONTROLLER_URL", url.c_str(), 1);
+      ::setenv("DDP_JOB_NAME", job.c_str(), 1);
+      ::setenv("DDP_JOB_TOKEN", token.c_str(), 1);
+      ::setenv("DDP_WORKER_ID", workerId.c_str(), 1);
+      const std::string bin = kFaultBin + "/ddp-worker";
+      ::execl(bin.c_str(), bin.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    if (pid > 0) started_.push_back(pid);
+    return pid;
+  }
+  // Waits (bounded) for a child started by startWorker; its exit status, or -1 if still running.
+  int waitWorker(pid_t pid, double seconds) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < until) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        std::erase(started_, pid);
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
+  std::string workerLog(const std::string& workerId) {
+    std::ifstream in(dir_ + "/" + workerId + ".log");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+
   // Sends `sig` to a worker process of this harness's job by PID; remembers SIGSTOPs for cleanup.
   void signal(int64_t pid, int sig) {
     if (pid <= 0) return;
@@ -154,6 +205,7 @@ class FaultHarness {
   std::string startError_;
   std::unique_ptr<controller::Controller> controller_;
   std::vector<std::pair<int64_t, int64_t>> stopped_;  // (pid, start time)
+  std::vector<pid_t> started_;  // children started by startWorker, not yet reaped
 };
 
 // A short synthetic job with the fault-test timeouts (heartbeat 1 s x 3, hang 5 s).

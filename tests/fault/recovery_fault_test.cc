@@ -158,5 +158,35 @@ TEST(RecoveryFaultTest, NoRestartsLeftFailsTheJobWithTheReason) {
   EXPECT_TRUE(h.waitFor(15, [&] { return h.jobs().isFinished("norestart") && test::processStartTime(h.pidOfRank("norestart", 0)) == 0; }));
 }
 
+// Workers started by something else (external launcher): the controller cannot kill the
+// SIGSTOPped culprit, so the test starts its replacement. SIGCONTed after the recovery, the old
+// process is fenced (its heartbeat and its rejoin get 410) and exits: never two ranks with the
+// same number.
+TEST(RecoveryFaultTest, AStoppedWorkerThatWakesUpAfterRecoveryIsFencedAndExits) {
+  FaultHarness h("external");
+  ASSERT_TRUE(h.ok()) << h.startError();
+  ASSERT_TRUE(h.submit(faultJobYaml("fence", h.dir() + "/ckpt", 4000, 3)).isOk());
+  const pid_t w0 = h.startWorker("fence", "fence-w0");
+  const pid_t w1 = h.startWorker("fence", "fence-w1");
+  ASSERT_GT(w0, 0);
+  ASSERT_GT(w1, 0);
+  ASSERT_TRUE(waitTraining(h, "fence", 50)) << h.describeEvents("fence");
+  h.signal(w1, SIGSTOP);
+  ASSERT_TRUE(h.waitFor(20, [&] { return h.event("fence", "WaitingForReplacement") != nullptr; }))
+      << h.describeEvents("fence");
+  EXPECT_NE(h.event("fence", "Unresponsive"), nullptr) << h.describeEvents("fence");
+  const pid_t replacement = h.startWorker("fence", "fence-w1");
+  ASSERT_TRUE(h.waitFor(30, [&] { return h.event("fence", "Recovered") != nullptr; })) << h.describeEvents("fence");
+  h.signal(w1, SIGCONT);
+  const int status = h.waitWorker(w1, 20);
+  EXPECT_NE(status, -1) << "the woken worker exits";
+  EXPECT_NE(status, 0) << "... with a failure status";
+  const std::string log = h.workerLog("fence-w1");
+  EXPECT_NE(log.find("fenced"), std::string::npos) << log.substr(log.size() > 3000 ? log.size() - 3000 : 0);
+  ASSERT_TRUE(h.waitPhase("fence", "Succeeded", kJobSeconds)) << h.describeEvents("fence");
+  EXPECT_EQ(h.waitWorker(w0, 20), 0) << "the survivor finished the job";
+  EXPECT_EQ(h.waitWorker(replacement, 20), 0) << "the replacement finished the job";
+}
+
 }  // namespace
 }  // namespace ddp
