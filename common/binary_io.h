@@ -59,7 +59,7 @@ class BinaryReader {
   }
   Status getBytes(void* out, size_t n) {
     if (data_.size() - pos_ < n) return truncated(n);
-    std::memcpy(out, data_.data() + pos_, n);
+    if (n > 0) std::memcpy(out, data_.data() + pos_, n);  // `out` may be null when n is 0 (an empty vector)
     pos_ += n;
     return Status::ok();
   }

@@ -417,20 +417,22 @@ Status LocalGroup::State::execute(std::vector<Op>& ops) {
     case OpType::kAllreduce: {
       std::string result(bytes, '\0');
       reduceAny(a.in.dtype, srcs, 0, n, result.data(), a.reduce);
-      for (int r = 0; r < world; ++r) std::memcpy(ops[r].in.data, result.data(), bytes);
+      if (bytes > 0) {  // an empty buffer's pointer may be null
+        for (int r = 0; r < world; ++r) std::memcpy(ops[r].in.data, result.data(), bytes);
+      }
       break;
     }
     case OpType::kBroadcast: {
       std::string src(static_cast<const char*>(ops[a.root].in.data), bytes);
       for (int r = 0; r < world; ++r) {
-        if (r != a.root) std::memcpy(ops[r].in.data, src.data(), bytes);
+        if (r != a.root && bytes > 0) std::memcpy(ops[r].in.data, src.data(), bytes);
       }
       break;
     }
     case OpType::kAllgather:
       for (int q = 0; q < world; ++q) {
         for (int r = 0; r < world; ++r) {
-          std::memcpy(static_cast<char*>(ops[q].out.data) + r * bytes, srcs[r], bytes);
+          if (bytes > 0) std::memcpy(static_cast<char*>(ops[q].out.data) + r * bytes, srcs[r], bytes);
         }
       }
       break;
@@ -443,7 +445,7 @@ Status LocalGroup::State::execute(std::vector<Op>& ops) {
     }
     case OpType::kGather:
       for (int r = 0; r < world; ++r) {
-        std::memcpy(static_cast<char*>(ops[a.root].out.data) + r * bytes, srcs[r], bytes);
+        if (bytes > 0) std::memcpy(static_cast<char*>(ops[a.root].out.data) + r * bytes, srcs[r], bytes);
       }
       break;
     case OpType::kBarrier:

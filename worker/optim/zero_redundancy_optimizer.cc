@@ -80,7 +80,8 @@ Status ZeroRedundancyOptimizer::syncParameters(Deadline deadline) {
     if (r == me) {
       size_t off = 0;
       for (size_t i : shardOf_[r]) {
-        std::memcpy(buf + off, params_[i]->data, params_[i]->bytes());
+        // An empty parameter's data may be null (memcpy from null is undefined even for 0 bytes).
+        if (params_[i]->bytes() > 0) std::memcpy(buf + off, params_[i]->data, params_[i]->bytes());
         off += params_[i]->numel();
       }
     }
@@ -93,7 +94,7 @@ Status ZeroRedundancyOptimizer::syncParameters(Deadline deadline) {
     const float* buf = packed_[r].data();
     size_t off = 0;
     for (size_t i : shardOf_[r]) {
-      std::memcpy(params_[i]->data, buf + off, params_[i]->bytes());
+      if (params_[i]->bytes() > 0) std::memcpy(params_[i]->data, buf + off, params_[i]->bytes());
       off += params_[i]->numel();
     }
   }
