@@ -63,9 +63,12 @@ if [ "${DDP_TEST_SKIP_ASAN:-0}" != "1" ]; then
   ) || asan_rc=$?
   for f in "$san_logs"/*; do
     [ -e "$f" ] || continue
-    echo "==== sanitizer report $f:"
+    echo "==== sanitizer output $f:"
     cat "$f"
-    asan_rc=1
+    # A report fails the run; other output (LeakSanitizer's "Unable to get registers from
+    # thread N" when it cannot ptrace a thread of a worker a fault test stopped and continued)
+    # is shown but is not a finding.
+    if grep -qE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" "$f"; then asan_rc=1; fi
   done
   [ "$asan_rc" -eq 0 ] || exit "$asan_rc"
 fi
