@@ -38,6 +38,7 @@
 #include "bench/common/json_line.h"
 #include "common/job_spec.h"
 #include "controller/jobs/job_manager.h"
+#include "controller/launch/pid_file.h"
 #include "controller/service/controller.h"
 
 namespace ddp::bench {
@@ -153,6 +154,10 @@ class Bench {
       }
       for (const auto& w : record().workers) pidsBefore[w.rank] = w.pid;
       faultAt = wallSeconds();
+      if (scenario == "hang") {
+        auto st = controller::readProcStat(pidsBefore[1]);
+        stopped_ = {pidsBefore[1], st.isOk() ? st->startTime : 0};
+      }
       ::kill(static_cast<pid_t>(pidsBefore[1]), scenario == "hang" ? SIGSTOP : SIGKILL);
     }
     const bool done = waitUntil(900, [&] { return jobs.isFinished(name); });
@@ -188,6 +193,9 @@ class Bench {
   }
 
   Run finish(controller::Controller& ctl, const std::string& dir, Run out) {
+    // The worker this run SIGSTOPped, if the controller did not replace it (a failed run).
+    if (stopped_.pid > 0 && controller::isSameLiveProcess(stopped_)) ::kill(static_cast<pid_t>(stopped_.pid), SIGKILL);
+    stopped_ = {};
     (void)ctl.launcher().stopJob("recovery", std::chrono::seconds(1));
     ctl.stop();
     std::system(("rm -rf " + dir).c_str());
@@ -230,6 +238,7 @@ class Bench {
 
  private:
   Options o_;
+  controller::ProcessIdentity stopped_;  // the worker this run SIGSTOPped (pid 0: none)
 };
 
 }  // namespace

@@ -64,7 +64,12 @@ Result<Heartbeat> parseHeartbeat(const std::string& body) {
       h.collectives.push_back(std::move(c));
     }
   }
-  if (auto it = j.find("ext"); it != j.end() && it->is_object()) h.extJson = it->dump();
+  if (auto it = j.find("ext"); it != j.end() && it->is_object()) {
+    h.extJson = it->dump();
+    for (const auto& [k, v] : it->items()) {
+      if (v.is_number()) h.ext[k] = v.get<double>();
+    }
+  }
   return h;
 }
 

@@ -34,6 +34,7 @@ struct Heartbeat {
   std::vector<CollectiveView> collectives;  // per backend: last issued, oldest unfinished
   std::string message;
   std::string extJson = "{}";
+  std::map<std::string, double> ext;  // its numeric fields (e.g. "abortUnreliable")
   bool final() const { return state != "Running"; }
 };
 

@@ -1,6 +1,5 @@
 #include "controller/jobs/job_manager.h"
 
-
 #include <algorithm>
 #include <csignal>
 #include <cstring>
@@ -12,6 +11,7 @@
 #include "common/log.h"
 #include "common/secret.h"
 #include "controller/jobs/job_decision.h"
+#include "controller/jobs/job_live.h"
 
 namespace ddp::controller {
 namespace {
@@ -21,8 +21,6 @@ using nlohmann::json;
 
 constexpr Duration kHeartbeatScan = std::chrono::milliseconds(250);
 
-Duration seconds(double s) { return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s)); }
-
 RendezvousConfig rendezvousConfig(const JobSpec& spec) {
   RendezvousConfig c;
   c.minWorkers = spec.workers.min;
@@ -30,49 +28,6 @@ RendezvousConfig rendezvousConfig(const JobSpec& spec) {
   c.lastCall = seconds(spec.timeouts.lastCallSeconds);
   return c;
 }
-
-struct Waiter {
-  std::string workerId;
-  std::shared_ptr<http::Responder> responder;
-  TimePoint until;
-  bool withPeers = false;
-  int64_t after = 0;  // only a generation after this one answers
-};
-
-HangConfig hangConfig(const JobSpec& spec) {
-  HangConfig c;
-  c.heartbeatWindow = seconds(spec.timeouts.heartbeatSeconds * spec.timeouts.heartbeatMisses);
-  c.hang = seconds(spec.timeouts.hangSeconds);
-  c.progress = seconds(spec.timeouts.progressSeconds);
-  return c;
-}
-
-// Note [Recovery]: no wait before the first restart, then 1 s doubling up to 30 s.
-Duration restartBackoff(int restart) {
-  if (restart <= 1) return Duration::zero();
-  return std::min<Duration>(std::chrono::seconds(30), std::chrono::seconds(1) * (int64_t{1} << std::min(restart - 2, 5)));
-}
-
-struct WorkerState {
-  WorkerRecord rec;
-  TimePoint lastSeen{};
-  bool processAlive = true;
-  WorkerOutcome outcome = WorkerOutcome::kRunning;
-  std::string message;
-  bool failureFromExit = false;
-  TimePoint failedAt{};
-  // Hang detection (Note [Hang verdicts]).
-  TimePoint stepChangedAt{};
-  std::vector<CollectiveView> collectives;
-  bool leftOnItsOwn = false;  // aborted its communicator and asked to rejoin
-  std::string leftMessage;
-  TimePoint leftAt{};
-  bool replacing = false;     // blamed by a verdict: a replacement process is on its way
-  bool badConfigExit = false; // exited with wire::kWorkerExitBadConfig: no restart can fix it
-  bool abortUnreliableSeen = false;
-  int64_t checkpointAsked = 0;  // the last checkpoint request this worker was told about
-  std::string lastWarning;      // the last Running heartbeat's message, recorded as an event
-};
 
 // "worker rank 1 killed by signal 9 (Killed) (fmnist-w1, pid 123)\nits last lines:\n  ..." — the
 // first line names the rank the user knows; the worker's last lines follow on their own lines.
@@ -121,44 +76,6 @@ void replyJson(http::Responder& r, int status, const json& body) {
 }
 
 }  // namespace
-
-struct JobManager::Live {
-  JobRecord record;
-  JobSpec spec;
-  std::optional<Rendezvous> rdzv;
-  std::map<int64_t, std::shared_ptr<comm::KeySpace>> spaces;
-  std::vector<Waiter> waiters;
-  std::map<std::string, WorkerState> workers;  // by worker id
-  bool cancelRequested = false;
-  TimePoint cancelAt{};
-  bool stopSent = false;
-  bool dirty = false;          // phase / conditions / workers changed: write at the next tick
-  bool figuresDirty = false;   // heartbeat figures changed: write within persistEvery
-  std::vector<JobEvent> pendingEvents;
-  std::vector<CheckpointRecord> pendingCheckpoints;
-  int64_t lastCheckpointStep = -1;
-  // The part of every assignment of the active generation after the rank, built once when the
-  // round closes: world size, generation, spec, and (second form) peers. O(N) per generation.
-  std::string assignmentTail;
-  std::string assignmentTailWithPeers;
-  // The launcher was asked for the workers (until then no verdict: no process has existed).
-  bool launched = false;
-  bool stopPending = false;  // a verdict asked to stop the remaining workers (the ticker does)
-  bool awaitingSettle = false;  // a worker reported its own failure: re-evaluate each tick
-  // Note [Recovery].
-  TimePoint generationStart{};
-  int64_t abortedGeneration = 0;       // the generation a verdict ended
-  std::set<std::string> survivors;     // its members that get `abort` (not 410)
-  std::vector<std::string> toReplace;  // culprits whose replacement is due at replaceAt
-  TimePoint replaceAt{};
-  bool recovering = false;             // waiting for every member to finish a step
-  TimePoint verdictAt{};
-  std::set<std::string> steppedSinceVerdict;
-  std::set<std::pair<int, int64_t>> stragglersSeen;  // (rank, seq) already reported
-  std::vector<double> recoverySeconds;  // verdict -> every rank stepping, per recovery
-  int64_t checkpointRequest = 0;        // on-demand checkpoint requests so far
-  int64_t checkpointRequestStep = -1;   // rank 0's step when the last one was made
-};
 
 JobManager::JobManager(JobManagerOptions options, JobStore& store, Launcher& launcher, const Clock& clock)
     : options_(std::move(options)), store_(store), launcher_(launcher), clock_(clock) {}
@@ -433,29 +350,6 @@ Result<std::vector<JobEvent>> JobManager::events(const std::string& name) {
   return store_.events(name);
 }
 
-Result<int64_t> JobManager::requestCheckpoint(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Live* job = find(name);
-  if (job == nullptr || isTerminal(job->record.phase)) {
-    return failedPrecondition("job " + name + " is not running");
-  }
-  if (job->spec.checkpoint.dir.empty() && options_.workerCheckpointDir.empty()) {
-    return failedPrecondition("job " + name + " has no checkpoint directory (spec.checkpoint.dir)");
-  }
-  if (job->spec.join.enabled) {
-    return failedPrecondition("job " + name + " uses Join: its ranks agree on requests at epoch boundaries only, "
-                              "so an on-demand checkpoint is not available");
-  }
-  if (job->record.phase != JobPhase::kRunning) {
-    return failedPrecondition("job " + name + " is " + jobPhaseName(job->record.phase) + "; ask again once it runs");
-  }
-  ++job->checkpointRequest;
-  job->checkpointRequestStep = job->record.progress.step;
-  event(*job, kEventNormal, "CheckpointRequested",
-        "checkpoint requested at step " + std::to_string(job->record.progress.step));
-  return job->record.progress.step;
-}
-
 Result<std::vector<CheckpointRecord>> JobManager::checkpoints(const std::string& name) {
   persistFigures(true);
   return store_.checkpoints(name);
@@ -652,7 +546,7 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
     w.lastWarning = hb.message;
     event(*job, kEventWarning, "WorkerWarning", "worker rank " + std::to_string(w.rec.rank) + ": " + hb.message);
   }
-  if (!w.abortUnreliableSeen && hb.extJson.find("\"abortUnreliable\"") != std::string::npos) {
+  if (!w.abortUnreliableSeen && hb.ext.count("abortUnreliable") && hb.ext.at("abortUnreliable") != 0) {
     w.abortUnreliableSeen = true;
     event(*job, kEventWarning, "AbortUnreliable",
           "worker " + hb.workerId + ": its communicator abort did not release a blocked collective in the start-up "
@@ -778,40 +672,7 @@ void JobManager::handleExit(const WorkerExit& exit) {
 
 void JobManager::evaluate(Live& job) {
   if (!job.launched) return;
-  const auto& active = job.rdzv->active();
-  if (active && job.record.phase == JobPhase::kRunning && !job.cancelRequested) {
-    // Note [Recovery]. A member that failed for a reason no restart can fix (its own final
-    // heartbeat said Failed, or it exited with the bad-configuration status) is left to decideJob.
-    bool fatal = false;
-    std::vector<MemberHealth> members;
-    for (int r = 0; r < active->worldSize(); ++r) {
-      const std::string& id = active->members[static_cast<size_t>(r)];
-      const WorkerState& w = job.workers[id];
-      fatal = fatal || (w.outcome == WorkerOutcome::kFailed && (!w.failureFromExit || w.badConfigExit));
-      MemberHealth m;
-      m.rank = r;
-      m.workerId = id;
-      m.finished = w.outcome == WorkerOutcome::kSucceeded || w.outcome == WorkerOutcome::kStopped;
-      m.exitedWithFailure = w.outcome == WorkerOutcome::kFailed && w.failureFromExit;
-      m.exitMessage = w.message;
-      m.exitedAt = w.failedAt;
-      m.lastHeartbeat = w.lastSeen;
-      m.step = w.rec.step;
-      m.stepChangedAt = w.stepChangedAt;
-      m.collectives = w.collectives;
-      m.leftOnItsOwn = w.leftOnItsOwn;
-      m.leftMessage = w.leftMessage;
-      m.leftAt = w.leftAt;
-      members.push_back(std::move(m));
-    }
-    if (!fatal) {
-      HangReport report = detectHang(members, hangConfig(job.spec), job.generationStart, clock_.now());
-      for (const Straggler& s : report.stragglers) {
-        if (job.stragglersSeen.insert({s.rank, s.seq}).second) event(job, kEventWarning, "Straggler", s.message);
-      }
-      if (report.verdict) return recover(job, *report.verdict);
-    }
-  }
+  if (detectAndRecover(job)) return;
   JobFacts f;
   f.now = clock_.now();
   f.phase = job.record.phase;
@@ -828,90 +689,6 @@ void JobManager::evaluate(Live& job) {
   // The ticker signals them, outside the lock (evaluate also runs on request paths that must
   // not wait for the launcher).
   if (v.stopWorkers) job.stopPending = true;
-}
-
-void JobManager::recover(Live& job, const HangVerdict& verdict) {
-  const RendezvousRound round = *job.rdzv->active();
-  const std::string reason = faultReasonName(verdict.reason);
-  const TimePoint now = clock_.now();
-  event(job, kEventWarning, reason, verdict.message);
-  DDP_LOG(Warning) << "job " << job.record.name << ": " << reason << ": " << verdict.message;
-  if (job.record.restarts >= job.spec.maxRestarts) {
-    transition(job, JobPhase::kFailed, reason,
-               verdict.message + " (no restarts left: spec.maxRestarts is " + std::to_string(job.spec.maxRestarts) + ")");
-    job.stopPending = true;
-    return;
-  }
-  const int restart = ++job.record.restarts;
-  const int64_t ms = wallMs();
-  job.record.phase = JobPhase::kRestarting;
-  job.record.setCondition(kConditionRunning, false, reason, verdict.message, ms);
-  job.record.setCondition(kConditionRestarting, true, reason,
-                          "restart " + std::to_string(restart) + " of " + std::to_string(job.spec.maxRestarts) + ": " +
-                              verdict.message,
-                          ms);
-  job.abortedGeneration = round.generation;
-  job.survivors.clear();
-  std::vector<std::string> culprits;
-  for (int r = 0; r < round.worldSize(); ++r) {
-    const std::string& id = round.members[static_cast<size_t>(r)];
-    if (std::find(verdict.culprits.begin(), verdict.culprits.end(), r) != verdict.culprits.end()) {
-      culprits.push_back(id);
-    } else {
-      job.survivors.insert(id);
-    }
-  }
-  // The old generation's store goes: its blocked calls fail, and it is fenced from now on.
-  for (auto& [g, space] : job.spaces) space->clear("generation " + std::to_string(g) + " ended: " + reason);
-  job.spaces.clear();
-  job.rdzv->endGeneration(now);
-  for (const auto& id : job.survivors) {
-    WorkerState& w = job.workers[id];
-    w.rec.state = "Rejoining";
-    if (w.leftOnItsOwn) job.rdzv->join(id, now);  // already waiting for the next generation
-    w.leftOnItsOwn = false;
-  }
-  for (const auto& id : culprits) {
-    WorkerState& w = job.workers[id];
-    w.replacing = true;
-    w.outcome = WorkerOutcome::kRunning;
-    w.failureFromExit = false;
-    w.rec.state = "Replacing";
-    job.toReplace.push_back(id);
-  }
-  job.replaceAt = now + restartBackoff(restart);
-  job.recovering = true;
-  job.verdictAt = now;
-  job.steppedSinceVerdict.clear();
-  job.stragglersSeen.clear();
-  job.dirty = true;
-  std::string who = culprits.empty() ? "no worker is replaced" : "replacing";
-  for (const auto& id : culprits) who += " " + id;
-  int64_t reached = 0;
-  for (const auto& id : round.members) reached = std::max(reached, job.workers[id].rec.step);
-  const int64_t from = std::max<int64_t>(0, job.lastCheckpointStep);
-  event(job, kEventWarning, "Restarting",
-        "restart " + std::to_string(restart) + " of " + std::to_string(job.spec.maxRestarts) + " after " + reason +
-            ": generation " + std::to_string(round.generation) + " ended; " + who + "; " +
-            std::to_string(job.survivors.size()) + " survivor(s) rejoin without restarting; resuming from step " +
-            std::to_string(from) + " (last committed checkpoint; steps redone: " + std::to_string(std::max<int64_t>(0, reached - from)) + ")");
-  if (job.rdzv->active()) wakeAssignments(job);
-}
-
-void JobManager::noteRecovered(Live& job, const std::string& workerId, const Heartbeat& hb) {
-  auto steps = hb.counters.find("steps");
-  if (steps == hb.counters.end() || steps->second < 1) return;
-  job.steppedSinceVerdict.insert(workerId);
-  const auto& active = job.rdzv->active();
-  if (!active || static_cast<int>(job.steppedSinceVerdict.size()) < active->worldSize()) return;
-  job.recovering = false;
-  const double secs = std::chrono::duration<double>(clock_.now() - job.verdictAt).count();
-  job.recoverySeconds.push_back(secs);
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.2f", secs);
-  event(job, kEventNormal, "Recovered",
-        "generation " + std::to_string(active->generation) + ": every rank is stepping again " + buf +
-            " s after the verdict (restart " + std::to_string(job.record.restarts) + ")");
 }
 
 void JobManager::transition(Live& job, JobPhase next, const std::string& reason, const std::string& message) {

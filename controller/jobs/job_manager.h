@@ -150,6 +150,8 @@ class JobManager {
   void launch(Live& job);
   void wakeAssignments(Live& job);
   void evaluate(Live& job);
+  // Note [Recovery] (job_recovery.cc): true when a verdict was acted on.
+  bool detectAndRecover(Live& job);
   void recover(Live& job, const HangVerdict& verdict);
   void noteRecovered(Live& job, const std::string& workerId, const Heartbeat& hb);
   void transition(Live& job, JobPhase next, const std::string& reason, const std::string& message);

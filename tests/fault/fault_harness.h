@@ -20,31 +20,24 @@
 #include <fstream>
 #include <functional>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/job_spec.h"
 #include "controller/jobs/job_manager.h"
+#include "controller/launch/pid_file.h"
 #include "controller/service/controller.h"
+#include "tests/support/launcher_pid_files.h"
 
 namespace ddp::test {
 
 inline const std::string kFaultBin = DDP_TEST_BIN_DIR;
 
-// Start time (clock ticks since boot, field 22 of /proc/PID/stat) of a live process; 0 if gone.
+// Start time of a live process (Note [Pid files and process identity]); 0 when it is gone.
 inline int64_t processStartTime(int64_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t close = text.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(text.substr(close + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && rest >> field; ++i) {
-    if (i == 22) return std::atoll(field.c_str());
-  }
-  return 0;
+  auto st = controller::readProcStat(pid);
+  return st.isOk() && st->alive() ? st->startTime : 0;
 }
 
 class FaultHarness {
@@ -74,7 +67,7 @@ class FaultHarness {
       if (processStartTime(pid) == start) ::kill(static_cast<pid_t>(pid), SIGCONT);
     }
     if (controller_) controller_->stop();
-    killWorkers();
+    killLauncherWorkers(dir_ + "/state");
     for (pid_t pid : started_) {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
@@ -180,27 +173,6 @@ class FaultHarness {
   }
 
  private:
-  // Every worker process named in the local launcher's pid files under the state dir.
-  void killWorkers() const {
-    const std::string jobsDir = dir_ + "/state/jobs";
-    DIR* d = ::opendir(jobsDir.c_str());
-    if (d == nullptr) return;
-    while (dirent* e = ::readdir(d)) {
-      const std::string wdir = jobsDir + "/" + e->d_name + "/workers";
-      DIR* w = ::opendir(wdir.c_str());
-      if (w == nullptr) continue;
-      while (dirent* f = ::readdir(w)) {
-        std::ifstream in(wdir + "/" + f->d_name);
-        std::string kv;
-        while (std::getline(in, kv)) {
-          if (kv.rfind("pid=", 0) == 0) ::kill(std::atoi(kv.c_str() + 4), SIGKILL);
-        }
-      }
-      ::closedir(w);
-    }
-    ::closedir(d);
-  }
-
   std::string dir_;
   std::string startError_;
   std::unique_ptr<controller::Controller> controller_;

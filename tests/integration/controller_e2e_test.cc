@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/cli_process.h"
+#include "tests/support/launcher_pid_files.h"
 
 namespace ddp {
 namespace {
@@ -84,26 +85,7 @@ class TempDir {
     std::system(("rm -rf " + path_).c_str());
   }
   const std::string& path() const { return path_; }
-  // Every worker process named in the launcher's pid files under this state dir.
-  void killWorkers() const {
-    const std::string jobs = path_ + "/state/jobs";
-    DIR* d = ::opendir(jobs.c_str());
-    if (d == nullptr) return;
-    while (dirent* e = ::readdir(d)) {
-      const std::string wdir = jobs + "/" + e->d_name + "/workers";
-      DIR* w = ::opendir(wdir.c_str());
-      if (w == nullptr) continue;
-      while (dirent* f = ::readdir(w)) {
-        std::ifstream in(wdir + "/" + f->d_name);
-        std::string kv;
-        while (std::getline(in, kv)) {
-          if (kv.rfind("pid=", 0) == 0) ::kill(std::atoi(kv.c_str() + 4), SIGKILL);
-        }
-      }
-      ::closedir(w);
-    }
-    ::closedir(d);
-  }
+  void killWorkers() const { test::killLauncherWorkers(path_ + "/state"); }
 
  private:
   std::string path_;

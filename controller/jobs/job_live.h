@@ -1,0 +1,95 @@
+#pragma once
+// The JobManager's live state of one job and its workers (internal to controller/jobs/: shared
+// by job_manager.cc, the job lifecycle, and job_recovery.cc, hang detection and recovery).
+// Thread model: every field is guarded by JobManager::mu_.
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/http/http_server.h"
+#include "common/job_spec.h"
+#include "common/store/key_space.h"
+#include "controller/jobs/hang_detector.h"
+#include "controller/jobs/job_decision.h"
+#include "controller/jobs/job_manager.h"
+#include "controller/rendezvous/rendezvous.h"
+#include "controller/store/job_record.h"
+
+namespace ddp::controller {
+
+inline Duration seconds(double s) { return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s)); }
+
+struct Waiter {
+  std::string workerId;
+  std::shared_ptr<http::Responder> responder;
+  TimePoint until;
+  bool withPeers = false;
+  int64_t after = 0;  // only a generation after this one answers
+};
+
+struct WorkerState {
+  WorkerRecord rec;
+  TimePoint lastSeen{};
+  bool processAlive = true;
+  WorkerOutcome outcome = WorkerOutcome::kRunning;
+  std::string message;
+  bool failureFromExit = false;
+  TimePoint failedAt{};
+  // Hang detection (Note [Hang verdicts]).
+  TimePoint stepChangedAt{};
+  std::vector<CollectiveView> collectives;
+  bool leftOnItsOwn = false;  // aborted its communicator and asked to rejoin
+  std::string leftMessage;
+  TimePoint leftAt{};
+  bool replacing = false;     // blamed by a verdict: a replacement process is on its way
+  bool badConfigExit = false; // exited with wire::kWorkerExitBadConfig: no restart can fix it
+  bool abortUnreliableSeen = false;
+  int64_t checkpointAsked = 0;  // the last checkpoint request this worker was told about
+  std::string lastWarning;      // the last Running heartbeat's message, recorded as an event
+};
+
+struct JobManager::Live {
+  JobRecord record;
+  JobSpec spec;
+  std::optional<Rendezvous> rdzv;
+  std::map<int64_t, std::shared_ptr<comm::KeySpace>> spaces;
+  std::vector<Waiter> waiters;
+  std::map<std::string, WorkerState> workers;  // by worker id
+  bool cancelRequested = false;
+  TimePoint cancelAt{};
+  bool stopSent = false;
+  bool dirty = false;          // phase / conditions / workers changed: write at the next tick
+  bool figuresDirty = false;   // heartbeat figures changed: write within persistEvery
+  std::vector<JobEvent> pendingEvents;
+  std::vector<CheckpointRecord> pendingCheckpoints;
+  int64_t lastCheckpointStep = -1;
+  // The part of every assignment of the active generation after the rank, built once when the
+  // round closes: world size, generation, spec, and (second form) peers. O(N) per generation.
+  std::string assignmentTail;
+  std::string assignmentTailWithPeers;
+  // The launcher was asked for the workers (until then no verdict: no process has existed).
+  bool launched = false;
+  bool stopPending = false;  // a verdict asked to stop the remaining workers (the ticker does)
+  bool awaitingSettle = false;  // a worker reported its own failure: re-evaluate each tick
+  // Note [Recovery].
+  TimePoint generationStart{};
+  int64_t abortedGeneration = 0;       // the generation a verdict ended
+  std::set<std::string> survivors;     // its members that get `abort` (not 410)
+  std::vector<std::string> toReplace;  // culprits whose replacement is due at replaceAt
+  TimePoint replaceAt{};
+  bool recovering = false;             // waiting for every member to finish a step
+  TimePoint verdictAt{};
+  std::set<std::string> steppedSinceVerdict;
+  std::set<std::pair<int, int64_t>> stragglersSeen;  // (rank, seq) already reported
+  int64_t checkpointRequest = 0;        // on-demand checkpoint requests so far
+  int64_t checkpointRequestStep = -1;   // rank 0's step when the last one was made
+};
+
+}  // namespace ddp::controller

@@ -1,0 +1,177 @@
+// Hang detection and in-process recovery (Note [Recovery] in job_manager.h), and on-demand
+// checkpoints: the JobManager's methods that act on the hang detector's verdicts.
+#include "controller/jobs/job_manager.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/log.h"
+#include "controller/jobs/job_live.h"
+
+namespace ddp::controller {
+namespace {
+
+HangConfig hangConfig(const JobSpec& spec) {
+  HangConfig c;
+  c.heartbeatWindow = seconds(spec.timeouts.heartbeatSeconds * spec.timeouts.heartbeatMisses);
+  c.hang = seconds(spec.timeouts.hangSeconds);
+  c.progress = seconds(spec.timeouts.progressSeconds);
+  return c;
+}
+
+// Note [Recovery]: no wait before the first restart, then 1 s doubling up to 30 s.
+Duration restartBackoff(int restart) {
+  if (restart <= 1) return Duration::zero();
+  return std::min<Duration>(std::chrono::seconds(30), std::chrono::seconds(1) * (int64_t{1} << std::min(restart - 2, 5)));
+}
+
+}  // namespace
+
+bool JobManager::detectAndRecover(Live& job) {
+  const auto& active = job.rdzv->active();
+  if (active && job.record.phase == JobPhase::kRunning && !job.cancelRequested) {
+    // Note [Recovery]. A member that failed for a reason no restart can fix (its own final
+    // heartbeat said Failed, or it exited with the bad-configuration status) is left to decideJob.
+    bool fatal = false;
+    std::vector<MemberHealth> members;
+    for (int r = 0; r < active->worldSize(); ++r) {
+      const std::string& id = active->members[static_cast<size_t>(r)];
+      const WorkerState& w = job.workers[id];
+      fatal = fatal || (w.outcome == WorkerOutcome::kFailed && (!w.failureFromExit || w.badConfigExit));
+      MemberHealth m;
+      m.rank = r;
+      m.workerId = id;
+      m.finished = w.outcome == WorkerOutcome::kSucceeded || w.outcome == WorkerOutcome::kStopped;
+      m.exitedWithFailure = w.outcome == WorkerOutcome::kFailed && w.failureFromExit;
+      m.exitMessage = w.message;
+      m.exitedAt = w.failedAt;
+      m.lastHeartbeat = w.lastSeen;
+      m.step = w.rec.step;
+      m.stepChangedAt = w.stepChangedAt;
+      m.collectives = w.collectives;
+      m.leftOnItsOwn = w.leftOnItsOwn;
+      m.leftMessage = w.leftMessage;
+      m.leftAt = w.leftAt;
+      members.push_back(std::move(m));
+    }
+    if (!fatal) {
+      HangReport report = detectHang(members, hangConfig(job.spec), job.generationStart, clock_.now());
+      for (const Straggler& s : report.stragglers) {
+        if (job.stragglersSeen.insert({s.rank, s.seq}).second) event(job, kEventWarning, "Straggler", s.message);
+      }
+      if (report.verdict) {
+        recover(job, *report.verdict);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+void JobManager::recover(Live& job, const HangVerdict& verdict) {
+  const RendezvousRound round = *job.rdzv->active();
+  const std::string reason = faultReasonName(verdict.reason);
+  const TimePoint now = clock_.now();
+  event(job, kEventWarning, reason, verdict.message);
+  DDP_LOG(Warning) << "job " << job.record.name << ": " << reason << ": " << verdict.message;
+  if (job.record.restarts >= job.spec.maxRestarts) {
+    transition(job, JobPhase::kFailed, reason,
+               verdict.message + " (no restarts left: spec.maxRestarts is " + std::to_string(job.spec.maxRestarts) + ")");
+    job.stopPending = true;
+    return;
+  }
+  const int restart = ++job.record.restarts;
+  const int64_t ms = wallMs();
+  job.record.phase = JobPhase::kRestarting;
+  job.record.setCondition(kConditionRunning, false, reason, verdict.message, ms);
+  job.record.setCondition(kConditionRestarting, true, reason,
+                          "restart " + std::to_string(restart) + " of " + std::to_string(job.spec.maxRestarts) + ": " +
+                              verdict.message,
+                          ms);
+  job.abortedGeneration = round.generation;
+  job.survivors.clear();
+  std::vector<std::string> culprits;
+  for (int r = 0; r < round.worldSize(); ++r) {
+    const std::string& id = round.members[static_cast<size_t>(r)];
+    if (std::find(verdict.culprits.begin(), verdict.culprits.end(), r) != verdict.culprits.end()) {
+      culprits.push_back(id);
+    } else {
+      job.survivors.insert(id);
+    }
+  }
+  // The old generation's store goes: its blocked calls fail, and it is fenced from now on.
+  for (auto& [g, space] : job.spaces) space->clear("generation " + std::to_string(g) + " ended: " + reason);
+  job.spaces.clear();
+  job.rdzv->endGeneration(now);
+  for (const auto& id : job.survivors) {
+    WorkerState& w = job.workers[id];
+    w.rec.state = "Rejoining";
+    if (w.leftOnItsOwn) job.rdzv->join(id, now);  // already waiting for the next generation
+    w.leftOnItsOwn = false;
+  }
+  for (const auto& id : culprits) {
+    WorkerState& w = job.workers[id];
+    w.replacing = true;
+    w.outcome = WorkerOutcome::kRunning;
+    w.failureFromExit = false;
+    w.rec.state = "Replacing";
+    job.toReplace.push_back(id);
+  }
+  job.replaceAt = now + restartBackoff(restart);
+  job.recovering = true;
+  job.verdictAt = now;
+  job.steppedSinceVerdict.clear();
+  job.stragglersSeen.clear();
+  job.dirty = true;
+  std::string who = culprits.empty() ? "no worker is replaced" : "replacing";
+  for (const auto& id : culprits) who += " " + id;
+  int64_t reached = 0;
+  for (const auto& id : round.members) reached = std::max(reached, job.workers[id].rec.step);
+  const int64_t from = std::max<int64_t>(0, job.lastCheckpointStep);
+  event(job, kEventWarning, "Restarting",
+        "restart " + std::to_string(restart) + " of " + std::to_string(job.spec.maxRestarts) + " after " + reason +
+            ": generation " + std::to_string(round.generation) + " ended; " + who + "; " +
+            std::to_string(job.survivors.size()) + " survivor(s) rejoin without restarting; resuming from step " +
+            std::to_string(from) + " (last committed checkpoint; steps redone: " + std::to_string(std::max<int64_t>(0, reached - from)) + ")");
+  if (job.rdzv->active()) wakeAssignments(job);
+}
+
+void JobManager::noteRecovered(Live& job, const std::string& workerId, const Heartbeat& hb) {
+  auto steps = hb.counters.find("steps");
+  if (steps == hb.counters.end() || steps->second < 1) return;
+  job.steppedSinceVerdict.insert(workerId);
+  const auto& active = job.rdzv->active();
+  if (!active || static_cast<int>(job.steppedSinceVerdict.size()) < active->worldSize()) return;
+  job.recovering = false;
+  const double secs = std::chrono::duration<double>(clock_.now() - job.verdictAt).count();
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.2f", secs);
+  event(job, kEventNormal, "Recovered",
+        "generation " + std::to_string(active->generation) + ": every rank is stepping again " + buf +
+            " s after the verdict (restart " + std::to_string(job.record.restarts) + ")");
+}
+
+Result<int64_t> JobManager::requestCheckpoint(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Live* job = find(name);
+  if (job == nullptr || isTerminal(job->record.phase)) {
+    return failedPrecondition("job " + name + " is not running");
+  }
+  if (job->spec.checkpoint.dir.empty() && options_.workerCheckpointDir.empty()) {
+    return failedPrecondition("job " + name + " has no checkpoint directory (spec.checkpoint.dir)");
+  }
+  if (job->spec.join.enabled) {
+    return failedPrecondition("job " + name + " uses Join: its ranks agree on requests at epoch boundaries only, "
+                              "so an on-demand checkpoint is not available");
+  }
+  if (job->record.phase != JobPhase::kRunning) {
+    return failedPrecondition("job " + name + " is " + jobPhaseName(job->record.phase) + "; ask again once it runs");
+  }
+  ++job->checkpointRequest;
+  job->checkpointRequestStep = job->record.progress.step;
+  event(*job, kEventNormal, "CheckpointRequested",
+        "checkpoint requested at step " + std::to_string(job->record.progress.step));
+  return job->record.progress.step;
+}
+
+}  // namespace ddp::controller
