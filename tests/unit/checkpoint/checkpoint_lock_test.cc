@@ -13,21 +13,13 @@
 #include <thread>
 
 #include "common/checkpoint/atomic_file.h"
+#include "tests/support/temp_dir.h"
 
 namespace ddp::runtime {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ckpt_lock_test_XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("ckpt_lock_test") {}
 };
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
