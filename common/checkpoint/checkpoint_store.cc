@@ -1,5 +1,6 @@
 #include "common/checkpoint/checkpoint_store.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -70,11 +71,38 @@ Status CheckpointStore::checkOwnership(const JobIdentity& job) const {
   return Status::ok();
 }
 
-Status CheckpointStore::writeShard(const CheckpointShard& shard) {
-  DDP_RETURN_IF_ERROR(makeDirs(stepDir(shard.step)));
-  return writeFileAtomic(shardPath(shard.step, shard.rank), encodeShard(shard))
-      .withContext("checkpoint step " + std::to_string(shard.step) + " rank " +
-                   std::to_string(shard.rank));
+Result<ManifestEntry> CheckpointStore::writeShard(const CheckpointShard& shard) {
+  const std::string context = "checkpoint step " + std::to_string(shard.step) + " rank " + std::to_string(shard.rank);
+  DDP_RETURN_IF_ERROR(makeDirs(stepDir(shard.step)).withContext(context));
+  const std::string bytes = encodeShard(shard);
+  DDP_RETURN_IF_ERROR(writeFileAtomic(shardPath(shard.step, shard.rank), bytes).withContext(context));
+  return ManifestEntry{bytes.size(), crc32(bytes.data(), bytes.size())};
+}
+
+Result<CheckpointManifest> CheckpointStore::commitReported(int64_t step, const std::vector<ManifestEntry>& shards,
+                                                           const JobIdentity& job, int64_t createdUnixMs) {
+  if (shards.empty()) return invalidArgument("commit step " + std::to_string(step) + ": no shard reported");
+  CheckpointManifest m;
+  m.step = step;
+  m.worldSize = static_cast<int>(shards.size());
+  m.job = job.name;
+  m.specHash = job.specHash;
+  m.createdUnixMs = createdUnixMs;
+  m.shards = shards;
+  for (int r = 0; r < m.worldSize; ++r) {
+    const std::string path = shardPath(step, r);
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+      return notFound("commit step " + std::to_string(step) + ": " + path + ": " + std::strerror(errno));
+    }
+    if (static_cast<uint64_t>(st.st_size) != shards[static_cast<size_t>(r)].bytes) {
+      return dataLoss("commit step " + std::to_string(step) + ": " + path + " has " + std::to_string(st.st_size) +
+                      " bytes, rank " + std::to_string(r) + " reported " +
+                      std::to_string(shards[static_cast<size_t>(r)].bytes));
+    }
+  }
+  DDP_RETURN_IF_ERROR(writeFileAtomic(manifestPath(step), encodeManifest(m)));
+  return m;
 }
 
 Result<CheckpointManifest> CheckpointStore::commit(int64_t step, int worldSize,
@@ -136,6 +164,16 @@ Result<CheckpointManifest> CheckpointStore::verify(int64_t step) const {
     }
   }
   return m;
+}
+
+Result<std::vector<int64_t>> CheckpointStore::ownCommittedSteps(const JobIdentity& job) const {
+  DDP_ASSIGN_OR_RETURN(std::vector<int64_t> steps, listSteps());
+  std::vector<int64_t> own;
+  for (int64_t step : steps) {
+    auto m = readManifest(step);
+    if (m.isOk() && isOwnCheckpoint(matchJob(*m, job))) own.push_back(step);
+  }
+  return own;
 }
 
 Result<std::vector<int64_t>> CheckpointStore::listSteps() const {

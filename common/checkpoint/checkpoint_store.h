@@ -63,13 +63,20 @@ class CheckpointStore {
   // the directory, the step and both jobs. Reads manifests only.
   Status checkOwnership(const JobIdentity& job) const;
 
-  // Writes this rank's shard atomically (creates the step directory).
-  Status writeShard(const CheckpointShard& shard);
+  // Writes this rank's shard atomically (creates the step directory); its size and the CRC-32
+  // of the file, which the manifest records (the rank's report in the two-phase commit).
+  Result<ManifestEntry> writeShard(const CheckpointShard& shard);
   // Rank 0, after every rank's writeShard returned: verifies every shard of `step` (present,
   // decodes, CRC, matching step/rank/world) and writes the MANIFEST last, recording `job`. A
   // missing or bad shard fails the commit (the checkpoint stays incomplete).
   Result<CheckpointManifest> commit(int64_t step, int worldSize, const JobIdentity& job,
                                     int64_t createdUnixMs);
+  // Rank 0, phase 2 of the controller's two-phase commit (Note [Two-phase checkpoint commit] in
+  // controller/jobs/checkpoint_ledger.h): writes the MANIFEST from the sizes and checksums every
+  // rank reported (indexed by rank), after checking that each shard file is there with that
+  // size (the full CRC check is verify()'s, on load). DataLoss/NotFound naming the shard.
+  Result<CheckpointManifest> commitReported(int64_t step, const std::vector<ManifestEntry>& shards,
+                                            const JobIdentity& job, int64_t createdUnixMs);
   // Decodes the MANIFEST of `step` (no shard is read).
   Result<CheckpointManifest> readManifest(int64_t step) const;
   // Checks the manifest and every shard it lists (size + CRC). DataLoss/NotFound say what.
@@ -82,6 +89,9 @@ class CheckpointStore {
   Result<LatestCheckpoint> findLatestComplete(int worldSize, const JobIdentity& job) const;
   // Reads and checks one rank's shard against the manifest.
   Result<CheckpointShard> readShard(const CheckpointManifest& manifest, int rank) const;
+  // Steps of `job`'s own checkpoints whose MANIFEST reads (shards not read), ascending: the
+  // catalog rank 0 reports after retention.
+  Result<std::vector<int64_t>> ownCommittedSteps(const JobIdentity& job) const;
   // Steps with a step directory, ascending (complete or not).
   Result<std::vector<int64_t>> listSteps() const;
   // Note [Checkpoint retention]: keeps the `keep` newest of `job`'s own complete checkpoints,

@@ -175,6 +175,9 @@ void ApiServer::install(http::Router& router) {
   router.add("POST", "/v1/jobs/{name}/workers", worker(bind(&ApiServer::registerWorker)));
   router.add("GET", "/v1/jobs/{name}/workers/{id}/assignment", worker(bind(&ApiServer::assignment)));
   router.add("POST", "/v1/jobs/{name}/generations/{g}/heartbeat", worker(bind(&ApiServer::heartbeat)));
+  router.add("POST", "/v1/jobs/{name}/generations/{g}/checkpoints/{step}/shards", worker(bind(&ApiServer::checkpointShard)));
+  router.add("GET", "/v1/jobs/{name}/generations/{g}/checkpoints/{step}", worker(bind(&ApiServer::checkpointDecision)));
+  router.add("POST", "/v1/jobs/{name}/generations/{g}/checkpoints/{step}/commit", worker(bind(&ApiServer::checkpointCommit)));
   for (const char* m : {"GET", "PUT", "POST", "DELETE"}) {
     router.add(m, "/v1/jobs/{name}/generations/{g}/store/{op}", worker(bind(&ApiServer::storeOp)));
   }
@@ -411,6 +414,110 @@ void ApiServer::heartbeat(Request& req, Res res) {
     return sendStatus(*res, cmd.status());
   }
   sendJson(*res, 200, commandJson(*cmd, g));
+}
+
+namespace {
+
+// The generation and step of a checkpoint route, or false after answering 400.
+bool checkpointParams(Request& req, Responder& res, int64_t* g, int64_t* step) {
+  if (!parseInt64(req.params["g"], g)) {
+    sendError(res, 400, "generation '" + req.params["g"] + "' is not an integer");
+    return false;
+  }
+  if (!parseInt64(req.params["step"], step) || *step < 0) {
+    sendError(res, 400, "step '" + req.params["step"] + "' is not a non-negative integer");
+    return false;
+  }
+  return true;
+}
+
+std::string verdictJson(const CheckpointVerdict& v) {
+  json shards = json::array();
+  for (const auto& s : v.shards) shards.push_back({{"rank", s.rank}, {"bytes", s.bytes}, {"crc", s.crc}});
+  return json{{"decision", commitDecisionName(v.decision)}, {"reason", v.reason}, {"shards", shards}}.dump();
+}
+
+// The JSON body of a worker's report, or false after answering 400 naming the field.
+bool parseBody(Request& req, Responder& res, json* body) {
+  *body = json::parse(req.body, nullptr, false);
+  if (body->is_discarded() || !body->is_object()) {
+    sendError(res, 400, "the body is not a JSON object");
+    return false;
+  }
+  return true;
+}
+
+template <typename T>
+bool field(const json& body, const char* name, T* out, Responder& res, bool required = true) {
+  auto it = body.find(name);
+  if (it == body.end()) {
+    if (required) sendError(res, 400, std::string("missing field '") + name + "'");
+    return !required;
+  }
+  try {
+    *out = it->get<T>();
+  } catch (const json::exception&) {
+    sendError(res, 400, std::string("field '") + name + "' has the wrong type");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// Note [Two-phase checkpoint commit]: phase 1, one rank's shard.
+void ApiServer::checkpointShard(Request& req, Res res) {
+  int64_t g = 0, step = 0;
+  if (!checkpointParams(req, *res, &g, &step)) return;
+  json body;
+  if (!parseBody(req, *res, &body)) return;
+  ShardReport r;
+  if (!field(body, "rank", &r.rank, *res) || !field(body, "ok", &r.ok, *res) ||
+      !field(body, "bytes", &r.bytes, *res, r.ok) || !field(body, "crc", &r.crc, *res, r.ok) ||
+      !field(body, "snapshotSeconds", &r.snapshotSeconds, *res, false) ||
+      !field(body, "writeSeconds", &r.writeSeconds, *res, false) || !field(body, "error", &r.error, *res, false)) {
+    return;
+  }
+  Fenced fenced;
+  auto v = jobs_.reportShard(req.params["name"], g, step, r, &fenced);
+  if (!v.isOk()) {
+    if (v.status().code() == StatusCode::kAborted) {
+      return sendJson(*res, 410, json{{"error", "stale generation"}, {"generation", fenced.current}}.dump());
+    }
+    return sendStatus(*res, v.status());
+  }
+  sendJson(*res, 200, verdictJson(*v));
+}
+
+// Rank 0 asks whether every rank reported (commit), or the checkpoint is abandoned.
+void ApiServer::checkpointDecision(Request& req, Res res) {
+  int64_t g = 0, step = 0;
+  if (!checkpointParams(req, *res, &g, &step)) return;
+  auto v = jobs_.checkpointDecision(req.params["name"], g, step);
+  if (!v.isOk()) return sendStatus(*res, v.status());
+  sendJson(*res, 200, verdictJson(*v));
+}
+
+// Phase 2 done (or failed) on rank 0: the MANIFEST and the complete checkpoints on disk.
+void ApiServer::checkpointCommit(Request& req, Res res) {
+  int64_t g = 0;
+  CommitReport c;
+  if (!checkpointParams(req, *res, &g, &c.step)) return;
+  json body;
+  if (!parseBody(req, *res, &body)) return;
+  if (!field(body, "ok", &c.ok, *res) || !field(body, "error", &c.error, *res, false) ||
+      !field(body, "bytes", &c.bytes, *res, c.ok) || !field(body, "path", &c.path, *res, c.ok) ||
+      !field(body, "seconds", &c.seconds, *res, false)) {
+    return;
+  }
+  if (body.contains("onDisk")) {
+    std::vector<int64_t> onDisk;
+    if (!field(body, "onDisk", &onDisk, *res)) return;
+    c.onDisk = std::move(onDisk);
+  }
+  Status st = jobs_.reportCommit(req.params["name"], g, c);
+  if (!st.isOk()) return sendStatus(*res, st);
+  sendJson(*res, 200, R"({"recorded":true})");
 }
 
 }  // namespace ddp::controller

@@ -65,6 +65,9 @@ class ApiServer {
   void assignment(http::Request& req, std::shared_ptr<http::Responder> res);
   void storeOp(http::Request& req, std::shared_ptr<http::Responder> res);
   void heartbeat(http::Request& req, std::shared_ptr<http::Responder> res);
+  void checkpointShard(http::Request& req, std::shared_ptr<http::Responder> res);
+  void checkpointDecision(http::Request& req, std::shared_ptr<http::Responder> res);
+  void checkpointCommit(http::Request& req, std::shared_ptr<http::Responder> res);
   void follow(std::unique_ptr<LogStream> stream, std::string job, std::shared_ptr<http::Responder> res);
   void reapFollowers();  // joins finished followers; mu_ held
   void runTask(std::function<void()> task);

@@ -16,6 +16,7 @@
 #include "common/http/http_server.h"
 #include "common/job_spec.h"
 #include "common/store/key_space.h"
+#include "controller/jobs/checkpoint_ledger.h"
 #include "controller/jobs/hang_detector.h"
 #include "controller/jobs/job_decision.h"
 #include "controller/jobs/job_manager.h"
@@ -69,6 +70,10 @@ struct JobManager::Live {
   bool figuresDirty = false;   // heartbeat figures changed: write within persistEvery
   std::vector<JobEvent> pendingEvents;
   std::vector<CheckpointRecord> pendingCheckpoints;
+  // Rank 0's last commit report's steps on disk: the stored catalog keeps only these (written
+  // with the next persist). Note [Two-phase checkpoint commit].
+  std::optional<std::vector<int64_t>> pendingCatalog;
+  std::optional<CheckpointLedger> ledger;  // made on first use, from the spec's timeouts
   int64_t lastCheckpointStep = -1;
   // The part of every assignment of the active generation after the rank, built once when the
   // round closes: world size, generation, spec, and (second form) peers. O(N) per generation.

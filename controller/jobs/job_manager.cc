@@ -95,6 +95,7 @@ JobManager::Live* JobManager::find(const std::string& name) {
 Status JobManager::start() {
   DDP_ASSIGN_OR_RETURN(auto records, store_.list());
   std::vector<Live*> relaunch;
+  std::vector<JobLaunch> adopt;  // running jobs: their replacements start like their first workers
   {
     std::lock_guard<std::mutex> lock(mu_);
     const TimePoint now = clock_.now();
@@ -157,10 +158,17 @@ Status JobManager::start() {
       // keeps the workers it has.
       raw->launched = raw->record.generation > 0;
       if (!raw->launched) relaunch.push_back(raw);
+      if (raw->launched) adopt.push_back(jobLaunchOf(*raw));
       evaluate(*raw);
     }
   }
   for (Live* job : relaunch) launch(*job);
+  for (const JobLaunch& l : adopt) {
+    if (Status st = launcher_.adoptJob(l); !st.isOk()) {
+      DDP_LOG(Error) << "job " << l.jobName << ": the launcher could not take it over: " << st.toString()
+                     << " (a worker that has to be replaced will fail the job)";
+    }
+  }
   stopping_ = false;
   ticker_ = std::thread([this] { tickLoop(); });
   return Status::ok();
@@ -178,18 +186,24 @@ void JobManager::stop() {
   }
 }
 
+JobLaunch JobManager::jobLaunchOf(const Live& job) const {
+  JobLaunch l;
+  l.jobName = job.record.name;
+  l.workers = job.spec.workers.count;
+  l.env.controllerUrl = options_.controllerUrl;
+  l.env.jobName = job.record.name;
+  l.env.jobToken = job.record.workerToken;
+  l.env.logFormat = options_.workerLogFormat;
+  l.env.checkpointDir = options_.workerCheckpointDir;
+  l.env.commThreadPriority = options_.commThreadPriority;
+  return l;
+}
+
 void JobManager::launch(Live& job) {
   JobLaunch l;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    l.jobName = job.record.name;
-    l.workers = job.spec.workers.count;
-    l.env.controllerUrl = options_.controllerUrl;
-    l.env.jobName = job.record.name;
-    l.env.jobToken = job.record.workerToken;
-    l.env.logFormat = options_.workerLogFormat;
-    l.env.checkpointDir = options_.workerCheckpointDir;
-    l.env.commThreadPriority = options_.commThreadPriority;
+    l = jobLaunchOf(job);
   }
   Status st = launcher_.ensureWorkers(l);
   std::lock_guard<std::mutex> lock(mu_);
@@ -576,12 +590,9 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
     p.etaSeconds = hb.samplesPerSecond > 0 && p.totalSteps > p.step
                        ? static_cast<double>(p.totalSteps - p.step) * globalBatch / hb.samplesPerSecond
                        : 0;
-    if (hb.checkpoint && hb.checkpoint->step > job->lastCheckpointStep) {
-      job->lastCheckpointStep = hb.checkpoint->step;
-      job->pendingCheckpoints.push_back({hb.checkpoint->step, wallMs(), hb.checkpoint->bytes,
-                                         job->rdzv->active()->worldSize(), hb.checkpoint->path});
-      event(*job, kEventNormal, "CheckpointSaved", "checkpoint at step " + std::to_string(hb.checkpoint->step));
-    }
+    // The checkpoint rank 0 resumed from (committed ones arrive by reportCommit: Note
+    // [Two-phase checkpoint commit]).
+    if (hb.checkpoint && hb.checkpoint->step > job->lastCheckpointStep) job->lastCheckpointStep = hb.checkpoint->step;
   }
   job->figuresDirty = true;
   if (hb.final()) evaluate(*job);
@@ -727,6 +738,7 @@ void JobManager::persistFigures(bool force) {
     JobRecord record;
     std::vector<JobEvent> events;
     std::vector<CheckpointRecord> checkpoints;
+    std::optional<std::vector<int64_t>> catalog;
     bool finished = false;
   };
   std::vector<Write> writes;
@@ -738,14 +750,15 @@ void JobManager::persistFigures(bool force) {
     for (auto it = jobs_.begin(); it != jobs_.end();) {
       Live& job = *it->second;
       const bool write = job.dirty || (periodic && job.figuresDirty) || !job.pendingEvents.empty() ||
-                         !job.pendingCheckpoints.empty();
+                         !job.pendingCheckpoints.empty() || job.pendingCatalog.has_value();
       if (write) {
         job.record.workers.clear();
         for (const auto& [id, w] : job.workers) job.record.workers.push_back(w.rec);
         writes.push_back({job.record, std::move(job.pendingEvents), std::move(job.pendingCheckpoints),
-                          isTerminal(job.record.phase)});
+                          std::move(job.pendingCatalog), isTerminal(job.record.phase)});
         job.pendingEvents.clear();
         job.pendingCheckpoints.clear();
+        job.pendingCatalog.reset();
         job.dirty = false;
         job.figuresDirty = false;
       }
@@ -768,6 +781,7 @@ void JobManager::persistFigures(bool force) {
     Status st = store_.update(w.record);
     for (const auto& e : w.events) st = st.isOk() ? store_.appendEvent(w.record.name, e) : st;
     for (const auto& c : w.checkpoints) st = st.isOk() ? store_.addCheckpoint(w.record.name, c) : st;
+    if (w.catalog && st.isOk()) st = store_.retainCheckpoints(w.record.name, *w.catalog);
     if (!st.isOk() && st.code() != StatusCode::kNotFound) {
       DDP_LOG(Error) << "job " << w.record.name << ": could not write its record: " << st.toString();
     }
@@ -790,6 +804,7 @@ void JobManager::tickOnce() {
     for (auto& [name, jobPtr] : jobs_) {
       Live& job = *jobPtr;
       if (job.rdzv->tick(now)) wakeAssignments(job);
+      if (scanHeartbeats) expireCheckpoints(job, now);
       std::vector<Waiter> still;
       for (auto& w : job.waiters) {
         if (now >= w.until || w.responder->closed()) {

@@ -59,6 +59,7 @@
 #include "common/job_spec.h"
 #include "common/status.h"
 #include "common/store/store_service.h"
+#include "controller/jobs/checkpoint_ledger.h"
 #include "controller/jobs/hang_detector.h"
 #include "controller/jobs/heartbeat.h"
 #include "controller/launch/launcher.h"
@@ -86,6 +87,19 @@ struct RegisterRequest {
   // left and why (Note [Recovery]); 0: a plain registration.
   int64_t leftGeneration = 0;
   std::string reason;
+};
+
+// Rank 0's phase-2 report (Note [Two-phase checkpoint commit]): the MANIFEST it wrote, or why
+// it could not, and the job's complete checkpoints on disk after retention.
+struct CommitReport {
+  int64_t step = 0;
+  bool ok = false;
+  std::string error;
+  int64_t bytes = 0;           // every shard together
+  std::string path;            // the step directory
+  double seconds = 0;          // from the decision to the MANIFEST on disk
+  // Steps of the job's complete checkpoints after retention; empty: not listed (catalog kept).
+  std::optional<std::vector<int64_t>> onDisk;
 };
 
 // What a worker route's caller gets when the request names a stale generation (410).
@@ -138,6 +152,13 @@ class JobManager {
   // The key space of the job's generation `g`; Aborted carrying Fenced when stale.
   Result<std::shared_ptr<comm::KeySpace>> keySpace(const std::string& job, int64_t g, Fenced* fenced);
   Result<Command> heartbeat(const std::string& job, int64_t g, const Heartbeat& hb, Fenced* fenced);
+  // Note [Two-phase checkpoint commit] (job_checkpoints.cc). A shard report of a stale
+  // generation is Aborted carrying Fenced; the decision and the commit report are answered for
+  // any generation (a commit decided before a generation ended stays valid).
+  Result<CheckpointVerdict> reportShard(const std::string& job, int64_t g, int64_t step, const ShardReport& report,
+                                        Fenced* fenced);
+  Result<CheckpointVerdict> checkpointDecision(const std::string& job, int64_t g, int64_t step);
+  Status reportCommit(const std::string& job, int64_t g, const CommitReport& report);
 
   size_t liveJobs();
 
@@ -148,12 +169,17 @@ class JobManager {
   void tickOnce();
   void handleExit(const WorkerExit& exit);
   void launch(Live& job);
+  JobLaunch jobLaunchOf(const Live& job) const;
   void wakeAssignments(Live& job);
   void evaluate(Live& job);
   // Note [Recovery] (job_recovery.cc): true when a verdict was acted on.
   bool detectAndRecover(Live& job);
   void recover(Live& job, const HangVerdict& verdict);
   void noteRecovered(Live& job, const std::string& workerId, const Heartbeat& hb);
+  // job_checkpoints.cc: the job's ledger (made on first use) and its decisions as events.
+  CheckpointLedger& ledger(Live& job);
+  void noteLedgerChanges(Live& job, const std::vector<LedgerChange>& changes);
+  void expireCheckpoints(Live& job, TimePoint now);
   void transition(Live& job, JobPhase next, const std::string& reason, const std::string& message);
   void event(Live& job, const std::string& type, const std::string& reason, const std::string& message);
   void persist(Live& job);

@@ -103,6 +103,11 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
   for (auto& [g, space] : job.spaces) space->clear("generation " + std::to_string(g) + " ended: " + reason);
   job.spaces.clear();
   job.rdzv->endGeneration(now);
+  {
+    std::vector<LedgerChange> changes;
+    ledger(job).endGeneration(round.generation, "verdict " + reason, now, &changes);
+    noteLedgerChanges(job, changes);
+  }
   for (const auto& id : job.survivors) {
     WorkerState& w = job.workers[id];
     w.rec.state = "Rejoining";

@@ -14,6 +14,7 @@ class ExternalLauncher final : public Launcher {
   Status ready() const override { return Status::ok(); }
   int maxWorkersPerJob() const override;
   Status ensureWorkers(const JobLaunch& job) override;
+  Status adoptJob(const JobLaunch&) override { return Status::ok(); }  // it starts nothing anyway
   Status killWorker(const std::string& job, const std::string& workerId, int signal) override;
   Status replaceWorker(const std::string& job, const std::string& workerId) override;
   void holdReplacements(const std::string&, bool) override {}

@@ -79,6 +79,10 @@ class Launcher {
   // A slot whose worker exited is NOT refilled by this call: the controller asks for that with
   // replaceWorker once it has seen the exit.
   virtual Status ensureWorkers(const JobLaunch& job) = 0;
+  // A restarted controller's job that is past its rendezvous (Note [Controller state and
+  // persistence]): records how the job's workers are started, for later replaceWorker calls,
+  // and starts nothing; a slot without a live worker counts as one that had a worker.
+  virtual Status adoptJob(const JobLaunch& job) = 0;
   // Sends `signal` to a live worker. NotFound when no such live worker.
   virtual Status killWorker(const std::string& job, const std::string& workerId, int signal) = 0;
   // SIGKILLs the worker if alive, then starts a fresh process in its slot once the old one's

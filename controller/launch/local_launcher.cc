@@ -209,6 +209,23 @@ Status LocalLauncher::ensureWorkers(const JobLaunch& job) {
       .withContext("ensureWorkers " + job.jobName);
 }
 
+Status LocalLauncher::adoptJob(const JobLaunch& launch) {
+  DDP_RETURN_IF_ERROR(validateJobName(launch.jobName));
+  return spawner_
+      ->run(
+          [this, launch] {
+            DDP_RETURN_IF_ERROR(runtime::makeDirs(jobDir(launch.jobName) + "/logs"));
+            DDP_RETURN_IF_ERROR(runtime::makeDirs(jobDir(launch.jobName) + "/workers"));
+            std::lock_guard<std::mutex> lock(mu_);
+            Job& job = jobs_[launch.jobName];
+            job.launch = launch;
+            for (int s = 0; s < launch.workers; ++s) slotLocked(job, launch.jobName, s).everStarted = true;
+            return Status::ok();
+          },
+          Deadline::after(kCommandTimeout))
+      .withContext("adoptJob " + launch.jobName);
+}
+
 Status LocalLauncher::killWorker(const std::string& job, const std::string& workerId, int signal) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = jobs_.find(job);

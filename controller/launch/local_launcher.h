@@ -101,6 +101,7 @@ class LocalLauncher final : public Launcher {
   Status ready() const override;
   int maxWorkersPerJob() const override { return maxWorkers_; }
   Status ensureWorkers(const JobLaunch& job) override;
+  Status adoptJob(const JobLaunch& job) override;
   Status killWorker(const std::string& job, const std::string& workerId, int signal) override;
   Status replaceWorker(const std::string& job, const std::string& workerId) override;
   void holdReplacements(const std::string& job, bool hold) override;
@@ -131,7 +132,7 @@ class LocalLauncher final : public Launcher {
     bool exitPending = false;  // ended, being reported: nothing starts here until reported
   };
   struct Job {
-    std::optional<JobLaunch> launch;  // the last ensureWorkers (absent for an adopted job)
+    std::optional<JobLaunch> launch;  // the last ensureWorkers or adoptJob (absent: adopted, not yet told)
     std::map<int, Slot> slots;
     bool hold = false;
     bool stopped = false;

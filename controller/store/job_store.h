@@ -52,6 +52,10 @@ class JobStore {
   virtual Status addCheckpoint(const std::string& name, const CheckpointRecord& checkpoint) = 0;
   // The job's checkpoints by ascending step. NotFound when no such job.
   virtual Result<std::vector<CheckpointRecord>> checkpoints(const std::string& name) = 0;
+  // Keeps only the records whose step is in `steps` (the catalog follows what is on disk after
+  // retention: Note [Two-phase checkpoint commit]); a step in `steps` with no record adds none.
+  // NotFound when no such job.
+  virtual Status retainCheckpoints(const std::string& name, const std::vector<int64_t>& steps) = 0;
 };
 
 }  // namespace ddp::controller

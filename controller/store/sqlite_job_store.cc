@@ -1,5 +1,7 @@
 #include "controller/store/sqlite_job_store.h"
 
+#include <algorithm>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -420,6 +422,30 @@ Status SqliteJobStore::addCheckpoint(const std::string& name, const CheckpointRe
   stmt.bind(1, id).bind(2, checkpoint.step).bind(3, checkpoint.timeMs).bind(4, checkpoint.bytes);
   stmt.bind(5, int64_t{checkpoint.worldSize}).bind(6, checkpoint.path);
   DDP_RETURN_IF_ERROR(stmt.run());
+  return txn.commit();
+}
+
+Status SqliteJobStore::retainCheckpoints(const std::string& name, const std::vector<int64_t>& steps) {
+  std::lock_guard<std::mutex> lock(mu_);
+  DDP_ASSIGN_OR_RETURN(SqliteTransaction txn,
+                       SqliteTransaction::begin(*db_, SqliteTransaction::Kind::kWrite));
+  DDP_ASSIGN_OR_RETURN(int64_t id, jobId(name));
+  std::vector<int64_t> stored;
+  {
+    DDP_ASSIGN_OR_RETURN(SqliteStatement stmt, db_->prepare("SELECT step FROM checkpoints WHERE job_id = ?1"));
+    stmt.bind(1, id);
+    while (true) {
+      DDP_ASSIGN_OR_RETURN(bool row, stmt.step());
+      if (!row) break;
+      stored.push_back(stmt.int64At(0));
+    }
+  }
+  for (int64_t step : stored) {
+    if (std::find(steps.begin(), steps.end(), step) != steps.end()) continue;
+    DDP_ASSIGN_OR_RETURN(SqliteStatement del, db_->prepare("DELETE FROM checkpoints WHERE job_id = ?1 AND step = ?2"));
+    del.bind(1, id).bind(2, step);
+    DDP_RETURN_IF_ERROR(del.run());
+  }
   return txn.commit();
 }
 

@@ -86,6 +86,7 @@ class SqliteJobStore final : public JobStore {
   Result<std::vector<JobEvent>> events(const std::string& name) override;
   Status addCheckpoint(const std::string& name, const CheckpointRecord& checkpoint) override;
   Result<std::vector<CheckpointRecord>> checkpoints(const std::string& name) override;
+  Status retainCheckpoints(const std::string& name, const std::vector<int64_t>& steps) override;
 
   // PRAGMA integrity_check over the whole file: ok, or DataLoss with SQLite's findings.
   Status checkIntegrity();

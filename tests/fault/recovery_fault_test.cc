@@ -182,7 +182,8 @@ TEST(RecoveryFaultTest, AStoppedWorkerThatWakesUpAfterRecoveryIsFencedAndExits) 
   EXPECT_NE(status, -1) << "the woken worker exits";
   EXPECT_NE(status, 0) << "... with a failure status";
   const std::string log = h.workerLog("fence-w1");
-  EXPECT_NE(log.find("fenced"), std::string::npos) << log.substr(log.size() > 3000 ? log.size() - 3000 : 0);
+  EXPECT_NE(log.find("fenced"), std::string::npos) << "exit status " << status << "; log:\n"
+                                                   << log.substr(log.size() > 6000 ? log.size() - 6000 : 0);
   ASSERT_TRUE(h.waitPhase("fence", "Succeeded", kJobSeconds)) << h.describeEvents("fence");
   EXPECT_EQ(h.waitWorker(w0, 20), 0) << "the survivor finished the job";
   EXPECT_EQ(h.waitWorker(replacement, 20), 0) << "the replacement finished the job";

@@ -20,59 +20,17 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/cli_process.h"
+#include "tests/support/controller_process.h"
 #include "tests/support/launcher_pid_files.h"
 
 namespace ddp {
 namespace {
 
 using nlohmann::json;
+using test::ControllerProcess;
 
 const std::string kBin = DDP_TEST_BIN_DIR;
 const std::string kSource = DDP_SOURCE_DIR;
-
-class ControllerProcess {
- public:
-  explicit ControllerProcess(std::string stateDir) : stateDir_(std::move(stateDir)) {}
-  ~ControllerProcess() { kill(SIGKILL); }
-
-  // Starts ddp-controller and waits for its "listening on" line.
-  std::string start(const std::string& listen = "127.0.0.1:0") {
-    int out[2];
-    if (::pipe(out) != 0) return "";
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(out[1], 1);
-      ::close(out[0]);
-      const std::string bin = kBin + "/ddp-controller";
-      const std::string state = "--state-dir=" + stateDir_;
-      ::execl(bin.c_str(), bin.c_str(), "--listen", listen.c_str(), state.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    ::close(out[1]);
-    std::string line;
-    char c;
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (std::chrono::steady_clock::now() < deadline && ::read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
-    ::close(out[0]);
-    const std::string prefix = "listening on ";
-    if (line.rfind(prefix, 0) != 0) {
-      kill(SIGKILL);  // it failed to start (or took too long): reap it
-      return "";
-    }
-    return line.substr(prefix.size());
-  }
-  void kill(int sig) {
-    if (pid_ <= 0) return;
-    ::kill(pid_, sig);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-  }
-
- private:
-  std::string stateDir_;
-  pid_t pid_ = -1;
-};
 
 class TempDir {
  public:

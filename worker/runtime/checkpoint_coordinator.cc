@@ -77,7 +77,7 @@ Result<int64_t> CheckpointCoordinator::broadcastFromZero(int64_t value, Deadline
 }
 
 Result<std::string> CheckpointCoordinator::save(const CheckpointShard& shard, Deadline deadline) {
-  Status wrote = store_.writeShard(shard);
+  Status wrote = store_.writeShard(shard).status();
   if (!wrote.isOk()) DDP_LOG(Error) << "checkpoint: " << wrote;
   DDP_ASSIGN_OR_RETURN(int64_t allWrote, agreeMin(wrote.isOk() ? 1 : 0, deadline));
   if (allWrote == 0) {
@@ -102,6 +102,26 @@ Result<std::string> CheckpointCoordinator::save(const CheckpointShard& shard, De
     return unavailable("checkpoint step " + std::to_string(shard.step) + ": rank 0 could not commit the manifest");
   }
   return store_.stepDir(shard.step);
+}
+
+void CheckpointCoordinator::useChannel(CheckpointChannel& channel, CheckpointWriterConfig config) {
+  config.rank = backend_.rank();
+  config.worldSize = backend_.size();
+  config.job = job_;
+  config.keep = keep_;
+  writer_.reset();
+  writer_ = std::make_unique<CheckpointWriter>(store_, channel, std::move(config));
+}
+
+Status CheckpointCoordinator::saveAsync(CheckpointShard shard, double snapshotSeconds, Deadline deadline) {
+  if (!writer_) return failedPrecondition("asynchronous checkpoint without a channel (useChannel)");
+  return writer_->submit(std::move(shard), snapshotSeconds, deadline);
+}
+
+Status CheckpointCoordinator::drain(Deadline deadline) { return writer_ ? writer_->drain(deadline) : Status::ok(); }
+
+std::vector<WrittenCheckpoint> CheckpointCoordinator::takeFinished() {
+  return writer_ ? writer_->takeFinished() : std::vector<WrittenCheckpoint>{};
 }
 
 Result<int64_t> CheckpointCoordinator::chooseStep(std::optional<std::string>* startOverWarning) const {

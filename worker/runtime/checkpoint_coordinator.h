@@ -26,9 +26,14 @@
 // failure on all. When checkpoints exist but none is usable, rank 0 says at Warning level that
 // the run starts over, and returns that text (LatestLoad::startOverWarning) for the trainer to
 // publish.
-// Thread model: the training thread only; every call is a collective over `backend`.
+// With a channel (useChannel), save() is replaced by saveAsync(): not a collective; the commit
+// is the controller's (Note [Two-phase checkpoint commit] in controller/jobs/checkpoint_ledger.h)
+// and the writing is done by a CheckpointWriter's thread.
+// Thread model: the training thread only; every call except the asynchronous ones is a
+// collective over `backend`.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,6 +43,7 @@
 #include "worker/comm/backend.h"
 #include "common/checkpoint/checkpoint_lock.h"
 #include "common/checkpoint/checkpoint_store.h"
+#include "worker/runtime/checkpoint_writer.h"
 
 namespace ddp::runtime {
 
@@ -67,6 +73,19 @@ class CheckpointCoordinator {
   Status prepare(Deadline deadline);
   // Returns the committed step directory.
   Result<std::string> save(const CheckpointShard& shard, Deadline deadline);
+
+  // From now on checkpoints go through the controller's two-phase commit, asynchronously
+  // (Note [Asynchronous checkpoints] in checkpoint_writer.h) instead of save()'s collective
+  // commit. `config`'s rank, world size, job and retention are filled in here. `channel` must
+  // outlive this coordinator.
+  void useChannel(CheckpointChannel& channel, CheckpointWriterConfig config);
+  bool asynchronous() const { return writer_ != nullptr; }
+  // Hands a snapshot to the writer (waiting for the previous checkpoint first). Not a collective.
+  Status saveAsync(CheckpointShard shard, double snapshotSeconds, Deadline deadline);
+  // Waits for the writer (end of a run, a stop). Ok at once when not asynchronous.
+  Status drain(Deadline deadline);
+  // Checkpoints the writer finished since the last call.
+  std::vector<WrittenCheckpoint> takeFinished();
   Result<LatestLoad> loadLatest(Deadline deadline);
   const CheckpointStore& store() const { return store_; }
   const JobIdentity& job() const { return job_; }
@@ -86,6 +105,7 @@ class CheckpointCoordinator {
   JobIdentity job_;
   int keep_;
   std::optional<CheckpointLock> lock_;  // rank 0, from prepare() to destruction
+  std::unique_ptr<CheckpointWriter> writer_;  // last: stopped before the lock goes
 };
 
 }  // namespace ddp::runtime

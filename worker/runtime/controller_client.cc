@@ -196,4 +196,52 @@ comm::HttpStoreClientOptions ControllerClient::storeOptions(int64_t generation) 
   return o;
 }
 
+// The checkpoint routes (docs/API.md, "Checkpoint commit"); JSON codecs in
+// controller_client_wire.cc.
+class ControllerCheckpointChannel final : public CheckpointChannel {
+ public:
+  ControllerCheckpointChannel(const ControllerClient& client, int64_t generation)
+      : client_(client),
+        base_(client.jobPath() + "/generations/" + std::to_string(generation) + "/checkpoints/") {}
+
+  Result<CommitVerdictWire> reportShard(int64_t step, const ShardOutcome& o, Deadline deadline) override {
+    const std::string what = "checkpoint report of worker " + client_.options_.workerId + " for step " + std::to_string(step);
+    DDP_ASSIGN_OR_RETURN(ControllerClient::Reply r,
+                         client_.send(ControllerClient::Method::kPost, base_ + std::to_string(step) + "/shards",
+                                      encodeShardOutcome(o), deadline, deadline.remaining(), what));
+    return verdict(r, what);
+  }
+
+  Result<CommitVerdictWire> decision(int64_t step, Deadline deadline) override {
+    const std::string what = "checkpoint decision for step " + std::to_string(step);
+    DDP_ASSIGN_OR_RETURN(ControllerClient::Reply r, client_.send(ControllerClient::Method::kGet, base_ + std::to_string(step),
+                                                                 "", deadline, deadline.remaining(), what));
+    return verdict(r, what);
+  }
+
+  Status reportCommit(int64_t step, const CommitOutcome& o, Deadline deadline) override {
+    const std::string what = "checkpoint commit report for step " + std::to_string(step);
+    DDP_ASSIGN_OR_RETURN(ControllerClient::Reply r,
+                         client_.send(ControllerClient::Method::kPost, base_ + std::to_string(step) + "/commit",
+                                      encodeCommitOutcome(o), deadline, deadline.remaining(), what));
+    if (r.status != 200) return client_.replyError(r, what);
+    return Status::ok();
+  }
+
+ private:
+  Result<CommitVerdictWire> verdict(const ControllerClient::Reply& r, const std::string& what) const {
+    if (r.status != 200) return client_.replyError(r, what);
+    auto v = decodeCommitVerdict(r.body);
+    if (!v.isOk()) return internalError("controller at " + client_.url() + ": " + v.status().message());
+    return v;
+  }
+
+  const ControllerClient& client_;
+  const std::string base_;
+};
+
+std::unique_ptr<CheckpointChannel> ControllerClient::checkpointChannel(int64_t generation) const {
+  return std::make_unique<ControllerCheckpointChannel>(*this, generation);
+}
+
 }  // namespace ddp::runtime

@@ -37,6 +37,7 @@
 #include "common/launch/control_wire.h"
 #include "common/status.h"
 #include "common/store/http_store_client.h"
+#include "worker/runtime/checkpoint_channel.h"
 
 namespace ddp::runtime {
 
@@ -153,6 +154,9 @@ Result<Assignment> decodeAssignment(std::string_view json);
 std::string encodeHeartbeatReport(const HeartbeatReport& r);
 Result<HeartbeatReport> decodeHeartbeatReport(std::string_view json);
 std::string encodeHeartbeatAnswer(const HeartbeatAnswer& a);
+std::string encodeShardOutcome(const ShardOutcome& o);
+std::string encodeCommitOutcome(const CommitOutcome& o);
+Result<CommitVerdictWire> decodeCommitVerdict(std::string_view json);
 Result<HeartbeatAnswer> decodeHeartbeatAnswer(std::string_view json);
 
 // The statuses with their own meaning (see the header comment); context may be prepended.
@@ -193,6 +197,9 @@ class ControllerClient {
   // The store of `generation` on the same controller: HttpStoreClient::connect(storeAddress(),
   // storeOptions(generation)). The server applies the job/generation namespace.
   comm::HttpStoreClientOptions storeOptions(int64_t generation) const;
+  // The two-phase checkpoint commit's routes for `generation` (checkpoint_channel.h); the
+  // channel refers to this client, which must outlive it.
+  std::unique_ptr<CheckpointChannel> checkpointChannel(int64_t generation) const;
   std::string storeAddress() const { return host_ + ":" + std::to_string(port_); }
   const std::string& url() const { return options_.url; }
   const ControllerClientOptions& options() const { return options_; }
@@ -206,6 +213,7 @@ class ControllerClient {
   ControllerClient(ControllerClientOptions options, std::string host, int port);
   enum class Method { kGet, kPost };
   // One request, retried as the header says; `readTimeout` is capped by the deadline.
+  friend class ControllerCheckpointChannel;
   Result<Reply> send(Method method, const std::string& path, const std::string& body,
                      Deadline deadline, Duration readTimeout, const std::string& what) const;
   // A non-success answer as a Status (mapping in the header comment).

@@ -286,4 +286,66 @@ std::optional<std::string> jobFinished(const Status& st) {
   return rest.substr(0, rest.find(' '));
 }
 
+std::string encodeShardOutcome(const ShardOutcome& o) {
+  Json j{{"rank", o.rank}, {"ok", o.ok}, {"snapshotSeconds", number(o.snapshotSeconds)},
+         {"writeSeconds", number(o.writeSeconds)}};
+  if (o.ok) {
+    j["bytes"] = o.entry.bytes;
+    j["crc"] = o.entry.crc;
+  } else {
+    j["error"] = o.error;
+  }
+  return dump(j);
+}
+
+std::string encodeCommitOutcome(const CommitOutcome& o) {
+  Json j{{"ok", o.ok}, {"seconds", number(o.seconds)}};
+  if (o.onDisk) j["onDisk"] = *o.onDisk;
+  if (o.ok) {
+    j["bytes"] = o.bytes;
+    j["path"] = o.path;
+  } else {
+    j["error"] = o.error;
+  }
+  return dump(j);
+}
+
+Result<CommitVerdictWire> decodeCommitVerdict(std::string_view json) {
+  DDP_ASSIGN_OR_RETURN(Json j, parseObject(json, "checkpoint decision"));
+  Fields f(j, "checkpoint decision");
+  CommitVerdictWire v;
+  std::string decision;
+  DDP_RETURN_IF_ERROR(f.getString("decision", &decision));
+  DDP_RETURN_IF_ERROR(f.getString("reason", &v.reason, false));
+  if (decision == "pending") {
+    v.decision = CommitDecisionKind::kPending;
+  } else if (decision == "commit") {
+    v.decision = CommitDecisionKind::kCommit;
+  } else if (decision == "abandon") {
+    v.decision = CommitDecisionKind::kAbandon;
+  } else {
+    return invalidArgument("checkpoint decision: unknown decision '" + decision + "'");
+  }
+  auto shards = j.find("shards");
+  if (shards != j.end() && !shards->is_array()) return invalidArgument("checkpoint decision: 'shards' is not an array");
+  if (shards != j.end()) {
+    for (const auto& e : *shards) {
+      if (!e.is_object()) return invalidArgument("checkpoint decision: a shard is not an object");
+      Fields sf(e, "checkpoint decision shard");
+      int64_t rank = -1, bytes = 0, crc = 0;
+      DDP_RETURN_IF_ERROR(sf.getInt("rank", &rank));
+      DDP_RETURN_IF_ERROR(sf.getInt("bytes", &bytes));
+      DDP_RETURN_IF_ERROR(sf.getInt("crc", &crc));
+      if (rank != static_cast<int64_t>(v.shards.size()) || bytes < 0 || crc < 0 || crc > 0xffffffffLL) {
+        return invalidArgument("checkpoint decision: shard " + std::to_string(v.shards.size()) + " is out of order or out of range");
+      }
+      v.shards.push_back({static_cast<uint64_t>(bytes), static_cast<uint32_t>(crc)});
+    }
+  }
+  if (v.decision == CommitDecisionKind::kCommit && v.shards.empty()) {
+    return invalidArgument("checkpoint decision: commit without shards");
+  }
+  return v;
+}
+
 }  // namespace ddp::runtime

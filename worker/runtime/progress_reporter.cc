@@ -122,6 +122,26 @@ void ProgressReporter::checkpoint(int64_t step, const std::string& path, double 
   }
 }
 
+void ProgressReporter::checkpoint(int64_t step, const std::string& path, double seconds, const CheckpointTimes& t) {
+  if (format_ == LogFormat::kJson) {
+    line("{\"event\":\"checkpoint\",\"step\":" + std::to_string(step) + ",\"path\":" + jsonString(path) +
+         ",\"seconds\":" + num(seconds, 4) + ",\"stall_s\":" + num(t.stallSeconds, 4) + ",\"write_s\":" +
+         num(t.writeSeconds, 4) + ",\"commit_s\":" + num(t.commitSeconds, 4) + "}");
+  } else {
+    line("checkpoint at step " + std::to_string(step) + " -> " + path + " (training stalled " + fixed(t.stallSeconds, 3) +
+         " s; written in the background in " + fixed(t.writeSeconds, 2) + " s, committed " + fixed(t.commitSeconds, 2) +
+         " s later)");
+  }
+}
+
+void ProgressReporter::checkpointFailed(int64_t step, const std::string& reason) {
+  if (format_ == LogFormat::kJson) {
+    line("{\"event\":\"checkpoint_failed\",\"step\":" + std::to_string(step) + ",\"reason\":" + jsonString(reason) + "}");
+  } else {
+    line("checkpoint at step " + std::to_string(step) + " not committed: " + reason + " (training goes on)");
+  }
+}
+
 void ProgressReporter::stop(int64_t step, const std::string& reason) {
   if (format_ == LogFormat::kJson) {
     line("{\"event\":\"stop\",\"step\":" + std::to_string(step) + ",\"reason\":" + jsonString(reason) + "}");

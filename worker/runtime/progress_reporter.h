@@ -9,7 +9,9 @@
 //   {"event":"step","step":..,"epoch":..,"loss":..,"accuracy":..,"lr":..,"samples_per_s":..,
 //    "eta_s":..}
 //   {"event":"eval","step":..,"epoch":..,"test_loss":..,"test_accuracy":..,"elapsed_s":..}
-//   {"event":"checkpoint","step":..,"path":..,"seconds":..}
+//   {"event":"checkpoint","step":..,"path":..,"seconds":..}  (committed; with the controller's
+//    asynchronous commit also "stall_s", "write_s", "commit_s": Note [Asynchronous checkpoints])
+//   {"event":"checkpoint_failed","step":..,"reason":".."}  (not committed; training goes on)
 //   {"event":"stop","step":..,"reason":".."}           (SIGTERM: checkpointed and stopped)
 //   {"event":"done","step":..,"epoch":..,"test_accuracy":..,"elapsed_s":..}
 //   {"event":"summary","steps":..,"samples_per_s":..,"compute_s":..,"exposed_comm_s":..,
@@ -26,6 +28,13 @@
 #include "worker/runtime/worker_config.h"
 
 namespace ddp::runtime {
+
+// Where an asynchronous checkpoint's time went (Note [Asynchronous checkpoints]).
+struct CheckpointTimes {
+  double stallSeconds = 0;   // the training thread: snapshot into memory
+  double writeSeconds = 0;   // background: encode, write, fsync
+  double commitSeconds = 0;  // rank 0: its report -> MANIFEST on disk (waits for every rank)
+};
 
 struct StepReport {
   int64_t step = 0;        // optimizer steps done
@@ -57,6 +66,8 @@ class ProgressReporter {
   void step(const StepReport& r);
   void eval(const EvalReport& r);
   void checkpoint(int64_t step, const std::string& path, double seconds);
+  void checkpoint(int64_t step, const std::string& path, double seconds, const CheckpointTimes& times);
+  void checkpointFailed(int64_t step, const std::string& reason);
   void stop(int64_t step, const std::string& reason);
   void done(int64_t step, int epoch, double testAccuracy, double elapsedSeconds);
   struct Summary {

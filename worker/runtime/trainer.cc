@@ -119,6 +119,10 @@ struct Trainer::Impl {
   Status setup();
   Status resume(TrainResult* result);
   Result<std::string> checkpoint();
+  CheckpointShard snapshot(Status* st);
+  // Note [Asynchronous checkpoints]: what the writer finished, printed and published here.
+  void reportWrittenCheckpoints();
+  Status drainCheckpoints();
   Result<model::BatchStats> evaluate();
   Result<float> clipScale();
   Result<TrainResult> run();
@@ -195,6 +199,15 @@ Status Trainer::Impl::setup() {
     checkpoints = std::make_unique<CheckpointCoordinator>(
         config.checkpointDir, backend, JobIdentity{config.job, trajectoryHash(config)}, config.keepCheckpoints);
     DDP_RETURN_IF_ERROR(checkpoints->prepare(opDeadline()));
+    if (io.checkpointChannel != nullptr) {
+      CheckpointWriterConfig wc;
+      wc.commitTimeout = config.collectiveTimeout;
+      wc.requestTimeout = std::min<Duration>(config.collectiveTimeout, std::chrono::seconds(10));
+      wc.failStep = io.checkpointFailStep;
+      wc.delayStep = io.checkpointDelayStep;
+      wc.delaySeconds = io.checkpointDelaySeconds;
+      checkpoints->useChannel(*io.checkpointChannel, wc);
+    }
   }
   if (io.data) {
     data = io.data;
@@ -298,19 +311,67 @@ Status Trainer::Impl::resume(TrainResult* result) {
   return Status::ok();
 }
 
-Result<std::string> Trainer::Impl::checkpoint() {
-  const auto t0 = SteadyClock::now();
+// Every section of this rank's checkpoint, copied into memory.
+CheckpointShard Trainer::Impl::snapshot(Status* st) {
   CheckpointShard shard;
   shard.step = state.step;
   shard.rank = backend.rank();
   shard.worldSize = backend.size();
   shard.sections["trainer"] = state.encode();
   shard.sections["model"] = model::saveParameters(model->parameters(), model->ops());
-  DDP_ASSIGN_OR_RETURN(shard.sections["optimizer"], optimizer->saveState(opDeadline()));
+  auto opt = optimizer->saveState(opDeadline());
+  if (!opt.isOk()) {
+    *st = opt.status();
+    return shard;
+  }
+  shard.sections["optimizer"] = std::move(*opt);
   if (reducer && reducer->commHook()->hasState()) {
-    DDP_ASSIGN_OR_RETURN(shard.sections["comm_hook"], reducer->commHook()->saveState());
+    auto hook = reducer->commHook()->saveState();
+    if (!hook.isOk()) {
+      *st = hook.status();
+      return shard;
+    }
+    shard.sections["comm_hook"] = std::move(*hook);
   }
   shard.sections["sampler"] = sampler->state().serialize();
+  return shard;
+}
+
+void Trainer::Impl::reportWrittenCheckpoints() {
+  if (!checkpoints) return;
+  for (const WrittenCheckpoint& w : checkpoints->takeFinished()) {
+    if (!w.ok) {
+      if (printing() && isRank0()) reporter.checkpointFailed(w.step, w.message);
+      continue;
+    }
+    if (!isRank0()) continue;  // rank 0 speaks for the committed checkpoint
+    if (printing()) reporter.checkpoint(w.step, w.path, w.snapshotSeconds + w.writeSeconds + w.commitSeconds,
+                                        CheckpointTimes{w.snapshotSeconds, w.writeSeconds, w.commitSeconds});
+    progress.checkpoint = TrainingProgress::Checkpoint{w.step, w.bytes, w.path};
+    publishProgress();
+  }
+}
+
+Status Trainer::Impl::drainCheckpoints() {
+  if (!checkpoints) return Status::ok();
+  Status st = checkpoints->drain(Deadline::after(config.collectiveTimeout * 2));
+  reportWrittenCheckpoints();
+  return st;
+}
+
+Result<std::string> Trainer::Impl::checkpoint() {
+  const auto t0 = SteadyClock::now();
+  Status snap;
+  CheckpointShard shard = snapshot(&snap);
+  DDP_RETURN_IF_ERROR(snap);
+  if (checkpoints->asynchronous()) {
+    // Note [Asynchronous checkpoints]: the step stalls only for the snapshot (and for the
+    // previous checkpoint, if it is still being written).
+    const double snapSeconds = secondsSince(t0);
+    DDP_RETURN_IF_ERROR(checkpoints->saveAsync(std::move(shard), snapSeconds, opDeadline()));
+    lastCheckpointStep = state.step;
+    return checkpoints->store().stepDir(state.step);
+  }
   DDP_ASSIGN_OR_RETURN(std::string path, checkpoints->save(shard, opDeadline()));
   lastCheckpointStep = state.step;
   if (printing()) reporter.checkpoint(state.step, path, secondsSince(t0));
@@ -440,6 +501,7 @@ Result<TrainResult> Trainer::Impl::run() {
       result.stepLosses.push_back(stepStats.meanLoss());
       samplesHere += stepStats.count;
       observeStep(result.timings, samplesHere, stepStats.meanLoss());
+      reportWrittenCheckpoints();
       logSteps++;
       logSamples += stepStats.count;
       logLoss += stepStats.lossSum;
@@ -475,6 +537,7 @@ Result<TrainResult> Trainer::Impl::run() {
         }
         if (flagBuf[0] != 0) {
           if (checkpoints && lastCheckpointStep != state.step) DDP_RETURN_IF_ERROR(checkpoint().status());
+          DDP_RETURN_IF_ERROR(drainCheckpoints());
           result.stopped = true;
           if (printing()) reporter.stop(state.step, checkpoints ? "stop requested; checkpoint written" : "stop requested (no checkpoint directory)");
           DDP_LOG(Info) << "stop requested: stopped at step " << state.step;
@@ -539,6 +602,7 @@ Result<TrainResult> Trainer::Impl::run() {
   if (checkpoints && config.checkpointAtEnd && !result.stopped && state.step != lastCheckpointStep) {
     DDP_RETURN_IF_ERROR(checkpoint().status());
   }
+  DDP_RETURN_IF_ERROR(drainCheckpoints());
   result.steps = state.step;
   result.trainSeconds = secondsSince(runStart);
   const double stepSeconds = result.timings.compute + result.timings.exposedComm + result.timings.optimizer + result.timings.data;

@@ -40,6 +40,8 @@
 
 namespace ddp::runtime {
 
+class CheckpointChannel;  // checkpoint_channel.h
+
 // What the trainer tells TrainerIo::onProgress: the run's position and this process's
 // cumulative figures (Note [Trainer progress observer]).
 struct TrainingProgress {
@@ -97,6 +99,15 @@ struct TrainerIo {
   // reaches its peers' next collective (the controller's CollectiveStuck verdict).
   int64_t stallAtStep = -1;
   double stallSeconds = 0;
+  // Checkpoints through the controller's two-phase commit, written in the background (Note
+  // [Asynchronous checkpoints] in checkpoint_writer.h); nullptr: CheckpointCoordinator::save's
+  // collective commit, in the training thread. Must outlive the trainer.
+  CheckpointChannel* checkpointChannel = nullptr;
+  // Fault injection for tests (CheckpointWriterConfig): this rank's shard write at step
+  // `checkpointFailStep` fails; the one at `checkpointDelayStep` starts `checkpointDelaySeconds` late.
+  int64_t checkpointFailStep = -1;
+  int64_t checkpointDelayStep = -1;
+  double checkpointDelaySeconds = 0;
 };
 
 // Seconds summed over the steps run in this process.

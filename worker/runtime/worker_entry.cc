@@ -188,6 +188,25 @@ void injectStall(const Assignment& a, TrainerIo* io) {
   io->stallSeconds = secs;
 }
 
+// Fault injection for the fault tests: DDP_TEST_CHECKPOINT_FAULT=RANK:STEP:fail makes that
+// rank's shard write of STEP fail (in the job's first generation); RANK:STEP:delay:SECONDS makes
+// it start SECONDS late (Note [Asynchronous checkpoints]: training goes on meanwhile).
+void injectCheckpointFault(const Assignment& a, TrainerIo* io) {
+  const char* spec = std::getenv("DDP_TEST_CHECKPOINT_FAULT");
+  if (spec == nullptr || a.generation != 1) return;
+  int rank = -1;
+  long long step = -1;
+  char kind[8] = {0};
+  double secs = 0;
+  const int n = std::sscanf(spec, "%d:%lld:%7[a-z]:%lf", &rank, &step, kind, &secs);
+  if (n < 3 || rank != a.rank) return;
+  if (std::string(kind) == "fail") io->checkpointFailStep = step;
+  if (std::string(kind) == "delay" && n == 4) {
+    io->checkpointDelayStep = step;
+    io->checkpointDelaySeconds = secs;
+  }
+}
+
 // Store -> backend -> trainer -> run, for one generation (Note [Worker generations]). The
 // reporter is already running. `data` carries the loaded data set from one generation to the next.
 Outcome train(const WorkerConfig& config, const ControllerClient& client, const Assignment& a, const JobSpec& spec,
@@ -219,7 +238,11 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
   io.checkpointNow = &reporter.checkpointRequested();
   io.onProgress = [&reporter](const TrainingProgress& p) { reporter.publish(p); };
   io.data = *data;
+  // Checkpoints are committed by the controller (Note [Two-phase checkpoint commit]).
+  const std::unique_ptr<CheckpointChannel> checkpointChannel = client.checkpointChannel(a.generation);
+  io.checkpointChannel = checkpointChannel.get();
   injectStall(a, &io);
+  injectCheckpointFault(a, &io);
   auto trainer = Trainer::create(tc, backend, io);
   if (!trainer.isOk()) {
     if (trainer.status().code() != StatusCode::kAborted) backend.abort(trainer.status());

@@ -128,6 +128,7 @@ inline void checkMissingJobNotFound(JobStoreUnderTest& s) {
   expectNotFound(s.store().events("ghost").status(), "events");
   expectNotFound(s.store().addCheckpoint("ghost", CheckpointRecord{}), "addCheckpoint");
   expectNotFound(s.store().checkpoints("ghost").status(), "checkpoints");
+  expectNotFound(s.store().retainCheckpoints("ghost", {}), "retainCheckpoints");
 }
 
 inline void checkEmptyNameInvalid(JobStoreUnderTest& s) {
@@ -180,6 +181,26 @@ inline void checkEventsOldestFirstAndCapped(JobStoreUnderTest& s) {
     ASSERT_EQ((*events)[i].message, "event " + std::to_string(i + 5));
   }
   EXPECT_EQ(*s.store().events("k"), (std::vector<JobEvent>{{7, kEventWarning, "Other", "k's"}}));
+}
+
+// The catalog follows the disk: records of steps retention removed go, the others stay, no
+// record is made up for a step on disk that was never recorded, another job's are untouched.
+inline void checkRetainCheckpointsKeepsOnlyTheGivenSteps(JobStoreUnderTest& s) {
+  ASSERT_TRUE(s.store().create(fullJob("j")).isOk());
+  ASSERT_TRUE(s.store().create(fullJob("k")).isOk());
+  for (int64_t step : {10, 20, 30, 40}) {
+    ASSERT_TRUE(s.store().addCheckpoint("j", CheckpointRecord{step, step, step, 2, "/c/" + std::to_string(step)}).isOk());
+    ASSERT_TRUE(s.store().addCheckpoint("k", CheckpointRecord{step, step, step, 2, "/k/" + std::to_string(step)}).isOk());
+  }
+  ASSERT_TRUE(s.store().retainCheckpoints("j", {30, 40, 50}).isOk());
+  Result<std::vector<CheckpointRecord>> got = s.store().checkpoints("j");
+  ASSERT_TRUE(got.isOk()) << got.status();
+  ASSERT_EQ(got->size(), 2u);
+  EXPECT_EQ((*got)[0], (CheckpointRecord{30, 30, 30, 2, "/c/30"}));
+  EXPECT_EQ((*got)[1].step, 40);
+  EXPECT_EQ(s.store().checkpoints("k")->size(), 4u);
+  ASSERT_TRUE(s.store().retainCheckpoints("j", {}).isOk());
+  EXPECT_TRUE(s.store().checkpoints("j")->empty());
 }
 
 inline void checkCheckpointsByStepAndReplaced(JobStoreUnderTest& s) {
@@ -298,6 +319,7 @@ inline void checkConcurrentUse(JobStoreUnderTest& s) {
   DDP_JOB_STORE_CONFORMANCE_TEST_(Suite, factory, RemoveTakesEventsAndCheckpoints)     \
   DDP_JOB_STORE_CONFORMANCE_TEST_(Suite, factory, EventsOldestFirstAndCapped)          \
   DDP_JOB_STORE_CONFORMANCE_TEST_(Suite, factory, CheckpointsByStepAndReplaced)        \
+  DDP_JOB_STORE_CONFORMANCE_TEST_(Suite, factory, RetainCheckpointsKeepsOnlyTheGivenSteps) \
   DDP_JOB_STORE_CONFORMANCE_TEST_(Suite, factory, NamesAndTextAreData)                 \
   DDP_JOB_STORE_CONFORMANCE_TEST_(Suite, factory, NonFiniteProgress)                   \
   DDP_JOB_STORE_CONFORMANCE_TEST_(Suite, factory, ConcurrentUse)

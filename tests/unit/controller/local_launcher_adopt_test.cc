@@ -75,6 +75,40 @@ class LocalLauncherAdoptTest : public LauncherTest {
   }
 };
 
+// A restarted controller's running job (JobManager::start): adoptJob starts nothing, not even
+// in a slot whose worker ended while no launcher watched it, yet replaceWorker afterwards
+// starts a fresh process in the slot it names.
+TEST_F(LocalLauncherAdoptTest, AdoptJobStartsNothingButEnablesReplacements) {
+  auto o = options(kSleeper);
+  std::vector<int64_t> pids;
+  {
+    auto first = make(o);
+    ASSERT_NE(first, nullptr);
+    ASSERT_TRUE(first->ensureWorkers(job("adoptjob", 2)).isOk());
+    pids = waitForPids(*first, "adoptjob", 2);
+    ASSERT_EQ(pids.size(), 2u);
+  }
+  auto w1 = readPidFile(stateDir_ + "/jobs/adoptjob/workers/adoptjob-w1.pid");
+  ASSERT_TRUE(w1.isOk());
+  ASSERT_EQ(::kill(static_cast<pid_t>(w1->pid), SIGKILL), 0);  // ends while no launcher watches
+  for (int i = 0; i < 300 && alive(w1->pid); ++i) std::this_thread::sleep_for(10ms);
+
+  launcher_ = make(o);
+  ASSERT_NE(launcher_, nullptr);
+  ASSERT_TRUE(launcher_->adoptJob(job("adoptjob", 2)).isOk());
+  std::this_thread::sleep_for(100ms);
+  auto live = launcher_->livePids("adoptjob");
+  ASSERT_EQ(live.size(), 1u) << "adoptJob refilled no slot";
+  const int64_t w0 = live[0];
+  ASSERT_TRUE(launcher_->replaceWorker("adoptjob", "adoptjob-w1").isOk());
+  live = waitForPids(*launcher_, "adoptjob", 2);
+  ASSERT_EQ(live.size(), 2u) << "the replacement started";
+  EXPECT_NE(std::find(live.begin(), live.end(), w0), live.end()) << "the other worker kept its process";
+  EXPECT_EQ(std::find(live.begin(), live.end(), w1->pid), live.end());
+  ASSERT_TRUE(launcher_->stopJob("adoptjob", 1s).isOk());
+  ASSERT_TRUE(exits_.waitForCount(2, 5s));
+}
+
 TEST_F(LocalLauncherAdoptTest, ASecondLauncherAdoptsTheWorkersOfADestroyedOne) {
   auto o = options(kSleeper);
   std::vector<int64_t> pids;

@@ -1,0 +1,97 @@
+// JobManager: the controller's side of the two-phase checkpoint commit (Note [Two-phase
+// checkpoint commit] in checkpoint_ledger.h): phase-1 shard reports, rank 0's question for the
+// decision, and its phase-2 commit report, which also reconciles the catalog with the disk.
+
+#include <algorithm>
+
+#include "common/log.h"
+#include "controller/jobs/job_live.h"
+#include "controller/jobs/job_manager.h"
+
+namespace ddp::controller {
+
+CheckpointLedger& JobManager::ledger(Live& job) {
+  if (!job.ledger) {
+    LedgerConfig c;
+    // Every rank's background write has as long as one collective may take.
+    c.commitTimeout = seconds(job.spec.timeouts.collectiveSeconds);
+    c.forgetAfter = std::max<Duration>(c.commitTimeout * 2, std::chrono::seconds(60));
+    job.ledger.emplace(c);
+  }
+  return *job.ledger;
+}
+
+void JobManager::noteLedgerChanges(Live& job, const std::vector<LedgerChange>& changes) {
+  for (const auto& c : changes) {
+    if (c.verdict.decision != CommitDecision::kAbandon) continue;
+    const std::string message = "checkpoint at step " + std::to_string(c.step) + " (generation " +
+                                std::to_string(c.generation) + ") is not committed: " + c.verdict.reason +
+                                "; training goes on and the last committed checkpoint stays the resume point";
+    DDP_LOG(Warning) << "job " << job.record.name << ": " << message;
+    event(job, kEventWarning, "CheckpointAbandoned", message);
+  }
+}
+
+void JobManager::expireCheckpoints(Live& job, TimePoint now) {
+  if (!job.ledger) return;
+  std::vector<LedgerChange> changes;
+  job.ledger->expire(now, &changes);
+  noteLedgerChanges(job, changes);
+}
+
+Result<CheckpointVerdict> JobManager::reportShard(const std::string& name, int64_t g, int64_t step,
+                                                  const ShardReport& report, Fenced* fenced) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Live* job = find(name);
+  if (job == nullptr) return notFound("job " + name + " is not running");
+  if (!job->rdzv->isCurrent(g) || !job->rdzv->active()) {
+    fenced->current = job->rdzv->generation();
+    return abortedError("stale generation " + std::to_string(g));
+  }
+  std::vector<LedgerChange> changes;
+  std::string problem;
+  CheckpointVerdict v =
+      ledger(*job).report(g, step, job->rdzv->active()->worldSize(), report, clock_.now(), &changes, &problem);
+  noteLedgerChanges(*job, changes);
+  if (!problem.empty()) return invalidArgument("checkpoint step " + std::to_string(step) + ": " + problem);
+  return v;
+}
+
+Result<CheckpointVerdict> JobManager::checkpointDecision(const std::string& name, int64_t g, int64_t step) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Live* job = find(name);
+  if (job == nullptr) return notFound("job " + name + " is not running");
+  std::vector<LedgerChange> changes;
+  CheckpointVerdict v = ledger(*job).decision(g, step, clock_.now(), &changes);
+  noteLedgerChanges(*job, changes);
+  return v;
+}
+
+Status JobManager::reportCommit(const std::string& name, int64_t g, const CommitReport& report) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Live* job = find(name);
+  if (job == nullptr) return notFound("job " + name + " is not running");
+  const std::string at = "checkpoint at step " + std::to_string(report.step);
+  if (!report.ok) {
+    event(*job, kEventWarning, "CheckpointFailed",
+          at + " (generation " + std::to_string(g) + ") is not committed: rank 0 could not write the manifest: " +
+              report.error);
+    return Status::ok();
+  }
+  const int world = job->rdzv->active() ? job->rdzv->active()->worldSize() : job->spec.workers.count;
+  job->pendingCheckpoints.push_back({report.step, wallMs(), report.bytes, world, report.path});
+  job->lastCheckpointStep = std::max(job->lastCheckpointStep, report.step);
+  if (report.onDisk) {
+    std::vector<int64_t> onDisk = *report.onDisk;
+    if (std::find(onDisk.begin(), onDisk.end(), report.step) == onDisk.end()) onDisk.push_back(report.step);
+    job->pendingCatalog = std::move(onDisk);
+  }
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.2f", report.seconds);
+  event(*job, kEventNormal, "CheckpointCommitted",
+        at + " committed (" + std::to_string(report.bytes) + " bytes, manifest written " + secs +
+            " s after every rank reported)");
+  return Status::ok();
+}
+
+}  // namespace ddp::controller

@@ -1,0 +1,180 @@
+// The controller's two-phase checkpoint commit (Note [Two-phase checkpoint commit]) with real
+// processes: a rank that cannot write its shard leaves that checkpoint uncommitted and the job
+// goes on; a controller SIGKILLed between the shard reports and the commit leaves no MANIFEST,
+// so the half-written checkpoint is never loaded (a recovery right after resumes from the
+// previous committed one), and the catalog follows the disk.
+// Faults are injected in the worker (DDP_TEST_CHECKPOINT_FAULT: a failed or a delayed shard
+// write, worker_entry.cc) and by signals sent by PID to processes the test started (the
+// controller process) or its controller's launcher started (a worker, by the pid in the job's
+// record). Cleanup: the harnesses kill every worker and controller they started.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include "common/checkpoint/checkpoint_store.h"
+#include "tests/fault/fault_harness.h"
+#include "tests/support/controller_process.h"
+
+namespace ddp {
+namespace {
+
+using nlohmann::json;
+using test::FaultHarness;
+using test::faultJobYaml;
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+TEST(CheckpointCommitTest, ARankThatCannotWriteItsShardLeavesItUncommittedAndTheJobGoesOn) {
+  ::setenv("DDP_TEST_CHECKPOINT_FAULT", "1:40:fail", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("DDP_TEST_CHECKPOINT_FAULT"); }
+  } unset;
+  FaultHarness h;
+  ASSERT_TRUE(h.ok()) << h.startError();
+  const std::string dir = h.dir() + "/ckpt";
+  std::string yaml = faultJobYaml("shardfail", dir, 120, 0);  // maxRestarts 0: a restart would fail it
+  yaml.replace(yaml.find("keep: 2"), 7, "keep: 99");
+  ASSERT_TRUE(h.submit(yaml).isOk());
+  ASSERT_TRUE(h.waitPhase("shardfail", "Succeeded", 120)) << h.describeEvents("shardfail");
+  auto abandoned = h.event("shardfail", "CheckpointAbandoned");
+  ASSERT_NE(abandoned, nullptr) << h.describeEvents("shardfail");
+  EXPECT_NE(abandoned->message.find("step 40"), std::string::npos) << abandoned->message;
+  EXPECT_NE(abandoned->message.find("rank 1 could not write its shard: fault injection"), std::string::npos)
+      << abandoned->message;
+  runtime::CheckpointStore store(dir);
+  EXPECT_FALSE(exists(store.manifestPath(40))) << "never committed";
+  // Rank 0's shard of 40 was a dead partial: retention removed it with the next commit.
+  EXPECT_FALSE(exists(store.stepDir(40)));
+  for (int64_t step : {20, 60, 80, 100, 120}) {
+    EXPECT_TRUE(store.verify(step).isOk()) << "step " << step << " committed";
+  }
+  auto cps = h.jobs().checkpoints("shardfail");
+  ASSERT_TRUE(cps.isOk());
+  std::vector<int64_t> steps;
+  for (const auto& c : *cps) steps.push_back(c.step);
+  EXPECT_EQ(steps, (std::vector<int64_t>{20, 60, 80, 100, 120})) << "the catalog holds the committed ones only";
+  EXPECT_NE(h.event("shardfail", "CheckpointCommitted"), nullptr);
+  EXPECT_EQ(h.record("shardfail").restarts, 0) << "the job went on without a restart";
+}
+
+// The job's events, over the controller's REST API.
+std::string eventsText(httplib::Client& cli, const httplib::Headers& auth, const std::string& job) {
+  auto r = cli.Get("/v1/jobs/" + job + "/events", auth);
+  if (!r || r->status != 200) return "";
+  std::string out;
+  json j = json::parse(r->body, nullptr, false);
+  if (!j.is_object()) return "";
+  for (const auto& e : j["events"]) {
+    out += "  " + e.value("reason", "") + ": " + e.value("message", "") + "\n";
+  }
+  return out;
+}
+
+std::string phaseOf(httplib::Client& cli, const httplib::Headers& auth, const std::string& job) {
+  auto r = cli.Get("/v1/jobs/" + job, auth);
+  if (!r || r->status != 200) return "";
+  json j = json::parse(r->body, nullptr, false);
+  return j.is_object() ? j["status"].value("phase", "") : "";
+}
+
+bool waitUntil(double seconds, const std::function<bool()>& pred) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pred();
+}
+
+// Rank 1's shard of step 40 is written 3 s late. Once rank 0's shard of step 40 is on disk (so
+// it has reported), the controller is SIGKILLed and started again on the same state dir: the
+// new one never saw rank 0's report, so it abandons step 40 and no MANIFEST is written even
+// though both shards end up on disk. Rank 1 is then SIGKILLed: the recovery resumes from the
+// last committed checkpoint, never from the half-written 40.
+TEST(CheckpointCommitTest, AControllerKilledDuringACommitLeavesNoHalfCommittedCheckpoint) {
+  FaultHarness scratch;  // only for its temporary directory and worker cleanup
+  const std::string state = scratch.dir() + "/state2";
+  const std::string dir = scratch.dir() + "/ckpt";
+  test::ControllerProcess first(state, {"DDP_TEST_CHECKPOINT_FAULT=1:40:delay:3"});
+  const std::string url = first.start();
+  ASSERT_FALSE(url.empty()) << "ddp-controller did not start";
+  struct KillWorkers {
+    std::string state;
+    ~KillWorkers() { test::killLauncherWorkers(state); }
+  } killWorkers{state};
+  const std::string hostPort = url.substr(std::string("http://").size());
+  httplib::Client cli(hostPort.substr(0, hostPort.rfind(':')), std::stoi(hostPort.substr(hostPort.rfind(':') + 1)));
+  cli.set_read_timeout(10, 0);
+  std::ifstream tf(state + "/token");
+  std::string token;
+  std::getline(tf, token);
+  const httplib::Headers auth = {{"Authorization", "Bearer " + token}};
+  std::string yaml = faultJobYaml("ctlkill", dir, 3000, 3);
+  yaml.replace(yaml.find("keep: 2"), 7, "keep: 99");
+  auto submitted = cli.Post("/v1/jobs", auth, yaml, "application/yaml");
+  ASSERT_TRUE(submitted && submitted->status == 201) << (submitted ? submitted->body : "no answer");
+
+  runtime::CheckpointStore store(dir);
+  ASSERT_TRUE(waitUntil(60, [&] { return exists(store.shardPath(40, 0)); })) << eventsText(cli, auth, "ctlkill");
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // its report reaches the controller
+  ASSERT_FALSE(exists(store.shardPath(40, 1))) << "rank 1's write is delayed by 3 s";
+  first.kill(SIGKILL);
+
+  test::ControllerProcess second(state);
+  std::string url2;
+  for (int i = 0; i < 50 && url2.empty(); ++i) {  // the port may take a moment to be free again
+    url2 = second.start("127.0.0.1:" + url.substr(url.rfind(':') + 1));
+    if (url2.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(url2, url);
+  ASSERT_TRUE(waitUntil(30, [&] { return eventsText(cli, auth, "ctlkill").find("CheckpointAbandoned: checkpoint at step 40") != std::string::npos; }))
+      << eventsText(cli, auth, "ctlkill");
+  EXPECT_FALSE(exists(store.manifestPath(40))) << "no MANIFEST, though rank 1's delayed shard is written by now";
+
+  // A recovery now must resume from step 20, not the half-written 40.
+  int64_t pid1 = 0;
+  std::string body;
+  ASSERT_TRUE(waitUntil(20, [&] {
+    auto job = cli.Get("/v1/jobs/ctlkill", auth);
+    if (!job || job->status != 200) return false;
+    body = job->body;
+    const json j = json::parse(job->body, nullptr, false);
+    if (!j.is_object()) return false;
+    for (const auto& w : j["status"]["workers"]) {
+      if (w.value("rank", -1) == 1) pid1 = w.value("pid", int64_t{0});
+    }
+    return pid1 > 0;
+  })) << body;
+  ASSERT_EQ(::kill(static_cast<pid_t>(pid1), SIGKILL), 0);
+  ASSERT_TRUE(waitUntil(60, [&] { return eventsText(cli, auth, "ctlkill").find("Recovered:") != std::string::npos; }))
+      << eventsText(cli, auth, "ctlkill");
+  // The resume point: a committed checkpoint (20, or 60 when that one committed before the
+  // kill), never 40.
+  const std::string events = eventsText(cli, auth, "ctlkill");
+  const size_t at = events.find("resuming from step ");
+  ASSERT_NE(at, std::string::npos) << events;
+  const int64_t resumed = std::stoll(events.substr(at + std::string("resuming from step ").size()));
+  EXPECT_TRUE(resumed == 20 || resumed == 60) << events;
+  EXPECT_TRUE(store.verify(resumed).isOk());
+  ASSERT_TRUE(waitUntil(120, [&] {
+    const std::string p = phaseOf(cli, auth, "ctlkill");
+    return p == "Succeeded" || p == "Failed";
+  }));
+  ASSERT_EQ(phaseOf(cli, auth, "ctlkill"), "Succeeded") << eventsText(cli, auth, "ctlkill");
+  std::ifstream log(state + "/jobs/ctlkill/logs/ctlkill-w0.log");
+  const std::string rank0((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(rank0.find("resumed from " + store.stepDir(resumed)), std::string::npos) << rank0.substr(0, 4000);
+  EXPECT_EQ(rank0.find("resumed from " + store.stepDir(40)), std::string::npos);
+  EXPECT_FALSE(exists(store.manifestPath(40)));
+  EXPECT_TRUE(store.verify(3000).isOk()) << "the final checkpoint is committed";
+  second.kill(SIGTERM);
+}
+
+}  // namespace
+}  // namespace ddp
