@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/bench_args.h"
 #include "bench/common/json_line.h"
 #include "common/job_spec.h"
 #include "controller/jobs/job_manager.h"
@@ -53,25 +54,6 @@ struct Options {
   double faultAt = 0.4;
   std::string workerBin;
 };
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string::npos) comma = s.size();
-    if (comma > start) out.push_back(s.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
-}
-
-std::string programDir() {
-  char buf[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  std::string p(buf, n > 0 ? static_cast<size_t>(n) : 0);
-  return p.substr(0, p.rfind('/'));
-}
 
 double wallSeconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -261,9 +243,9 @@ int main(int argc, char** argv) {
       o.json = true;
     } else if (a == "--workers") {
       o.workers.clear();
-      for (const auto& w : split(value())) o.workers.push_back(std::atoi(w.c_str()));
+      for (const auto& w : splitList(value())) o.workers.push_back(std::atoi(w.c_str()));
     } else if (a == "--scenarios") {
-      o.scenarios = split(value());
+      o.scenarios = splitList(value());
     } else if (a == "--repeats") {
       o.repeats = std::atoi(value().c_str());
     } else if (a == "--checkpoint-every") {

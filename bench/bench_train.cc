@@ -59,6 +59,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/common/bench_args.h"
 #include "common/job_spec.h"
 #include "common/log.h"
 #include "common/process/output_router.h"
@@ -73,6 +74,8 @@
 namespace {
 
 using namespace ddp;
+using ddp::bench::programDir;
+using ddp::bench::splitList;
 
 // One run's bound: past it the job is cancelled and its workers killed.
 constexpr Duration kRunLimit = std::chrono::minutes(10);
@@ -108,22 +111,6 @@ struct Sample {
   bool ok = false;
 };
 
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
-std::string selfDir() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof(buf) - 1);
-  if (n <= 0) return ".";
-  std::string p(buf, static_cast<size_t>(n));
-  return p.substr(0, p.rfind('/'));
-}
 
 double field(const std::string& line, const std::string& name) {
   auto pos = line.find("\"" + name + "\":");
@@ -306,16 +293,16 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
     if (a == "--json") o.json = true;
-    else if (a == "--models") o.models = split(next());
+    else if (a == "--models") o.models = splitList(next());
     else if (a == "--workers") {
       o.workers.clear();
-      for (const auto& w : split(next())) o.workers.push_back(std::atoi(w.c_str()));
+      for (const auto& w : splitList(next())) o.workers.push_back(std::atoi(w.c_str()));
     } else if (a == "--repeats") o.repeats = std::max(1, std::atoi(next().c_str()));
     else if (a == "--mlp-steps") o.mlpSteps = std::atoi(next().c_str());
     else if (a == "--cnn-steps") o.cnnSteps = std::atoi(next().c_str());
     else if (a == "--worker-bin") o.workerBin = next();
     else if (a == "--gpu") o.gpu = next();
-    else if (a == "--gpu-models") o.gpuModels = split(next());
+    else if (a == "--gpu-models") o.gpuModels = splitList(next());
     else if (a == "--gpu-steps") o.gpuSteps = std::atoi(next().c_str());
     else if (a == "--gpu-batch") o.gpuBatch = std::max(1, std::atoi(next().c_str()));
     else badArg = true;
@@ -347,7 +334,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
   }
-  if (o.workerBin.empty()) o.workerBin = selfDir() + "/ddp-worker";
+  if (o.workerBin.empty()) o.workerBin = programDir() + "/ddp-worker";
   if (::access(o.workerBin.c_str(), X_OK) != 0) {
     std::fprintf(stderr, "bench_train: no worker program at %s (build ddp-worker)\n", o.workerBin.c_str());
     return 2;

@@ -5,19 +5,31 @@
 
 namespace ddp::model {
 
-std::string saveParameters(const std::vector<Parameter*>& params, kernels::LayerOps& ops) {
-  BinaryWriter w;
-  w.put<uint64_t>(params.size());
-  std::string host;
+ParameterSnapshot snapshotParameters(const std::vector<Parameter*>& params, kernels::LayerOps& ops) {
+  ParameterSnapshot out;
+  out.entries.reserve(params.size());
   for (const Parameter* p : params) {
-    w.putString(p->name);
-    w.put<uint8_t>(static_cast<uint8_t>(p->dtype));
-    w.putVector(p->shape);
-    host.resize(p->bytes());
-    ops.copyToHost(host.data(), p->data, p->bytes());
-    w.putString(host);
+    ParameterSnapshot::Entry e{p->name, p->dtype, p->shape, std::string(p->bytes(), '\0')};
+    ops.copyToHost(e.bytes.data(), p->data, p->bytes());
+    out.entries.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::string encodeParameters(const ParameterSnapshot& snapshot) {
+  BinaryWriter w;
+  w.put<uint64_t>(snapshot.entries.size());
+  for (const auto& e : snapshot.entries) {
+    w.putString(e.name);
+    w.put<uint8_t>(static_cast<uint8_t>(e.dtype));
+    w.putVector(e.shape);
+    w.putString(e.bytes);
   }
   return writeFramed(kParamsMagic, kParamsVersion, w.data());
+}
+
+std::string saveParameters(const std::vector<Parameter*>& params, kernels::LayerOps& ops) {
+  return encodeParameters(snapshotParameters(params, ops));
 }
 
 Status loadParameters(std::string_view bytes, const std::vector<Parameter*>& params,

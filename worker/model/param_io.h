@@ -18,7 +18,22 @@ namespace ddp::model {
 inline constexpr uint32_t kParamsMagic = 0x4d504444;  // "DDPM"
 inline constexpr uint32_t kParamsVersion = 1;
 
-// Serialises `params` (data, not gradients). `ops` copies device memory to the host.
+// The parameters' values copied to the host, not yet encoded: the cheap part of a checkpoint
+// that the training thread does (Note [Asynchronous checkpoints] in
+// worker/runtime/checkpoint_writer.h); encodeParameters() frames and checksums it later.
+struct ParameterSnapshot {
+  struct Entry {
+    std::string name;
+    DType dtype = DType::kF32;
+    std::vector<int64_t> shape;
+    std::string bytes;
+  };
+  std::vector<Entry> entries;
+};
+ParameterSnapshot snapshotParameters(const std::vector<Parameter*>& params, kernels::LayerOps& ops);
+std::string encodeParameters(const ParameterSnapshot& snapshot);
+// Serialises `params` (data, not gradients): encodeParameters(snapshotParameters(...)). `ops`
+// copies device memory to the host.
 std::string saveParameters(const std::vector<Parameter*>& params, kernels::LayerOps& ops);
 // Loads into `params`; on any mismatch returns InvalidArgument/DataLoss and leaves params
 // untouched.

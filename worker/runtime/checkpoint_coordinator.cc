@@ -113,9 +113,9 @@ void CheckpointCoordinator::useChannel(CheckpointChannel& channel, CheckpointWri
   writer_ = std::make_unique<CheckpointWriter>(store_, channel, std::move(config));
 }
 
-Status CheckpointCoordinator::saveAsync(CheckpointShard shard, double snapshotSeconds, Deadline deadline) {
+Status CheckpointCoordinator::saveAsync(CheckpointSnapshot snapshot, double snapshotSeconds, Deadline deadline) {
   if (!writer_) return failedPrecondition("asynchronous checkpoint without a channel (useChannel)");
-  return writer_->submit(std::move(shard), snapshotSeconds, deadline);
+  return writer_->submit(std::move(snapshot), snapshotSeconds, deadline);
 }
 
 Status CheckpointCoordinator::drain(Deadline deadline) { return writer_ ? writer_->drain(deadline) : Status::ok(); }

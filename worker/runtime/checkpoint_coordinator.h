@@ -81,7 +81,7 @@ class CheckpointCoordinator {
   void useChannel(CheckpointChannel& channel, CheckpointWriterConfig config);
   bool asynchronous() const { return writer_ != nullptr; }
   // Hands a snapshot to the writer (waiting for the previous checkpoint first). Not a collective.
-  Status saveAsync(CheckpointShard shard, double snapshotSeconds, Deadline deadline);
+  Status saveAsync(CheckpointSnapshot snapshot, double snapshotSeconds, Deadline deadline);
   // Waits for the writer (end of a run, a stop). Ok at once when not asynchronous.
   Status drain(Deadline deadline);
   // Checkpoints the writer finished since the last call.

@@ -27,6 +27,12 @@ int64_t shardBytes(const std::vector<ManifestEntry>& shards) {
 
 }  // namespace
 
+CheckpointShard& CheckpointSnapshot::materialize() {
+  for (auto& [name, encode] : deferred) shard.sections[name] = encode();
+  deferred.clear();
+  return shard;
+}
+
 CheckpointWriter::CheckpointWriter(CheckpointStore& store, CheckpointChannel& channel, CheckpointWriterConfig config)
     : store_(store), channel_(channel), config_(std::move(config)) {
   thread_ = std::thread([this] { loop(); });
@@ -41,15 +47,15 @@ CheckpointWriter::~CheckpointWriter() {
   thread_.join();
 }
 
-Status CheckpointWriter::submit(CheckpointShard shard, double snapshotSeconds, Deadline deadline) {
+Status CheckpointWriter::submit(CheckpointSnapshot snapshot, double snapshotSeconds, Deadline deadline) {
   std::unique_lock<std::mutex> lock(mu_);
   const bool free = cv_.wait_until(lock, deadline.at(), [this] { return !next_ && !busy_; });
   if (!free) {
-    return timeoutError("checkpoint step " + std::to_string(shard.step) + ": the previous checkpoint (step " +
+    return timeoutError("checkpoint step " + std::to_string(snapshot.shard.step) + ": the previous checkpoint (step " +
                         std::to_string(inFlightStep_) + ") is still being written");
   }
-  inFlightStep_ = shard.step;
-  next_ = Job{std::move(shard), snapshotSeconds};
+  inFlightStep_ = snapshot.shard.step;
+  next_ = Job{std::move(snapshot), snapshotSeconds};
   cv_.notify_all();
   return Status::ok();
 }
@@ -99,7 +105,8 @@ void CheckpointWriter::loop() {
 
 WrittenCheckpoint CheckpointWriter::process(Job& job) {
   WrittenCheckpoint out;
-  out.step = job.shard.step;
+  const CheckpointShard& shard = job.snapshot.shard;
+  out.step = shard.step;
   out.path = store_.stepDir(out.step);
   out.snapshotSeconds = job.snapshotSeconds;
   const std::string what = "checkpoint step " + std::to_string(out.step);
@@ -108,13 +115,14 @@ WrittenCheckpoint CheckpointWriter::process(Job& job) {
     std::this_thread::sleep_for(std::chrono::duration<double>(config_.delaySeconds));
   }
   const auto t0 = SteadyClock::now();
+  job.snapshot.materialize();
   ShardOutcome report;
   report.rank = config_.rank;
   report.snapshotSeconds = job.snapshotSeconds;
   Result<ManifestEntry> entry = out.step == config_.failStep
                                     ? Result<ManifestEntry>(unavailable("fault injection: shard write failed"))
-                                    : store_.writeShard(job.shard);
-  job.shard.sections.clear();  // the snapshot's memory goes as soon as it is on disk
+                                    : store_.writeShard(shard);
+  job.snapshot.shard.sections.clear();  // the snapshot's memory goes as soon as it is on disk
   out.writeSeconds = report.writeSeconds = secondsSince(t0);
   if (entry.isOk()) {
     report.ok = true;

@@ -3,10 +3,12 @@
 // two-phase commit (Note [Two-phase checkpoint commit] in controller/jobs/checkpoint_ledger.h).
 //
 // Note [Asynchronous checkpoints]
-// At a checkpoint step the training thread only snapshots its state into memory (the shard's
-// sections: parameters, optimizer or ZeRO/DFA shard, PowerSGD state, sampler, trainer state)
+// At a checkpoint step the training thread only copies its state into memory (the shard's
+// sections: parameters and a plain optimizer's state as raw copies, whose framing and checksums
+// are left to the writer; ZeRO/DFA shards, PowerSGD state, sampler and trainer state encoded)
 // and hands it to submit(); training goes on while this writer's thread
-//   1. encodes and writes the shard atomically (fsync; CRC-32 of the file),
+//   1. encodes the deferred sections and writes the shard atomically (fsync; CRC-32 of the
+//      file),
 //   2. reports (step, ok, bytes, CRC, snapshot and write seconds) to the channel,
 //   3. on rank 0 only: asks for the decision until it is Commit or Abandon (or the commit
 //      timeout passes), writes the MANIFEST from the reported sizes and checksums, applies
@@ -21,10 +23,12 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "common/checkpoint/checkpoint_store.h"
@@ -33,6 +37,15 @@
 #include "worker/runtime/checkpoint_channel.h"
 
 namespace ddp::runtime {
+
+// A checkpoint as the training thread hands it over: the sections it encoded, and the ones
+// whose encoding (framing, checksum) it left to the writer's thread (their state is already
+// copied into the functions). materialize() encodes those into `shard`.
+struct CheckpointSnapshot {
+  CheckpointShard shard;
+  std::vector<std::pair<std::string, std::function<std::string()>>> deferred;
+  CheckpointShard& materialize();
+};
 
 struct CheckpointWriterConfig {
   int rank = 0;
@@ -70,7 +83,7 @@ class CheckpointWriter {
 
   // Waits (up to `deadline`) for the previous checkpoint to leave the pipeline, then takes
   // `shard`. Timeout when the previous one is still in flight at the deadline.
-  Status submit(CheckpointShard shard, double snapshotSeconds, Deadline deadline);
+  Status submit(CheckpointSnapshot snapshot, double snapshotSeconds, Deadline deadline);
   // Waits until nothing is in flight. Timeout naming the step otherwise.
   Status drain(Deadline deadline);
   // The checkpoints finished since the last call, oldest first.
@@ -78,7 +91,7 @@ class CheckpointWriter {
 
  private:
   struct Job {
-    CheckpointShard shard;
+    CheckpointSnapshot snapshot;
     double snapshotSeconds = 0;
   };
   void loop();

@@ -119,7 +119,7 @@ struct Trainer::Impl {
   Status setup();
   Status resume(TrainResult* result);
   Result<std::string> checkpoint();
-  CheckpointShard snapshot(Status* st);
+  Result<CheckpointSnapshot> snapshot();
   // Note [Asynchronous checkpoints]: what the writer finished, printed and published here.
   void reportWrittenCheckpoints();
   Status drainCheckpoints();
@@ -311,30 +311,25 @@ Status Trainer::Impl::resume(TrainResult* result) {
   return Status::ok();
 }
 
-// Every section of this rank's checkpoint, copied into memory.
-CheckpointShard Trainer::Impl::snapshot(Status* st) {
-  CheckpointShard shard;
+// Every section of this rank's checkpoint, copied into memory; the parameters' and a plain
+// optimizer's encoding is deferred (Note [Asynchronous checkpoints]).
+Result<CheckpointSnapshot> Trainer::Impl::snapshot() {
+  CheckpointSnapshot snap;
+  CheckpointShard& shard = snap.shard;
   shard.step = state.step;
   shard.rank = backend.rank();
   shard.worldSize = backend.size();
   shard.sections["trainer"] = state.encode();
-  shard.sections["model"] = model::saveParameters(model->parameters(), model->ops());
-  auto opt = optimizer->saveState(opDeadline());
-  if (!opt.isOk()) {
-    *st = opt.status();
-    return shard;
-  }
-  shard.sections["optimizer"] = std::move(*opt);
+  snap.deferred.emplace_back("model", [params = model::snapshotParameters(model->parameters(), model->ops())] {
+    return model::encodeParameters(params);
+  });
+  DDP_ASSIGN_OR_RETURN(auto optimizerState, optimizer->snapshotState(opDeadline()));
+  snap.deferred.emplace_back("optimizer", std::move(optimizerState));
   if (reducer && reducer->commHook()->hasState()) {
-    auto hook = reducer->commHook()->saveState();
-    if (!hook.isOk()) {
-      *st = hook.status();
-      return shard;
-    }
-    shard.sections["comm_hook"] = std::move(*hook);
+    DDP_ASSIGN_OR_RETURN(shard.sections["comm_hook"], reducer->commHook()->saveState());
   }
   shard.sections["sampler"] = sampler->state().serialize();
-  return shard;
+  return snap;
 }
 
 void Trainer::Impl::reportWrittenCheckpoints() {
@@ -361,17 +356,16 @@ Status Trainer::Impl::drainCheckpoints() {
 
 Result<std::string> Trainer::Impl::checkpoint() {
   const auto t0 = SteadyClock::now();
-  Status snap;
-  CheckpointShard shard = snapshot(&snap);
-  DDP_RETURN_IF_ERROR(snap);
+  DDP_ASSIGN_OR_RETURN(CheckpointSnapshot snap, snapshot());
   if (checkpoints->asynchronous()) {
     // Note [Asynchronous checkpoints]: the step stalls only for the snapshot (and for the
     // previous checkpoint, if it is still being written).
     const double snapSeconds = secondsSince(t0);
-    DDP_RETURN_IF_ERROR(checkpoints->saveAsync(std::move(shard), snapSeconds, opDeadline()));
+    DDP_RETURN_IF_ERROR(checkpoints->saveAsync(std::move(snap), snapSeconds, opDeadline()));
     lastCheckpointStep = state.step;
     return checkpoints->store().stepDir(state.step);
   }
+  const CheckpointShard& shard = snap.materialize();
   DDP_ASSIGN_OR_RETURN(std::string path, checkpoints->save(shard, opDeadline()));
   lastCheckpointStep = state.step;
   if (printing()) reporter.checkpoint(state.step, path, secondsSince(t0));

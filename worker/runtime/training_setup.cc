@@ -160,6 +160,15 @@ Result<std::string> OptimizerRunner::saveState(Deadline deadline) {
   return dfa_->stateDict(0, deadline);
 }
 
+Result<std::function<std::string()>> OptimizerRunner::snapshotState(Deadline deadline) {
+  if (plain_) {
+    DDP_ASSIGN_OR_RETURN(optim::OptimizerState st, plain_->hostState());
+    return std::function<std::string()>([st = std::move(st)] { return st.encode(); });
+  }
+  DDP_ASSIGN_OR_RETURN(std::string encoded, saveState(deadline));
+  return std::function<std::string()>([encoded = std::move(encoded)] { return encoded; });
+}
+
 Status OptimizerRunner::loadState(const std::vector<std::string>& states, int rank) {
   if (plain_) return plain_->loadStateDict(states.at(static_cast<size_t>(rank)));
   if (zero_) return zero_->loadShardStateDicts(states);

@@ -3,6 +3,7 @@
 // options, and the optimizer (plain or ZeRO-sharded) behind one small interface.
 // Thread model: plain functions; OptimizerRunner is used by the training thread only.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -72,6 +73,10 @@ class OptimizerRunner {
   // This rank's state: the whole optimizer (device state copied through the host), its ZeRO
   // shard, or (DFA, a collective) the full state streamed to rank 0 (empty elsewhere).
   Result<std::string> saveState(Deadline deadline);
+  // saveState() split for asynchronous checkpoints: the state copied now (plain optimizers), the
+  // encoding done by the returned function on the checkpoint writer's thread. ZeRO and
+  // DistributedFusedAdam encode at once (the latter gathers: a collective).
+  Result<std::function<std::string()>> snapshotState(Deadline deadline);
   // `states[r]` is what rank r saved (ZeRO merges every shard; DFA loads rank 0's full state;
   // plain uses this rank's).
   Status loadState(const std::vector<std::string>& states, int rank);
