@@ -185,15 +185,9 @@ int main(int argc, char** argv) {
   using namespace ddp::bench;
   Options o;
   o.workerBin = programDir() + "/ddp-worker";
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "bench_checkpoint: %s needs a value\n", a.c_str());
-        std::exit(2);
-      }
-      return argv[++i];
-    };
+  for (ArgReader args(argc, argv, "bench_checkpoint"); args.next();) {
+    const std::string a = args.flag();
+    auto value = [&] { return args.value(); };
     if (a == "--json") {
       o.json = true;
     } else if (a == "--models") {

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 namespace ddp::bench {
@@ -14,6 +16,15 @@ std::vector<std::string> splitList(const std::string& s) {
     if (!item.empty()) out.push_back(item);
   }
   return out;
+}
+
+std::string ArgReader::value() {
+  const std::string name = argv_[i_];
+  if (i_ + 1 >= argc_) {
+    std::fprintf(stderr, "%s: %s needs a value\n", program_.c_str(), name.c_str());
+    std::exit(2);
+  }
+  return argv_[++i_];
 }
 
 std::string programDir() {
