@@ -3,6 +3,7 @@
 // binary), with its address read from its "listening on" line. The destructor SIGKILLs and
 // reaps it; workers its local launcher started outlive it (killLauncherWorkers cleans them).
 // Thread model: the test's thread only.
+#include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -39,7 +40,12 @@ class ControllerProcess {
     std::string line;
     char c;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (std::chrono::steady_clock::now() < deadline && ::read(out[0], &c, 1) == 1 && c != '\n') line.push_back(c);
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{out[0], POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;  // bounded: a controller that prints nothing is given up on
+      if (::read(out[0], &c, 1) != 1 || c == '\n') break;
+      line.push_back(c);
+    }
     ::close(out[0]);
     const std::string prefix = "listening on ";
     if (line.rfind(prefix, 0) != 0) {
