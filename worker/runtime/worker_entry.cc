@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "worker/runtime/job_spec_adapter.h"
 #include "worker/runtime/stop_signal.h"
 #include "worker/runtime/trainer.h"
+#include "worker/runtime/training_setup.h"
 #include "worker/runtime/worker_config.h"
 
 namespace ddp::runtime {
@@ -221,6 +223,10 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
     if (code == kWorkerExitBadConfig || stop.load()) return failed(st, code);
     return rejoinAfter(st);
   };
+  // A process's first generation (a new or replacement worker) reads its data set while the
+  // backend connects: on a replacement that load is most of the time the survivors wait.
+  std::future<Result<TrainingData>> prefetch;
+  if (!*data) prefetch = std::async(std::launch::async, [&tc] { return loadTrainingData(tc); });
   // The server namespaces the keys per job and generation; Gloo and NCCL prefix their own.
   auto store = comm::HttpStoreClient::connect(client.storeAddress(), client.storeOptions(a.generation));
   if (!store.isOk()) return fatalOr(store.status().withContext("store"), kWorkerExitFailure);
@@ -237,6 +243,10 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
   io.stop = &stop;
   io.checkpointNow = &reporter.checkpointRequested();
   io.onProgress = [&reporter](const TrainingProgress& p) { reporter.publish(p); };
+  if (prefetch.valid()) {
+    // A failed load is left to the trainer, which loads again and reports it as it always does.
+    if (auto loaded = prefetch.get(); loaded.isOk()) *data = std::make_shared<const TrainingData>(std::move(*loaded));
+  }
   io.data = *data;
   // Checkpoints are committed by the controller (Note [Two-phase checkpoint commit]).
   const std::unique_ptr<CheckpointChannel> checkpointChannel = client.checkpointChannel(a.generation);
@@ -365,15 +375,18 @@ int runWorker(int argc, char** argv) {
   auto client = ControllerClient::create(co);
   if (!client.isOk()) return fail(client.status(), kWorkerExitBadConfig);
 
+  // In-process recovery needs an abort that releases a blocked collective (Note [Abort
+  // self-test]); when it does not, the controller hears it in every heartbeat. It runs while the
+  // worker joins (a replacement's round closes as soon as it registers).
+  std::future<comm::AbortSelfTestResult> selfTestRun =
+      std::async(std::launch::async, [] { return comm::runGlooAbortSelfTest(); });  // logs its result
   auto assignment = joinJob(**client, *config);
   if (!assignment.isOk()) {
     if (auto code = finishedJobExit(assignment.status())) return *code;
     const bool refused = assignment.status().code() == StatusCode::kFailedPrecondition;  // 401: the token
     return fail(assignment.status().withContext("joining the job"), refused ? kWorkerExitBadConfig : kWorkerExitFailure);
   }
-  // In-process recovery needs an abort that releases a blocked collective (Note [Abort
-  // self-test]); when it does not, the controller hears it in every heartbeat.
-  const comm::AbortSelfTestResult selfTest = comm::runGlooAbortSelfTest();  // logs its result
+  const comm::AbortSelfTestResult selfTest = selfTestRun.get();
   std::shared_ptr<const TrainingData> data;
   for (;;) {  // Note [Worker generations]
     log::setPrefix(config->jobName, assignment->rank);
