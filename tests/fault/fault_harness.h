@@ -2,7 +2,9 @@
 // The fault tests' harness: an in-process ddp-controller (the real service code: HTTP API,
 // SQLite job table, local launcher) whose local launcher starts real ddp-worker processes over
 // loopback, and helpers to wait on the job's record and events. Faults are real signals sent by
-// PID to worker processes this harness's controller started.
+// PID to worker processes this harness's controller started (or that startWorker started: the
+// external launcher, where the test plays the launcher; startWorker can prefix the command, as
+// `ip netns exec NS`, which execs the worker in place).
 // Cleanup: the destructor SIGCONTs every worker it stopped (while the process is still the one
 // it stopped: same start time), stops the controller, SIGKILLs every worker process named in
 // the launcher's pid files and every worker it started itself (reaping them); then removes the
@@ -21,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -43,11 +46,12 @@ inline int64_t processStartTime(int64_t pid) {
 class FaultHarness {
  public:
   // `launcher`: "local" (the controller starts the workers) or "external" (startWorker does).
-  explicit FaultHarness(const std::string& launcher = "local") {
+  // `listenHost`: where the controller listens ("0.0.0.0": every address of this namespace).
+  explicit FaultHarness(const std::string& launcher = "local", const std::string& listenHost = "127.0.0.1") {
     char t[] = "/tmp/ddp-fault-XXXXXX";
     dir_ = ::mkdtemp(t);
     controller::ControllerConfig c;
-    c.listenHost = "127.0.0.1";
+    c.listenHost = listenHost;
     c.listenPort = 0;
     c.stateDir = dir_ + "/state";
     c.workerBinary = kFaultBin + "/ddp-worker";
@@ -78,6 +82,7 @@ class FaultHarness {
   bool ok() const { return controller_ != nullptr; }
   const std::string& startError() const { return startError_; }
   const std::string& dir() const { return dir_; }
+  int port() const { return controller_->port(); }
   controller::JobManager& jobs() { return controller_->jobs(); }
 
   Status submit(const std::string& yaml) {
@@ -116,6 +121,17 @@ class FaultHarness {
   bool waitPhase(const std::string& job, const std::string& phase, double seconds) {
     return waitFor(seconds, [&] { return controller::jobPhaseName(record(job).phase) == phase; });
   }
+  // Waits until the job's rank 0 has stepped past `step` with every rank running; false when the
+  // job ended or `seconds` passed first.
+  bool waitTraining(const std::string& job, int64_t step, double seconds) {
+    bool running = false;
+    waitFor(seconds, [&] {
+      auto r = record(job);
+      running = r.phase == controller::JobPhase::kRunning && r.progress.step > step;
+      return running || controller::isTerminal(r.phase);
+    });
+    return running;
+  }
   // The pid of the worker holding `rank` in the job's record (0 when none).
   int64_t pidOfRank(const std::string& job, int rank) {
     for (const auto& w : record(job).workers) {
@@ -123,12 +139,40 @@ class FaultHarness {
     }
     return 0;
   }
-  // External launcher: starts ddp-worker `workerId` of `job` as this process's child (output to
-  // DIR/<workerId>.log). Returns its pid.
-  pid_t startWorker(const std::string& job, const std::string& workerId) {
-    const std::string token = record(job).workerToken;
-    const std::string url = controller_->url();
-    const std::string log = dir_ + "/" + workerId + ".log";
+  // How startWorker starts a worker; the defaults start it as the local launcher would.
+  struct WorkerStart {
+    std::vector<std::string> prefix;  // argv before the worker binary (`ip netns exec NS`: it execs)
+    std::string controllerUrl;        // empty: the controller's own URL
+    std::string advertiseAddress;     // empty: the worker's default (127.0.0.1)
+    std::string logName;              // empty: the worker id (DIR/<logName>.log)
+  };
+  // External launcher: starts ddp-worker `workerId` of `job` as this process's child (output
+  // appended to DIR/<workerId>.log). Returns its pid. Everything the child needs is built before
+  // the fork: the controller's threads run in this process, so the child only redirects and execs.
+  pid_t startWorker(const std::string& job, const std::string& workerId, const WorkerStart& how = {}) {
+    const std::string log = dir_ + "/" + (how.logName.empty() ? workerId : how.logName) + ".log";
+    std::vector<std::string> args = how.prefix;
+    args.push_back(kFaultBin + "/ddp-worker");
+    std::vector<std::string> env = {
+        "DDP_CONTROLLER_URL=" + (how.controllerUrl.empty() ? controller_->url() : how.controllerUrl),
+        "DDP_JOB_NAME=" + job, "DDP_JOB_TOKEN=" + record(job).workerToken, "DDP_WORKER_ID=" + workerId};
+    if (!how.advertiseAddress.empty()) env.push_back("DDP_ADVERTISE_ADDR=" + how.advertiseAddress);
+    const size_t set = env.size();  // this process's environment, less the names set above
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string_view entry(*e);
+      const std::string_view name = entry.substr(0, entry.find('=') + 1);  // "NAME="
+      bool overridden = false;
+      for (size_t i = 0; i < set; ++i) overridden = overridden || env[i].starts_with(name);
+      if (!overridden) env.emplace_back(entry);
+    }
+    auto pointers = [](std::vector<std::string>& strings) {
+      std::vector<char*> out;
+      for (auto& s : strings) out.push_back(s.data());
+      out.push_back(nullptr);
+      return out;
+    };
+    std::vector<char*> argv = pointers(args);
+    std::vector<char*> envp = pointers(env);
     const pid_t pid = ::fork();
     if (pid == 0) {
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -136,12 +180,7 @@ class FaultHarness {
         ::dup2(fd, 1);
         ::dup2(fd, 2);
       }
-      ::setenv("DDP_CONTROLLER_URL", url.c_str(), 1);
-      ::setenv("DDP_JOB_NAME", job.c_str(), 1);
-      ::setenv("DDP_JOB_TOKEN", token.c_str(), 1);
-      ::setenv("DDP_WORKER_ID", workerId.c_str(), 1);
-      const std::string bin = kFaultBin + "/ddp-worker";
-      ::execl(bin.c_str(), bin.c_str(), static_cast<char*>(nullptr));
+      ::execvpe(argv[0], argv.data(), envp.data());
       ::_exit(127);
     }
     if (pid > 0) started_.push_back(pid);

@@ -16,22 +16,10 @@
 namespace ddp {
 namespace {
 
-using controller::JobPhase;
 using test::FaultHarness;
 using test::faultJobYaml;
 
 constexpr double kJobSeconds = 120;  // bound of any wait on a job (they finish in seconds)
-
-// Waits until the job's rank 0 has stepped past `step` with every rank running.
-bool waitTraining(FaultHarness& h, const std::string& job, int64_t step) {
-  bool running = false;
-  h.waitFor(kJobSeconds, [&] {
-    auto r = h.record(job);
-    running = r.phase == JobPhase::kRunning && r.progress.step > step;
-    return running || controller::isTerminal(r.phase);
-  });
-  return running;
-}
 
 // The model parameters of rank 0's newest complete checkpoint in `dir` (the run's final one).
 std::string finalModel(const std::string& dir, int64_t* step) {
@@ -49,7 +37,7 @@ TEST(RecoveryFaultTest, SigstoppedWorkerIsNamedUnresponsiveAndTheSurvivorRecover
   FaultHarness h;
   ASSERT_TRUE(h.ok()) << h.startError();
   ASSERT_TRUE(h.submit(faultJobYaml("stop", h.dir() + "/ckpt", 3000, 3)).isOk());
-  ASSERT_TRUE(waitTraining(h, "stop", 200)) << h.describeEvents("stop");
+  ASSERT_TRUE(h.waitTraining("stop", 200, kJobSeconds)) << h.describeEvents("stop");
   const int64_t survivor = h.pidOfRank("stop", 0);
   const int64_t stopped = h.pidOfRank("stop", 1);
   ASSERT_GT(stopped, 0);
@@ -74,7 +62,7 @@ TEST(RecoveryFaultTest, SigkilledWorkerIsReplacedAndTheRunEndsBitwiseAsAnUninter
   // The same training with rank 1 SIGKILLed mid-run: recovery resumes both ranks from the last
   // committed checkpoint, so the run continues as one resumed from it (bitwise on CPU).
   ASSERT_TRUE(h.submit(faultJobYaml("killed", h.dir() + "/ckpt-killed", 3000, 3)).isOk());
-  ASSERT_TRUE(waitTraining(h, "killed", 50)) << h.describeEvents("killed");
+  ASSERT_TRUE(h.waitTraining("killed", 50, kJobSeconds)) << h.describeEvents("killed");
   const int64_t survivor = h.pidOfRank("killed", 0);
   h.signal(h.pidOfRank("killed", 1), SIGKILL);
   ASSERT_TRUE(h.waitPhase("killed", "Succeeded", kJobSeconds)) << h.describeEvents("killed");
@@ -104,7 +92,7 @@ TEST(RecoveryFaultTest, PowerSgdStateSurvivesRecoveryBitwise) {
   ASSERT_TRUE(h.submit(faultJobYaml("psgd-clean", h.dir() + "/ckpt-clean", 3000, 3, hook)).isOk());
   ASSERT_TRUE(h.waitPhase("psgd-clean", "Succeeded", kJobSeconds)) << h.describeEvents("psgd-clean");
   ASSERT_TRUE(h.submit(faultJobYaml("psgd-killed", h.dir() + "/ckpt-killed", 3000, 3, hook)).isOk());
-  ASSERT_TRUE(waitTraining(h, "psgd-killed", 50)) << h.describeEvents("psgd-killed");
+  ASSERT_TRUE(h.waitTraining("psgd-killed", 50, kJobSeconds)) << h.describeEvents("psgd-killed");
   h.signal(h.pidOfRank("psgd-killed", 0), SIGKILL);
   ASSERT_TRUE(h.waitPhase("psgd-killed", "Succeeded", kJobSeconds)) << h.describeEvents("psgd-killed");
   EXPECT_EQ(h.record("psgd-killed").restarts, 1);
@@ -139,7 +127,7 @@ TEST(RecoveryFaultTest, NoRestartsLeftFailsTheJobWithTheReason) {
   FaultHarness h;
   ASSERT_TRUE(h.ok()) << h.startError();
   ASSERT_TRUE(h.submit(faultJobYaml("norestart", h.dir() + "/ckpt", 100000, 0)).isOk());
-  ASSERT_TRUE(waitTraining(h, "norestart", 100)) << h.describeEvents("norestart");
+  ASSERT_TRUE(h.waitTraining("norestart", 100, kJobSeconds)) << h.describeEvents("norestart");
   h.signal(h.pidOfRank("norestart", 1), SIGKILL);
   ASSERT_TRUE(h.waitPhase("norestart", "Failed", 30)) << h.describeEvents("norestart");
   const auto rec = h.record("norestart");
@@ -170,7 +158,7 @@ TEST(RecoveryFaultTest, AStoppedWorkerThatWakesUpAfterRecoveryIsFencedAndExits) 
   const pid_t w1 = h.startWorker("fence", "fence-w1");
   ASSERT_GT(w0, 0);
   ASSERT_GT(w1, 0);
-  ASSERT_TRUE(waitTraining(h, "fence", 50)) << h.describeEvents("fence");
+  ASSERT_TRUE(h.waitTraining("fence", 50, kJobSeconds)) << h.describeEvents("fence");
   h.signal(w1, SIGSTOP);
   ASSERT_TRUE(h.waitFor(20, [&] { return h.event("fence", "WaitingForReplacement") != nullptr; }))
       << h.describeEvents("fence");
