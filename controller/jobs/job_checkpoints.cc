@@ -45,7 +45,7 @@ Result<CheckpointVerdict> JobManager::reportShard(const std::string& name, int64
   Live* job = find(name);
   if (job == nullptr) return notFound("job " + name + " is not running");
   if (!job->rdzv->isCurrent(g) || !job->rdzv->active()) {
-    fenced->current = job->rdzv->generation();
+    fenced->current = fencingGeneration(*job->rdzv);
     return abortedError("stale generation " + std::to_string(g));
   }
   std::vector<LedgerChange> changes;

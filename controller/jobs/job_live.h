@@ -25,6 +25,10 @@
 
 namespace ddp::controller {
 
+// What a fenced worker is told is current: the active generation, or while none is (a round
+// re-forming after a verdict) the one being formed.
+inline int64_t fencingGeneration(const Rendezvous& r) { return r.generation() != 0 ? r.generation() : r.nextGeneration(); }
+
 inline Duration seconds(double s) { return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s)); }
 
 struct Waiter {

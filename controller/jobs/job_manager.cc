@@ -410,7 +410,7 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
       (req.leftGeneration != job->abortedGeneration || !job->survivors.count(req.workerId))) {
     // Note [Recovery]: a process of a generation that ended without it as a survivor (a stopped
     // worker that was blamed and woke up later): its place went to a replacement.
-    fenced->current = job->rdzv->generation();
+    fenced->current = fencingGeneration(*job->rdzv);
     event(*job, kEventWarning, "Fenced",
           "worker " + req.workerId + " (pid " + std::to_string(req.pid) + ") tried to rejoin after generation " +
               std::to_string(req.leftGeneration) + ", which ended without it: refused");
@@ -526,7 +526,7 @@ Result<std::shared_ptr<comm::KeySpace>> JobManager::keySpace(const std::string& 
   Live* job = find(name);
   if (job == nullptr) return notFound("job " + name + " is not running");
   if (!job->rdzv->isCurrent(g)) {
-    fenced->current = job->rdzv->generation();
+    fenced->current = fencingGeneration(*job->rdzv);
     return abortedError("stale generation " + std::to_string(g));
   }
   return job->spaces[g];
@@ -543,7 +543,7 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
       if (it != job->workers.end()) it->second.lastSeen = clock_.now();
       return Command{CommandType::kAbort, 0};
     }
-    fenced->current = job->rdzv->generation();
+    fenced->current = fencingGeneration(*job->rdzv);
     return abortedError("stale generation " + std::to_string(g));
   }
   auto it = job->workers.find(hb.workerId);
