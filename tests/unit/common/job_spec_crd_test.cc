@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -144,6 +146,27 @@ TEST(KubernetesCrdTest, NamesSubresourcesAndPrinterColumns) {
     EXPECT_TRUE(fields.count(f)) << f;
   }
   EXPECT_FALSE(fields.count("status.generation"));
+}
+
+// The Kubernetes examples are real jobs: the parser (the controller's gate) takes them, with
+// their spec.kubernetes, and they round-trip. (Their check against the CRD schema:
+// KubernetesCrdExamples, tests/kubernetes/check.sh.)
+TEST(KubernetesCrdTest, ManifestExamplesParseAndRoundTrip) {
+  int seen = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(DDP_SOURCE_DIR "/manifests/examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    ++seen;
+    auto r = loadJobSpecFile(entry.path().string());
+    ASSERT_TRUE(r.isOk()) << r.status();
+    auto again = parseJobSpec(r->toYaml());
+    ASSERT_TRUE(again.isOk()) << again.status();
+    EXPECT_EQ(*again, *r);
+    if (r->device == JobDevice::kCuda) {
+      EXPECT_EQ(r->kubernetes.resources.limits.at(kNvidiaGpuResource), "1");
+    }
+  }
+  EXPECT_GE(seen, 2);
 }
 
 }  // namespace
