@@ -28,6 +28,30 @@ void setTimeouts(httplib::Client& cli, Duration left) {
 
 }  // namespace
 
+void WatchCancel::cancel() {
+  // Under the lock: the watch detaches (and destroys its connection) only after this returns.
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_ = true;
+  if (abort_) abort_();
+}
+
+bool WatchCancel::cancelled() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cancelled_;
+}
+
+bool WatchCancel::attach(std::function<void()> abort) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (cancelled_) return false;
+  abort_ = std::move(abort);
+  return true;
+}
+
+void WatchCancel::detach() {
+  std::lock_guard<std::mutex> lock(mu_);
+  abort_ = nullptr;
+}
+
 Status apiStatus(const KubeResponse& r, const std::string& what) {
   if (r.status >= 200 && r.status < 300) return Status::ok();
   const std::string m = what + ": HTTP " + std::to_string(r.status) + ": " + serverMessage(r.body);
@@ -114,12 +138,19 @@ Status KubeClient::remove(const std::string& path, const std::string& propagatio
 }
 
 Status KubeClient::watch(const std::string& pathWithQuery, const std::function<bool(const std::string&)>& onLine,
-                         Deadline deadline) {
+                         Deadline deadline, WatchCancel* cancel) {
   DDP_ASSIGN_OR_RETURN(std::string token, tokens_.token());
   httplib::Client cli(config_.server);
   if (!config_.caFile.empty()) cli.set_ca_cert_path(config_.caFile);
   cli.enable_server_certificate_verification(true);
   setTimeouts(cli, deadline.remaining(clock_));
+  if (cancel && !cancel->attach([&cli] { cli.stop(); })) return abortedError("watch " + pathWithQuery + ": cancelled");
+  struct Detach {
+    WatchCancel* c;
+    ~Detach() {
+      if (c) c->detach();
+    }
+  } detach{cancel};
   httplib::Request req;
   req.method = "GET";
   req.path = pathWithQuery;
@@ -152,6 +183,7 @@ Status KubeClient::watch(const std::string& pathWithQuery, const std::function<b
   };
   auto res = cli.send(req);
   if (stopped) return Status::ok();
+  if (cancel && cancel->cancelled()) return abortedError("watch " + pathWithQuery + ": cancelled");
   if (status != 0 && status != 200) {
     if (status == 401) tokens_.invalidate();
     return apiStatus(KubeResponse{status, errorBody}, "watch " + pathWithQuery);

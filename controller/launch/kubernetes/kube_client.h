@@ -15,6 +15,7 @@
 
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -25,6 +26,23 @@
 #include "controller/launch/kubernetes/kube_config.h"
 
 namespace ddp::controller::kube {
+
+// Cancels a running watch from another thread: cancel() closes its connection, and a watch
+// started after cancel() returns at once. Thread-safe.
+class WatchCancel {
+ public:
+  void cancel();
+  bool cancelled() const;
+
+ private:
+  friend class KubeClient;
+  // Registers how to abort the current connection; false when already cancelled.
+  bool attach(std::function<void()> abort);
+  void detach();
+  mutable std::mutex mu_;
+  bool cancelled_ = false;         // guarded by mu_
+  std::function<void()> abort_;    // guarded by mu_
+};
 
 struct KubeResponse {
   int status = 0;
@@ -59,10 +77,10 @@ class KubeClient {
 
   // Streams `pathWithQuery` (a ...?watch=1&... URL): calls onLine with each complete line (one
   // JSON event) until the server ends the stream (ok), onLine returns false (ok), or the
-  // deadline passes (Timeout). An HTTP error answer is returned through apiStatus (410 Gone:
-  // OutOfRange). Blocks until then.
+  // deadline passes (Timeout), or `cancel` is cancelled (Aborted). An HTTP error answer is
+  // returned through apiStatus (410 Gone: OutOfRange). Blocks until then.
   Status watch(const std::string& pathWithQuery, const std::function<bool(const std::string& line)>& onLine,
-               Deadline deadline);
+               Deadline deadline, WatchCancel* cancel = nullptr);
 
  private:
   KubeClient(KubeConfig config, const Clock& clock);

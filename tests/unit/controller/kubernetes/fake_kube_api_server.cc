@@ -141,6 +141,7 @@ struct FakeKubeApiServer::State {
   std::map<std::string, std::string> logs;
   int64_t uids = 0;
   bool stopping = false;
+  bool watchesUnavailable = false;
   std::thread reaper;  // ends watches past their timeoutSeconds
 
   // Every method below: mu held.
@@ -304,6 +305,9 @@ void FakeKubeApiServer::State::handle(http::Request& req, std::shared_ptr<http::
   }
   if (req.method == "GET" && t->name.empty()) {
     const std::string w = req.queryValue("watch").value_or("");
+    if ((w == "1" || w == "true") && watchesUnavailable) {
+      return (void)out->reply(statusResponse(503, "ServiceUnavailable", "the server is currently unable to handle the request"));
+    }
     if (w == "1" || w == "true") return watch(*t, req, out);
     json items = json::array();
     const auto selector = parseSelector(req.queryValue("labelSelector").value_or(""));
@@ -456,6 +460,11 @@ void FakeKubeApiServer::closeWatches() {
     }
   }
   state_->watchers.clear();
+}
+
+void FakeKubeApiServer::setWatchesUnavailable(bool unavailable) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->watchesUnavailable = unavailable;
 }
 
 std::vector<std::string> FakeKubeApiServer::requests() const {

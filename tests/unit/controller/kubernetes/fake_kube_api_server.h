@@ -61,6 +61,8 @@ class FakeKubeApiServer {
   void compact();
   // Ends every open watch stream (as an API server restart would).
   void closeWatches();
+  // While on, new watch requests get 503 ServiceUnavailable (lists and writes still work).
+  void setWatchesUnavailable(bool unavailable);
   // "METHOD path?query" of every request so far, in order.
   std::vector<std::string> requests() const;
   int64_t resourceVersion() const;
