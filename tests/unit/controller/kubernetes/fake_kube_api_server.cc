@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <set>
 #include <thread>
 
 namespace ddp::controller::kube::testing {
@@ -142,6 +143,7 @@ struct FakeKubeApiServer::State {
   int64_t uids = 0;
   bool stopping = false;
   bool watchesUnavailable = false;
+  std::set<std::string> interfere;  // "resource ns/name": bump before the next write
   std::thread reaper;  // ends watches past their timeoutSeconds
 
   // Every method below: mu held.
@@ -212,6 +214,10 @@ http::Response FakeKubeApiServer::State::update(const Target& t, json body, bool
   auto it = store[t.resource].find(t.ns + "/" + t.name);
   if (it == store[t.resource].end()) {
     return statusResponse(404, "NotFound", t.resource + " \"" + t.name + "\" not found");
+  }
+  if (interfere.erase(t.resource + " " + t.ns + "/" + t.name)) {
+    it->second = stamp(it->second, t);
+    emit("MODIFIED", t.resource, it->second);
   }
   json current = it->second;
   json next = current;
@@ -460,6 +466,12 @@ void FakeKubeApiServer::closeWatches() {
     }
   }
   state_->watchers.clear();
+}
+
+void FakeKubeApiServer::interfereOnNextWrite(const std::string& resource, const std::string& ns,
+                                             const std::string& name) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->interfere.insert(resource + " " + ns + "/" + name);
 }
 
 void FakeKubeApiServer::setWatchesUnavailable(bool unavailable) {

@@ -61,6 +61,9 @@ class FakeKubeApiServer {
   void compact();
   // Ends every open watch stream (as an API server restart would).
   void closeWatches();
+  // Before the next PUT or PATCH of this object, another client writes it (its
+  // resourceVersion moves on): a PUT carrying the version read before gets 409.
+  void interfereOnNextWrite(const std::string& resource, const std::string& ns, const std::string& name);
   // While on, new watch requests get 503 ServiceUnavailable (lists and writes still work).
   void setWatchesUnavailable(bool unavailable);
   // "METHOD path?query" of every request so far, in order.
