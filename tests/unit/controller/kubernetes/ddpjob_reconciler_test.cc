@@ -168,9 +168,10 @@ TEST_F(KubernetesReconcilerTest, DeletingTheDdpJobRemovesTheJobAndItsObjects) {
 
 TEST_F(KubernetesReconcilerTest, AFinishedDdpJobIsDeletedAfterItsTtl) {
   api_.put(kJobs, "ml", ddpJob("fm", R"(,"kubernetes":{"runPolicy":{"ttlSecondsAfterFinished":0}})"));
-  ASSERT_TRUE(waitUntil([&] { return jobs_->get("fm").isOk(); }));
-  ASSERT_TRUE(jobs_->cancel("fm").isOk());
-  EXPECT_TRUE(waitUntil([&] { return !api_.object(kJobs, "ml", "fm").has_value(); }, 100));
+  ASSERT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; }));
+  ASSERT_TRUE(jobs_->cancel("fm").isOk());  // the pods are deleted; the job ends Cancelled
+  EXPECT_TRUE(waitUntil([&] { return !api_.object(kJobs, "ml", "fm").has_value(); }, 100))
+      << jobPhaseName(jobs_->get("fm")->phase) << " " << jobs_->get("fm")->completionMs << " " << statusOf("fm");
   EXPECT_TRUE(waitUntil([&] { return !jobs_->get("fm").isOk(); }, 100));
 }
 
