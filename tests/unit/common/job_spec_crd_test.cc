@@ -13,6 +13,7 @@
 
 #include "common/job_spec.h"
 #include "common/job_spec_fields.h"
+#include "tests/unit/common/job_spec_test_util.h"
 
 namespace ddp {
 namespace {
@@ -152,21 +153,11 @@ TEST(KubernetesCrdTest, NamesSubresourcesAndPrinterColumns) {
 // their spec.kubernetes, and they round-trip. (Their check against the CRD schema:
 // KubernetesCrdExamples, tests/kubernetes/check.sh.)
 TEST(KubernetesCrdTest, ManifestExamplesParseAndRoundTrip) {
-  int seen = 0;
-  for (const auto& entry : std::filesystem::directory_iterator(DDP_SOURCE_DIR "/manifests/examples")) {
-    if (entry.path().extension() != ".yaml") continue;
-    SCOPED_TRACE(entry.path().string());
-    ++seen;
-    auto r = loadJobSpecFile(entry.path().string());
-    ASSERT_TRUE(r.isOk()) << r.status();
-    auto again = parseJobSpec(r->toYaml());
-    ASSERT_TRUE(again.isOk()) << again.status();
-    EXPECT_EQ(*again, *r);
-    if (r->device == JobDevice::kCuda) {
-      EXPECT_EQ(r->kubernetes.resources.limits.at(kNvidiaGpuResource), "1");
-    }
+  const std::vector<JobSpec> specs = spec_test::loadRoundTripping(DDP_SOURCE_DIR "/manifests/examples");
+  EXPECT_GE(specs.size(), 2u);
+  for (const JobSpec& s : specs) {
+    if (s.device == JobDevice::kCuda) EXPECT_EQ(s.kubernetes.resources.limits.at(kNvidiaGpuResource), "1") << s.name;
   }
-  EXPECT_GE(seen, 2);
 }
 
 }  // namespace

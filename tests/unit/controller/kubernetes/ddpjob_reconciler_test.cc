@@ -14,7 +14,7 @@
 #include "controller/launch/kubernetes/kubernetes_launcher.h"
 #include "controller/store/sqlite_job_store.h"
 #include "tests/support/temp_dir.h"
-#include "tests/unit/controller/kubernetes/fake_kube_api_server.h"
+#include "tests/unit/controller/kubernetes/fake_api_test.h"
 
 namespace ddp::controller::kube {
 namespace {
@@ -54,15 +54,10 @@ TEST(KubernetesStatusTest, WritesFollowTheRateRules) {
   EXPECT_TRUE(statusWriteDue(s, t0, phase, t0));
 }
 
-class KubernetesReconcilerTest : public ::testing::Test {
+class KubernetesReconcilerTest : public testing::FakeApiTest {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(api_.start().isOk());
-    KubeConfig c;
-    c.server = api_.url();
-    auto client = KubeClient::create(c);
-    ASSERT_TRUE(client.isOk());
-    client_ = std::move(*client);
+    FakeApiTest::SetUp();
     auto store = SqliteJobStore::open(dir_.path() + "/jobs.db");
     ASSERT_TRUE(store.isOk()) << store.status();
     store_ = std::move(*store);
@@ -106,12 +101,8 @@ class KubernetesReconcilerTest : public ::testing::Test {
                        extra + "}}");
   }
 
-  bool waitUntil(const std::function<bool()>& cond, int tenths = 50) {
-    for (int i = 0; i < tenths * 10; ++i) {
-      if (cond()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return cond();
+  static bool waitUntil(const std::function<bool()>& cond, int tenths = 50) {
+    return testing::waitUntil(cond, std::chrono::milliseconds(100) * tenths);
   }
 
   json statusOf(const std::string& name) {
@@ -120,8 +111,6 @@ class KubernetesReconcilerTest : public ::testing::Test {
   }
 
   ddp::test::TempDir dir_;
-  testing::FakeKubeApiServer api_;
-  std::unique_ptr<KubeClient> client_;
   std::unique_ptr<SqliteJobStore> store_;
   std::unique_ptr<KubernetesLauncher> launcher_;
   std::unique_ptr<JobManager> jobs_;

@@ -10,7 +10,7 @@
 
 #include "controller/launch/kubernetes/kube_config.h"
 #include "tests/support/temp_dir.h"
-#include "tests/unit/controller/kubernetes/fake_kube_api_server.h"
+#include "tests/unit/controller/kubernetes/fake_api_test.h"
 
 namespace ddp::controller::kube {
 namespace {
@@ -21,26 +21,14 @@ void writeFile(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
 }
 
-class KubernetesClientTest : public ::testing::Test {
+class KubernetesClientTest : public testing::FakeApiTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(api_.start().isOk());
-    KubeConfig c;
-    c.server = api_.url();
-    c.nameSpace = "team-a";
-    auto client = KubeClient::create(c);
-    ASSERT_TRUE(client.isOk()) << client.status();
-    client_ = std::move(*client);
-  }
-
   static json pod(const std::string& name) {
     return {{"apiVersion", "v1"}, {"kind", "Pod"},
             {"metadata", {{"name", name}, {"labels", {{"ddp.dev/job", "j1"}}}}},
             {"spec", {{"restartPolicy", "Never"}, {"containers", json::array({{{"name", "worker"}, {"image", "ddp"}}})}}}};
   }
 
-  testing::FakeKubeApiServer api_;
-  std::unique_ptr<KubeClient> client_;
 };
 
 const std::string kPods = "/api/v1/namespaces/team-a/pods";
@@ -162,31 +150,28 @@ TEST_F(KubernetesClientTest, TheTokenIsReadAgainAfterA401AndAfterItsRefreshTime)
   const std::string file = dir.path() + "/token";
   writeFile(file, "old\n");
   FakeClock clock;
-  KubeConfig c;
-  c.server = api_.url();
-  c.tokenFile = file;
-  auto client = KubeClient::create(c, clock);
-  ASSERT_TRUE(client.isOk());
+  auto client = newClient(clock, file);
+  ASSERT_NE(client, nullptr);
   auto requestsFor = [&](auto call) {
     const size_t before = api_.requests().size();
     call();
     return api_.requests().size() - before;
   };
   api_.requireToken("old");
-  EXPECT_EQ(requestsFor([&] { EXPECT_TRUE((*client)->get(kPods).isOk()); }), 1u);
+  EXPECT_EQ(requestsFor([&] { EXPECT_TRUE(client->get(kPods).isOk()); }), 1u);
   // Rotated by the kubelet: the cached token gets 401, the file is read again, one retry.
   api_.requireToken("new");
   writeFile(file, "new\n");
-  EXPECT_EQ(requestsFor([&] { EXPECT_TRUE((*client)->get(kPods).isOk()); }), 2u);
+  EXPECT_EQ(requestsFor([&] { EXPECT_TRUE(client->get(kPods).isOk()); }), 2u);
   // Rotation without a 401 first: the file is read again once kTokenRefresh passed.
   writeFile(file, "newer\n");
   api_.requireToken("newer");
   clock.advance(kTokenRefresh + std::chrono::seconds(1));
-  EXPECT_EQ(requestsFor([&] { EXPECT_TRUE((*client)->get(kPods).isOk()); }), 1u);
+  EXPECT_EQ(requestsFor([&] { EXPECT_TRUE(client->get(kPods).isOk()); }), 1u);
   // A token the server does not take: one retry, then the 401 as FailedPrecondition.
   api_.requireToken("other");
   EXPECT_EQ(requestsFor([&] {
-              auto r = (*client)->get(kPods);
+              auto r = client->get(kPods);
               EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status();
               EXPECT_NE(r.status().message().find("HTTP 401"), std::string::npos);
             }),

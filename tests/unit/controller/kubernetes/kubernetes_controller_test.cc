@@ -11,20 +11,14 @@
 #include "controller/service/controller.h"
 #include "controller/service/controller_config.h"
 #include "tests/support/temp_dir.h"
-#include "tests/unit/controller/kubernetes/fake_kube_api_server.h"
+#include "tests/unit/controller/kubernetes/fake_api_test.h"
 
 namespace ddp::controller {
 namespace {
 
 using nlohmann::json;
 
-bool waitUntil(const std::function<bool()>& cond) {
-  for (int i = 0; i < 500; ++i) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return cond();
-}
+using kube::testing::waitUntil;
 
 TEST(KubernetesControllerTest, ControllerRunsDdpJobsThroughTheKubernetesLauncher) {
   kube::testing::FakeKubeApiServer api;

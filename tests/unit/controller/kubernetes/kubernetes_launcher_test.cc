@@ -10,22 +10,17 @@
 #include <csignal>
 #include <thread>
 
-#include "tests/unit/controller/kubernetes/fake_kube_api_server.h"
+#include "tests/unit/controller/kubernetes/fake_api_test.h"
 
 namespace ddp::controller::kube {
 namespace {
 
 using nlohmann::json;
 
-class KubernetesLauncherTest : public ::testing::Test {
+class KubernetesLauncherTest : public testing::FakeApiTest {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(api_.start().isOk());
-    KubeConfig c;
-    c.server = api_.url();
-    auto client = KubeClient::create(c);
-    ASSERT_TRUE(client.isOk());
-    client_ = std::move(*client);
+    FakeApiTest::SetUp();
     auto spec = parseJobSpec(
         "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: fm}\n"
         "spec: {workers: {count: 2}, model: {type: mlp}, data: {dataset: synthetic}, epochs: 1,\n"
@@ -46,8 +41,7 @@ class KubernetesLauncherTest : public ::testing::Test {
     auto l = KubernetesLauncher::create(*client_, o);
     ASSERT_TRUE(l.isOk()) << l.status();
     launcher_ = std::move(*l);
-    for (int i = 0; i < 300 && !launcher_->ready().isOk(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    ASSERT_TRUE(launcher_->ready().isOk()) << launcher_->ready();
+    ASSERT_TRUE(testing::waitUntil([&] { return launcher_->ready().isOk(); })) << launcher_->ready();
     launch_.jobName = "fm";
     launch_.workers = 2;
     launch_.env.controllerUrl = "http://ddp.ddp-system.svc:8080";
@@ -81,16 +75,6 @@ class KubernetesLauncherTest : public ::testing::Test {
     return p ? (*p)["metadata"]["uid"].get<std::string>() : "";
   }
 
-  bool waitUntil(const std::function<bool()>& cond) {
-    for (int i = 0; i < 300; ++i) {
-      if (cond()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return cond();
-  }
-
-  testing::FakeKubeApiServer api_;
-  std::unique_ptr<KubeClient> client_;
   JobSpec spec_;
   JobLaunch launch_;
   std::unique_ptr<KubernetesLauncher> launcher_;
@@ -139,20 +123,20 @@ TEST_F(KubernetesLauncherTest, ReplaceDeletesAndRecreatesOnlyThatWorkersPod) {
   podEnded(1, 137);
   waitForExits(1);
   ASSERT_TRUE(launcher_->replaceWorker("fm", "fm-w1").isOk());
-  EXPECT_TRUE(waitUntil([&] { return !podUid(1).empty() && podUid(1) != uid1; }));
+  EXPECT_TRUE(testing::waitUntil([&] { return !podUid(1).empty() && podUid(1) != uid1; }));
   EXPECT_EQ(podUid(0), uid0);  // the other worker keeps running
   EXPECT_EQ(waitForExits(2, 20).size(), 1u);  // the ended pod's deletion is not a second exit
   // Held: the pod goes, its replacement waits for the release.
   launcher_->holdReplacements("fm", true);
   ASSERT_TRUE(launcher_->replaceWorker("fm", "fm-w0").isOk());
-  EXPECT_TRUE(waitUntil([&] { return podUid(0).empty(); }));
+  EXPECT_TRUE(testing::waitUntil([&] { return podUid(0).empty(); }));
   auto exits = waitForExits(2);
   ASSERT_EQ(exits.size(), 2u);  // a running pod deleted: reported, as killed by the launcher
   EXPECT_TRUE(exits[1].killedByLauncher);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_TRUE(podUid(0).empty());
   launcher_->holdReplacements("fm", false);
-  EXPECT_TRUE(waitUntil([&] { return !podUid(0).empty() && podUid(0) != uid0; }));
+  EXPECT_TRUE(testing::waitUntil([&] { return !podUid(0).empty() && podUid(0) != uid0; }));
   EXPECT_EQ(launcher_->replaceWorker("fm", "other-w0").code(), StatusCode::kNotFound);
 }
 
@@ -202,7 +186,7 @@ TEST_F(KubernetesLauncherTest, AStandbyReplicaIsNotReady) {
   o.elector = standby->get();
   auto l = KubernetesLauncher::create(*client_, o);
   ASSERT_TRUE(l.isOk());
-  EXPECT_TRUE(waitUntil([&] { return (*l)->ready().code() == StatusCode::kUnavailable &&
+  EXPECT_TRUE(testing::waitUntil([&] { return (*l)->ready().code() == StatusCode::kUnavailable &&
                                      (*l)->ready().message().find("standby") != std::string::npos; }));
 }
 

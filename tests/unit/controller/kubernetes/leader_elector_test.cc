@@ -9,7 +9,7 @@
 
 #include <thread>
 
-#include "tests/unit/controller/kubernetes/fake_kube_api_server.h"
+#include "tests/unit/controller/kubernetes/fake_api_test.h"
 
 namespace ddp::controller::kube {
 namespace {
@@ -33,17 +33,8 @@ TEST(KubernetesLeaseDecisionTest, Rules) {
   EXPECT_EQ(bad.validate().code(), StatusCode::kInvalidArgument);
 }
 
-class KubernetesLeaderElectionTest : public ::testing::Test {
+class KubernetesLeaderElectionTest : public testing::FakeApiTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(api_.start().isOk());
-    KubeConfig c;
-    c.server = api_.url();
-    auto client = KubeClient::create(c);
-    ASSERT_TRUE(client.isOk());
-    client_ = std::move(*client);
-  }
-
   std::unique_ptr<LeaderElector> elector(const std::string& id, const Clock& clock, LeaseTiming timing = {}) {
     LeaderElectorOptions o;
     o.nameSpace = "ddp-system";
@@ -61,8 +52,6 @@ class KubernetesLeaderElectionTest : public ::testing::Test {
     return l ? (*l)["spec"].value("holderIdentity", "") : "(none)";
   }
 
-  testing::FakeKubeApiServer api_;
-  std::unique_ptr<KubeClient> client_;
   std::vector<std::string> stopped_;
 };
 
@@ -126,15 +115,13 @@ TEST_F(KubernetesLeaderElectionTest, StoppingLeaderReleasesTheLeaseForAStandby) 
   auto a = elector("controller-a", SystemClock::instance(), quick);
   auto b = elector("controller-b", SystemClock::instance(), quick);
   a->start();
-  for (int i = 0; i < 200 && !a->leading(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  ASSERT_TRUE(a->leading());
+  ASSERT_TRUE(testing::waitUntil([&] { return a->leading(); }));
   b->start();
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_FALSE(b->leading());
   const auto t0 = std::chrono::steady_clock::now();
   a->stop();
-  for (int i = 0; i < 200 && !b->leading(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  EXPECT_TRUE(b->leading());
+  EXPECT_TRUE(testing::waitUntil([&] { return b->leading(); }));
   // Well within the lease duration: the lease was released, not left to expire.
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(1500));
   EXPECT_EQ(holder(), "controller-b");

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "tests/unit/controller/kubernetes/fake_kube_api_server.h"
+#include "tests/unit/controller/kubernetes/fake_api_test.h"
 
 namespace ddp::controller::kube {
 namespace {
@@ -21,17 +21,8 @@ json job(const std::string& name, int epochs = 1) {
   return {{"metadata", {{"name", name}}}, {"spec", {{"epochs", epochs}}}};
 }
 
-class KubernetesWatcherTest : public ::testing::Test {
+class KubernetesWatcherTest : public testing::FakeApiTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(api_.start().isOk());
-    KubeConfig c;
-    c.server = api_.url();
-    auto client = KubeClient::create(c);
-    ASSERT_TRUE(client.isOk());
-    client_ = std::move(*client);
-  }
-
   std::unique_ptr<ResourceWatcher> watcher(int timeoutSeconds = 30) {
     ResourceWatcherOptions o;
     o.collectionPath = "/apis/ddp.dev/v1/namespaces/ns/ddpjobs";
@@ -69,8 +60,6 @@ class KubernetesWatcherTest : public ::testing::Test {
     FAIL() << "no watch request";
   }
 
-  testing::FakeKubeApiServer api_;
-  std::unique_ptr<KubeClient> client_;
   std::mutex mu_;
   std::vector<std::string> events_;
 };
