@@ -73,36 +73,55 @@ function sh(cmd, argv) {
   }
 }
 
-// The installed Debian package owning `file` (tried as given, resolved, and across /usr merge).
-function owner(file) {
-  const candidates = new Set([file]);
-  try { candidates.add(realpathSync(file)); } catch {}
-  for (const c of [...candidates]) {
-    candidates.add(c.startsWith("/usr/") ? c.slice(4) : "/usr" + c);
+// The installed Debian package owning each file (tried as given, resolved, and across the /usr
+// merge), from one dpkg -S call: file -> package, or no entry.
+function owners(files) {
+  const candidates = new Map();  // candidate path -> the file it stands for
+  for (const file of files) {
+    const paths = new Set([file]);
+    try { paths.add(realpathSync(file)); } catch {}
+    for (const c of [...paths]) paths.add(c.startsWith("/usr/") ? c.slice(4) : "/usr" + c);
+    for (const c of paths) candidates.set(c, file);
   }
-  for (const c of candidates) {
-    const out = sh("dpkg", ["-S", c]);
-    if (out) return out.split("\n")[0].split(":")[0].trim();
+  // dpkg -S exits 1 when some path is not owned; its output still lists the others.
+  let out = "";
+  try {
+    out = execFileSync("dpkg", ["-S", ...candidates.keys()], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  } catch (e) {
+    out = e.stdout ?? "";
   }
-  return null;
+  const result = new Map();
+  for (const line of out.split("\n")) {
+    const m = line.match(/^([^:,\s]+)(?::\S+)?: (\S+)$/);
+    if (m && candidates.has(m[2]) && !result.has(candidates.get(m[2]))) result.set(candidates.get(m[2]), m[1]);
+  }
+  return result;
 }
 
-// Packages reachable from `roots` through Depends / Pre-Depends of installed packages.
+// Packages reachable from `roots` through Depends / Pre-Depends of installed packages (one
+// dpkg-query call for the whole database).
 function dependencyClosure(roots) {
+  const deps = new Map();
+  const out = sh("dpkg-query", ["-W", "-f=${Package}\t${Pre-Depends}, ${Depends}\n"]) ?? "";
+  for (const line of out.split("\n")) {
+    const [pkg, list] = line.split("\t");
+    if (!pkg) continue;
+    const names = [];
+    for (const dep of (list ?? "").split(",")) {
+      for (const alt of dep.split("|")) {
+        const name = alt.trim().split(/[\s(:]/)[0];
+        if (name) names.push(name);
+      }
+    }
+    deps.set(pkg, names);
+  }
   const seen = new Set();
   const stack = [...roots];
   while (stack.length) {
     const p = stack.pop();
     if (seen.has(p)) continue;
     seen.add(p);
-    const out = sh("dpkg-query", ["-W", "-f=${Pre-Depends}, ${Depends}", p]);
-    if (!out) continue;
-    for (const dep of out.split(",")) {
-      for (const alt of dep.split("|")) {
-        const name = alt.trim().split(/[\s(:]/)[0];
-        if (name && !seen.has(name)) stack.push(name);
-      }
-    }
+    for (const d of deps.get(p) ?? []) if (!seen.has(d)) stack.push(d);
   }
   return seen;
 }
@@ -144,13 +163,14 @@ for (const b of kBinaries) {
     seenLibs.get(lib.soname).by.push(b);
   }
 }
+const owned = owners([...seenLibs.values()].filter((l) => l.file !== "not found").map((l) => l.file));
 for (const lib of seenLibs.values()) {
   const by = lib.by.join(", ");
   if (lib.file === "not found") {
     problems.push(`${lib.soname} (${by}): not found by ldd`);
     continue;
   }
-  const pkg = owner(lib.file);
+  const pkg = owned.get(lib.file);
   if (pkg) {
     const how = listed.includes(pkg) ? "listed" : kBasePackages.includes(pkg) ? "base image" : provided.has(pkg) ? "dependency" : null;
     if (how) console.log(`ok ${lib.soname} (${by}) -> ${pkg} (${how})`);
