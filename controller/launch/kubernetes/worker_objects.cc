@@ -68,7 +68,11 @@ json buildWorkerPod(const WorkerObjectsInput& in, int slot) {
                     {"resources", resources(in.spec)},
                     {"volumeMounts", json::array({{{"name", "dshm"}, {"mountPath", "/dev/shm"}}})}};
   json volumes = json::array({{{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}}});
-  if (k.capSysNice) container["securityContext"] = {{"capabilities", {{"add", json::array({"SYS_NICE"})}}}};
+  if (k.capSysNice) {
+    container["securityContext"] = {{"runAsUser", 0}, {"capabilities", {{"add", json::array({"SYS_NICE"})}}}};
+  } else {
+    container["securityContext"] = {{"runAsUser", kWorkerUid}, {"runAsNonRoot", true}};
+  }
   if (!k.checkpointVolumeClaim.empty()) {
     container["volumeMounts"].push_back({{"name", "checkpoints"}, {"mountPath", in.spec.checkpoint.dir}});
     volumes.push_back({{"name", "checkpoints"}, {"persistentVolumeClaim", {{"claimName", k.checkpointVolumeClaim}}}});
@@ -77,6 +81,7 @@ json buildWorkerPod(const WorkerObjectsInput& in, int slot) {
                   {"hostname", name},
                   {"subdomain", in.launch.jobName},
                   {"enableServiceLinks", false},
+                  {"securityContext", {{"fsGroup", kWorkerUid}}},
                   {"containers", json::array({container})},
                   {"volumes", volumes}};
   if (!k.serviceAccountName.empty()) podSpec["serviceAccountName"] = k.serviceAccountName;

@@ -12,7 +12,10 @@
 // spec.kubernetes: image (or the controller's default), pull policy, resources (with device cuda
 // and no GPU named, nvidia.com/gpu: 1), nodeSelector, tolerations, service account, CAP_SYS_NICE
 // (capSysNice) for the communication threads' real-time priority, and the checkpoint claim
-// mounted at spec.checkpoint.dir. Every pod gets a memory-backed /dev/shm (NCCL's shared memory
+// mounted at spec.checkpoint.dir. Kubernetes gives a non-root process no effective
+// capabilities from `capabilities.add` (there are no ambient capabilities in a pod spec), so a
+// worker with capSysNice runs as root in its container (runAsUser 0) and one without runs as the
+// image's user (uid kWorkerUid); fsGroup kWorkerUid lets either write the checkpoint claim. Every pod gets a memory-backed /dev/shm (NCCL's shared memory
 // between processes; a container's default 64 MiB is too small). Labels: ddp.dev/job and
 // ddp.dev/slot select a job's pods and one slot; owner references to the DDPJob (when it has a
 // uid) let Kubernetes delete them with it.
@@ -32,6 +35,7 @@ inline constexpr const char* kJobLabel = "ddp.dev/job";
 inline constexpr const char* kSlotLabel = "ddp.dev/slot";
 inline constexpr const char* kWorkerContainer = "worker";
 inline constexpr const char* kTokenKey = "token";
+inline constexpr int64_t kWorkerUid = 10001;  // the image's ddp user (Dockerfile)
 
 // The DDPJob that owns a job's objects (absent for a job submitted through the REST API).
 struct JobOwner {

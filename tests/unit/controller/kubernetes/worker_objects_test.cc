@@ -59,6 +59,8 @@ TEST(KubernetesWorkerObjectsTest, PodCarriesTheJobsKubernetesSection) {
   EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "1");
   EXPECT_EQ(c["resources"]["requests"]["memory"], "8Gi");
   EXPECT_EQ(c["securityContext"]["capabilities"]["add"][0], "SYS_NICE");
+  EXPECT_EQ(c["securityContext"]["runAsUser"], 0);  // a capability takes effect only for root
+  EXPECT_EQ(spec["securityContext"]["fsGroup"], kWorkerUid);
   bool checkpoints = false, shm = false;
   for (const json& m : c["volumeMounts"]) {
     checkpoints |= m["name"] == "checkpoints" && m["mountPath"] == "/checkpoints/fashion-mnist-gpu";
@@ -86,7 +88,9 @@ TEST(KubernetesWorkerObjectsTest, CudaGetsOneGpuByDefaultAndCapSysNiceIsAToggle)
   in.spec.kubernetes.image = "registry.example.com/ddp:cuda";
   const json c = buildWorkerPod(in, 0)["spec"]["containers"][0];
   EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "1");
-  EXPECT_FALSE(c.contains("securityContext"));
+  EXPECT_FALSE(c["securityContext"].contains("capabilities"));
+  EXPECT_EQ(c["securityContext"]["runAsUser"], kWorkerUid);
+  EXPECT_EQ(c["securityContext"]["runAsNonRoot"], true);
   EXPECT_EQ(c["image"], "registry.example.com/ddp:cuda");
   in.spec.device = JobDevice::kCpu;
   EXPECT_FALSE(buildWorkerPod(in, 0)["spec"]["containers"][0]["resources"]["limits"].contains("nvidia.com/gpu"));
