@@ -129,26 +129,29 @@ class TestKubelet {
   std::thread thread_;
 };
 
-TEST(KubernetesE2eTest, ADdpJobResourceTrainsToSucceededWithRealWorkers) {
+// Runs one DDPJob (2 synthetic-data workers, 30 steps) with `runPolicy` to its end; returns its
+// last status; `started`: the pods the kubelet ran; `podsLeft`: pods left a moment after the end.
+json runJob(const std::string& runPolicy, int* started, size_t* podsLeft) {
+  json status = json::object();
   FakeKubeApiServer api;
-  ASSERT_TRUE(api.start().isOk());
+  EXPECT_TRUE(api.start().isOk());
   ddp::test::TempDir dir;
   auto config = parseControllerConfig({"--state-dir", dir.path(), "--listen", "127.0.0.1:0", "--launcher",
                                        "kubernetes", "--worker-image", "ddp-service:test", "--watch-namespace",
                                        "ml", "--kube-server", api.url()},
                                       [](const std::string&) { return std::optional<std::string>(); });
-  ASSERT_TRUE(config.isOk()) << config.status();
+  EXPECT_TRUE(config.isOk()) << config.status();
   auto controller = Controller::start(*config);
-  ASSERT_TRUE(controller.isOk()) << controller.status();
+  EXPECT_TRUE(controller.isOk()) << controller.status();
+  if (!controller.isOk()) return status;
   TestKubelet kubelet(api, "ml", dir.path());
-  api.put("ddp.dev/v1/ddpjobs", "ml", json::parse(R"({
+  api.put("ddp.dev/v1/ddpjobs", "ml", json::parse(std::string(R"({
     "metadata": {"name": "synthetic-k8s"},
     "spec": {"workers": {"count": 2}, "model": {"type": "mlp", "hidden": [32]},
              "data": {"dataset": "synthetic", "batchSize": 32,
                       "synthetic": {"samples": 512, "features": 16, "classes": 4}},
              "optimizer": {"type": "sgd", "lr": 0.1}, "steps": 30, "eval": {"everyEpoch": false},
-             "kubernetes": {"capSysNice": false}}})"));
-  json status = json::object();
+             "kubernetes": {"capSysNice": false, "runPolicy": )" + runPolicy + "}}}")));
   for (int i = 0; i < 1200; ++i) {  // at most 60 s
     auto job = api.object("ddp.dev/v1/ddpjobs", "ml", "synthetic-k8s");
     if (job && job->contains("status")) status = (*job)["status"];
@@ -156,12 +159,31 @@ TEST(KubernetesE2eTest, ADdpJobResourceTrainsToSucceededWithRealWorkers) {
     if (phase == "Succeeded" || phase == "Failed") break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the reconciler's next tick
+  *started = kubelet.started();
+  *podsLeft = api.objects("pods", "ml").size();
+  (*controller)->stop();
+  return status;
+}
+
+TEST(KubernetesE2eTest, ADdpJobResourceTrainsToSucceededWithRealWorkers) {
+  int started = 0;
+  size_t podsLeft = 0;
+  const json status = runJob(R"({"cleanPodPolicy": "Running"})", &started, &podsLeft);
   EXPECT_EQ(status.value("phase", ""), "Succeeded") << status.dump(2);
-  EXPECT_EQ(kubelet.started(), 2);
+  EXPECT_EQ(started, 2);
   EXPECT_EQ(status["progress"]["step"], 30) << status.dump(2);
   EXPECT_EQ(status["worldSize"], 2);
   EXPECT_TRUE(status.contains("completionTime"));
-  (*controller)->stop();
+  EXPECT_EQ(podsLeft, 2u);  // cleanPodPolicy Running: the ended pods stay (for their logs)
+}
+
+TEST(KubernetesE2eTest, CleanPodPolicyAllDeletesTheFinishedPods) {
+  int started = 0;
+  size_t podsLeft = 0;
+  const json status = runJob(R"({"cleanPodPolicy": "All"})", &started, &podsLeft);
+  EXPECT_EQ(status.value("phase", ""), "Succeeded") << status.dump(2);
+  EXPECT_EQ(podsLeft, 0u);
 }
 
 }  // namespace

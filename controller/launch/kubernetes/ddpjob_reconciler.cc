@@ -125,11 +125,27 @@ void DdpJobReconciler::reconcile(const std::string& name, Tracked& t) {
     DDP_LOG(Info) << "kubernetes: job " << name << " passed activeDeadlineSeconds: cancelling it";
     (void)jobs_.cancel(name);
   }
+  if (isTerminal(rec->phase) && !t.cleaned) t.cleaned = cleanPods(name, t, policy.value("cleanPodPolicy", "Running"));
   if (isTerminal(rec->phase) && policy.contains("ttlSecondsAfterFinished") && rec->completionMs > 0 &&
       now - rec->completionMs >= policy["ttlSecondsAfterFinished"].get<int64_t>() * 1000) {
     Status st = client_.remove(jobPath(t, name));
     if (!st.isOk() && st.code() != StatusCode::kNotFound) DDP_LOG(Warning) << "kubernetes: ttl of " << name << ": " << st.message();
   }
+}
+
+bool DdpJobReconciler::cleanPods(const std::string& name, const Tracked& t, const std::string& policy) {
+  if (policy == "None") return true;
+  const std::string pods = "/api/v1/namespaces/" + t.ns + "/pods";
+  auto list = client_.get(pods + "?labelSelector=" + std::string(kJobLabel) + "%3D" + name);
+  if (!list.isOk()) return false;
+  bool done = true;
+  for (const json& pod : list->value("items", json::array())) {
+    const std::string phase = pod.value("status", json::object()).value("phase", "");
+    if (policy == "Running" && (phase == "Succeeded" || phase == "Failed")) continue;
+    Status st = client_.remove(pods + "/" + pod["metadata"].value("name", ""));
+    done = done && (st.isOk() || st.code() == StatusCode::kNotFound);
+  }
+  return done;
 }
 
 void DdpJobReconciler::reconcileAll() {
@@ -157,6 +173,7 @@ void DdpJobReconciler::reconcileAll() {
     // Keep what the watch changed meanwhile; take over what reconcile() learnt.
     it->second.submitted = t.submitted;
     it->second.refusedGeneration = t.refusedGeneration;
+    it->second.cleaned = t.cleaned;
     it->second.written = t.written;
     it->second.writtenAt = t.writtenAt;
   }

@@ -4,7 +4,8 @@
 // reconciles each one: get its job, submit it when it is new (a document the validation refuses
 // gets phase Failed and a Valid=False condition naming every error's field path), write the
 // status when due (Note [Status writes] in ddpjob_status.h: a merge patch of the status
-// subresource), cancel it past spec.kubernetes.runPolicy.activeDeadlineSeconds, delete the
+// subresource), cancel it past spec.kubernetes.runPolicy.activeDeadlineSeconds, delete its pods
+// per cleanPodPolicy once it finished (Running: those not yet ended; All; None), delete the
 // DDPJob ttlSecondsAfterFinished after it finished; a deleted DDPJob removes its job (the
 // launcher deletes its pods, Service and Secret). Only the leader runs one (LeaderElector).
 // Thread model: start() starts the watch thread and one tick thread, which does every API write
@@ -65,12 +66,15 @@ class DdpJobReconciler {
     bool deleted = false;
     bool submitted = false;
     int64_t refusedGeneration = -1;  // the generation whose refusal was written
+    bool cleaned = false;            // cleanPodPolicy carried out after the job finished
     nlohmann::json written;          // the status last written (null: none)
     TimePoint writtenAt{};
   };
   void onEvent(const WatchEvent& e);
   void reconcile(const std::string& name, Tracked& t);
   void writeStatus(const std::string& name, Tracked& t, const nlohmann::json& status);
+  // Deletes the finished job's pods that its cleanPodPolicy names; true when done.
+  bool cleanPods(const std::string& name, const Tracked& t, const std::string& policy);
   std::string jobPath(const Tracked& t, const std::string& name) const;
 
   KubeClient& client_;

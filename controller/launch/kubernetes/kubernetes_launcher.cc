@@ -1,5 +1,6 @@
 #include "controller/launch/kubernetes/kubernetes_launcher.h"
 
+#include <algorithm>
 #include <csignal>
 
 #include "common/log.h"
@@ -45,6 +46,7 @@ Result<std::unique_ptr<KubernetesLauncher>> KubernetesLauncher::create(KubeClien
   KubernetesLauncher* self = l.get();
   l->pods_ = std::make_unique<ResourceWatcher>(client, wo, [self](const WatchEvent& e) { self->onPodEvent(e); });
   l->pods_->start();
+  l->reaper_ = std::thread([self] { self->reapLoop(); });
   return l;
 }
 
@@ -52,7 +54,44 @@ KubernetesLauncher::KubernetesLauncher(KubeClient& client, KubernetesLauncherOpt
     : client_(client), options_(std::move(options)) {}
 
 KubernetesLauncher::~KubernetesLauncher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
   if (pods_) pods_->stop();
+}
+
+void KubernetesLauncher::reapLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    const TimePoint now = std::chrono::steady_clock::now();
+    std::vector<std::pair<std::string, int>> due;
+    TimePoint next = now + std::chrono::seconds(1);
+    for (auto it = stopAt_.begin(); it != stopAt_.end();) {
+      if (it->second <= now) {
+        auto job = jobs_.find(it->first.first);
+        if (job != jobs_.end() && !job->second.slots[it->first.second].ended) due.push_back(it->first);
+        it = stopAt_.erase(it);
+      } else {
+        next = std::min(next, it->second);
+        ++it;
+      }
+    }
+    if (!due.empty()) {
+      lock.unlock();
+      for (const auto& [job, slot] : due) {
+        Status st = deletePod(job, slot, 0);
+        if (!st.isOk() && st.code() != StatusCode::kNotFound) {
+          DDP_LOG(Warning) << "kubernetes: stopping " << workerPodName(job, slot) << ": " << st.message();
+        }
+      }
+      lock.lock();
+      continue;
+    }
+    cv_.wait_until(lock, next, [&] { return stopping_; });
+  }
 }
 
 std::string KubernetesLauncher::podsPath() const { return "/api/v1/namespaces/" + options_.nameSpace + "/pods"; }
@@ -253,26 +292,21 @@ Result<std::unique_ptr<LogStream>> KubernetesLauncher::openLog(const std::string
 }
 
 Status KubernetesLauncher::stopJob(const std::string& job, Duration grace) {
-  std::vector<int> slots;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(job);
     if (it == jobs_.end()) return Status::ok();
+    const TimePoint at = std::chrono::steady_clock::now() + grace;
     for (auto& [slot, s] : it->second.slots) {
       s.replacePending = false;
-      if (s.created && !s.ended) slots.push_back(slot);
+      if (s.created && !s.ended && !stopAt_.count({job, slot})) stopAt_[{job, slot}] = at;
     }
   }
-  const int64_t seconds = std::chrono::duration_cast<std::chrono::seconds>(grace).count();
-  for (int slot : slots) {
-    Status st = deletePod(job, slot, seconds);
-    if (!st.isOk() && st.code() != StatusCode::kNotFound) return st;
-  }
+  cv_.notify_all();
   return Status::ok();
 }
 
 Status KubernetesLauncher::forgetJob(const std::string& job) {
-  DDP_RETURN_IF_ERROR(stopJob(job, Duration::zero()));
   std::set<int> slots;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -281,6 +315,7 @@ Status KubernetesLauncher::forgetJob(const std::string& job) {
       for (const auto& [slot, s] : it->second.slots) slots.insert(slot);
       jobs_.erase(it);
     }
+    std::erase_if(stopAt_, [&](const auto& e) { return e.first.first == job; });
   }
   const std::string ns = "/api/v1/namespaces/" + options_.nameSpace;
   for (int slot : slots) (void)client_.remove(podsPath() + "/" + workerPodName(job, slot));  // ended pods too

@@ -3,23 +3,28 @@
 // pods (Note [Worker pods] in worker_objects.h). ensureWorkers creates the job's token Secret,
 // headless Service and one pod per slot that never had one (an existing object is kept:
 // idempotent); killWorker and replaceWorker delete a worker's pod (replaceWorker then creates a
-// fresh pod in the slot once the old one is gone, unless replacements are held); stopJob and
-// forgetJob delete the pods (forgetJob also the Service and Secret); logs come from the pod log
-// API. A pod watch (ResourceWatcher on the pods labelled ddp.dev/job) reports each worker pod
+// fresh pod in the slot once the old one is gone, unless replacements are held); stopJob gives
+// the job's running pods `grace` to end by themselves (the controller has told their workers to
+// stop) and deletes those still running then, so pods that end on their own stay for their logs
+// (cleanPodPolicy decides about them); forgetJob deletes the pods, Service and Secret at once;
+// logs come from the pod log API. A pod watch (ResourceWatcher on the pods labelled ddp.dev/job) reports each worker pod
 // that ended (phase Succeeded or Failed, or deleted while running) once through the exit
 // callback, with the container's exit code (pid 0: pods have no pid the controller knows).
 // ready() is the pod watch having synced and, with leader election, this replica leading.
 // Not here yet: the DDPJob reconcile loop (DDPJob resources to jobs, status written back), the
 // schedule timeout, cleanPodPolicy and TTL (docs/KUBERNETES.md).
-// Thread model: thread-safe; the exit callback runs on the pod watch's thread.
+// Thread model: thread-safe; the exit callback runs on the pod watch's thread; one more thread
+// deletes the pods stopJob gave a grace period (joined by the destructor).
 
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <condition_variable>
 #include <set>
 #include <string>
+#include <thread>
 
 #include "common/job_spec.h"
 #include "controller/launch/kubernetes/kube_client.h"
@@ -75,6 +80,7 @@ class KubernetesLauncher final : public Launcher {
 
   KubernetesLauncher(KubeClient& client, KubernetesLauncherOptions options);
   void onPodEvent(const WatchEvent& e);
+  void reapLoop();
   Status createPod(const std::string& job, int slot);  // mu_ not held
   Status deletePod(const std::string& job, int slot, std::optional<int64_t> graceSeconds);
   std::string podsPath() const;
@@ -84,6 +90,10 @@ class KubernetesLauncher final : public Launcher {
   const KubernetesLauncherOptions options_;
   mutable std::mutex mu_;
   std::map<std::string, Job> jobs_;  // guarded by mu_
+  std::map<std::pair<std::string, int>, TimePoint> stopAt_;  // pods to delete then; guarded by mu_
+  bool stopping_ = false;                                    // guarded by mu_
+  std::condition_variable cv_;
+  std::thread reaper_;  // deletes the pods of stopAt_ when due
   std::unique_ptr<ResourceWatcher> pods_;
 };
 
