@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/job_spec_kubernetes.h"
 #include "common/status.h"
 #include "common/thread_priority.h"
 
@@ -234,6 +235,9 @@ struct JobSpec {
   JobLogFormat logFormat = JobLogFormat::kText;
   // Scheduling of the workers' communication threads (Note [Comm thread priority]).
   CommThreadPriority commThreadPriority = CommThreadPriority::kAuto;
+  // How a Kubernetes launcher runs the workers (job_spec_kubernetes.h); the local launcher
+  // ignores it.
+  KubernetesSpec kubernetes;
 
   bool operator==(const JobSpec&) const = default;
 
@@ -244,6 +248,10 @@ struct JobSpec {
   // The whole document, every field written out; parseJobSpec(toYaml()) == *this.
   std::string toYaml() const;
 };
+
+// The checks of spec.kubernetes (job_spec_kubernetes.cc), part of JobSpec::validate(): appends
+// one SpecError per problem.
+void validateKubernetesSpec(const JobSpec& spec, std::vector<SpecError>* errors);
 
 // InvalidArgument "invalid DDPJob: N error(s):\n  <error>\n  ..." (ok when the list is empty).
 Status specErrorsToStatus(const std::vector<SpecError>& errors);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,49 @@ void emitIntList(YAML::Emitter& out, const std::vector<int64_t>& v) {
   out << YAML::EndSeq;
 }
 
+void emitStringMap(YAML::Emitter& out, const char* key, const std::map<std::string, std::string>& m) {
+  out << YAML::Key << key << YAML::Value << YAML::BeginMap;
+  for (const auto& [k, v] : m) out << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << v;
+  out << YAML::EndMap;
+}
+
+// spec.kubernetes, every field (the optional ones when set).
+void emitKubernetes(YAML::Emitter& out, const KubernetesSpec& k) {
+  using YAML::BeginMap;
+  using YAML::EndMap;
+  using YAML::Key;
+  using YAML::Value;
+  out << Key << "kubernetes" << Value << BeginMap;
+  out << Key << "image" << Value << YAML::DoubleQuoted << k.image;
+  out << Key << "imagePullPolicy" << Value << imagePullPolicyName(k.imagePullPolicy);
+  out << Key << "resources" << Value << BeginMap;
+  emitStringMap(out, "requests", k.resources.requests);
+  emitStringMap(out, "limits", k.resources.limits);
+  out << EndMap;
+  emitStringMap(out, "nodeSelector", k.nodeSelector);
+  out << Key << "tolerations" << Value << YAML::BeginSeq;
+  for (const TolerationSpec& t : k.tolerations) {
+    out << BeginMap << Key << "key" << Value << YAML::DoubleQuoted << t.key << Key << "operator"
+        << Value << YAML::DoubleQuoted << t.op << Key << "value" << Value << YAML::DoubleQuoted
+        << t.value << Key << "effect" << Value << YAML::DoubleQuoted << t.effect;
+    if (t.tolerationSeconds) out << Key << "tolerationSeconds" << Value << *t.tolerationSeconds;
+    out << EndMap;
+  }
+  out << YAML::EndSeq;
+  out << Key << "serviceAccountName" << Value << YAML::DoubleQuoted << k.serviceAccountName;
+  out << Key << "checkpointVolumeClaim" << Value << YAML::DoubleQuoted << k.checkpointVolumeClaim;
+  out << Key << "capSysNice" << Value << k.capSysNice;
+  const RunPolicySpec& r = k.runPolicy;
+  out << Key << "runPolicy" << Value << BeginMap;
+  out << Key << "cleanPodPolicy" << Value << cleanPodPolicyName(r.cleanPodPolicy);
+  if (r.activeDeadlineSeconds) out << Key << "activeDeadlineSeconds" << Value << *r.activeDeadlineSeconds;
+  if (r.ttlSecondsAfterFinished) out << Key << "ttlSecondsAfterFinished" << Value << *r.ttlSecondsAfterFinished;
+  out << Key << "schedulingPolicy" << Value << BeginMap << Key << "scheduleTimeoutSeconds" << Value
+      << r.schedulingPolicy.scheduleTimeoutSeconds << Key << "onScheduleTimeout" << Value
+      << scheduleTimeoutActionName(r.schedulingPolicy.onScheduleTimeout) << EndMap;
+  out << EndMap << EndMap;
+}
+
 }  // namespace
 
 std::string JobSpec::toYaml() const {
@@ -47,11 +91,7 @@ std::string JobSpec::toYaml() const {
   out << Key << "apiVersion" << Value << apiVersion;
   out << Key << "kind" << Value << kind;
   out << Key << "metadata" << Value << BeginMap << Key << "name" << Value << name;
-  if (!labels.empty()) {
-    out << Key << "labels" << Value << BeginMap;
-    for (const auto& [k, v] : labels) out << Key << k << Value << YAML::DoubleQuoted << v;
-    out << EndMap;
-  }
+  if (!labels.empty()) emitStringMap(out, "labels", labels);
   out << EndMap;
   out << Key << "spec" << Value << BeginMap;
   out << Key << "workers" << Value << YAML::Flow << BeginMap << Key << "count" << Value
@@ -165,6 +205,7 @@ std::string JobSpec::toYaml() const {
   out << EndMap;
   out << Key << "logFormat" << Value << jobLogFormatName(logFormat);
   out << Key << "commThreadPriority" << Value << commThreadPriorityName(commThreadPriority);
+  emitKubernetes(out, kubernetes);
   out << EndMap << EndMap;
   return std::string(out.c_str()) + "\n";
 }

@@ -443,6 +443,7 @@ Status JobSpec::validate(std::vector<SpecError>* errors) const {
   checkDevice(*this, c);
   checkRun(*this, c);
   checkTimeouts(timeouts, c);
+  validateKubernetesSpec(*this, &errs);
   if (errs.size() == before) return Status::ok();
   return specErrorsToStatus(std::vector<SpecError>(errs.begin() + before, errs.end()));
 }

@@ -1,7 +1,5 @@
 // YAML -> JobSpec: the parser that collects every error with its field path and location.
 // (The emitter, JobSpec::toYaml(), is in job_spec_emit.cc.)
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -13,12 +11,12 @@
 
 #include "common/job_spec.h"
 #include "common/job_spec_json.h"
+#include "common/job_spec_parser.h"
 
 namespace ddp {
 namespace {
 
-template <typename E>
-using EnumTable = std::vector<std::pair<std::string, E>>;
+using job_spec_detail::EnumTable;
 
 const EnumTable<JobDevice> kDevices = {{"cpu", JobDevice::kCpu}, {"cuda", JobDevice::kCuda}};
 const EnumTable<ModelType> kModels = {{"mlp", ModelType::kMlp}, {"cnn", ModelType::kCnn}};
@@ -47,208 +45,9 @@ const EnumTable<CommThreadPriority> kCommPriorities = {{"auto", CommThreadPriori
                                                       {"realtime", CommThreadPriority::kRealtime},
                                                       {"normal", CommThreadPriority::kNormal}};
 
-std::string describe(const YAML::Node& n) {
-  if (!n.IsDefined() || n.IsNull()) return "null";
-  if (n.IsMap()) return "a mapping";
-  if (n.IsSequence()) return "a sequence";
-  return "'" + n.Scalar() + "'";
-}
+}  // namespace
 
-enum class NumberText { kFinite, kNonFinite, kNotANumber };
-
-// Reads a scalar as a double. Non-finite: YAML's .inf / -.inf / .nan, the spellings other tools
-// write (inf, NaN, Infinity: JSON from Python) and decimals beyond the range of a double (1e400).
-NumberText readNumber(const YAML::Node& v, double* out) {
-  if (!v.IsScalar()) return NumberText::kNotANumber;
-  double x = 0;
-  if (YAML::convert<double>::decode(v, x)) {
-    *out = x;
-    return std::isfinite(x) ? NumberText::kFinite : NumberText::kNonFinite;
-  }
-  const std::string& s = v.Scalar();
-  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0]))) return NumberText::kNotANumber;
-  char* end = nullptr;
-  x = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size()) return NumberText::kNotANumber;
-  // What YAML does not read as a number but strtod does: non-finite spellings, 1e400 (HUGE_VAL),
-  // and hex floats (not a YAML number: refused as such).
-  return std::isfinite(x) ? NumberText::kNotANumber : NumberText::kNonFinite;
-}
-
-// Walks the document, filling a JobSpec and collecting errors with paths and locations.
-class Parser {
- public:
-  std::vector<SpecError> errors;
-  std::map<std::string, std::pair<int, int>> marks;  // path -> (line, column), 1-based
-
-  void fail(const YAML::Node& at, const std::string& path, const std::string& message) {
-    YAML::Mark m = at.Mark();
-    errors.push_back({path, message, m.line >= 0 ? m.line + 1 : 0, m.column >= 0 ? m.column + 1 : 0});
-  }
-
-  // Checks `n` is a mapping with only `allowed` keys, recording where each value is.
-  bool mapping(const YAML::Node& n, const std::string& path, std::initializer_list<const char*> allowed) {
-    if (!n.IsMap()) {
-      fail(n, path, "expected a mapping, got " + describe(n));
-      return false;
-    }
-    std::vector<std::string> seen;
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      const std::string key = it->first.IsScalar() ? it->first.Scalar() : "?";
-      const std::string childPath = join(path, key);
-      if (std::find(seen.begin(), seen.end(), key) != seen.end()) {
-        fail(it->first, childPath, "duplicate field");
-      }
-      seen.push_back(key);
-      if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return key == a; })) {
-        std::string list;
-        for (const char* a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        fail(it->first, childPath, "unknown field (allowed here: " + list + ")");
-        continue;
-      }
-      YAML::Mark m = it->second.Mark();
-      marks[childPath] = {m.line + 1, m.column + 1};
-    }
-    return true;
-  }
-
-  static std::string join(const std::string& path, const std::string& key) {
-    return path.empty() ? key : path + "." + key;
-  }
-
-  bool required(const YAML::Node& map, const std::string& path, const char* key) {
-    if (map[key]) return true;
-    fail(map, join(path, key), "required field is missing");
-    return false;
-  }
-
-  bool readInt(const YAML::Node& v, const std::string& path, int64_t* out, int64_t lo, int64_t hi) {
-    int64_t x = 0;
-    if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x)) {
-      double d = 0;
-      if (readNumber(v, &d) == NumberText::kNonFinite) {
-        fail(v, path, "must be a finite number, got " + describe(v) + " (expected an integer)");
-      } else {
-        fail(v, path, "expected an integer, got " + describe(v));
-      }
-      return false;
-    }
-    if (x < lo || x > hi) {
-      fail(v, path, "integer out of range [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
-      return false;
-    }
-    *out = x;
-    return true;
-  }
-
-  // Optional fields: absent leaves *out unchanged.
-  void getInt(const YAML::Node& m, const std::string& path, const char* key, int64_t* out) {
-    if (m[key]) readInt(m[key], join(path, key), out, std::numeric_limits<int64_t>::min(),
-                        std::numeric_limits<int64_t>::max());
-  }
-  void getInt(const YAML::Node& m, const std::string& path, const char* key, int* out) {
-    int64_t x = *out;
-    if (m[key] && readInt(m[key], join(path, key), &x, std::numeric_limits<int>::min(),
-                          std::numeric_limits<int>::max())) {
-      *out = static_cast<int>(x);
-    }
-  }
-  void getSeed(const YAML::Node& m, const std::string& path, const char* key, uint64_t* out) {
-    int64_t x = 0;
-    if (m[key] && readInt(m[key], join(path, key), &x, 0, std::numeric_limits<int64_t>::max())) {
-      *out = static_cast<uint64_t>(x);
-    }
-  }
-  bool readDouble(const YAML::Node& v, const std::string& path, double* out) {
-    double x = 0;
-    switch (readNumber(v, &x)) {
-      case NumberText::kFinite:
-        *out = x;
-        return true;
-      case NumberText::kNonFinite:
-        fail(v, path, "must be a finite number, got " + describe(v));
-        return false;
-      case NumberText::kNotANumber:
-        break;
-    }
-    fail(v, path, "expected a number, got " + describe(v));
-    return false;
-  }
-  void getDouble(const YAML::Node& m, const std::string& path, const char* key, double* out) {
-    if (m[key]) readDouble(m[key], join(path, key), out);
-  }
-  void getBool(const YAML::Node& m, const std::string& path, const char* key, bool* out) {
-    if (!m[key]) return;
-    bool x = false;
-    if (!m[key].IsScalar() || !YAML::convert<bool>::decode(m[key], x)) {
-      fail(m[key], join(path, key), "expected a boolean (true/false), got " + describe(m[key]));
-      return;
-    }
-    *out = x;
-  }
-  void getString(const YAML::Node& m, const std::string& path, const char* key, std::string* out) {
-    if (!m[key]) return;
-    if (!m[key].IsScalar()) {
-      fail(m[key], join(path, key), "expected a string, got " + describe(m[key]));
-      return;
-    }
-    *out = m[key].Scalar();
-  }
-  template <typename E>
-  void getEnum(const YAML::Node& m, const std::string& path, const char* key, const EnumTable<E>& table,
-               E* out) {
-    if (!m[key]) return;
-    std::string s;
-    if (!m[key].IsScalar()) {
-      fail(m[key], join(path, key), "expected a string, got " + describe(m[key]));
-      return;
-    }
-    s = m[key].Scalar();
-    for (const auto& [name, value] : table) {
-      if (s == name) {
-        *out = value;
-        return;
-      }
-    }
-    std::string list;
-    for (const auto& e : table) list += (list.empty() ? "" : ", ") + e.first;
-    fail(m[key], join(path, key), "must be one of " + list + " (got '" + s + "')");
-  }
-  void getIntList(const YAML::Node& m, const std::string& path, const char* key,
-                  std::vector<int64_t>* out) {
-    if (!m[key]) return;
-    const YAML::Node& v = m[key];
-    if (!v.IsSequence()) {
-      fail(v, join(path, key), "expected a sequence of integers, got " + describe(v));
-      return;
-    }
-    std::vector<int64_t> result;
-    bool ok = true;
-    for (size_t i = 0; i < v.size(); ++i) {
-      int64_t x = 0;
-      ok = readInt(v[i], join(path, key) + "[" + std::to_string(i) + "]", &x,
-                   std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()) && ok;
-      result.push_back(x);
-    }
-    if (ok) *out = std::move(result);
-  }
-  // A field that is only meaningful under some condition.
-  void onlyWhen(const YAML::Node& m, const std::string& path, const char* key, bool allowed,
-                const std::string& condition) {
-    if (m[key] && !allowed) fail(m[key], join(path, key), "only valid when " + condition);
-  }
-
-  void parse(const YAML::Node& doc, JobSpec* spec);
-
- private:
-  void parseMetadata(const YAML::Node& n, JobSpec* spec);
-  void parseSpec(const YAML::Node& n, JobSpec* spec);
-  void parseModel(const YAML::Node& n, const std::string& path, ModelSpec* model);
-  void parseData(const YAML::Node& n, const std::string& path, DataSpec* data);
-  void parseOptimizer(const YAML::Node& n, const std::string& path, OptimizerSpec* o);
-  void parseCommHook(const YAML::Node& n, const std::string& path, CommHookSpec* h);
-  void parseTimeouts(const YAML::Node& n, const std::string& path, TimeoutsSpec* t);
-};
+namespace job_spec_detail {
 
 void Parser::parse(const YAML::Node& doc, JobSpec* spec) {
   if (!doc.IsDefined() || doc.IsNull()) {
@@ -257,7 +56,7 @@ void Parser::parse(const YAML::Node& doc, JobSpec* spec) {
   }
   // `status` belongs to the controller (a DDPJob read back from the API server carries it):
   // accepted and ignored here.
-  if (!mapping(doc, "", {"apiVersion", "kind", "metadata", "spec", "status"})) return;
+  if (!mapping(doc, "")) return;
   if (required(doc, "", "apiVersion")) getString(doc, "", "apiVersion", &spec->apiVersion);
   if (required(doc, "", "kind")) getString(doc, "", "kind", &spec->kind);
   if (required(doc, "", "metadata")) parseMetadata(doc["metadata"], spec);
@@ -267,40 +66,19 @@ void Parser::parse(const YAML::Node& doc, JobSpec* spec) {
 void Parser::parseMetadata(const YAML::Node& n, JobSpec* spec) {
   // Kubernetes ObjectMeta fields other than name and labels are accepted and ignored, so that
   // a DDPJob read back from the API server parses.
-  if (!mapping(n, "metadata", {"name", "labels", "namespace", "annotations", "uid",
-                               "resourceVersion", "generation", "creationTimestamp",
-                               "deletionTimestamp", "deletionGracePeriodSeconds",
-                               "managedFields", "ownerReferences", "finalizers", "generateName",
-                               "selfLink"})) {
+  if (!mapping(n, "metadata")) {
     return;
   }
   if (required(n, "metadata", "name")) getString(n, "metadata", "name", &spec->name);
-  if (n["labels"]) {
-    const YAML::Node& l = n["labels"];
-    if (!l.IsMap()) {
-      fail(l, "metadata.labels", "expected a mapping of strings, got " + describe(l));
-    } else {
-      for (auto it = l.begin(); it != l.end(); ++it) {
-        if (!it->second.IsScalar()) {
-          fail(it->second, "metadata.labels." + it->first.Scalar(), "expected a string");
-          continue;
-        }
-        spec->labels[it->first.Scalar()] = it->second.Scalar();
-      }
-    }
-  }
+  getStringMap(n, "metadata", "labels", &spec->labels);
 }
 
 void Parser::parseSpec(const YAML::Node& n, JobSpec* spec) {
   const std::string p = "spec";
-  if (!mapping(n, p, {"workers", "device", "threadsPerWorker", "model", "data", "optimizer",
-                      "zero", "commHook", "join", "gradientAccumulation", "mixedPrecision",
-                      "epochs", "steps", "seed", "checkpoint", "eval", "bucketCapMb",
-                      "firstBucketMb", "gradientAsBucketView", "maxRestarts", "timeouts",
-                      "logFormat", "commThreadPriority"})) {
+  if (!mapping(n, p)) {
     return;
   }
-  if (n["workers"] && mapping(n["workers"], "spec.workers", {"count", "min", "max"})) {
+  if (n["workers"] && mapping(n["workers"], "spec.workers")) {
     const YAML::Node& w = n["workers"];
     getInt(w, "spec.workers", "count", &spec->workers.count);
     spec->workers.min = spec->workers.max = spec->workers.count;
@@ -314,14 +92,13 @@ void Parser::parseSpec(const YAML::Node& n, JobSpec* spec) {
   if (n["optimizer"]) parseOptimizer(n["optimizer"], "spec.optimizer", &spec->optimizer);
   getEnum(n, p, "zero", kZero, &spec->zero);
   if (n["commHook"]) parseCommHook(n["commHook"], "spec.commHook", &spec->commHook);
-  if (n["join"] && mapping(n["join"], "spec.join",
-                           {"enabled", "throwOnEarlyTermination", "divideByInitialWorldSize"})) {
+  if (n["join"] && mapping(n["join"], "spec.join")) {
     getBool(n["join"], "spec.join", "enabled", &spec->join.enabled);
     getBool(n["join"], "spec.join", "throwOnEarlyTermination", &spec->join.throwOnEarlyTermination);
     getBool(n["join"], "spec.join", "divideByInitialWorldSize", &spec->join.divideByInitialWorldSize);
   }
   if (n["gradientAccumulation"] &&
-      mapping(n["gradientAccumulation"], "spec.gradientAccumulation", {"steps"})) {
+      mapping(n["gradientAccumulation"], "spec.gradientAccumulation")) {
     getInt(n["gradientAccumulation"], "spec.gradientAccumulation", "steps",
            &spec->gradientAccumulationSteps);
   }
@@ -329,12 +106,12 @@ void Parser::parseSpec(const YAML::Node& n, JobSpec* spec) {
   getInt(n, p, "epochs", &spec->epochs);
   getInt(n, p, "steps", &spec->steps);
   getSeed(n, p, "seed", &spec->seed);
-  if (n["checkpoint"] && mapping(n["checkpoint"], "spec.checkpoint", {"dir", "everySteps", "keep"})) {
+  if (n["checkpoint"] && mapping(n["checkpoint"], "spec.checkpoint")) {
     getString(n["checkpoint"], "spec.checkpoint", "dir", &spec->checkpoint.dir);
     getInt(n["checkpoint"], "spec.checkpoint", "everySteps", &spec->checkpoint.everySteps);
     getInt(n["checkpoint"], "spec.checkpoint", "keep", &spec->checkpoint.keep);
   }
-  if (n["eval"] && mapping(n["eval"], "spec.eval", {"everyEpoch", "batchSize", "limit"})) {
+  if (n["eval"] && mapping(n["eval"], "spec.eval")) {
     getBool(n["eval"], "spec.eval", "everyEpoch", &spec->eval.everyEpoch);
     getInt(n["eval"], "spec.eval", "batchSize", &spec->eval.batchSize);
     getInt(n["eval"], "spec.eval", "limit", &spec->eval.limit);
@@ -346,10 +123,11 @@ void Parser::parseSpec(const YAML::Node& n, JobSpec* spec) {
   if (n["timeouts"]) parseTimeouts(n["timeouts"], "spec.timeouts", &spec->timeouts);
   getEnum(n, p, "logFormat", kLogFormats, &spec->logFormat);
   getEnum(n, p, "commThreadPriority", kCommPriorities, &spec->commThreadPriority);
+  if (n["kubernetes"]) parseKubernetes(n["kubernetes"], "spec.kubernetes", &spec->kubernetes);
 }
 
 void Parser::parseModel(const YAML::Node& n, const std::string& p, ModelSpec* model) {
-  if (!mapping(n, p, {"type", "hidden", "activation", "convChannels", "kernelSize"})) return;
+  if (!mapping(n, p)) return;
   if (required(n, p, "type")) getEnum(n, p, "type", kModels, &model->type);
   const bool cnn = model->type == ModelType::kCnn;
   if (cnn) model->hidden = kCnnDefaultHidden;
@@ -362,8 +140,7 @@ void Parser::parseModel(const YAML::Node& n, const std::string& p, ModelSpec* mo
 }
 
 void Parser::parseData(const YAML::Node& n, const std::string& p, DataSpec* data) {
-  if (!mapping(n, p, {"dataset", "dir", "batchSize", "shuffle", "dropLast", "normalize", "limit",
-                      "uneven", "synthetic"})) {
+  if (!mapping(n, p)) {
     return;
   }
   if (required(n, p, "dataset")) getEnum(n, p, "dataset", kDatasets, &data->dataset);
@@ -373,7 +150,7 @@ void Parser::parseData(const YAML::Node& n, const std::string& p, DataSpec* data
   getBool(n, p, "dropLast", &data->dropLast);
   getBool(n, p, "normalize", &data->normalize);
   getInt(n, p, "limit", &data->limit);
-  if (n["uneven"] && mapping(n["uneven"], p + ".uneven", {"enabled", "counts"})) {
+  if (n["uneven"] && mapping(n["uneven"], p + ".uneven")) {
     getBool(n["uneven"], p + ".uneven", "enabled", &data->uneven.enabled);
     getIntList(n["uneven"], p + ".uneven", "counts", &data->uneven.counts);
   }
@@ -382,7 +159,7 @@ void Parser::parseData(const YAML::Node& n, const std::string& p, DataSpec* data
   onlyWhen(n, p, "dir", !synthetic, "spec.data.dataset is fashion-mnist");
   const std::string sp = p + ".synthetic";
   if (synthetic && n["synthetic"] &&
-      mapping(n["synthetic"], sp, {"samples", "features", "classes", "separation", "noise"})) {
+      mapping(n["synthetic"], sp)) {
     const YAML::Node& s = n["synthetic"];
     getInt(s, sp, "samples", &data->synthetic.samples);
     getInt(s, sp, "features", &data->synthetic.features);
@@ -393,8 +170,7 @@ void Parser::parseData(const YAML::Node& n, const std::string& p, DataSpec* data
 }
 
 void Parser::parseOptimizer(const YAML::Node& n, const std::string& p, OptimizerSpec* o) {
-  if (!mapping(n, p, {"type", "lr", "weightDecay", "momentum", "dampening", "nesterov", "betas",
-                      "eps", "maxGradNorm", "schedule"})) {
+  if (!mapping(n, p)) {
     return;
   }
   getEnum(n, p, "type", kOptimizers, &o->type);
@@ -419,7 +195,7 @@ void Parser::parseOptimizer(const YAML::Node& n, const std::string& p, Optimizer
   getDouble(n, p, "maxGradNorm", &o->maxGradNorm);
   const std::string sp = p + ".schedule";
   if (n["schedule"] &&
-      mapping(n["schedule"], sp, {"type", "warmupSteps", "stepSize", "gamma", "minLr"})) {
+      mapping(n["schedule"], sp)) {
     const YAML::Node& s = n["schedule"];
     getEnum(s, sp, "type", kSchedules, &o->schedule.type);
     getInt(s, sp, "warmupSteps", &o->schedule.warmupSteps);
@@ -433,7 +209,7 @@ void Parser::parseOptimizer(const YAML::Node& n, const std::string& p, Optimizer
 }
 
 void Parser::parseCommHook(const YAML::Node& n, const std::string& p, CommHookSpec* h) {
-  if (!mapping(n, p, {"type", "wrapper", "powerSGD"})) return;
+  if (!mapping(n, p)) return;
   getEnum(n, p, "type", kHooks, &h->type);
   getEnum(n, p, "wrapper", kWrappers, &h->wrapper);
   const bool powerSgd =
@@ -441,9 +217,7 @@ void Parser::parseCommHook(const YAML::Node& n, const std::string& p, CommHookSp
   onlyWhen(n, p, "powerSGD", powerSgd, "spec.commHook.type is powerSGD or batchedPowerSGD");
   const std::string sp = p + ".powerSGD";
   if (powerSgd && n["powerSGD"] &&
-      mapping(n["powerSGD"], sp, {"rank", "startIter", "minCompressionRate", "errorFeedback",
-                                  "warmStart", "orthogonalizationEpsilon", "seed",
-                                  "batchTensorsWithSameShape"})) {
+      mapping(n["powerSGD"], sp)) {
     const YAML::Node& s = n["powerSGD"];
     getInt(s, sp, "rank", &h->powerSGD.rank);
     getInt(s, sp, "startIter", &h->powerSGD.startIter);
@@ -457,9 +231,7 @@ void Parser::parseCommHook(const YAML::Node& n, const std::string& p, CommHookSp
 }
 
 void Parser::parseTimeouts(const YAML::Node& n, const std::string& p, TimeoutsSpec* t) {
-  if (!mapping(n, p, {"heartbeatSeconds", "heartbeatMisses", "lastCallSeconds", "hangSeconds",
-                      "progressSeconds", "controllerSeconds", "collectiveSeconds",
-                      "rendezvousSeconds"})) {
+  if (!mapping(n, p)) {
     return;
   }
   getDouble(n, p, "heartbeatSeconds", &t->heartbeatSeconds);
@@ -472,6 +244,10 @@ void Parser::parseTimeouts(const YAML::Node& n, const std::string& p, TimeoutsSp
   getDouble(n, p, "rendezvousSeconds", &t->rendezvousSeconds);
 }
 
+}  // namespace job_spec_detail
+
+namespace {
+
 // True when `a` equals `b` or one is a path prefix of the other ("x.y" vs "x.y.z" / "x.y[0]").
 bool overlaps(const std::string& a, const std::string& b) {
   const std::string& s = a.size() <= b.size() ? a : b;
@@ -483,7 +259,7 @@ bool overlaps(const std::string& a, const std::string& b) {
 }  // namespace
 
 Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* errorsOut) {
-  Parser parser;
+  job_spec_detail::Parser parser;
   JobSpec spec;
   spec.apiVersion.clear();
   spec.kind.clear();

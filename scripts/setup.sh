@@ -6,6 +6,8 @@
 #   BUILD_DIR=build-cpu scripts/setup.sh
 #   DDP_SANITIZE=1 BUILD_DIR=build-asan scripts/setup.sh   # AddressSanitizer + UBSan (-O1 -g1)
 #   DDP_BUILD_TARGETS="a_test ddp-worker" scripts/setup.sh # build only these targets, not all
+#   DDP_CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=80;90" scripts/setup.sh  # extra configure args
+#                                                          # (used on a fresh build dir)
 # Give DDP_SANITIZE=1 a build dir of its own: it sets CMAKE_CXX_FLAGS to the sanitizer flags and
 # CMAKE_CXX_FLAGS_RELEASE to -O1 -g1 (half the compile time of -O3 under ASan; file:line in the
 # reports); without it nothing of this is passed, so build/ and build-cpu/ are unchanged.
@@ -43,7 +45,7 @@ fi
 if [ ! -f "$BUILD_DIR/build.ninja" ] || ! grep -q "DDP_WITH_CUDA:STRING=$CUDA_MODE" "$BUILD_DIR/CMakeCache.txt" 2>/dev/null ||
    ! $san_ok; then
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DDDP_WITH_CUDA="$CUDA_MODE" "${launcher[@]}" \
-    "${sanitize[@]}"
+    "${sanitize[@]}" ${DDP_CMAKE_ARGS:+"$DDP_CMAKE_ARGS"}
 fi
 targets=()
 if [ -n "${DDP_BUILD_TARGETS:-}" ]; then read -r -a targets <<<"$DDP_BUILD_TARGETS"; fi

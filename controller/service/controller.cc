@@ -17,6 +17,8 @@
 #include "controller/api/api_server.h"
 #include "controller/jobs/job_manager.h"
 #include "controller/launch/external_launcher.h"
+#include "controller/launch/kubernetes/kube_config.h"
+#include "controller/launch/kubernetes/kubernetes_runtime.h"
 #include "controller/launch/local_launcher.h"
 #include "controller/store/sqlite_job_store.h"
 
@@ -36,6 +38,25 @@ Status makeDirs(const std::string& dir) {
   struct stat st {};
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return invalidArgument(dir + " is not a directory");
   return Status::ok();
+}
+
+// --launcher kubernetes: the API server from the in-cluster configuration (or --kube-server),
+// the launcher, leader election and the DDPJob reconciler (docs/KUBERNETES.md).
+Result<std::unique_ptr<kube::KubernetesRuntime>> startKubernetes(const ControllerConfig& config,
+                                                                 Launcher::ExitCallback onExit) {
+  kube::KubernetesRuntimeOptions ko;
+  if (config.kubeServer.empty()) {
+    DDP_ASSIGN_OR_RETURN(ko.kube, kube::inClusterConfig(processConfigEnv()));
+  } else {
+    ko.kube.server = config.kubeServer;
+    ko.kube.nameSpace = config.watchNamespace.empty() ? "default" : config.watchNamespace;
+  }
+  ko.nameSpace = config.watchNamespace;
+  ko.workerImage = config.workerImage;
+  ko.leaseName = config.leaderElectionLease;
+  ko.identity = config.podName.empty() ? "ddp-controller-" + std::to_string(::getpid()) : config.podName;
+  ko.onExit = std::move(onExit);
+  return kube::KubernetesRuntime::create(ko);
 }
 
 std::string trim(std::string s) {
@@ -80,6 +101,7 @@ struct Controller::Impl {
   ControllerConfig config;
   std::string token, tokenFile;
   std::unique_ptr<SqliteJobStore> store;
+  std::unique_ptr<kube::KubernetesRuntime> kube;  // --launcher kubernetes
   std::unique_ptr<Launcher> launcher;
   std::unique_ptr<JobManager> jobs;
   std::unique_ptr<comm::StoreService> storeService;
@@ -142,6 +164,9 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config) {
   };
   if (config.launcher == "external") {
     p->launcher = std::make_unique<ExternalLauncher>();
+  } else if (config.launcher == "kubernetes") {
+    DDP_ASSIGN_OR_RETURN(p->kube, startKubernetes(config, lo.onExit));
+    p->launcher = p->kube->takeLauncher();
   } else {
     DDP_ASSIGN_OR_RETURN(auto local, LocalLauncher::create(lo));
     p->launcher = std::move(local);
@@ -160,6 +185,18 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config) {
   p->api = std::make_unique<ApiServer>(ao, p->token, *p->jobs, *p->launcher, *p->storeService);
   p->api->install(p->router);
   DDP_RETURN_IF_ERROR(p->jobs->start());
+  if (p->kube) {
+    JobManager* jobs = p->jobs.get();
+    kube::JobCalls calls;
+    calls.submit = [jobs](const JobSpec& s) { return jobs->submit(s); };
+    calls.get = [jobs](const std::string& n) { return jobs->get(n); };
+    calls.cancel = [jobs](const std::string& n) { return jobs->cancel(n); };
+    calls.remove = [jobs](const std::string& n, Deadline d) { return jobs->remove(n, d); };
+    p->kube->start(calls, [jobs](const std::string& n) -> std::optional<JobSpec> {
+      auto s = jobs->spec(n);
+      return s.isOk() ? std::optional<JobSpec>(*s) : std::nullopt;
+    });
+  }
   {
     std::lock_guard<std::mutex> lock(p->exitMu);
     p->exitSink = p->jobs.get();
@@ -174,12 +211,14 @@ void Controller::stop() {
   impl_->stopped = true;
   impl_->server->stop();  // no more requests; pending long polls see closed connections
   impl_->api->stop();
+  if (impl_->kube) impl_->kube->stop();  // the reconciler calls into the jobs: first
   {
     std::lock_guard<std::mutex> lock(impl_->exitMu);
     impl_->exitSink = nullptr;
   }
   impl_->jobs->stop();
   impl_->launcher.reset();  // its monitor thread; workers keep running unless tied to us
+  impl_->kube.reset();      // after the launcher, which uses its API client
 }
 
 std::string Controller::url() const { return impl_->url; }

@@ -23,7 +23,12 @@ constexpr Option kMaxJobBytes{"--max-job-bytes", "DDP_CONTROLLER_MAX_JOB_BYTES"}
 constexpr Option kHandlerThreads{"--handler-threads", "DDP_CONTROLLER_HANDLER_THREADS"};
 constexpr Option kLogLevel{"--log-level", "DDP_CONTROLLER_LOG_LEVEL"};
 constexpr Option kLauncher{"--launcher", "DDP_CONTROLLER_LAUNCHER"};
-constexpr Option kAll[] = {kListen, kStateDir, kTokenFile, kWorkerBin, kAdvertise, kMaxJobBytes, kHandlerThreads, kLogLevel, kLauncher};
+constexpr Option kWorkerImage{"--worker-image", "DDP_CONTROLLER_WORKER_IMAGE"};
+constexpr Option kWatchNamespace{"--watch-namespace", "DDP_CONTROLLER_WATCH_NAMESPACE"};
+constexpr Option kLeaderLease{"--leader-election-lease", "DDP_CONTROLLER_LEADER_ELECTION_LEASE"};
+constexpr Option kKubeServer{"--kube-server", "DDP_CONTROLLER_KUBE_SERVER"};
+constexpr Option kAll[] = {kListen, kStateDir, kTokenFile, kWorkerBin, kAdvertise, kMaxJobBytes, kHandlerThreads,
+                           kLogLevel, kLauncher, kWorkerImage, kWatchNamespace, kLeaderLease, kKubeServer};
 
 std::string describe(const Option& o) { return std::string(o.flag) + " / " + o.env; }
 
@@ -63,7 +68,8 @@ std::string controllerUsage() {
   return "usage: ddp-controller --state-dir DIR [--listen HOST:PORT] [--token-file FILE]\n"
          "                      [--worker-bin PATH] [--advertise-url URL] [--max-job-bytes N]\n"
          "                      [--handler-threads N] [--log-level debug|info|warning|error]\n"
-         "                      [--launcher local|external]\n"
+         "                      [--launcher local|external|kubernetes] [--worker-image IMAGE]\n"
+         "                      [--watch-namespace NS] [--leader-election-lease NAME]\n"
          "The training service: REST job API, rendezvous, store and heartbeats for workers, and\n"
          "a local launcher that runs workers on this host. Prints `listening on http://HOST:PORT`\n"
          "when ready; SIGTERM stops it (running workers keep running and are re-adopted by the\n"
@@ -79,8 +85,11 @@ Status ControllerConfig::validate() const {
   if (maxJobBytes < 1024) return invalidArgument(describe(kMaxJobBytes) + ": must be at least 1024");
   if (handlerThreads < 1 || handlerThreads > 256) return invalidArgument(describe(kHandlerThreads) + ": must be in [1, 256]");
   if (persistEvery <= Duration::zero()) return invalidArgument("persistEvery must be > 0");
-  if (launcher != "local" && launcher != "external") {
-    return invalidArgument(describe(kLauncher) + ": '" + launcher + "' is not local or external");
+  if (launcher != "local" && launcher != "external" && launcher != "kubernetes") {
+    return invalidArgument(describe(kLauncher) + ": '" + launcher + "' is not local, external or kubernetes");
+  }
+  if (launcher == "kubernetes" && workerImage.empty()) {
+    return invalidArgument(describe(kWorkerImage) + ": required with --launcher kubernetes (the default worker image)");
   }
   return Status::ok();
 }
@@ -139,6 +148,11 @@ Result<ControllerConfig> parseControllerConfig(const std::vector<std::string>& a
     return invalidArgument(describe(kLogLevel) + ": '" + *v + "' is not debug|info|warning|error|off");
   }
   if (auto v = get(kLauncher)) c.launcher = *v;
+  if (auto v = get(kWorkerImage)) c.workerImage = *v;
+  if (auto v = get(kWatchNamespace)) c.watchNamespace = *v;
+  if (auto v = get(kLeaderLease)) c.leaderElectionLease = *v;
+  if (auto v = get(kKubeServer)) c.kubeServer = *v;
+  if (auto v = env("POD_NAME")) c.podName = *v;  // the downward API (the Helm chart sets it)
   DDP_RETURN_IF_ERROR(c.validate());
   return c;
 }

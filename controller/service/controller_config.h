@@ -12,7 +12,16 @@
 //   --log-level L            DDP_CONTROLLER_LOG_LEVEL   (info)
 //   --launcher local|external DDP_CONTROLLER_LAUNCHER   (local: workers are processes on this
 //                            host; external: something else starts them, e.g. simulated
-//                            workers of bench_controller)
+//                            workers of bench_controller; kubernetes: DDPJob resources and
+//                            worker pods, docs/KUBERNETES.md)
+//   --worker-image IMAGE     DDP_CONTROLLER_WORKER_IMAGE (kubernetes: the default worker image)
+//   --watch-namespace NS     DDP_CONTROLLER_WATCH_NAMESPACE (kubernetes: DDPJobs and worker
+//                            pods; default: the controller's own namespace)
+//   --leader-election-lease NAME DDP_CONTROLLER_LEADER_ELECTION_LEASE (kubernetes: elect a
+//                            leader on this Lease; "": a single replica)
+//   --kube-server URL        DDP_CONTROLLER_KUBE_SERVER (kubernetes, development and tests: this
+//                            API server instead of the in-cluster configuration)
+//   POD_NAME (environment)   this replica's identity in leader election
 // Thread model: plain value and pure functions.
 
 #include <functional>
@@ -36,7 +45,12 @@ struct ControllerConfig {
   size_t maxJobBytes = 1u << 20;
   int handlerThreads = 4;
   log::Level logLevel = log::Level::kInfo;
-  std::string launcher = "local";  // local | external
+  std::string launcher = "local";  // local | external | kubernetes
+  std::string workerImage;          // kubernetes: default worker image
+  std::string watchNamespace;       // kubernetes: "" = the controller's namespace
+  std::string leaderElectionLease;  // kubernetes: "" = no leader election
+  std::string kubeServer;           // kubernetes: "" = in-cluster configuration
+  std::string podName;              // kubernetes: leader-election identity (POD_NAME)
   Duration persistEvery = std::chrono::seconds(2);
   // Embedded use (ddpctl run): workers die with this process (PR_SET_PDEATHSIG).
   bool tieWorkersToProcess = false;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,23 @@ inline std::vector<SpecError> errorsOf(const std::string& yaml) {
 inline const SpecError* find(const std::vector<SpecError>& errors, const std::string& path) {
   auto it = std::find_if(errors.begin(), errors.end(), [&](const SpecError& e) { return e.path == path; });
   return it == errors.end() ? nullptr : &*it;
+}
+
+// Every .yaml job file in `dir`, each checked to load and to round-trip through toYaml().
+inline std::vector<JobSpec> loadRoundTripping(const std::string& dir) {
+  std::vector<JobSpec> specs;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    auto r = loadJobSpecFile(entry.path().string());
+    EXPECT_TRUE(r.isOk()) << r.status();
+    if (!r.isOk()) continue;
+    auto again = parseJobSpec(r->toYaml());
+    EXPECT_TRUE(again.isOk()) << again.status() << "\n" << r->toYaml();
+    if (again.isOk()) EXPECT_EQ(*again, *r) << r->toYaml();
+    specs.push_back(*r);
+  }
+  return specs;
 }
 
 inline bool contains(const std::string& text, const std::string& words) {

@@ -44,7 +44,7 @@ TEST(ControllerConfigTest, ErrorsNameTheFlagAndTheVariable) {
   EXPECT_NE(port.status().message().find("DDP_CONTROLLER_LISTEN"), std::string::npos) << port.status();
   auto launcher = parseControllerConfig({"--state-dir", "/s", "--launcher", "k8s"}, envOf({}));
   ASSERT_FALSE(launcher.isOk());
-  EXPECT_NE(launcher.status().message().find("'k8s' is not local or external"), std::string::npos);
+  EXPECT_NE(launcher.status().message().find("'k8s' is not local, external or kubernetes"), std::string::npos);
   auto unknown = parseControllerConfig({"--bogus"}, envOf({}));
   ASSERT_FALSE(unknown.isOk());
   EXPECT_NE(unknown.status().message().find("unknown argument '--bogus'"), std::string::npos);

@@ -1,0 +1,182 @@
+#include "controller/launch/kubernetes/ddpjob_reconciler.h"
+
+#include "common/log.h"
+
+namespace ddp::controller::kube {
+namespace {
+
+using nlohmann::json;
+
+int64_t wallMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+DdpJobReconciler::DdpJobReconciler(KubeClient& client, DdpJobReconcilerOptions options, JobCalls jobs)
+    : client_(client), options_(std::move(options)), jobs_(std::move(jobs)) {
+  ResourceWatcherOptions wo;
+  wo.collectionPath = options_.watchNamespace.empty()
+                          ? "/apis/ddp.dev/v1/ddpjobs"
+                          : "/apis/ddp.dev/v1/namespaces/" + options_.watchNamespace + "/ddpjobs";
+  wo.watchTimeoutSeconds = options_.watchTimeoutSeconds;
+  watcher_ = std::make_unique<ResourceWatcher>(client_, wo, [this](const WatchEvent& e) { onEvent(e); });
+}
+
+DdpJobReconciler::~DdpJobReconciler() { stop(); }
+
+void DdpJobReconciler::start() {
+  watcher_->start();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (ticker_.joinable()) return;
+  ticker_ = std::thread([this] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      lock.unlock();
+      reconcileAll();
+      lock.lock();
+      cv_.wait_for(lock, options_.tick, [&] { return stopping_; });
+    }
+  });
+}
+
+void DdpJobReconciler::stop() {
+  watcher_->stop();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (ticker_.joinable()) ticker_.join();
+}
+
+std::optional<JobOwner> DdpJobReconciler::ownerOf(const std::string& job) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = tracked_.find(job);
+  if (it == tracked_.end()) return std::nullopt;
+  return JobOwner{job, it->second.uid};
+}
+
+void DdpJobReconciler::onEvent(const WatchEvent& e) {
+  const json& m = e.object.value("metadata", json::object());
+  const std::string name = m.value("name", "");
+  if (name.empty()) return;
+  std::lock_guard<std::mutex> lock(mu_);
+  Tracked& t = tracked_[name];
+  t.ns = m.value("namespace", "");
+  if (e.type == WatchEvent::Type::kDeleted) {
+    t.deleted = true;
+    return;
+  }
+  t.uid = m.value("uid", "");
+  t.generation = m.value("generation", int64_t{1});
+  t.object = e.object;
+  t.deleted = false;
+}
+
+std::string DdpJobReconciler::jobPath(const Tracked& t, const std::string& name) const {
+  return "/apis/ddp.dev/v1/namespaces/" + t.ns + "/ddpjobs/" + name;
+}
+
+void DdpJobReconciler::writeStatus(const std::string& name, Tracked& t, const json& status) {
+  auto r = client_.mergePatch(jobPath(t, name) + "/status", {{"status", status}});
+  if (!r.isOk()) {
+    DDP_LOG(Warning) << "kubernetes: status of DDPJob " << t.ns << "/" << name << ": " << r.status().message();
+    return;
+  }
+  t.written = status;
+  t.writtenAt = std::chrono::steady_clock::now();
+}
+
+void DdpJobReconciler::reconcile(const std::string& name, Tracked& t) {
+  if (t.deleted) {
+    Status st = jobs_.remove(name, Deadline::after(std::chrono::seconds(30)));
+    if (!st.isOk() && st.code() != StatusCode::kNotFound) {
+      DDP_LOG(Warning) << "kubernetes: removing job " << name << ": " << st.message();
+    }
+    return;
+  }
+  if (!t.submitted) {
+    auto existing = jobs_.get(name);
+    if (existing.isOk()) {
+      t.submitted = true;  // known already (a restarted controller)
+    } else {
+      if (t.refusedGeneration == t.generation) return;
+      std::vector<SpecError> errors;
+      auto spec = parseJobSpec(t.object.dump(), &errors);  // JSON is YAML
+      Result<JobRecord> rec = spec.isOk() ? jobs_.submit(*spec) : Result<JobRecord>(spec.status());
+      if (!rec.isOk()) {
+        t.refusedGeneration = t.generation;
+        writeStatus(name, t, invalidJobStatus(rec.status().message(), t.generation, wallMs()));
+        return;
+      }
+      t.submitted = true;
+    }
+  }
+  auto rec = jobs_.get(name);
+  if (!rec.isOk()) return;
+  const json desired = ddpJobStatus(*rec, t.generation);
+  if (statusWriteDue(t.written, t.writtenAt, desired, std::chrono::steady_clock::now())) writeStatus(name, t, desired);
+  // The run policy (spec.kubernetes.runPolicy).
+  const json& policy = t.object.value("spec", json::object()).value("kubernetes", json::object()).value("runPolicy", json::object());
+  const int64_t now = wallMs();
+  if (!isTerminal(rec->phase) && policy.contains("activeDeadlineSeconds") && rec->startMs > 0 &&
+      now - rec->startMs >= policy["activeDeadlineSeconds"].get<int64_t>() * 1000) {
+    DDP_LOG(Info) << "kubernetes: job " << name << " passed activeDeadlineSeconds: cancelling it";
+    (void)jobs_.cancel(name);
+  }
+  if (isTerminal(rec->phase) && !t.cleaned) t.cleaned = cleanPods(name, t, policy.value("cleanPodPolicy", "Running"));
+  if (isTerminal(rec->phase) && policy.contains("ttlSecondsAfterFinished") && rec->completionMs > 0 &&
+      now - rec->completionMs >= policy["ttlSecondsAfterFinished"].get<int64_t>() * 1000) {
+    Status st = client_.remove(jobPath(t, name));
+    if (!st.isOk() && st.code() != StatusCode::kNotFound) DDP_LOG(Warning) << "kubernetes: ttl of " << name << ": " << st.message();
+  }
+}
+
+bool DdpJobReconciler::cleanPods(const std::string& name, const Tracked& t, const std::string& policy) {
+  if (policy == "None") return true;
+  const std::string pods = "/api/v1/namespaces/" + t.ns + "/pods";
+  auto list = client_.get(pods + "?labelSelector=" + std::string(kJobLabel) + "%3D" + name);
+  if (!list.isOk()) return false;
+  bool done = true;
+  for (const json& pod : list->value("items", json::array())) {
+    const std::string phase = pod.value("status", json::object()).value("phase", "");
+    if (policy == "Running" && (phase == "Succeeded" || phase == "Failed")) continue;
+    Status st = client_.remove(pods + "/" + pod["metadata"].value("name", ""));
+    done = done && (st.isOk() || st.code() == StatusCode::kNotFound);
+  }
+  return done;
+}
+
+void DdpJobReconciler::reconcileAll() {
+  std::vector<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, t] : tracked_) names.push_back(name);
+  }
+  for (const std::string& name : names) {
+    Tracked t;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = tracked_.find(name);
+      if (it == tracked_.end()) continue;
+      t = it->second;
+    }
+    reconcile(name, t);  // no lock held: API and job calls
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = tracked_.find(name);
+    if (it == tracked_.end()) continue;
+    if (t.deleted && it->second.deleted) {
+      tracked_.erase(it);
+      continue;
+    }
+    // Keep what the watch changed meanwhile; take over what reconcile() learnt.
+    it->second.submitted = t.submitted;
+    it->second.refusedGeneration = t.refusedGeneration;
+    it->second.cleaned = t.cleaned;
+    it->second.written = t.written;
+    it->second.writtenAt = t.writtenAt;
+  }
+}
+
+}  // namespace ddp::controller::kube

@@ -1,0 +1,340 @@
+#include "controller/launch/kubernetes/kubernetes_launcher.h"
+
+#include <algorithm>
+#include <csignal>
+
+#include "common/log.h"
+
+namespace ddp::controller::kube {
+namespace {
+
+using nlohmann::json;
+
+std::string label(const json& pod, const char* key) {
+  const json& labels = pod["metadata"].value("labels", json::object());
+  return labels.value(key, "");
+}
+
+// A LogStream over text fetched once (the pod log API; following is polled by the caller).
+class TextLogStream final : public LogStream {
+ public:
+  explicit TextLogStream(std::string text) : text_(std::move(text)) {}
+  Result<std::string> read(Deadline) override {
+    if (done_) return outOfRange("end of log");
+    done_ = true;
+    return std::move(text_);
+  }
+  bool done() const override { return done_; }
+
+ private:
+  std::string text_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<KubernetesLauncher>> KubernetesLauncher::create(KubeClient& client,
+                                                                       KubernetesLauncherOptions options) {
+  if (options.nameSpace.empty() || !options.specOf) {
+    return invalidArgument("kubernetes launcher: a namespace and a job spec lookup are required");
+  }
+  std::unique_ptr<KubernetesLauncher> l(new KubernetesLauncher(client, std::move(options)));
+  ResourceWatcherOptions wo;
+  wo.collectionPath = l->podsPath();
+  wo.labelSelector = kJobLabel;  // every pod that belongs to a job
+  wo.watchTimeoutSeconds = l->options_.podWatchTimeoutSeconds;
+  KubernetesLauncher* self = l.get();
+  l->pods_ = std::make_unique<ResourceWatcher>(client, wo, [self](const WatchEvent& e) { self->onPodEvent(e); });
+  l->pods_->start();
+  l->reaper_ = std::thread([self] { self->reapLoop(); });
+  return l;
+}
+
+KubernetesLauncher::KubernetesLauncher(KubeClient& client, KubernetesLauncherOptions options)
+    : client_(client), options_(std::move(options)) {}
+
+KubernetesLauncher::~KubernetesLauncher() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (reaper_.joinable()) reaper_.join();
+  if (pods_) pods_->stop();
+}
+
+void KubernetesLauncher::reapLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    const TimePoint now = std::chrono::steady_clock::now();
+    std::vector<std::pair<std::string, int>> due;
+    TimePoint next = now + std::chrono::seconds(1);
+    for (auto it = stopAt_.begin(); it != stopAt_.end();) {
+      if (it->second <= now) {
+        auto job = jobs_.find(it->first.first);
+        if (job != jobs_.end() && !job->second.slots[it->first.second].ended) due.push_back(it->first);
+        it = stopAt_.erase(it);
+      } else {
+        next = std::min(next, it->second);
+        ++it;
+      }
+    }
+    if (!due.empty()) {
+      lock.unlock();
+      for (const auto& [job, slot] : due) {
+        Status st = deletePod(job, slot, 0);
+        if (!st.isOk() && st.code() != StatusCode::kNotFound) {
+          DDP_LOG(Warning) << "kubernetes: stopping " << workerPodName(job, slot) << ": " << st.message();
+        }
+      }
+      lock.lock();
+      continue;
+    }
+    cv_.wait_until(lock, next, [&] { return stopping_; });
+  }
+}
+
+std::string KubernetesLauncher::podsPath() const { return "/api/v1/namespaces/" + options_.nameSpace + "/pods"; }
+
+Status KubernetesLauncher::ready() const {
+  if (!pods_->synced()) return unavailable("kubernetes: the pod watch has not synced yet: " + pods_->lastError().message());
+  if (options_.elector) return options_.elector->readiness();
+  return Status::ok();
+}
+
+Result<WorkerObjectsInput> KubernetesLauncher::inputFor(const JobLaunch& launch) const {
+  std::optional<JobSpec> spec = options_.specOf(launch.jobName);
+  if (!spec) return notFound("kubernetes: no spec for job " + launch.jobName);
+  WorkerObjectsInput in;
+  in.nameSpace = options_.nameSpace;
+  in.defaultImage = options_.defaultImage;
+  in.launch = launch;
+  in.spec = *spec;
+  if (options_.ownerOf) in.owner = options_.ownerOf(launch.jobName);
+  return in;
+}
+
+Status KubernetesLauncher::ensureWorkers(const JobLaunch& job) {
+  DDP_RETURN_IF_ERROR(validateJobName(job.jobName));
+  DDP_ASSIGN_OR_RETURN(WorkerObjectsInput in, inputFor(job));
+  const std::string ns = "/api/v1/namespaces/" + options_.nameSpace;
+  for (auto [collection, object] : {std::pair{ns + "/secrets", buildTokenSecret(in)},
+                                    std::pair{ns + "/services", buildHeadlessService(in)}}) {
+    auto r = client_.create(collection, object);
+    if (!r.isOk() && r.status().code() != StatusCode::kAlreadyExists) return r.status();
+  }
+  std::vector<int> toCreate;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Job& j = jobs_[job.jobName];
+    j.launch = job;
+    for (int s = 0; s < job.workers; ++s) {
+      if (!j.slots[s].created) toCreate.push_back(s);
+    }
+  }
+  for (int s : toCreate) DDP_RETURN_IF_ERROR(createPod(job.jobName, s));
+  return Status::ok();
+}
+
+Status KubernetesLauncher::adoptJob(const JobLaunch& job) {
+  DDP_RETURN_IF_ERROR(validateJobName(job.jobName));
+  std::lock_guard<std::mutex> lock(mu_);
+  Job& j = jobs_[job.jobName];
+  j.launch = job;
+  for (int s = 0; s < job.workers; ++s) j.slots[s].created = true;
+  return Status::ok();
+}
+
+Status KubernetesLauncher::createPod(const std::string& job, int slot) {
+  JobLaunch launch;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(job);
+    if (it == jobs_.end()) return notFound("kubernetes: unknown job " + job);
+    launch = it->second.launch;
+  }
+  DDP_ASSIGN_OR_RETURN(WorkerObjectsInput in, inputFor(launch));
+  auto r = client_.create(podsPath(), buildWorkerPod(in, slot));
+  if (!r.isOk() && r.status().code() != StatusCode::kAlreadyExists) return r.status();
+  std::lock_guard<std::mutex> lock(mu_);
+  Slot& s = jobs_[job].slots[slot];
+  s.created = true;
+  s.ended = false;
+  return Status::ok();
+}
+
+Status KubernetesLauncher::deletePod(const std::string& job, int slot, std::optional<int64_t> graceSeconds) {
+  std::string path = podsPath() + "/" + workerPodName(job, slot);
+  if (graceSeconds) path += "?gracePeriodSeconds=" + std::to_string(*graceSeconds);
+  return client_.remove(path);
+}
+
+Status KubernetesLauncher::killWorker(const std::string& job, const std::string& workerId, int signal) {
+  const std::optional<int> slot = slotOfWorkerId(job, workerId);
+  if (!slot) return notFound("kubernetes: " + workerId + " is not a worker of job " + job);
+  // Pods take no signals: SIGKILL deletes at once, anything else with the default grace
+  // (SIGTERM, then SIGKILL after terminationGracePeriodSeconds).
+  return deletePod(job, *slot, signal == SIGKILL ? std::optional<int64_t>(0) : std::nullopt);
+}
+
+Status KubernetesLauncher::replaceWorker(const std::string& job, const std::string& workerId) {
+  const std::optional<int> slot = slotOfWorkerId(job, workerId);
+  if (!slot) return notFound("kubernetes: " + workerId + " is not a worker of job " + job);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_[job].slots[*slot].replacePending = true;
+  }
+  Status st = deletePod(job, *slot, 0);
+  if (st.code() != StatusCode::kNotFound) return st;
+  // Already gone: no DELETED event will come for it; create the replacement now.
+  bool create = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Job& j = jobs_[job];
+    create = !j.holdReplacements;
+    if (create) j.slots[*slot].replacePending = false;
+  }
+  return create ? createPod(job, *slot) : Status::ok();
+}
+
+void KubernetesLauncher::holdReplacements(const std::string& job, bool hold) {
+  std::vector<int> release;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Job& j = jobs_[job];
+    j.holdReplacements = hold;
+    if (hold) return;
+    for (auto& [slot, s] : j.slots) {
+      if (s.replacePending && (s.ended || !s.created)) {
+        s.replacePending = false;
+        release.push_back(slot);
+      }
+    }
+  }
+  for (int slot : release) (void)createPod(job, slot);
+}
+
+void KubernetesLauncher::onPodEvent(const WatchEvent& e) {
+  const std::string job = label(e.object, kJobLabel);
+  const std::string slotText = label(e.object, kSlotLabel);
+  if (job.empty() || slotText.empty()) return;
+  const int slot = std::atoi(slotText.c_str());
+  const json status = e.object.value("status", json::object());
+  const std::string phase = status.value("phase", "");
+  const bool deleted = e.type == WatchEvent::Type::kDeleted;
+  if (!deleted && phase != "Succeeded" && phase != "Failed") return;
+  WorkerExit exit;
+  exit.jobName = job;
+  exit.workerId = workerIdFor(job, slot);
+  exit.slot = slot;
+  exit.code = phase == "Succeeded" ? 0 : 1;
+  for (const json& cs : status.value("containerStatuses", json::array())) {
+    if (cs.value("name", "") != kWorkerContainer) continue;
+    const json& t = cs.value("state", json::object()).value("terminated", json::object());
+    if (t.contains("exitCode")) exit.code = t["exitCode"].get<int>();
+    if (t.contains("signal")) {
+      exit.signaled = true;
+      exit.code = t["signal"].get<int>();
+    }
+    if (t.contains("message")) exit.lastLines.push_back(t["message"].get<std::string>());
+  }
+  bool report = false, recreate = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(job);
+    if (it == jobs_.end()) return;  // not a job of this controller (or forgotten)
+    Slot& s = it->second.slots[slot];
+    if (!s.ended) {
+      s.ended = true;
+      report = true;
+      exit.killedByLauncher = s.replacePending;
+      if (deleted && phase != "Succeeded" && phase != "Failed") {
+        exit.signaled = true;
+        exit.code = SIGKILL;  // deleted while running
+      }
+    }
+    if (deleted && s.replacePending && !it->second.holdReplacements) {
+      s.replacePending = false;
+      recreate = true;
+    }
+  }
+  if (report && options_.onExit) options_.onExit(exit);
+  if (recreate) {
+    Status st = createPod(job, slot);
+    if (!st.isOk()) DDP_LOG(Warning) << "kubernetes: replacing " << exit.workerId << ": " << st.message();
+  }
+}
+
+Result<std::unique_ptr<LogStream>> KubernetesLauncher::openLog(const std::string& job, const std::string& workerId,
+                                                               LogOptions options) {
+  std::vector<int> slots;
+  if (workerId.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(job);
+    if (it == jobs_.end()) return notFound("kubernetes: unknown job " + job);
+    for (const auto& [slot, s] : it->second.slots) slots.push_back(slot);
+  } else {
+    std::optional<int> slot = slotOfWorkerId(job, workerId);
+    if (!slot) return notFound("kubernetes: " + workerId + " is not a worker of job " + job);
+    slots.push_back(*slot);
+  }
+  std::string text;
+  for (int slot : slots) {
+    std::string path = podsPath() + "/" + workerPodName(job, slot) + "/log?container=" + kWorkerContainer;
+    if (options.tailLines >= 0) path += "&tailLines=" + std::to_string(options.tailLines);
+    DDP_ASSIGN_OR_RETURN(KubeResponse r, client_.request("GET", path));
+    DDP_RETURN_IF_ERROR(apiStatus(r, "log of " + workerPodName(job, slot)));
+    if (workerId.empty()) {
+      size_t start = 0;
+      while (start < r.body.size()) {
+        size_t nl = r.body.find('\n', start);
+        const size_t end = nl == std::string::npos ? r.body.size() : nl + 1;
+        text += "[w" + std::to_string(slot) + "] " + r.body.substr(start, end - start);
+        start = end;
+      }
+    } else {
+      text += r.body;
+    }
+  }
+  if (!text.empty() && text.back() != '\n') text += '\n';
+  return std::unique_ptr<LogStream>(new TextLogStream(std::move(text)));
+}
+
+Status KubernetesLauncher::stopJob(const std::string& job, Duration grace) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(job);
+    if (it == jobs_.end()) return Status::ok();
+    const TimePoint at = std::chrono::steady_clock::now() + grace;
+    for (auto& [slot, s] : it->second.slots) {
+      s.replacePending = false;
+      if (s.created && !s.ended && !stopAt_.count({job, slot})) stopAt_[{job, slot}] = at;
+    }
+  }
+  cv_.notify_all();
+  return Status::ok();
+}
+
+Status KubernetesLauncher::forgetJob(const std::string& job) {
+  std::set<int> slots;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(job);
+    if (it != jobs_.end()) {
+      for (const auto& [slot, s] : it->second.slots) slots.insert(slot);
+      jobs_.erase(it);
+    }
+    std::erase_if(stopAt_, [&](const auto& e) { return e.first.first == job; });
+  }
+  const std::string ns = "/api/v1/namespaces/" + options_.nameSpace;
+  for (int slot : slots) (void)client_.remove(podsPath() + "/" + workerPodName(job, slot));  // ended pods too
+  for (const std::string& path : {ns + "/services/" + job, ns + "/secrets/" + tokenSecretName(job)}) {
+    Status st = client_.remove(path);
+    if (!st.isOk() && st.code() != StatusCode::kNotFound) return st;
+  }
+  return Status::ok();
+}
+
+std::vector<int64_t> KubernetesLauncher::livePids(const std::string&) const { return {}; }
+
+}  // namespace ddp::controller::kube

@@ -1,0 +1,103 @@
+#pragma once
+// KubernetesLauncher: the Launcher (controller/launch/launcher.h) that runs a job's workers as
+// pods (Note [Worker pods] in worker_objects.h). ensureWorkers creates the job's token Secret,
+// headless Service and one pod per slot that never had one (an existing object is kept:
+// idempotent); killWorker and replaceWorker delete a worker's pod (replaceWorker then creates a
+// fresh pod in the slot once the old one is gone, unless replacements are held); stopJob gives
+// the job's running pods `grace` to end by themselves (the controller has told their workers to
+// stop) and deletes those still running then, so pods that end on their own stay for their logs
+// (cleanPodPolicy decides about them); forgetJob deletes the pods, Service and Secret at once;
+// logs come from the pod log API. A pod watch (ResourceWatcher on the pods labelled ddp.dev/job) reports each worker pod
+// that ended (phase Succeeded or Failed, or deleted while running) once through the exit
+// callback, with the container's exit code (pid 0: pods have no pid the controller knows).
+// ready() is the pod watch having synced and, with leader election, this replica leading.
+// Not here yet: the DDPJob reconcile loop (DDPJob resources to jobs, status written back), the
+// schedule timeout, cleanPodPolicy and TTL (docs/KUBERNETES.md).
+// Thread model: thread-safe; the exit callback runs on the pod watch's thread; one more thread
+// deletes the pods stopJob gave a grace period (joined by the destructor).
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <condition_variable>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "common/job_spec.h"
+#include "controller/launch/kubernetes/kube_client.h"
+#include "controller/launch/kubernetes/leader_elector.h"
+#include "controller/launch/kubernetes/resource_watcher.h"
+#include "controller/launch/kubernetes/worker_objects.h"
+#include "controller/launch/launcher.h"
+
+namespace ddp::controller::kube {
+
+struct KubernetesLauncherOptions {
+  std::string nameSpace;     // where the worker objects go
+  std::string defaultImage;  // for jobs without spec.kubernetes.image
+  // The spec of a job (the controller's job store); nullopt: unknown job (ensureWorkers fails).
+  std::function<std::optional<JobSpec>(const std::string& job)> specOf;
+  // The DDPJob that owns a job, for owner references; nullopt for jobs from the REST API.
+  std::function<std::optional<JobOwner>(const std::string& job)> ownerOf;
+  Launcher::ExitCallback onExit;
+  const LeaderElector* elector = nullptr;  // readiness; nullptr: no leader election
+  int podWatchTimeoutSeconds = 300;
+};
+
+class KubernetesLauncher final : public Launcher {
+ public:
+  // Starts the pod watch. InvalidArgument without a namespace or specOf.
+  static Result<std::unique_ptr<KubernetesLauncher>> create(KubeClient& client, KubernetesLauncherOptions options);
+  ~KubernetesLauncher() override;
+
+  std::string name() const override { return "kubernetes"; }
+  Status ready() const override;
+  int maxWorkersPerJob() const override { return kMaxWorkersPerJob; }
+  Status ensureWorkers(const JobLaunch& job) override;
+  // Records the job's launch and takes every slot's pod as existing (a restarted controller's
+  // running job: its pods are not listed again; a replacement recreates the slot's pod).
+  Status adoptJob(const JobLaunch& job) override;
+  Status killWorker(const std::string& job, const std::string& workerId, int signal) override;
+  Status replaceWorker(const std::string& job, const std::string& workerId) override;
+  void holdReplacements(const std::string& job, bool hold) override;
+  Result<std::unique_ptr<LogStream>> openLog(const std::string& job, const std::string& workerId,
+                                             LogOptions options) override;
+  Status stopJob(const std::string& job, Duration grace) override;
+  Status forgetJob(const std::string& job) override;
+  std::vector<int64_t> livePids(const std::string& job) const override;
+
+ private:
+  struct Slot {
+    bool created = false;         // a pod was created for it (by us, or found)
+    bool ended = false;           // its current pod ended (reported once)
+    bool replacePending = false;  // recreate once the old pod is gone
+  };
+  struct Job {
+    JobLaunch launch;
+    std::map<int, Slot> slots;
+    bool holdReplacements = false;
+  };
+
+  KubernetesLauncher(KubeClient& client, KubernetesLauncherOptions options);
+  void onPodEvent(const WatchEvent& e);
+  void reapLoop();
+  Status createPod(const std::string& job, int slot);  // mu_ not held
+  Status deletePod(const std::string& job, int slot, std::optional<int64_t> graceSeconds);
+  std::string podsPath() const;
+  Result<WorkerObjectsInput> inputFor(const JobLaunch& launch) const;
+
+  KubeClient& client_;
+  const KubernetesLauncherOptions options_;
+  mutable std::mutex mu_;
+  std::map<std::string, Job> jobs_;  // guarded by mu_
+  std::map<std::pair<std::string, int>, TimePoint> stopAt_;  // pods to delete then; guarded by mu_
+  bool stopping_ = false;                                    // guarded by mu_
+  std::condition_variable cv_;
+  std::thread reaper_;  // deletes the pods of stopAt_ when due
+  std::unique_ptr<ResourceWatcher> pods_;
+};
+
+}  // namespace ddp::controller::kube

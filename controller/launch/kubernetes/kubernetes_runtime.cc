@@ -1,0 +1,75 @@
+#include "controller/launch/kubernetes/kubernetes_runtime.h"
+
+namespace ddp::controller::kube {
+
+Result<std::unique_ptr<KubernetesRuntime>> KubernetesRuntime::create(KubernetesRuntimeOptions options) {
+  std::unique_ptr<KubernetesRuntime> r(new KubernetesRuntime());
+  if (options.nameSpace.empty()) options.nameSpace = options.kube.nameSpace;
+  if (options.nameSpace.empty()) return invalidArgument("kubernetes: no namespace (--watch-namespace)");
+  r->options_ = options;
+  DDP_ASSIGN_OR_RETURN(r->client_, KubeClient::create(options.kube));
+  KubernetesRuntime* self = r.get();
+  if (!options.leaseName.empty()) {
+    LeaderElectorOptions eo;
+    eo.nameSpace = options.kube.nameSpace.empty() ? options.nameSpace : options.kube.nameSpace;
+    eo.leaseName = options.leaseName;
+    eo.identity = options.identity;
+    eo.onStartedLeading = [self] { self->startReconciler(); };
+    eo.onStoppedLeading = [self] { self->stopReconciler(); };
+    DDP_ASSIGN_OR_RETURN(r->elector_, LeaderElector::create(*r->client_, eo));
+  }
+  KubernetesLauncherOptions lo;
+  lo.nameSpace = options.nameSpace;
+  lo.defaultImage = options.workerImage;
+  lo.onExit = options.onExit;
+  lo.elector = r->elector_.get();
+  lo.specOf = [self](const std::string& job) -> std::optional<JobSpec> {
+    std::lock_guard<std::mutex> lock(self->mu_);
+    return self->specOf_ ? self->specOf_(job) : std::nullopt;
+  };
+  lo.ownerOf = [self](const std::string& job) -> std::optional<JobOwner> {
+    std::lock_guard<std::mutex> lock(self->mu_);
+    return self->reconciler_ ? self->reconciler_->ownerOf(job) : std::nullopt;
+  };
+  DDP_ASSIGN_OR_RETURN(r->launcher_, KubernetesLauncher::create(*r->client_, lo));
+  return r;
+}
+
+KubernetesRuntime::~KubernetesRuntime() { stop(); }
+
+std::unique_ptr<Launcher> KubernetesRuntime::takeLauncher() { return std::move(launcher_); }
+
+void KubernetesRuntime::start(JobCalls jobs, std::function<std::optional<JobSpec>(const std::string&)> specOf) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_ = std::move(jobs);
+    specOf_ = std::move(specOf);
+  }
+  if (elector_) elector_->start();
+  else startReconciler();
+}
+
+void KubernetesRuntime::startReconciler() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (reconciler_) return;
+  DdpJobReconcilerOptions ro;
+  ro.watchNamespace = options_.nameSpace;
+  reconciler_ = std::make_unique<DdpJobReconciler>(*client_, ro, jobs_);
+  reconciler_->start();
+}
+
+void KubernetesRuntime::stopReconciler() {
+  std::unique_ptr<DdpJobReconciler> r;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    r = std::move(reconciler_);
+  }
+  if (r) r->stop();
+}
+
+void KubernetesRuntime::stop() {
+  if (elector_) elector_->stop();  // releases the lease; stops the reconciler through the callback
+  stopReconciler();
+}
+
+}  // namespace ddp::controller::kube

@@ -1,0 +1,120 @@
+#include "controller/launch/kubernetes/worker_objects.h"
+
+#include "common/launch/worker_env.h"
+
+namespace ddp::controller::kube {
+namespace {
+
+using nlohmann::json;
+
+json metadata(const WorkerObjectsInput& in, const std::string& name, std::optional<int> slot) {
+  json labels = {{"app.kubernetes.io/name", "ddp-worker"}, {"app.kubernetes.io/managed-by", "ddp-controller"},
+                 {kJobLabel, in.launch.jobName}};
+  if (slot) labels[kSlotLabel] = std::to_string(*slot);
+  json m = {{"name", name}, {"namespace", in.nameSpace}, {"labels", labels}};
+  if (in.owner && !in.owner->uid.empty()) {
+    m["ownerReferences"] = json::array({{{"apiVersion", kJobApiVersion}, {"kind", kJobKind}, {"name", in.owner->name},
+                                         {"uid", in.owner->uid}, {"controller", true}, {"blockOwnerDeletion", true}}});
+  }
+  return m;
+}
+
+json environment(const WorkerObjectsInput& in, int slot) {
+  launch::WorkerEnv env = in.launch.env;
+  env.jobName = in.launch.jobName;
+  env.workerId = workerIdFor(in.launch.jobName, slot);
+  json out = json::array();
+  std::vector<std::string> entries = launch::workerEnvironment(env);
+  entries.insert(entries.end(), in.launch.extraEnv.begin(), in.launch.extraEnv.end());
+  for (const std::string& e : entries) {
+    const size_t eq = e.find('=');
+    const std::string name = e.substr(0, eq);
+    if (name == launch::kEnvJobToken || name == launch::kEnvAdvertiseAddr) continue;  // below
+    out.push_back({{"name", name}, {"value", eq == std::string::npos ? "" : e.substr(eq + 1)}});
+  }
+  out.push_back({{"name", launch::kEnvJobToken},
+                 {"valueFrom", {{"secretKeyRef", {{"name", tokenSecretName(in.launch.jobName)}, {"key", kTokenKey}}}}}});
+  out.push_back({{"name", launch::kEnvAdvertiseAddr}, {"valueFrom", {{"fieldRef", {{"fieldPath", "status.podIP"}}}}}});
+  return out;
+}
+
+json resources(const JobSpec& spec) {
+  const ResourcesSpec& r = spec.kubernetes.resources;
+  json requests = json::object(), limits = json::object();
+  for (const auto& [k, v] : r.requests) requests[k] = v;
+  for (const auto& [k, v] : r.limits) limits[k] = v;
+  if (spec.device == JobDevice::kCuda && !r.limits.count(kNvidiaGpuResource) && !r.requests.count(kNvidiaGpuResource)) {
+    limits[kNvidiaGpuResource] = "1";
+  }
+  json out = json::object();
+  if (!requests.empty()) out["requests"] = requests;
+  if (!limits.empty()) out["limits"] = limits;
+  return out;
+}
+
+}  // namespace
+
+std::string workerPodName(const std::string& job, int slot) { return job + "-worker-" + std::to_string(slot); }
+std::string tokenSecretName(const std::string& job) { return job + "-worker-token"; }
+
+json buildWorkerPod(const WorkerObjectsInput& in, int slot) {
+  const KubernetesSpec& k = in.spec.kubernetes;
+  const std::string name = workerPodName(in.launch.jobName, slot);
+  json container = {{"name", kWorkerContainer},
+                    {"image", k.image.empty() ? in.defaultImage : k.image},
+                    {"imagePullPolicy", imagePullPolicyName(k.imagePullPolicy)},
+                    {"command", json::array({"ddp-worker"})},
+                    {"env", environment(in, slot)},
+                    {"resources", resources(in.spec)},
+                    {"volumeMounts", json::array({{{"name", "dshm"}, {"mountPath", "/dev/shm"}}})}};
+  json volumes = json::array({{{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}}});
+  if (k.capSysNice) {
+    container["securityContext"] = {{"runAsUser", 0}, {"capabilities", {{"add", json::array({"SYS_NICE"})}}}};
+  } else {
+    container["securityContext"] = {{"runAsUser", kWorkerUid}, {"runAsNonRoot", true}};
+  }
+  if (!k.checkpointVolumeClaim.empty()) {
+    container["volumeMounts"].push_back({{"name", "checkpoints"}, {"mountPath", in.spec.checkpoint.dir}});
+    volumes.push_back({{"name", "checkpoints"}, {"persistentVolumeClaim", {{"claimName", k.checkpointVolumeClaim}}}});
+  }
+  json podSpec = {{"restartPolicy", "Never"},
+                  {"hostname", name},
+                  {"subdomain", in.launch.jobName},
+                  {"enableServiceLinks", false},
+                  {"securityContext", {{"fsGroup", kWorkerUid}}},
+                  {"containers", json::array({container})},
+                  {"volumes", volumes}};
+  if (!k.serviceAccountName.empty()) podSpec["serviceAccountName"] = k.serviceAccountName;
+  if (!k.nodeSelector.empty()) podSpec["nodeSelector"] = k.nodeSelector;
+  if (!k.tolerations.empty()) {
+    json tolerations = json::array();
+    for (const TolerationSpec& t : k.tolerations) {
+      json j = {{"operator", t.op}};
+      if (!t.key.empty()) j["key"] = t.key;
+      if (!t.value.empty()) j["value"] = t.value;
+      if (!t.effect.empty()) j["effect"] = t.effect;
+      if (t.tolerationSeconds) j["tolerationSeconds"] = *t.tolerationSeconds;
+      tolerations.push_back(j);
+    }
+    podSpec["tolerations"] = tolerations;
+  }
+  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata(in, name, slot)}, {"spec", podSpec}};
+}
+
+json buildHeadlessService(const WorkerObjectsInput& in) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Service"},
+          {"metadata", metadata(in, in.launch.jobName, std::nullopt)},
+          {"spec", {{"clusterIP", "None"}, {"publishNotReadyAddresses", true},
+                    {"selector", {{kJobLabel, in.launch.jobName}}}}}};
+}
+
+json buildTokenSecret(const WorkerObjectsInput& in) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Secret"},
+          {"metadata", metadata(in, tokenSecretName(in.launch.jobName), std::nullopt)},
+          {"type", "Opaque"},
+          {"stringData", {{kTokenKey, in.launch.env.jobToken}}}};
+}
+
+}  // namespace ddp::controller::kube

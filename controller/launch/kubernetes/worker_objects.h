@@ -1,0 +1,61 @@
+#pragma once
+// The Kubernetes objects of one job, as pure functions of the job (Note [Worker pods]): its
+// worker pods, the headless Service that gives them DNS names, and the Secret with the job's
+// worker token. The Kubernetes launcher creates them; tests check them field by field.
+//
+// Note [Worker pods]
+// One pod per slot, "<job>-worker-<slot>", restartPolicy Never: the controller decides about
+// restarts (spec.maxRestarts), never the kubelet. The container runs ddp-worker with the
+// environment every launcher gives a worker (common/launch/worker_env.h), except that the job
+// token comes from the job's Secret (secretKeyRef, not in the pod spec) and the advertise address
+// is the pod IP (downward API), so Gloo and NCCL reach the worker across nodes. From
+// spec.kubernetes: image (or the controller's default), pull policy, resources (with device cuda
+// and no GPU named, nvidia.com/gpu: 1), nodeSelector, tolerations, service account, CAP_SYS_NICE
+// (capSysNice) for the communication threads' real-time priority, and the checkpoint claim
+// mounted at spec.checkpoint.dir. Kubernetes gives a non-root process no effective
+// capabilities from `capabilities.add` (there are no ambient capabilities in a pod spec), so a
+// worker with capSysNice runs as root in its container (runAsUser 0) and one without runs as the
+// image's user (uid kWorkerUid); fsGroup kWorkerUid lets either write the checkpoint claim. Every pod gets a memory-backed /dev/shm (NCCL's shared memory
+// between processes; a container's default 64 MiB is too small). Labels: ddp.dev/job and
+// ddp.dev/slot select a job's pods and one slot; owner references to the DDPJob (when it has a
+// uid) let Kubernetes delete them with it.
+// Thread model: pure functions.
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/job_spec.h"
+#include "controller/launch/launcher.h"
+
+namespace ddp::controller::kube {
+
+inline constexpr const char* kJobLabel = "ddp.dev/job";
+inline constexpr const char* kSlotLabel = "ddp.dev/slot";
+inline constexpr const char* kWorkerContainer = "worker";
+inline constexpr const char* kTokenKey = "token";
+inline constexpr int64_t kWorkerUid = 10001;  // the image's ddp user (Dockerfile)
+
+// The DDPJob that owns a job's objects (absent for a job submitted through the REST API).
+struct JobOwner {
+  std::string name;
+  std::string uid;
+};
+
+struct WorkerObjectsInput {
+  std::string nameSpace;
+  std::string defaultImage;  // when spec.kubernetes.image is empty
+  JobLaunch launch;          // job name, worker count, the worker environment
+  JobSpec spec;
+  std::optional<JobOwner> owner;
+};
+
+std::string workerPodName(const std::string& job, int slot);  // "<job>-worker-<slot>"
+std::string tokenSecretName(const std::string& job);          // "<job>-worker-token"
+
+nlohmann::json buildWorkerPod(const WorkerObjectsInput& in, int slot);
+nlohmann::json buildHeadlessService(const WorkerObjectsInput& in);
+nlohmann::json buildTokenSecret(const WorkerObjectsInput& in);
+
+}  // namespace ddp::controller::kube

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Renders manifests/install.yaml from the Helm chart (charts/ddp): the CRD, a ddp-system
+# Namespace and the controller with default values, expecting the API token in an existing
+# Secret (no generated token in a shared file). tests/kubernetes/check.sh install-manifest
+# fails when the committed file differs from what this writes.
+#   scripts/render_manifests.sh            # writes manifests/install.yaml
+#   scripts/render_manifests.sh OUT.yaml   # writes OUT.yaml instead
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+out="${1:-$root/manifests/install.yaml}"
+tools="$("$root/scripts/k8s_tools.sh")"
+{
+  cat <<'HEADER'
+# ddp: the DDPJob CRD and the controller, in namespace ddp-system. Generated from charts/ddp by
+# scripts/render_manifests.sh (do not edit; a test keeps it in step with the chart). Before
+# applying it, create the API token Secret:
+#   kubectl create namespace ddp-system
+#   kubectl -n ddp-system create secret generic ddp-api-token --from-literal=token="$(head -c 32 /dev/urandom | base64)"
+#   kubectl apply --server-side -f manifests/install.yaml
+# The image is ddp-service:<appVersion>: build it from the Dockerfile and push it where the
+# cluster pulls from (or install with helm and --set image.repository=...).
+---
+apiVersion: v1
+kind: Namespace
+metadata:
+  name: ddp-system
+  labels:
+    app.kubernetes.io/part-of: ddp
+HEADER
+  "$tools/bin/helm" template ddp "$root/charts/ddp" --namespace ddp-system --include-crds --skip-tests \
+    --set apiToken.existingSecret=ddp-api-token
+} >"$out.tmp"
+mv "$out.tmp" "$out"

@@ -1,0 +1,196 @@
+// KubernetesLauncher against FakeKubeApiServer. FAKED: the API server (real paths, codes and
+// watch streams) and the kubelet: the test itself moves pods to Running / Failed by writing
+// their status, as a kubelet would. Checks: objects created once per slot, exits reported once
+// with the container's exit code, replacement of one worker's pod (held and released), merged
+// logs through the pod log API, stop and cleanup, readiness.
+#include "controller/launch/kubernetes/kubernetes_launcher.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <thread>
+
+#include "tests/unit/controller/kubernetes/fake_api_test.h"
+
+namespace ddp::controller::kube {
+namespace {
+
+using nlohmann::json;
+
+class KubernetesLauncherTest : public testing::FakeApiTest {
+ protected:
+  void SetUp() override {
+    FakeApiTest::SetUp();
+    auto spec = parseJobSpec(
+        "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: fm}\n"
+        "spec: {workers: {count: 2}, model: {type: mlp}, data: {dataset: synthetic}, epochs: 1,\n"
+        "       kubernetes: {resources: {requests: {cpu: \"2\"}}}}\n");
+    ASSERT_TRUE(spec.isOk()) << spec.status();
+    spec_ = *spec;
+    KubernetesLauncherOptions o;
+    o.nameSpace = "ml";
+    o.defaultImage = "ddp-service:0.1.0";
+    o.specOf = [this](const std::string& job) -> std::optional<JobSpec> {
+      if (job == "fm") return spec_;
+      return std::nullopt;
+    };
+    o.onExit = [this](const WorkerExit& e) {
+      std::lock_guard<std::mutex> lock(mu_);
+      exits_.push_back(e);
+    };
+    auto l = KubernetesLauncher::create(*client_, o);
+    ASSERT_TRUE(l.isOk()) << l.status();
+    launcher_ = std::move(*l);
+    ASSERT_TRUE(testing::waitUntil([&] { return launcher_->ready().isOk(); })) << launcher_->ready();
+    launch_.jobName = "fm";
+    launch_.workers = 2;
+    launch_.env.controllerUrl = "http://ddp.ddp-system.svc:8080";
+    launch_.env.jobToken = "tok";
+  }
+
+  // The kubelet's part: the worker container ended with `code`.
+  void podEnded(int slot, int code) {
+    json pod = *api_.object("pods", "ml", "fm-worker-" + std::to_string(slot));
+    pod["status"] = {{"phase", code == 0 ? "Succeeded" : "Failed"},
+                     {"containerStatuses", json::array({{{"name", "worker"},
+                                                         {"state", {{"terminated", {{"exitCode", code}, {"reason", "Error"}}}}}}})}};
+    api_.put("pods", "ml", pod);
+  }
+
+  // Waits until `n` exits were reported, at most `limit` x 10 ms.
+  std::vector<WorkerExit> waitForExits(size_t n, int limit = 300) {
+    for (int i = 0; i < limit; ++i) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (exits_.size() >= n) return exits_;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    return exits_;
+  }
+
+  std::string podUid(int slot) {
+    auto p = api_.object("pods", "ml", "fm-worker-" + std::to_string(slot));
+    return p ? (*p)["metadata"]["uid"].get<std::string>() : "";
+  }
+
+  JobSpec spec_;
+  JobLaunch launch_;
+  std::unique_ptr<KubernetesLauncher> launcher_;
+  std::mutex mu_;
+  std::vector<WorkerExit> exits_;
+};
+
+TEST_F(KubernetesLauncherTest, EnsureWorkersCreatesTheJobsObjectsOnce) {
+  ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());
+  EXPECT_EQ(api_.objects("pods", "ml").size(), 2u);
+  EXPECT_TRUE(api_.object("services", "ml", "fm").has_value());
+  auto secret = api_.object("secrets", "ml", "fm-worker-token");
+  ASSERT_TRUE(secret.has_value());
+  EXPECT_EQ((*secret)["stringData"]["token"], "tok");
+  const json pod = *api_.object("pods", "ml", "fm-worker-1");
+  EXPECT_EQ(pod["spec"]["containers"][0]["resources"]["requests"]["cpu"], "2");
+  const std::string uid = podUid(1);
+  ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());  // idempotent
+  EXPECT_EQ(podUid(1), uid);
+  JobLaunch unknown = launch_;
+  unknown.jobName = "nope";
+  EXPECT_EQ(launcher_->ensureWorkers(unknown).code(), StatusCode::kNotFound);
+}
+
+TEST_F(KubernetesLauncherTest, AnEndedPodIsReportedOnceWithItsExitCode) {
+  ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());
+  podEnded(1, 3);
+  auto exits = waitForExits(1);
+  ASSERT_EQ(exits.size(), 1u);
+  EXPECT_EQ(exits[0].workerId, "fm-w1");
+  EXPECT_EQ(exits[0].slot, 1);
+  EXPECT_EQ(exits[0].code, 3);
+  EXPECT_FALSE(exits[0].ok());
+  podEnded(1, 3);  // the kubelet writes the status again
+  podEnded(0, 0);
+  exits = waitForExits(2);
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[1].workerId, "fm-w0");
+  EXPECT_TRUE(exits[1].ok());
+  EXPECT_EQ(waitForExits(3, 20).size(), 2u);  // nothing reported twice
+}
+
+TEST_F(KubernetesLauncherTest, ReplaceDeletesAndRecreatesOnlyThatWorkersPod) {
+  ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());
+  const std::string uid0 = podUid(0), uid1 = podUid(1);
+  podEnded(1, 137);
+  waitForExits(1);
+  ASSERT_TRUE(launcher_->replaceWorker("fm", "fm-w1").isOk());
+  EXPECT_TRUE(testing::waitUntil([&] { return !podUid(1).empty() && podUid(1) != uid1; }));
+  EXPECT_EQ(podUid(0), uid0);  // the other worker keeps running
+  EXPECT_EQ(waitForExits(2, 20).size(), 1u);  // the ended pod's deletion is not a second exit
+  // Held: the pod goes, its replacement waits for the release.
+  launcher_->holdReplacements("fm", true);
+  ASSERT_TRUE(launcher_->replaceWorker("fm", "fm-w0").isOk());
+  EXPECT_TRUE(testing::waitUntil([&] { return podUid(0).empty(); }));
+  auto exits = waitForExits(2);
+  ASSERT_EQ(exits.size(), 2u);  // a running pod deleted: reported, as killed by the launcher
+  EXPECT_TRUE(exits[1].killedByLauncher);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(podUid(0).empty());
+  launcher_->holdReplacements("fm", false);
+  EXPECT_TRUE(testing::waitUntil([&] { return !podUid(0).empty() && podUid(0) != uid0; }));
+  EXPECT_EQ(launcher_->replaceWorker("fm", "other-w0").code(), StatusCode::kNotFound);
+}
+
+TEST_F(KubernetesLauncherTest, LogsComeFromThePodLogApi) {
+  ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());
+  api_.setPodLog("ml", "fm-worker-0", "step 1\nstep 2\n");
+  api_.setPodLog("ml", "fm-worker-1", "step 1\n");
+  auto one = launcher_->openLog("fm", "fm-w0", {});
+  ASSERT_TRUE(one.isOk()) << one.status();
+  auto text = (*one)->read(Deadline::after(std::chrono::seconds(1)));
+  ASSERT_TRUE(text.isOk());
+  EXPECT_EQ(*text, "step 1\nstep 2\n");
+  EXPECT_EQ((*one)->read(Deadline::after(std::chrono::seconds(1))).status().code(), StatusCode::kOutOfRange);
+  auto all = launcher_->openLog("fm", "", {});
+  ASSERT_TRUE(all.isOk());
+  EXPECT_EQ(*(*all)->read(Deadline::after(std::chrono::seconds(1))), "[w0] step 1\n[w0] step 2\n[w1] step 1\n");
+  const auto r = api_.requests();
+  EXPECT_NE(std::find(r.begin(), r.end(), "GET /api/v1/namespaces/ml/pods/fm-worker-0/log?container=worker"), r.end());
+}
+
+TEST_F(KubernetesLauncherTest, StopDeletesThePodsStillRunningAfterTheGraceAndForgetDeletesEverything) {
+  ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());
+  ASSERT_TRUE(launcher_->stopJob("fm", std::chrono::milliseconds(300)).isOk());
+  podEnded(0, 0);  // worker 0 stops by itself within the grace: its pod stays (for its logs)
+  ASSERT_TRUE(testing::waitUntil([&] { return !api_.object("pods", "ml", "fm-worker-1").has_value(); }));
+  EXPECT_TRUE(api_.object("pods", "ml", "fm-worker-0").has_value());
+  const auto r = api_.requests();
+  EXPECT_NE(std::find(r.begin(), r.end(), "DELETE /api/v1/namespaces/ml/pods/fm-worker-1?gracePeriodSeconds=0"), r.end());
+  EXPECT_EQ(waitForExits(2).size(), 2u);
+  ASSERT_TRUE(launcher_->forgetJob("fm").isOk());
+  EXPECT_FALSE(api_.object("services", "ml", "fm").has_value());
+  EXPECT_FALSE(api_.object("secrets", "ml", "fm-worker-token").has_value());
+  EXPECT_EQ(launcher_->killWorker("fm", "fm-w0", SIGKILL).code(), StatusCode::kNotFound);
+}
+
+TEST_F(KubernetesLauncherTest, AStandbyReplicaIsNotReady) {
+  LeaderElectorOptions eo;
+  eo.nameSpace = "ml";
+  eo.leaseName = "ddp-leader";
+  eo.identity = "b";
+  auto standby = LeaderElector::create(*client_, eo);
+  ASSERT_TRUE(standby.isOk());
+  api_.put("coordination.k8s.io/v1/leases", "ml",
+           {{"metadata", {{"name", "ddp-leader"}}}, {"spec", {{"holderIdentity", "a"}, {"leaseDurationSeconds", 15}}}});
+  EXPECT_FALSE((*standby)->tryAcquireOrRenew());
+  KubernetesLauncherOptions o;
+  o.nameSpace = "ml";
+  o.specOf = [](const std::string&) { return std::optional<JobSpec>(); };
+  o.elector = standby->get();
+  auto l = KubernetesLauncher::create(*client_, o);
+  ASSERT_TRUE(l.isOk());
+  EXPECT_TRUE(testing::waitUntil([&] { return (*l)->ready().code() == StatusCode::kUnavailable &&
+                                     (*l)->ready().message().find("standby") != std::string::npos; }));
+}
+
+}  // namespace
+}  // namespace ddp::controller::kube

@@ -1,0 +1,143 @@
+// The objects the Kubernetes launcher creates for a job (worker_objects.h, Note [Worker pods]),
+// field by field, and validated offline against the Kubernetes OpenAPI schemas with the npm
+// package kubernetes-models (tests/kubernetes/validate_objects.mjs; skipped with the reason when
+// scripts/k8s_tools.sh cannot install it because npm is unreachable).
+#include "controller/launch/kubernetes/worker_objects.h"
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+#include "tests/support/temp_dir.h"
+
+namespace ddp::controller::kube {
+namespace {
+
+using nlohmann::json;
+
+WorkerObjectsInput gpuJob() {
+  auto spec = loadJobSpecFile(DDP_SOURCE_DIR "/manifests/examples/ddpjob-gpu.yaml");
+  EXPECT_TRUE(spec.isOk()) << spec.status();
+  WorkerObjectsInput in;
+  in.nameSpace = "ml";
+  in.defaultImage = "ddp-service:0.1.0";
+  in.spec = *spec;
+  in.launch.jobName = spec->name;
+  in.launch.workers = spec->workers.count;
+  in.launch.env.controllerUrl = "http://ddp.ddp-system.svc:8080";
+  in.launch.env.jobToken = "s3cret";
+  in.launch.env.logFormat = "json";
+  in.launch.extraEnv = {"NCCL_DEBUG=WARN"};
+  in.owner = JobOwner{spec->name, "0b7c2a8e-uid"};
+  return in;
+}
+
+std::map<std::string, json> envByName(const json& container) {
+  std::map<std::string, json> out;
+  for (const json& e : container["env"]) out[e["name"]] = e;
+  return out;
+}
+
+TEST(KubernetesWorkerObjectsTest, PodCarriesTheJobsKubernetesSection) {
+  const WorkerObjectsInput in = gpuJob();
+  const json pod = buildWorkerPod(in, 2);
+  EXPECT_EQ(pod["metadata"]["name"], "fashion-mnist-gpu-worker-2");
+  EXPECT_EQ(pod["metadata"]["namespace"], "ml");
+  EXPECT_EQ(pod["metadata"]["labels"][kJobLabel], "fashion-mnist-gpu");
+  EXPECT_EQ(pod["metadata"]["labels"][kSlotLabel], "2");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["kind"], "DDPJob");
+  EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["uid"], "0b7c2a8e-uid");
+  const json& spec = pod["spec"];
+  EXPECT_EQ(spec["restartPolicy"], "Never");
+  EXPECT_EQ(spec["subdomain"], "fashion-mnist-gpu");  // DNS through the headless Service
+  EXPECT_EQ(spec["tolerations"][0]["key"], "nvidia.com/gpu");
+  EXPECT_EQ(spec["tolerations"][0]["operator"], "Exists");
+  const json& c = spec["containers"][0];
+  EXPECT_EQ(c["image"], "ddp-service:0.1.0");  // the job names none: the controller's default
+  EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "1");
+  EXPECT_EQ(c["resources"]["requests"]["memory"], "8Gi");
+  EXPECT_EQ(c["securityContext"]["capabilities"]["add"][0], "SYS_NICE");
+  EXPECT_EQ(c["securityContext"]["runAsUser"], 0);  // a capability takes effect only for root
+  EXPECT_EQ(spec["securityContext"]["fsGroup"], kWorkerUid);
+  bool checkpoints = false, shm = false;
+  for (const json& m : c["volumeMounts"]) {
+    checkpoints |= m["name"] == "checkpoints" && m["mountPath"] == "/checkpoints/fashion-mnist-gpu";
+    shm |= m["name"] == "dshm" && m["mountPath"] == "/dev/shm";
+  }
+  EXPECT_TRUE(checkpoints);
+  EXPECT_TRUE(shm);
+  EXPECT_EQ(spec["volumes"][1]["persistentVolumeClaim"]["claimName"], "ddp-checkpoints");
+  const auto env = envByName(c);
+  EXPECT_EQ(env.at("DDP_CONTROLLER_URL")["value"], "http://ddp.ddp-system.svc:8080");
+  EXPECT_EQ(env.at("DDP_JOB_NAME")["value"], "fashion-mnist-gpu");
+  EXPECT_EQ(env.at("DDP_WORKER_ID")["value"], "fashion-mnist-gpu-w2");
+  EXPECT_EQ(env.at("NCCL_DEBUG")["value"], "WARN");
+  // The token never appears in the pod spec; the advertise address is the pod's IP.
+  EXPECT_EQ(env.at("DDP_JOB_TOKEN")["valueFrom"]["secretKeyRef"]["name"], "fashion-mnist-gpu-worker-token");
+  EXPECT_FALSE(env.at("DDP_JOB_TOKEN").contains("value"));
+  EXPECT_EQ(pod.dump().find("s3cret"), std::string::npos);
+  EXPECT_EQ(env.at("DDP_ADVERTISE_ADDR")["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP");
+}
+
+TEST(KubernetesWorkerObjectsTest, CudaGetsOneGpuByDefaultAndCapSysNiceIsAToggle) {
+  WorkerObjectsInput in = gpuJob();
+  in.spec.kubernetes.resources.limits.erase(kNvidiaGpuResource);
+  in.spec.kubernetes.capSysNice = false;
+  in.spec.kubernetes.image = "registry.example.com/ddp:cuda";
+  const json c = buildWorkerPod(in, 0)["spec"]["containers"][0];
+  EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "1");
+  EXPECT_FALSE(c["securityContext"].contains("capabilities"));
+  EXPECT_EQ(c["securityContext"]["runAsUser"], kWorkerUid);
+  EXPECT_EQ(c["securityContext"]["runAsNonRoot"], true);
+  EXPECT_EQ(c["image"], "registry.example.com/ddp:cuda");
+  in.spec.device = JobDevice::kCpu;
+  EXPECT_FALSE(buildWorkerPod(in, 0)["spec"]["containers"][0]["resources"]["limits"].contains("nvidia.com/gpu"));
+}
+
+TEST(KubernetesWorkerObjectsTest, HeadlessServiceAndTokenSecret) {
+  const WorkerObjectsInput in = gpuJob();
+  const json svc = buildHeadlessService(in);
+  EXPECT_EQ(svc["metadata"]["name"], "fashion-mnist-gpu");
+  EXPECT_EQ(svc["spec"]["clusterIP"], "None");
+  EXPECT_EQ(svc["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(svc["spec"]["selector"][kJobLabel], "fashion-mnist-gpu");
+  const json secret = buildTokenSecret(in);
+  EXPECT_EQ(secret["metadata"]["name"], "fashion-mnist-gpu-worker-token");
+  EXPECT_EQ(secret["stringData"][kTokenKey], "s3cret");
+}
+
+// Runs `cmd`; its output and exit status.
+std::pair<int, std::string> run(const std::string& cmd) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while (p && (n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = p ? ::pclose(p) : -1;
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(KubernetesWorkerObjectsTest, ObjectsPassTheKubernetesSchemas) {
+  auto [rc, tools] = run(DDP_SOURCE_DIR "/scripts/k8s_tools.sh");
+  if (rc == 77) GTEST_SKIP() << tools;
+  ASSERT_EQ(rc, 0) << tools;
+  while (!tools.empty() && (tools.back() == '\n')) tools.pop_back();
+  tools = tools.substr(tools.rfind('\n') + 1);
+  ddp::test::TempDir dir;
+  const std::string file = dir.path() + "/objects.yaml";
+  {
+    std::ofstream out(file);
+    const WorkerObjectsInput in = gpuJob();
+    out << buildWorkerPod(in, 0).dump() << "\n---\n" << buildHeadlessService(in).dump() << "\n---\n"
+        << buildTokenSecret(in).dump() << "\n";
+  }
+  auto [vrc, report] = run("DDP_K8S_MODULES=" + tools + "/node_modules node " DDP_SOURCE_DIR
+                           "/tests/kubernetes/validate_objects.mjs " + file);
+  EXPECT_EQ(vrc, 0) << report;
+  EXPECT_NE(report.find("3 objects valid, 0 invalid"), std::string::npos) << report;
+}
+
+}  // namespace
+}  // namespace ddp::controller::kube
