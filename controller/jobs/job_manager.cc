@@ -12,6 +12,7 @@
 #include "common/secret.h"
 #include "controller/jobs/job_decision.h"
 #include "controller/jobs/job_live.h"
+#include "controller/metrics/worker_figures.h"
 
 namespace ddp::controller {
 namespace {
@@ -78,7 +79,11 @@ void replyJson(http::Responder& r, int status, const json& body) {
 }  // namespace
 
 JobManager::JobManager(JobManagerOptions options, JobStore& store, Launcher& launcher, const Clock& clock)
-    : options_(std::move(options)), store_(store), launcher_(launcher), clock_(clock) {}
+    : options_(std::move(options)),
+      store_(store),
+      launcher_(launcher),
+      clock_(clock),
+      metrics_(options_.metrics != nullptr ? *options_.metrics : NullMetricsSink::instance()) {}
 
 JobManager::~JobManager() { stop(); }
 
@@ -99,6 +104,7 @@ Status JobManager::start() {
     std::lock_guard<std::mutex> lock(mu_);
     const TimePoint now = clock_.now();
     for (auto& rec : records) {
+      metrics_.jobPhase(rec.name, rec.phase);
       if (isTerminal(rec.phase)) continue;
       auto spec = parseJobSpec(rec.specYaml);
       if (!spec.isOk()) {
@@ -235,6 +241,7 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
     live->spec = spec;
     live->rdzv.emplace(rendezvousConfig(spec), 0);
     event(*live, kEventNormal, "Created", "job created with " + std::to_string(spec.workers.count) + " worker(s)");
+    metrics_.jobCreated(spec.name, spec.workers.count);
     job = live.get();
     jobs_[spec.name] = std::move(live);
   }
@@ -342,6 +349,7 @@ Status JobManager::remove(const std::string& name, Deadline deadline) {
     }
   }
   (void)launcher_.forgetJob(name);
+  metrics_.jobRemoved(name);
   return store_.remove(name);
 }
 
@@ -384,6 +392,7 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
       w.leftAt = now;
       w.leftMessage = req.reason.empty() ? "no reason given" : req.reason;
       w.lastSeen = now;
+      metrics_.communicatorAborted(name);
       event(*job, kEventWarning, "CommunicatorAborted",
             "worker rank " + std::to_string(w.rec.rank) + " (" + req.workerId + ") left generation " +
                 std::to_string(req.leftGeneration) + ": " + w.leftMessage);
@@ -441,6 +450,7 @@ void JobManager::wakeAssignments(Live& job) {
     for (auto& [id, w] : job.workers) w.rec.rank = -1;
     const TimePoint now = clock_.now();
     job.generationStart = now;
+    metrics_.rendezvousClosed(std::chrono::duration<double>(active->closedAt - active->openedAt).count());
     for (int r = 0; r < active->worldSize(); ++r) {
       WorkerState& w = job.workers[active->members[static_cast<size_t>(r)]];
       w.rec.rank = r;
@@ -456,6 +466,7 @@ void JobManager::wakeAssignments(Live& job) {
       job.record.setCondition(kConditionRestarting, false, "Rejoined",
                               "generation " + std::to_string(active->generation) + " formed", ms);
       job.record.phase = JobPhase::kRunning;
+      metrics_.jobPhase(job.record.name, JobPhase::kRunning);
       job.record.setCondition(kConditionRunning, true, "Rejoined",
                               "generation " + std::to_string(active->generation) + " with " +
                                   std::to_string(active->worldSize()) + " worker(s) resumes from the last checkpoint",
@@ -527,6 +538,7 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
       // Note [Recovery]: a survivor of the generation a verdict ended aborts and rejoins.
       auto it = job->workers.find(hb.workerId);
       if (it != job->workers.end()) it->second.lastSeen = clock_.now();
+      metrics_.communicatorAborted(name);
       return Command{CommandType::kAbort, 0};
     }
     fenced->current = job->rdzv->generation();
@@ -581,8 +593,12 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
       job->pendingCheckpoints.push_back({hb.checkpoint->step, wallMs(), hb.checkpoint->bytes,
                                          job->rdzv->active()->worldSize(), hb.checkpoint->path});
       event(*job, kEventNormal, "CheckpointSaved", "checkpoint at step " + std::to_string(hb.checkpoint->step));
+      metrics_.checkpointCommitted(name, hb.checkpoint->bytes);
     }
   }
+  WorkerFigures figures = workerFigures(hb);
+  figures.etaSeconds = job->record.progress.etaSeconds;
+  metrics_.heartbeat(name, hb.workerId, g, w.rec.rank, figures);
   job->figuresDirty = true;
   if (hb.final()) evaluate(*job);
   Command c;
@@ -629,6 +645,7 @@ void JobManager::handleExit(const WorkerExit& exit) {
     return;
   }
   const bool clean = exit.statusKnown && !exit.signaled && exit.code == 0;
+  if (!clean && !exit.killedByLauncher && !job->cancelRequested) metrics_.workerDied(exit.jobName);
   if (w.outcome == WorkerOutcome::kFailed && !w.failureFromExit && !exit.ok() && !exit.killedByLauncher) {
     // It said it failed, then died of something: the exit is the cause to report.
     w.message = describeFailure(w.rec.rank, exit);
@@ -707,6 +724,7 @@ void JobManager::transition(Live& job, JobPhase next, const std::string& reason,
     r.setCondition(type, true, reason, message, now);
   }
   r.phase = next;
+  metrics_.jobPhase(r.name, next);
   event(job, next == JobPhase::kFailed ? kEventWarning : kEventNormal, reason, message);
   DDP_LOG(Info) << "job " << r.name << ": " << jobPhaseName(next) << " (" << message << ")";
   if (isTerminal(next)) {

@@ -62,6 +62,7 @@
 #include "controller/jobs/hang_detector.h"
 #include "controller/jobs/heartbeat.h"
 #include "controller/launch/launcher.h"
+#include "controller/metrics/metrics_sink.h"
 #include "controller/rendezvous/rendezvous.h"
 #include "controller/store/job_store.h"
 
@@ -77,6 +78,7 @@ struct JobManagerOptions {
   std::string workerLogFormat;                 // DDP_LOG_FORMAT for workers ("" = the job's)
   std::string workerCheckpointDir;             // DDP_CHECKPOINT_DIR override ("" = the job's)
   std::string commThreadPriority;              // DDP_COMM_THREAD_PRIORITY ("" = the job's)
+  MetricsSink* metrics = nullptr;              // what happens, for /metrics (nullptr: nothing)
 };
 
 struct RegisterRequest {
@@ -140,6 +142,8 @@ class JobManager {
   Result<Command> heartbeat(const std::string& job, int64_t g, const Heartbeat& hb, Fenced* fenced);
 
   size_t liveJobs();
+  // Each live job's membership figures now (controller/jobs/job_gauges.cc; /metrics).
+  std::vector<JobGauges> gauges();
 
   struct Live;
 
@@ -166,6 +170,7 @@ class JobManager {
   JobStore& store_;
   Launcher& launcher_;
   const Clock& clock_;
+  MetricsSink& metrics_;
 
   std::mutex mu_;  // guards jobs_, exits_
   std::map<std::string, std::unique_ptr<Live>> jobs_;

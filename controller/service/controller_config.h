@@ -13,6 +13,10 @@
 //   --launcher local|external DDP_CONTROLLER_LAUNCHER   (local: workers are processes on this
 //                            host; external: something else starts them, e.g. simulated
 //                            workers of bench_controller)
+//   --metrics-open           DDP_CONTROLLER_METRICS_OPEN (GET /metrics without the API token;
+//                            off: /metrics needs it like every /v1 route)
+//   --metrics-retention S    DDP_CONTROLLER_METRICS_RETENTION (900: seconds a finished job's
+//                            series stay in /metrics)
 // Thread model: plain value and pure functions.
 
 #include <functional>
@@ -47,6 +51,9 @@ struct ControllerConfig {
   std::string workerLogFormat;
   std::string workerCheckpointDir;
   std::string commThreadPriority;
+  // GET /metrics (docs/METRICS.md): open to anyone who can reach the port, or token-protected.
+  bool metricsOpen = false;
+  Duration metricsRetention = std::chrono::minutes(15);
 
   Status validate() const;
 };
