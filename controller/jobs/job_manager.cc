@@ -450,7 +450,8 @@ void JobManager::wakeAssignments(Live& job) {
     for (auto& [id, w] : job.workers) w.rec.rank = -1;
     const TimePoint now = clock_.now();
     job.generationStart = now;
-    metrics_.rendezvousClosed(std::chrono::duration<double>(active->closedAt - active->openedAt).count());
+    metrics_.rendezvousClosed(job.record.name, active->generation, active->worldSize(),
+                              std::chrono::duration<double>(active->closedAt - active->openedAt).count());
     for (int r = 0; r < active->worldSize(); ++r) {
       WorkerState& w = job.workers[active->members[static_cast<size_t>(r)]];
       w.rec.rank = r;

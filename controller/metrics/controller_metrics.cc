@@ -126,9 +126,14 @@ void ControllerMetrics::jobRemoved(const std::string& job) {
   jobs_.erase(job);
 }
 
-void ControllerMetrics::rendezvousClosed(double seconds) {
+void ControllerMetrics::rendezvousClosed(const std::string& job, int64_t generation, int worldSize, double seconds) {
   std::lock_guard<std::mutex> lock(mu_);
   rendezvous_.Observe(seconds);
+  if (JobSeries* s = series(job)) {
+    s->worldSize.Set(worldSize);
+    s->generation.Set(static_cast<double>(generation));
+    s->ensureRanks(static_cast<size_t>(std::max(worldSize, 0)));
+  }
 }
 
 void ControllerMetrics::heartbeat(const std::string& job, const std::string& workerId, int64_t generation, int rank,

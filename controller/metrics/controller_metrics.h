@@ -58,7 +58,7 @@ class ControllerMetrics final : public MetricsSink {
   void jobCreated(const std::string& job, int workers) override;
   void jobPhase(const std::string& job, JobPhase phase) override;
   void jobRemoved(const std::string& job) override;
-  void rendezvousClosed(double seconds) override;
+  void rendezvousClosed(const std::string& job, int64_t generation, int worldSize, double seconds) override;
   void heartbeat(const std::string& job, const std::string& workerId, int64_t generation, int rank,
                  const WorkerFigures& figures) override;
   void hangDetected(const std::string& job, const std::string& reason) override;

@@ -56,7 +56,9 @@ class MetricsSink {
   virtual void jobRemoved(const std::string& job) = 0;
 
   // --- membership and training
-  virtual void rendezvousClosed(double seconds) = 0;
+  // The job's round closed: generation `generation` with `worldSize` ranks, `seconds` after its
+  // first join.
+  virtual void rendezvousClosed(const std::string& job, int64_t generation, int worldSize, double seconds) = 0;
   // A heartbeat of the worker holding `rank` in generation `generation`.
   virtual void heartbeat(const std::string& job, const std::string& workerId, int64_t generation, int rank,
                          const WorkerFigures& figures) = 0;
@@ -89,7 +91,7 @@ class NullMetricsSink final : public MetricsSink {
   void jobCreated(const std::string&, int) override {}
   void jobPhase(const std::string&, JobPhase) override {}
   void jobRemoved(const std::string&) override {}
-  void rendezvousClosed(double) override {}
+  void rendezvousClosed(const std::string&, int64_t, int, double) override {}
   void heartbeat(const std::string&, const std::string&, int64_t, int, const WorkerFigures&) override {}
   void hangDetected(const std::string&, const std::string&) override {}
   void workerDied(const std::string&) override {}

@@ -148,13 +148,17 @@ TEST(ControllerMetricsTest, ScrapeAppliesTheJobManagersGauges) {
   FakeClock clock;
   ControllerMetrics m({}, clock);
   m.jobCreated("g", 2);
+  m.rendezvousClosed("g", 1, 2, 0.75);
+  PromText t = PromText::parse(m.scrape({}));
+  EXPECT_EQ(t.value("ddp_job_world_size", {{"job", "g"}}), 2) << "set when the round closed";
+  EXPECT_EQ(t.value("ddp_rendezvous_seconds_sum"), 0.75);
   JobGauges g;
   g.job = "g";
   g.worldSize = 3;
   g.generation = 2;
   g.workersByState = {{"Running", 2}, {"Replacing", 1}};
   g.heartbeatAgeSeconds = {0.5, 1.5, 7};
-  PromText t = PromText::parse(m.scrape({g}));
+  t = PromText::parse(m.scrape({g}));
   EXPECT_EQ(t.value("ddp_job_world_size", {{"job", "g"}}), 3);
   EXPECT_EQ(t.value("ddp_job_generation", {{"job", "g"}}), 2);
   EXPECT_EQ(t.value("ddp_job_workers", {{"job", "g"}, {"state", "Running"}}), 2);
