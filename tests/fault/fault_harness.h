@@ -79,6 +79,7 @@ class FaultHarness {
   const std::string& startError() const { return startError_; }
   const std::string& dir() const { return dir_; }
   controller::JobManager& jobs() { return controller_->jobs(); }
+  controller::Controller& controller() { return *controller_; }
 
   Status submit(const std::string& yaml) {
     DDP_ASSIGN_OR_RETURN(JobSpec spec, parseJobSpec(yaml));
