@@ -350,6 +350,10 @@ Status JobManager::remove(const std::string& name, Deadline deadline) {
   }
   (void)launcher_.forgetJob(name);
   metrics_.jobRemoved(name);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    flightRecords_.erase(name);
+  }
   return store_.remove(name);
 }
 
@@ -539,6 +543,7 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
       // Note [Recovery]: a survivor of the generation a verdict ended aborts and rejoins.
       auto it = job->workers.find(hb.workerId);
       if (it != job->workers.end()) it->second.lastSeen = clock_.now();
+      if (flightRecordCommand(*job, g, hb)) return Command{CommandType::kFlightRecord, 0};
       metrics_.communicatorAborted(name);
       return Command{CommandType::kAbort, 0};
     }
@@ -603,7 +608,9 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
   job->figuresDirty = true;
   if (hb.final()) evaluate(*job);
   Command c;
-  if (job->cancelRequested || (isTerminal(job->record.phase) && !hb.final())) {
+  if (flightRecordCommand(*job, g, hb) && !hb.final()) {
+    c.type = CommandType::kFlightRecord;
+  } else if (job->cancelRequested || (isTerminal(job->record.phase) && !hb.final())) {
     c.type = CommandType::kStop;
   } else if (w.checkpointAsked < job->checkpointRequest && !hb.final()) {
     // Each member is told once; the ranks agree on the step themselves (the trainer's

@@ -126,6 +126,9 @@ class JobManager {
   // FailedPrecondition when the job is not Running or has no checkpoint directory.
   Result<int64_t> requestCheckpoint(const std::string& name);
   Result<JobSpec> spec(const std::string& name);
+  // The flight records kept with the job's hang verdicts, oldest first (job_flight_records.cc;
+  // in memory: a restarted controller has none). NotFound for an unknown job.
+  Result<std::vector<FlightRecordEvent>> flightRecords(const std::string& name);
   bool isFinished(const std::string& name);
 
   // --- worker side (the caller has checked the worker token with workerTokenMatches)
@@ -158,6 +161,11 @@ class JobManager {
   bool detectAndRecover(Live& job);
   void recover(Live& job, const HangVerdict& verdict);
   void noteRecovered(Live& job, const std::string& workerId, const Heartbeat& hb);
+  // Flight records (job_flight_records.cc): a verdict on `round` asks its live members.
+  void requestFlightRecords(Live& job, const RendezvousRound& round, const HangVerdict& verdict);
+  // Keeps a record the heartbeat (of generation `g`) carries; true when this heartbeat is to be
+  // answered with the `flightRecord` command (each asked member is asked once).
+  bool flightRecordCommand(Live& job, int64_t g, const Heartbeat& hb);
   void transition(Live& job, JobPhase next, const std::string& reason, const std::string& message);
   void event(Live& job, const std::string& type, const std::string& reason, const std::string& message);
   void persist(Live& job);
@@ -172,8 +180,9 @@ class JobManager {
   const Clock& clock_;
   MetricsSink& metrics_;
 
-  std::mutex mu_;  // guards jobs_, exits_
+  std::mutex mu_;  // guards jobs_, exits_, flightRecords_
   std::map<std::string, std::unique_ptr<Live>> jobs_;
+  std::map<std::string, std::vector<FlightRecordEvent>> flightRecords_;  // by job; guarded by mu_
   std::deque<WorkerExit> exits_;
   TimePoint lastPersist_{};
   TimePoint lastHeartbeatScan_{};

@@ -74,6 +74,7 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
   const TimePoint now = clock_.now();
   event(job, kEventWarning, reason, verdict.message);
   metrics_.hangDetected(job.record.name, reason);
+  requestFlightRecords(job, round, verdict);
   DDP_LOG(Warning) << "job " << job.record.name << ": " << reason << ": " << verdict.message;
   if (job.record.restarts >= job.spec.maxRestarts) {
     transition(job, JobPhase::kFailed, reason,
