@@ -6,6 +6,16 @@
 // view is its last heartbeat's (the last collective it issued). summarizeFlightRecords() turns
 // them into the line `ddpctl describe` prints: "rank 1 never reached allreduce #812 (4.2 MB);
 // ranks 0, 2, 3 waiting in it for 6.1 s".
+//
+// Note [Flight records before the replacement]
+// A blamed rank's process is replaced only once every asked rank answered, or after a bounded
+// wait (two heartbeat periods, 1 to 5 s): killing the culprit first would end the collective the
+// others wait in (their Gloo pairs see the peer's sockets close), and their records would then
+// show it failed instead of stuck. Meanwhile a blamed rank's heartbeats of the ended generation
+// are answered `none`, not 410: a fenced worker stops training, and a rank stalled before a
+// step would then wake, join the step's collective with its stop flag and let the others stop
+// with it instead of recovering. A survivor waiting in a collective beats every 200 ms, so the
+// wait is normally a few hundred milliseconds.
 // Thread model: plain values and pure functions.
 
 #include <cstdint>

@@ -35,6 +35,11 @@ void JobManager::requestFlightRecords(Live& job, const RendezvousRound& round, c
     }
     e.ranks.push_back(std::move(rec));
   }
+  // Note [Flight records before the replacement]: at most two heartbeat periods (a rank waiting
+  // in a collective beats every 200 ms), at least 1 s, at most 5 s.
+  const Duration period = seconds(job.spec.timeouts.heartbeatSeconds);
+  job.flightRecordDeadline =
+      clock_.now() + std::clamp<Duration>(2 * period, std::chrono::seconds(1), std::chrono::seconds(5));
   auto& events = flightRecords_[job.record.name];
   events.push_back(std::move(e));
   if (events.size() > kFlightRecordEventsPerJob) events.erase(events.begin());
@@ -64,6 +69,10 @@ bool JobManager::flightRecordCommand(Live& job, int64_t g, const Heartbeat& hb) 
     return true;
   }
   return false;
+}
+
+bool JobManager::awaitingFlightRecords(const Live& job) const {
+  return (!job.flightRecordWanted.empty() || !job.flightRecordAsked.empty()) && clock_.now() < job.flightRecordDeadline;
 }
 
 Result<std::vector<FlightRecordEvent>> JobManager::flightRecords(const std::string& name) {

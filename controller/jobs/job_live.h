@@ -94,6 +94,7 @@ struct JobManager::Live {
   // asked whose next heartbeat carries the record.
   std::set<std::string> flightRecordWanted;
   std::set<std::string> flightRecordAsked;
+  TimePoint flightRecordDeadline{};  // culprits are replaced once the records arrived or after this
 };
 
 }  // namespace ddp::controller

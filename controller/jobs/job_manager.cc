@@ -547,6 +547,7 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
       metrics_.communicatorAborted(name);
       return Command{CommandType::kAbort, 0};
     }
+    if (g == job->abortedGeneration && awaitingFlightRecords(*job)) return Command{};  // not fenced yet
     fenced->current = job->rdzv->generation();
     return abortedError("stale generation " + std::to_string(g));
   }
@@ -836,7 +837,10 @@ void JobManager::tickOnce() {
         job.stopPending = false;
         toStop.push_back(name);
       }
-      if (!job.toReplace.empty() && now >= job.replaceAt && !isTerminal(job.record.phase) && !job.cancelRequested) {
+      // A culprit is replaced once the survivors' flight records arrived (or their wait ended):
+      // killing it first would end the collective they are waiting in.
+      if (!job.toReplace.empty() && now >= job.replaceAt && !awaitingFlightRecords(job) &&
+          !isTerminal(job.record.phase) && !job.cancelRequested) {
         for (const auto& id : job.toReplace) replace.emplace_back(name, id);
         job.toReplace.clear();
       }

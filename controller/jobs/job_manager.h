@@ -166,6 +166,8 @@ class JobManager {
   // Keeps a record the heartbeat (of generation `g`) carries; true when this heartbeat is to be
   // answered with the `flightRecord` command (each asked member is asked once).
   bool flightRecordCommand(Live& job, int64_t g, const Heartbeat& hb);
+  // Whether asked records are still awaited (Note [Flight records before the replacement]).
+  bool awaitingFlightRecords(const Live& job) const;
   void transition(Live& job, JobPhase next, const std::string& reason, const std::string& message);
   void event(Live& job, const std::string& type, const std::string& reason, const std::string& message);
   void persist(Live& job);
