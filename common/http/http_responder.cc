@@ -29,37 +29,26 @@ bool Responder::push(std::string bytes, bool final, bool close) {
 }
 
 bool Responder::reply(Response response) {
-  std::function<void(int)> answered;
-  bool pushed = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (state_ != State::kFresh) return false;
-    state_ = State::kDone;
-    onClose_ = nullptr;
-    answered = std::move(onAnswer_);
-    bool close = !keepAlive_;
-    std::string bytes = detail::serializeResponse(response, &close);
-    pushed = push(std::move(bytes), true, close);
-  }
-  if (answered) answered(response.status);
-  return pushed;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state_ != State::kFresh) return false;
+  state_ = State::kDone;
+  onClose_ = nullptr;
+  // Before the bytes go: a client that saw the answer also sees what the callback recorded.
+  if (auto answered = std::move(onAnswer_)) answered(response.status);
+  bool close = !keepAlive_;
+  std::string bytes = detail::serializeResponse(response, &close);
+  return push(std::move(bytes), true, close);
 }
 
 bool Responder::startStream(int status, std::string contentType, HeaderList headers) {
-  std::function<void(int)> answered;
-  bool pushed = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (state_ != State::kFresh) return false;
-    state_ = State::kStreaming;
-    answered = std::move(onAnswer_);
-    bool close = !keepAlive_;
-    std::string head = detail::serializeStreamHead(status, contentType, headers, versionMinor_ >= 1, &close);
-    closeAfterStream_ = close;
-    pushed = push(std::move(head), false, false);
-  }
-  if (answered) answered(status);
-  return pushed;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state_ != State::kFresh) return false;
+  state_ = State::kStreaming;
+  if (auto answered = std::move(onAnswer_)) answered(status);
+  bool close = !keepAlive_;
+  std::string head = detail::serializeStreamHead(status, contentType, headers, versionMinor_ >= 1, &close);
+  closeAfterStream_ = close;
+  return push(std::move(head), false, false);
 }
 
 void Responder::onAnswer(std::function<void(int status)> callback) {

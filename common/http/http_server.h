@@ -65,8 +65,9 @@ class Responder {
   // event-loop thread, so it must be quick and must not wait on anything.
   void onClose(std::function<void()> callback);
   // Runs `callback` once with the status when the request is answered (reply() or
-  // startStream()), on the answering thread, after the answer was handed to the connection
-  // (e.g. request metrics). Set it before the handler runs; it must be quick.
+  // startStream()), on the answering thread, just before the answer is handed to the
+  // connection (e.g. request metrics). Set it before the handler runs; it must be quick and must
+  // not call this Responder (it runs under its lock).
   void onAnswer(std::function<void(int status)> callback);
 
  private:
