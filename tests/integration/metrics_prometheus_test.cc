@@ -2,7 +2,7 @@
 // code: HTTP API, SQLite job table, local launcher) runs a short synthetic job on two real
 // ddp-worker processes over loopback; then `promtool check metrics` lints a scrape, the scrape
 // holds every family of docs/METRICS.md, and a real Prometheus server (Debian's `prometheus`),
-// started once for the suite on a free loopback port with a scrape config for the controller,
+// started once per test process on a free loopback port with a scrape config for the controller,
 // answers PromQL through its HTTP API; the Grafana dashboard's every query runs against it.
 // Cleanup: the fault harness stops the controller and kills its workers by pid; Prometheus is
 // stopped by the pid this test started.
@@ -58,11 +58,18 @@ class MetricsPrometheusTest : public ::testing::Test {
       return;
     }
     scrape_ = get("/metrics");
-    prometheus_ = new test::PrometheusServer();
-    test::PrometheusTarget target;
-    target.address = "127.0.0.1:" + std::to_string(harness_->controller().port());
-    target.tokenFile = harness_->controller().tokenFile();
-    setupError_ = prometheus_->start(harness_->dir(), target);
+  }
+  // Started on first use (ctest runs each test in its own process: the tests that need no
+  // Prometheus do not wait for one).
+  static test::PrometheusServer& prometheus() {
+    if (prometheus_ == nullptr) {
+      prometheus_ = new test::PrometheusServer();
+      test::PrometheusTarget target;
+      target.address = "127.0.0.1:" + std::to_string(harness_->controller().port());
+      target.tokenFile = harness_->controller().tokenFile();
+      prometheusError_ = prometheus_->start(harness_->dir(), target);
+    }
+    return *prometheus_;
   }
   static void TearDownTestSuite() {
     delete prometheus_;
@@ -83,12 +90,14 @@ class MetricsPrometheusTest : public ::testing::Test {
   static test::PrometheusServer* prometheus_;
   static std::string scrape_;
   static std::string setupError_;
+  static std::string prometheusError_;
 };
 
 test::FaultHarness* MetricsPrometheusTest::harness_ = nullptr;
 test::PrometheusServer* MetricsPrometheusTest::prometheus_ = nullptr;
 std::string MetricsPrometheusTest::scrape_;
 std::string MetricsPrometheusTest::setupError_;
+std::string MetricsPrometheusTest::prometheusError_;
 
 TEST_F(MetricsPrometheusTest, PromtoolFindsTheScrapeClean) {
   ASSERT_FALSE(scrape_.empty());
@@ -133,14 +142,16 @@ TEST_F(MetricsPrometheusTest, EveryFamilyIsPresentAndTheStepsAreTheJobsSteps) {
 }
 
 TEST_F(MetricsPrometheusTest, PrometheusScrapesTheControllerAndReturnsTheStepCount) {
+  test::PrometheusServer& prom = prometheus();
+  ASSERT_TRUE(prometheusError_.empty()) << prometheusError_;
   const json answer =
-      prometheus_->queryUntilPresent("ddp_job_steps_total{job=\"" + std::string(kJob) + "\"}", 30);
-  ASSERT_EQ(answer.value("status", ""), "success") << answer.dump() << "\n" << prometheus_->logText();
+      prom.queryUntilPresent("ddp_job_steps_total{job=\"" + std::string(kJob) + "\"}", 30);
+  ASSERT_EQ(answer.value("status", ""), "success") << answer.dump() << "\n" << prom.logText();
   ASSERT_EQ(answer["data"]["result"].size(), 1u) << answer.dump();
   const json& sample = answer["data"]["result"][0];
   EXPECT_EQ(sample["metric"]["job"], kJob) << "honor_labels keeps the controller's job label";
   EXPECT_EQ(std::stod(sample["value"][1].get<std::string>()), static_cast<double>(kSteps));
-  const json up = prometheus_->query("up{job=\"ddp-controller\"}");
+  const json up = prom.query("up{job=\"ddp-controller\"}");
   ASSERT_EQ(up["data"]["result"].size(), 1u) << up.dump();
   EXPECT_EQ(up["data"]["result"][0]["value"][1], "1") << "the authenticated scrape succeeds";
 }
@@ -186,6 +197,11 @@ TEST_F(MetricsPrometheusTest, EveryDashboardQueryRunsAndUsesOnlyExportedMetrics)
   std::smatch m;
   ASSERT_TRUE(std::regex_match(jobQuery, m, labelValues)) << "job variable: " << jobQuery;
   exprs.push_back("group by (job) (" + m[1].str() + ")");
+  // The queries run once Prometheus holds the job's series (the variable lists the job).
+  test::PrometheusServer& prom = prometheus();
+  ASSERT_TRUE(prometheusError_.empty()) << prometheusError_;
+  const json jobs = prom.queryUntilPresent(exprs.back(), 30);
+  ASSERT_FALSE(jobs["data"]["result"].empty()) << jobs.dump();
 
   const auto exported = test::PromText::parse(scrape_).types;
   const std::regex name(R"(\bddp_[a-z0-9_]+)");
@@ -209,12 +225,9 @@ TEST_F(MetricsPrometheusTest, EveryDashboardQueryRunsAndUsesOnlyExportedMetrics)
     }
     const std::string expr = substituteVariables(raw);
     EXPECT_EQ(expr.find('$'), std::string::npos) << "an unsubstituted variable in " << expr;
-    const json answer = prometheus_->query(expr);
+    const json answer = prom.query(expr);
     EXPECT_EQ(answer.value("status", ""), "success") << expr << "\n" << answer.dump();
   }
-  // The job variable lists the job once Prometheus has scraped it.
-  const json jobs = prometheus_->queryUntilPresent(exprs.back(), 30);
-  ASSERT_FALSE(jobs["data"]["result"].empty()) << jobs.dump();
   // Every family the controller exports has a panel.
   for (const auto& f : test::controllerFamilies()) EXPECT_TRUE(used.count(f.name)) << f.name << " has no panel";
 }
