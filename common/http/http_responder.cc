@@ -33,6 +33,8 @@ bool Responder::reply(Response response) {
   if (state_ != State::kFresh) return false;
   state_ = State::kDone;
   onClose_ = nullptr;
+  // Before the bytes go: a client that saw the answer also sees what the callback recorded.
+  if (auto answered = std::move(onAnswer_)) answered(response.status);
   bool close = !keepAlive_;
   std::string bytes = detail::serializeResponse(response, &close);
   return push(std::move(bytes), true, close);
@@ -42,10 +44,16 @@ bool Responder::startStream(int status, std::string contentType, HeaderList head
   std::lock_guard<std::mutex> lock(mu_);
   if (state_ != State::kFresh) return false;
   state_ = State::kStreaming;
+  if (auto answered = std::move(onAnswer_)) answered(status);
   bool close = !keepAlive_;
   std::string head = detail::serializeStreamHead(status, contentType, headers, versionMinor_ >= 1, &close);
   closeAfterStream_ = close;
   return push(std::move(head), false, false);
+}
+
+void Responder::onAnswer(std::function<void(int status)> callback) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (state_ == State::kFresh) onAnswer_ = std::move(callback);
 }
 
 bool Responder::write(std::string_view chunk) {

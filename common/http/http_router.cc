@@ -39,6 +39,7 @@ void Router::add(std::string method, std::string pattern, Handler handler) {
   for (const Route& other : routes_) {
     DDP_CHECK(!(other.method == method && other.pattern == pattern));
   }
+  r.route = method + " " + pattern;
   r.method = std::move(method);
   r.pattern = std::move(pattern);
   r.handler = std::move(handler);
@@ -78,6 +79,7 @@ Router::Match Router::match(std::string_view method, std::string_view rawPath) c
   if (best != nullptr) {
     out.kind = Match::Kind::kFound;
     out.handler = &best->handler;
+    out.route = &best->route;
     for (size_t i = 0; i < decoded.size(); ++i) {
       if (best->segments[i].param) out.params[best->segments[i].text] = std::move(decoded[i]);
     }
@@ -90,6 +92,7 @@ Router::Match Router::match(std::string_view method, std::string_view rawPath) c
 
 void Router::handle(Request& request, std::shared_ptr<Responder> responder) const {
   Match m = match(request.method, request.rawPath());
+  if (observer_) observer_(request, m.route != nullptr ? *m.route : std::string(), *responder);
   switch (m.kind) {
     case Match::Kind::kFound:
       request.params = std::move(m.params);

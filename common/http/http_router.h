@@ -9,6 +9,7 @@
 // Thread model: add() routes before the server starts; afterwards match() and handle() are
 // const and may run on any number of threads at once.
 
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -25,6 +26,7 @@ class Router {
     enum class Kind { kFound, kNotFound, kMethodNotAllowed };
     Kind kind = Kind::kNotFound;
     const Handler* handler = nullptr;           // kFound
+    const std::string* route = nullptr;         // kFound: "METHOD /pattern"
     std::map<std::string, std::string> params;  // kFound
     std::vector<std::string> allowed;           // kMethodNotAllowed: sorted methods of the path
   };
@@ -42,6 +44,12 @@ class Router {
   // A Handler that calls handle() on this router (which must outlive the server).
   Handler handler() const;
 
+  // Optional, set before the server starts: called by handle() for every request before it is
+  // routed, with the matched route ("METHOD /pattern", e.g. "GET /v1/jobs/{name}"; "" when no
+  // route matched), e.g. to time the request (Responder::onAnswer). Must be quick.
+  using Observer = std::function<void(const Request&, const std::string& route, Responder&)>;
+  void setObserver(Observer observer) { observer_ = std::move(observer); }
+
  private:
   struct Segment {
     bool param = false;
@@ -50,11 +58,13 @@ class Router {
   struct Route {
     std::string method;
     std::string pattern;
+    std::string route;  // method + " " + pattern
     std::vector<Segment> segments;
     Handler handler;
   };
 
   std::vector<Route> routes_;
+  Observer observer_;
 };
 
 // Splits a raw path into its segments ("/a/b/" -> "a", "b", ""), not decoded.

@@ -64,6 +64,11 @@ class Responder {
   // the caller's thread, if it already has); e.g. to drop a long-poll waiter. It runs on the
   // event-loop thread, so it must be quick and must not wait on anything.
   void onClose(std::function<void()> callback);
+  // Runs `callback` once with the status when the request is answered (reply() or
+  // startStream()), on the answering thread, just before the answer is handed to the
+  // connection (e.g. request metrics). Set it before the handler runs; it must be quick and must
+  // not call this Responder (it runs under its lock).
+  void onAnswer(std::function<void(int status)> callback);
 
  private:
   friend class detail::EventLoop;
@@ -79,6 +84,7 @@ class Responder {
   State state_ = State::kFresh;       // guarded by mu_
   bool closeAfterStream_ = false;     // guarded by mu_
   std::function<void()> onClose_;     // guarded by mu_
+  std::function<void(int)> onAnswer_; // guarded by mu_
   std::atomic<bool> closed_{false};
 };
 

@@ -9,6 +9,7 @@
 #include "common/job_spec.h"
 #include "common/log.h"
 #include "common/secret.h"
+#include "controller/api/flight_records_json.h"
 #include "controller/api/job_json.h"
 
 namespace ddp::controller {
@@ -172,6 +173,7 @@ void ApiServer::install(http::Router& router) {
   router.add("GET", "/v1/jobs/{name}/events", user(bind(&ApiServer::events)));
   router.add("GET", "/v1/jobs/{name}/checkpoints", user(bind(&ApiServer::checkpoints)));
   router.add("POST", "/v1/jobs/{name}/checkpoints", user(bind(&ApiServer::requestCheckpoint)));
+  router.add("GET", "/v1/jobs/{name}/flightrecords", user(bind(&ApiServer::flightRecords)));
   router.add("POST", "/v1/jobs/{name}/workers", worker(bind(&ApiServer::registerWorker)));
   router.add("GET", "/v1/jobs/{name}/workers/{id}/assignment", worker(bind(&ApiServer::assignment)));
   router.add("POST", "/v1/jobs/{name}/generations/{g}/heartbeat", worker(bind(&ApiServer::heartbeat)));
@@ -266,6 +268,12 @@ void ApiServer::checkpoints(Request& req, Res res) {
   auto cps = jobs_.checkpoints(req.params["name"]);
   if (!cps.isOk()) return sendStatus(*res, cps.status());
   sendJson(*res, 200, checkpointsJson(*cps));
+}
+
+void ApiServer::flightRecords(Request& req, Res res) {
+  auto records = jobs_.flightRecords(req.params["name"]);
+  if (!records.isOk()) return sendStatus(*res, records.status());
+  sendJson(*res, 200, flightRecordsJson(*records));
 }
 
 void ApiServer::logs(Request& req, Res res) {

@@ -61,6 +61,7 @@ class ApiServer {
   void events(http::Request& req, std::shared_ptr<http::Responder> res);
   void checkpoints(http::Request& req, std::shared_ptr<http::Responder> res);
   void requestCheckpoint(http::Request& req, std::shared_ptr<http::Responder> res);
+  void flightRecords(http::Request& req, std::shared_ptr<http::Responder> res);
   void registerWorker(http::Request& req, std::shared_ptr<http::Responder> res);
   void assignment(http::Request& req, std::shared_ptr<http::Responder> res);
   void storeOp(http::Request& req, std::shared_ptr<http::Responder> res);

@@ -19,6 +19,23 @@ Status field(const json& j, const char* name, T* out) {
   return Status::ok();
 }
 
+Status parseFlightRecord(const json& array, std::vector<FlightOp>* out) {
+  for (const auto& e : array) {
+    if (!e.is_object()) return invalidArgument("heartbeat: 'flightRecord' entries must be objects");
+    FlightOp op;
+    DDP_RETURN_IF_ERROR(field(e, "backend", &op.backend));
+    DDP_RETURN_IF_ERROR(field(e, "seq", &op.seq));
+    DDP_RETURN_IF_ERROR(field(e, "op", &op.op));
+    DDP_RETURN_IF_ERROR(field(e, "bytes", &op.bytes));
+    DDP_RETURN_IF_ERROR(field(e, "state", &op.state));
+    DDP_RETURN_IF_ERROR(field(e, "issuedSecondsAgo", &op.issuedSecondsAgo));
+    DDP_RETURN_IF_ERROR(field(e, "startedSecondsAgo", &op.startedSecondsAgo));
+    DDP_RETURN_IF_ERROR(field(e, "endedSecondsAgo", &op.endedSecondsAgo));
+    out->push_back(std::move(op));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<Heartbeat> parseHeartbeat(const std::string& body) {
@@ -63,6 +80,9 @@ Result<Heartbeat> parseHeartbeat(const std::string& body) {
       DDP_RETURN_IF_ERROR(field(e, "seconds", &c.seconds));
       h.collectives.push_back(std::move(c));
     }
+  }
+  if (auto it = j.find("flightRecord"); it != j.end() && it->is_array()) {
+    DDP_RETURN_IF_ERROR(parseFlightRecord(*it, &h.flightRecord));
   }
   if (auto it = j.find("ext"); it != j.end() && it->is_object()) {
     h.extJson = it->dump();

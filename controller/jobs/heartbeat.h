@@ -12,6 +12,7 @@
 
 #include "common/launch/control_wire.h"
 #include "common/status.h"
+#include "controller/jobs/flight_records.h"
 #include "controller/jobs/hang_detector.h"
 
 namespace ddp::controller {
@@ -32,6 +33,7 @@ struct Heartbeat {
   std::map<std::string, double> counters;  // samples, steps, stepSeconds, commBytes, ...
   std::optional<HeartbeatCheckpoint> checkpoint;
   std::vector<CollectiveView> collectives;  // per backend: last issued, oldest unfinished
+  std::vector<FlightOp> flightRecord;       // sent in answer to the `flightRecord` command
   std::string message;
   std::string extJson = "{}";
   std::map<std::string, double> ext;  // its numeric fields (e.g. "abortUnreliable")

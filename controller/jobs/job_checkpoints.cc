@@ -29,6 +29,7 @@ void JobManager::noteLedgerChanges(Live& job, const std::vector<LedgerChange>& c
                                 "; training goes on and the last committed checkpoint stays the resume point";
     DDP_LOG(Warning) << "job " << job.record.name << ": " << message;
     event(job, kEventWarning, "CheckpointAbandoned", message);
+    metrics_.checkpointFailed(job.record.name);
   }
 }
 
@@ -54,6 +55,10 @@ Result<CheckpointVerdict> JobManager::reportShard(const std::string& name, int64
       ledger(*job).report(g, step, job->rdzv->active()->worldSize(), report, clock_.now(), &changes, &problem);
   noteLedgerChanges(*job, changes);
   if (!problem.empty()) return invalidArgument("checkpoint step " + std::to_string(step) + ": " + problem);
+  if (report.ok) {  // ddp_checkpoint_seconds{phase}: one observation per rank and phase
+    metrics_.checkpointPhase(name, CheckpointPhase::kSnapshot, report.snapshotSeconds);
+    metrics_.checkpointPhase(name, CheckpointPhase::kWrite, report.writeSeconds);
+  }
   return v;
 }
 
@@ -76,8 +81,11 @@ Status JobManager::reportCommit(const std::string& name, int64_t g, const Commit
     event(*job, kEventWarning, "CheckpointFailed",
           at + " (generation " + std::to_string(g) + ") is not committed: rank 0 could not write the manifest: " +
               report.error);
+    metrics_.checkpointFailed(name);
     return Status::ok();
   }
+  metrics_.checkpointPhase(name, CheckpointPhase::kCommit, report.seconds);
+  metrics_.checkpointCommitted(name, report.bytes);
   const int world = job->rdzv->active() ? job->rdzv->active()->worldSize() : job->spec.workers.count;
   job->pendingCheckpoints.push_back({report.step, wallMs(), report.bytes, world, report.path});
   job->lastCheckpointStep = std::max(job->lastCheckpointStep, report.step);

@@ -99,6 +99,11 @@ struct JobManager::Live {
   std::set<std::pair<int, int64_t>> stragglersSeen;  // (rank, seq) already reported
   int64_t checkpointRequest = 0;        // on-demand checkpoint requests so far
   int64_t checkpointRequestStep = -1;   // rank 0's step when the last one was made
+  // Flight records of the last verdict (job_flight_records.cc): members to ask, and members
+  // asked whose next heartbeat carries the record.
+  std::set<std::string> flightRecordWanted;
+  std::set<std::string> flightRecordAsked;
+  TimePoint flightRecordDeadline{};  // culprits are replaced once the records arrived or after this
 };
 
 }  // namespace ddp::controller

@@ -12,6 +12,7 @@
 #include "common/secret.h"
 #include "controller/jobs/job_decision.h"
 #include "controller/jobs/job_live.h"
+#include "controller/metrics/worker_figures.h"
 
 namespace ddp::controller {
 namespace {
@@ -78,7 +79,11 @@ void replyJson(http::Responder& r, int status, const json& body) {
 }  // namespace
 
 JobManager::JobManager(JobManagerOptions options, JobStore& store, Launcher& launcher, const Clock& clock)
-    : options_(std::move(options)), store_(store), launcher_(launcher), clock_(clock) {}
+    : options_(std::move(options)),
+      store_(store),
+      launcher_(launcher),
+      clock_(clock),
+      metrics_(options_.metrics != nullptr ? *options_.metrics : NullMetricsSink::instance()) {}
 
 JobManager::~JobManager() { stop(); }
 
@@ -100,6 +105,7 @@ Status JobManager::start() {
     std::lock_guard<std::mutex> lock(mu_);
     const TimePoint now = clock_.now();
     for (auto& rec : records) {
+      metrics_.jobPhase(rec.name, rec.phase);
       if (isTerminal(rec.phase)) continue;
       auto spec = parseJobSpec(rec.specYaml);
       if (!spec.isOk()) {
@@ -249,6 +255,7 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
     live->spec = spec;
     live->rdzv.emplace(rendezvousConfig(spec), 0);
     event(*live, kEventNormal, "Created", "job created with " + std::to_string(spec.workers.count) + " worker(s)");
+    metrics_.jobCreated(spec.name, spec.workers.count);
     job = live.get();
     jobs_[spec.name] = std::move(live);
   }
@@ -356,6 +363,11 @@ Status JobManager::remove(const std::string& name, Deadline deadline) {
     }
   }
   (void)launcher_.forgetJob(name);
+  metrics_.jobRemoved(name);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    flightRecords_.erase(name);
+  }
   return store_.remove(name);
 }
 
@@ -398,6 +410,7 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
       w.leftAt = now;
       w.leftMessage = req.reason.empty() ? "no reason given" : req.reason;
       w.lastSeen = now;
+      metrics_.communicatorAborted(name);
       event(*job, kEventWarning, "CommunicatorAborted",
             "worker rank " + std::to_string(w.rec.rank) + " (" + req.workerId + ") left generation " +
                 std::to_string(req.leftGeneration) + ": " + w.leftMessage);
@@ -455,6 +468,8 @@ void JobManager::wakeAssignments(Live& job) {
     for (auto& [id, w] : job.workers) w.rec.rank = -1;
     const TimePoint now = clock_.now();
     job.generationStart = now;
+    metrics_.rendezvousClosed(job.record.name, active->generation, active->worldSize(),
+                              std::chrono::duration<double>(active->closedAt - active->openedAt).count());
     for (int r = 0; r < active->worldSize(); ++r) {
       WorkerState& w = job.workers[active->members[static_cast<size_t>(r)]];
       w.rec.rank = r;
@@ -470,6 +485,7 @@ void JobManager::wakeAssignments(Live& job) {
       job.record.setCondition(kConditionRestarting, false, "Rejoined",
                               "generation " + std::to_string(active->generation) + " formed", ms);
       job.record.phase = JobPhase::kRunning;
+      metrics_.jobPhase(job.record.name, JobPhase::kRunning);
       job.record.setCondition(kConditionRunning, true, "Rejoined",
                               "generation " + std::to_string(active->generation) + " with " +
                                   std::to_string(active->worldSize()) + " worker(s) resumes from the last checkpoint",
@@ -541,8 +557,11 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
       // Note [Recovery]: a survivor of the generation a verdict ended aborts and rejoins.
       auto it = job->workers.find(hb.workerId);
       if (it != job->workers.end()) it->second.lastSeen = clock_.now();
+      if (flightRecordCommand(*job, g, hb)) return Command{CommandType::kFlightRecord, 0};
+      metrics_.communicatorAborted(name);
       return Command{CommandType::kAbort, 0};
     }
+    if (g == job->abortedGeneration && awaitingFlightRecords(*job)) return Command{};  // not fenced yet
     fenced->current = fencingGeneration(*job->rdzv);
     return abortedError("stale generation " + std::to_string(g));
   }
@@ -594,10 +613,15 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
     // [Two-phase checkpoint commit]).
     if (hb.checkpoint && hb.checkpoint->step > job->lastCheckpointStep) job->lastCheckpointStep = hb.checkpoint->step;
   }
+  WorkerFigures figures = workerFigures(hb);
+  figures.etaSeconds = job->record.progress.etaSeconds;
+  metrics_.heartbeat(name, hb.workerId, g, w.rec.rank, figures);
   job->figuresDirty = true;
   if (hb.final()) evaluate(*job);
   Command c;
-  if (job->cancelRequested || (isTerminal(job->record.phase) && !hb.final())) {
+  if (flightRecordCommand(*job, g, hb) && !hb.final()) {
+    c.type = CommandType::kFlightRecord;
+  } else if (job->cancelRequested || (isTerminal(job->record.phase) && !hb.final())) {
     c.type = CommandType::kStop;
   } else if (w.checkpointAsked < job->checkpointRequest && !hb.final()) {
     // Each member is told once; the ranks agree on the step themselves (the trainer's
@@ -640,6 +664,7 @@ void JobManager::handleExit(const WorkerExit& exit) {
     return;
   }
   const bool clean = exit.statusKnown && !exit.signaled && exit.code == 0;
+  if (!clean && !exit.killedByLauncher && !job->cancelRequested) metrics_.workerDied(exit.jobName);
   if (w.outcome == WorkerOutcome::kFailed && !w.failureFromExit && !exit.ok() && !exit.killedByLauncher) {
     // It said it failed, then died of something: the exit is the cause to report.
     w.message = describeFailure(w.rec.rank, exit);
@@ -718,6 +743,7 @@ void JobManager::transition(Live& job, JobPhase next, const std::string& reason,
     r.setCondition(type, true, reason, message, now);
   }
   r.phase = next;
+  metrics_.jobPhase(r.name, next);
   event(job, next == JobPhase::kFailed ? kEventWarning : kEventNormal, reason, message);
   DDP_LOG(Info) << "job " << r.name << ": " << jobPhaseName(next) << " (" << message << ")";
   if (isTerminal(next)) {
@@ -825,7 +851,10 @@ void JobManager::tickOnce() {
         job.stopPending = false;
         toStop.push_back(name);
       }
-      if (!job.toReplace.empty() && now >= job.replaceAt && !isTerminal(job.record.phase) && !job.cancelRequested) {
+      // A culprit is replaced once the survivors' flight records arrived (or their wait ended):
+      // killing it first would end the collective they are waiting in.
+      if (!job.toReplace.empty() && now >= job.replaceAt && !awaitingFlightRecords(job) &&
+          !isTerminal(job.record.phase) && !job.cancelRequested) {
         for (const auto& id : job.toReplace) replace.emplace_back(name, id);
         job.toReplace.clear();
       }

@@ -63,6 +63,7 @@
 #include "controller/jobs/hang_detector.h"
 #include "controller/jobs/heartbeat.h"
 #include "controller/launch/launcher.h"
+#include "controller/metrics/metrics_sink.h"
 #include "controller/rendezvous/rendezvous.h"
 #include "controller/store/job_store.h"
 
@@ -78,6 +79,7 @@ struct JobManagerOptions {
   std::string workerLogFormat;                 // DDP_LOG_FORMAT for workers ("" = the job's)
   std::string workerCheckpointDir;             // DDP_CHECKPOINT_DIR override ("" = the job's)
   std::string commThreadPriority;              // DDP_COMM_THREAD_PRIORITY ("" = the job's)
+  MetricsSink* metrics = nullptr;              // what happens, for /metrics (nullptr: nothing)
 };
 
 struct RegisterRequest {
@@ -138,6 +140,9 @@ class JobManager {
   // FailedPrecondition when the job is not Running or has no checkpoint directory.
   Result<int64_t> requestCheckpoint(const std::string& name);
   Result<JobSpec> spec(const std::string& name);
+  // The flight records kept with the job's hang verdicts, oldest first (job_flight_records.cc;
+  // in memory: a restarted controller has none). NotFound for an unknown job.
+  Result<std::vector<FlightRecordEvent>> flightRecords(const std::string& name);
   bool isFinished(const std::string& name);
 
   // --- worker side (the caller has checked the worker token with workerTokenMatches)
@@ -161,6 +166,8 @@ class JobManager {
   Status reportCommit(const std::string& job, int64_t g, const CommitReport& report);
 
   size_t liveJobs();
+  // Each live job's membership figures now (controller/jobs/job_gauges.cc; /metrics).
+  std::vector<JobGauges> gauges();
 
   struct Live;
 
@@ -180,6 +187,13 @@ class JobManager {
   CheckpointLedger& ledger(Live& job);
   void noteLedgerChanges(Live& job, const std::vector<LedgerChange>& changes);
   void expireCheckpoints(Live& job, TimePoint now);
+  // Flight records (job_flight_records.cc): a verdict on `round` asks its live members.
+  void requestFlightRecords(Live& job, const RendezvousRound& round, const HangVerdict& verdict);
+  // Keeps a record the heartbeat (of generation `g`) carries; true when this heartbeat is to be
+  // answered with the `flightRecord` command (each asked member is asked once).
+  bool flightRecordCommand(Live& job, int64_t g, const Heartbeat& hb);
+  // Whether asked records are still awaited (Note [Flight records before the replacement]).
+  bool awaitingFlightRecords(const Live& job) const;
   void transition(Live& job, JobPhase next, const std::string& reason, const std::string& message);
   void event(Live& job, const std::string& type, const std::string& reason, const std::string& message);
   void persist(Live& job);
@@ -192,9 +206,11 @@ class JobManager {
   JobStore& store_;
   Launcher& launcher_;
   const Clock& clock_;
+  MetricsSink& metrics_;
 
-  std::mutex mu_;  // guards jobs_, exits_
+  std::mutex mu_;  // guards jobs_, exits_, flightRecords_
   std::map<std::string, std::unique_ptr<Live>> jobs_;
+  std::map<std::string, std::vector<FlightRecordEvent>> flightRecords_;  // by job; guarded by mu_
   std::deque<WorkerExit> exits_;
   TimePoint lastPersist_{};
   TimePoint lastHeartbeatScan_{};

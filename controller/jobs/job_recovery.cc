@@ -73,6 +73,8 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
   const std::string reason = faultReasonName(verdict.reason);
   const TimePoint now = clock_.now();
   event(job, kEventWarning, reason, verdict.message);
+  metrics_.hangDetected(job.record.name, reason);
+  requestFlightRecords(job, round, verdict);
   DDP_LOG(Warning) << "job " << job.record.name << ": " << reason << ": " << verdict.message;
   if (job.record.restarts >= job.spec.maxRestarts) {
     transition(job, JobPhase::kFailed, reason,
@@ -83,6 +85,7 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
   const int restart = ++job.record.restarts;
   const int64_t ms = wallMs();
   job.record.phase = JobPhase::kRestarting;
+  metrics_.jobPhase(job.record.name, JobPhase::kRestarting);
   job.record.setCondition(kConditionRunning, false, reason, verdict.message, ms);
   job.record.setCondition(kConditionRestarting, true, reason,
                           "restart " + std::to_string(restart) + " of " + std::to_string(job.spec.maxRestarts) + ": " +
@@ -151,6 +154,7 @@ void JobManager::noteRecovered(Live& job, const std::string& workerId, const Hea
   const double secs = std::chrono::duration<double>(clock_.now() - job.verdictAt).count();
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f", secs);
+  metrics_.recovered(job.record.name, secs);
   event(job, kEventNormal, "Recovered",
         "generation " + std::to_string(active->generation) + ": every rank is stepping again " + buf +
             " s after the verdict (restart " + std::to_string(job.record.restarts) + ")");

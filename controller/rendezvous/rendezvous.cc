@@ -81,6 +81,7 @@ int64_t Rendezvous::join(const std::string& workerId, TimePoint now) {
     return nextGeneration();
   }
   if (!contains(waiting_, workerId)) waiting_.push_back(workerId);
+  if (!openedAt_) openedAt_ = now;
   noteCount(now);
   if (static_cast<int>(waiting_.size()) >= config_.maxWorkers) close(now);
   return active_ ? active_->generation : nextGeneration();
@@ -90,6 +91,7 @@ void Rendezvous::leave(const std::string& workerId, TimePoint now) {
   std::erase(late_, workerId);
   if (active_) return;
   std::erase(waiting_, workerId);
+  if (waiting_.empty()) openedAt_.reset();
   noteCount(now);
 }
 
@@ -128,6 +130,8 @@ void Rendezvous::close(TimePoint now) {
   RendezvousRound round;
   round.generation = ++lastGeneration_;
   round.closedAt = now;
+  round.openedAt = openedAt_.value_or(now);
+  openedAt_.reset();
   const size_t take = std::min(order.size(), static_cast<size_t>(config_.maxWorkers));
   round.members.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(take));
   round.index();
@@ -143,6 +147,7 @@ void Rendezvous::endGeneration(TimePoint now) {
   active_.reset();
   waiting_ = std::move(late_);
   late_.clear();
+  if (!waiting_.empty()) openedAt_ = now;
   noteCount(now);
   if (static_cast<int>(waiting_.size()) >= config_.maxWorkers) close(now);
 }

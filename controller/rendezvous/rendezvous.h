@@ -43,6 +43,7 @@ struct RendezvousRound {
   int64_t generation = 0;
   std::vector<std::string> members;
   TimePoint closedAt{};
+  TimePoint openedAt{};  // the round's first join (ddp_rendezvous_seconds: closedAt - openedAt)
   int worldSize() const { return static_cast<int>(members.size()); }
   // O(1) once indexed (Rendezvous indexes every round it closes or restores).
   std::optional<int> rankOf(const std::string& workerId) const;
@@ -98,6 +99,7 @@ class Rendezvous {
   std::vector<std::string> waiting_;    // the open round's joiners, in join order
   std::vector<std::string> late_;       // joined while a generation was active
   std::optional<TimePoint> minReachedAt_;
+  std::optional<TimePoint> openedAt_;   // the open round's first join
 };
 
 }  // namespace ddp::controller

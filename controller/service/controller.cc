@@ -20,6 +20,8 @@
 #include "controller/launch/kubernetes/kube_config.h"
 #include "controller/launch/kubernetes/kubernetes_runtime.h"
 #include "controller/launch/local_launcher.h"
+#include "controller/metrics/controller_metrics.h"
+#include "controller/metrics/metrics_route.h"
 #include "controller/store/sqlite_job_store.h"
 
 namespace ddp::controller {
@@ -101,6 +103,7 @@ struct Controller::Impl {
   ControllerConfig config;
   std::string token, tokenFile;
   std::unique_ptr<SqliteJobStore> store;
+  std::unique_ptr<ControllerMetrics> metrics;  // outlives the server and the job manager
   std::unique_ptr<kube::KubernetesRuntime> kube;  // --launcher kubernetes
   std::unique_ptr<Launcher> launcher;
   std::unique_ptr<JobManager> jobs;
@@ -179,11 +182,21 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config) {
   jo.workerLogFormat = config.workerLogFormat;
   jo.workerCheckpointDir = config.workerCheckpointDir;
   jo.commThreadPriority = config.commThreadPriority;
+  MetricsOptions mo;
+  mo.retention = config.metricsRetention;
+  p->metrics = std::make_unique<ControllerMetrics>(mo);
+  jo.metrics = p->metrics.get();
   p->jobs = std::make_unique<JobManager>(jo, *p->store, *p->launcher);
   ApiOptions ao;
   ao.maxJobBytes = config.maxJobBytes;
   p->api = std::make_unique<ApiServer>(ao, p->token, *p->jobs, *p->launcher, *p->storeService);
   p->api->install(p->router);
+  MetricsRoute mr;
+  mr.metrics = p->metrics.get();
+  mr.gauges = [p] { return p->jobs->gauges(); };
+  mr.token = p->token;
+  mr.open = config.metricsOpen;
+  installMetricsRoute(p->router, std::move(mr));
   DDP_RETURN_IF_ERROR(p->jobs->start());
   if (p->kube) {
     JobManager* jobs = p->jobs.get();

@@ -27,8 +27,11 @@ constexpr Option kWorkerImage{"--worker-image", "DDP_CONTROLLER_WORKER_IMAGE"};
 constexpr Option kWatchNamespace{"--watch-namespace", "DDP_CONTROLLER_WATCH_NAMESPACE"};
 constexpr Option kLeaderLease{"--leader-election-lease", "DDP_CONTROLLER_LEADER_ELECTION_LEASE"};
 constexpr Option kKubeServer{"--kube-server", "DDP_CONTROLLER_KUBE_SERVER"};
-constexpr Option kAll[] = {kListen, kStateDir, kTokenFile, kWorkerBin, kAdvertise, kMaxJobBytes, kHandlerThreads,
-                           kLogLevel, kLauncher, kWorkerImage, kWatchNamespace, kLeaderLease, kKubeServer};
+constexpr Option kMetricsOpen{"--metrics-open", "DDP_CONTROLLER_METRICS_OPEN"};  // a switch
+constexpr Option kMetricsRetention{"--metrics-retention", "DDP_CONTROLLER_METRICS_RETENTION"};
+constexpr Option kAll[] = {kListen,       kStateDir,     kTokenFile,   kWorkerBin,     kAdvertise,
+                           kMaxJobBytes,  kHandlerThreads, kLogLevel,  kLauncher,      kWorkerImage,
+                           kWatchNamespace, kLeaderLease, kKubeServer, kMetricsOpen,  kMetricsRetention};
 
 std::string describe(const Option& o) { return std::string(o.flag) + " / " + o.env; }
 
@@ -70,12 +73,15 @@ std::string controllerUsage() {
          "                      [--handler-threads N] [--log-level debug|info|warning|error]\n"
          "                      [--launcher local|external|kubernetes] [--worker-image IMAGE]\n"
          "                      [--watch-namespace NS] [--leader-election-lease NAME]\n"
+         "                      [--metrics-open] [--metrics-retention SECONDS]\n"
          "The training service: REST job API, rendezvous, store and heartbeats for workers, and\n"
          "a local launcher that runs workers on this host. Prints `listening on http://HOST:PORT`\n"
          "when ready; SIGTERM stops it (running workers keep running and are re-adopted by the\n"
          "next start on the same state dir). Every flag falls back to DDP_CONTROLLER_<NAME>\n"
          "(DDP_CONTROLLER_LISTEN, DDP_CONTROLLER_STATE_DIR, DDP_CONTROLLER_TOKEN_FILE, ...).\n"
-         "The API token is read from --token-file, or generated in STATE_DIR/token (mode 0600).\n";
+         "The API token is read from --token-file, or generated in STATE_DIR/token (mode 0600).\n"
+         "GET /metrics (Prometheus text) needs that token too, unless --metrics-open; a finished\n"
+         "job's series stay --metrics-retention seconds (900).\n";
 }
 
 Status ControllerConfig::validate() const {
@@ -85,6 +91,7 @@ Status ControllerConfig::validate() const {
   if (maxJobBytes < 1024) return invalidArgument(describe(kMaxJobBytes) + ": must be at least 1024");
   if (handlerThreads < 1 || handlerThreads > 256) return invalidArgument(describe(kHandlerThreads) + ": must be in [1, 256]");
   if (persistEvery <= Duration::zero()) return invalidArgument("persistEvery must be > 0");
+  if (metricsRetention < Duration::zero()) return invalidArgument(describe(kMetricsRetention) + ": must be >= 0");
   if (launcher != "local" && launcher != "external" && launcher != "kubernetes") {
     return invalidArgument(describe(kLauncher) + ": '" + launcher + "' is not local, external or kubernetes");
   }
@@ -109,6 +116,10 @@ Result<ControllerConfig> parseControllerConfig(const std::vector<std::string>& a
     bool known = false;
     for (const auto& o : kAll) known = known || flag == o.flag;
     if (!known) return invalidArgument("unknown argument '" + a + "'\n" + controllerUsage());
+    if (!has && flag == kMetricsOpen.flag) {
+      value = "true";  // a switch: no value follows
+      has = true;
+    }
     if (!has) {
       if (i + 1 >= args.size()) return invalidArgument(flag + ": missing value");
       value = args[++i];
@@ -153,6 +164,19 @@ Result<ControllerConfig> parseControllerConfig(const std::vector<std::string>& a
   if (auto v = get(kLeaderLease)) c.leaderElectionLease = *v;
   if (auto v = get(kKubeServer)) c.kubeServer = *v;
   if (auto v = env("POD_NAME")) c.podName = *v;  // the downward API (the Helm chart sets it)
+  if (auto v = get(kMetricsOpen)) {
+    if (*v == "1" || *v == "true") {
+      c.metricsOpen = true;
+    } else if (*v == "0" || *v == "false" || v->empty()) {
+      c.metricsOpen = false;
+    } else {
+      return invalidArgument(describe(kMetricsOpen) + ": '" + *v + "' is not true, false, 1 or 0");
+    }
+  }
+  if (auto v = get(kMetricsRetention)) {
+    DDP_RETURN_IF_ERROR(parseInt(*v, kMetricsRetention, 0, int64_t{7} * 24 * 3600, &n));
+    c.metricsRetention = std::chrono::seconds(n);
+  }
   DDP_RETURN_IF_ERROR(c.validate());
   return c;
 }

@@ -22,6 +22,10 @@
 //   --kube-server URL        DDP_CONTROLLER_KUBE_SERVER (kubernetes, development and tests: this
 //                            API server instead of the in-cluster configuration)
 //   POD_NAME (environment)   this replica's identity in leader election
+//   --metrics-open           DDP_CONTROLLER_METRICS_OPEN (GET /metrics without the API token;
+//                            off: /metrics needs it like every /v1 route)
+//   --metrics-retention S    DDP_CONTROLLER_METRICS_RETENTION (900: seconds a finished job's
+//                            series stay in /metrics)
 // Thread model: plain value and pure functions.
 
 #include <functional>
@@ -61,6 +65,9 @@ struct ControllerConfig {
   std::string workerLogFormat;
   std::string workerCheckpointDir;
   std::string commThreadPriority;
+  // GET /metrics (docs/METRICS.md): open to anyone who can reach the port, or token-protected.
+  bool metricsOpen = false;
+  Duration metricsRetention = std::chrono::minutes(15);
 
   Status validate() const;
 };

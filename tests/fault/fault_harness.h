@@ -84,6 +84,7 @@ class FaultHarness {
   const std::string& dir() const { return dir_; }
   int port() const { return controller_->port(); }
   controller::JobManager& jobs() { return controller_->jobs(); }
+  controller::Controller& controller() { return *controller_; }
 
   Status submit(const std::string& yaml) {
     DDP_ASSIGN_OR_RETURN(JobSpec spec, parseJobSpec(yaml));

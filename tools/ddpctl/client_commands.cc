@@ -279,7 +279,14 @@ int describeCommand(const CommandContext& c, const ParsedArgs& p) {
   if (auto code = failure(c, eventsReply, name)) return *code;
   std::optional<Json> events = bodyJson(c, *eventsReply);
   if (!events) return kClientFailed;
-  c.io.out << describeJob(*job, events->value("events", Json::array()), nowUnix(c.io));
+  // Flight records of its hangs; a controller without the route (older) just has none.
+  Json flightRecords = Json::array();
+  Result<ApiReply> recordsReply = c.api.get(jobPath(name) + "/flightrecords");
+  if (recordsReply.isOk() && recordsReply->ok()) {
+    Json doc = Json::parse(recordsReply->body, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_object()) flightRecords = doc.value("flightRecords", Json::array());
+  }
+  c.io.out << describeJob(*job, events->value("events", Json::array()), nowUnix(c.io), flightRecords);
   return kClientOk;
 }
 

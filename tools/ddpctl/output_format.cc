@@ -392,7 +392,7 @@ std::string section(const char* title, const Table& t) {
 
 }  // namespace
 
-std::string describeJob(const Json& job, const Json& events, int64_t nowUnix) {
+std::string describeJob(const Json& job, const Json& events, int64_t nowUnix, const Json& flightRecords) {
   std::string out;
   out += labelLine("Name", text(job, {"metadata", "name"}).value_or(""));
   out += labelLine("UID", text(job, {"metadata", "uid"}).value_or(""));
@@ -457,6 +457,15 @@ std::string describeJob(const Json& job, const Json& events, int64_t nowUnix) {
                        ageSince(e, {"time"}, nowUnix), text(e, {"message"}).value_or("")});
   }
   out += section("Events", ev);
+
+  // Hangs with their flight records (docs/RECOVERY.md): one summary line each.
+  Table hangs{{"REASON", "GENERATION", "AGE", "FLIGHT RECORDS"}, {}};
+  for (const Json& h : arrayOrEmpty(&flightRecords)) {
+    auto gen = integer(h, {"generation"});
+    hangs.rows.push_back({text(h, {"reason"}).value_or("-"), gen ? std::to_string(*gen) : "-",
+                          ageSince(h, {"time"}, nowUnix), text(h, {"summary"}).value_or("")});
+  }
+  if (!hangs.rows.empty()) out += section("Hangs", hangs);
   return out;
 }
 

@@ -42,7 +42,9 @@ Table checkpointTable(const Json& checkpoints);
 
 // `describe`: the job's metadata, status, a spec summary (model, data, workers, optimizer,
 // hook, epochs/steps, checkpoint), then its conditions, workers and `events` (a JSON array).
-std::string describeJob(const Json& job, const Json& events, int64_t nowUnix);
+// `flightRecords`: GET /v1/jobs/{name}/flightrecords's array; each hang gets its summary line.
+std::string describeJob(const Json& job, const Json& events, int64_t nowUnix,
+                        const Json& flightRecords = Json::array());
 
 // `watch`: one line for the job's state now, e.g.
 //   "Running     [#####-------------------]  120/2814   4.3%  loss 0.5200  9000 samples/s  ETA 12s"

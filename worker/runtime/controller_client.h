@@ -104,6 +104,20 @@ struct CollectiveInFlight {  // one backend: its last issued and its oldest unfi
   bool operator==(const CollectiveInFlight&) const = default;
 };
 
+// One op of this rank's flight record (comm::FlightRecorder), sent in answer to the
+// `flightRecord` command; ages are relative to the heartbeat's sending (no clock is shared).
+struct FlightOpReport {
+  std::string backend;
+  int64_t seq = 0;
+  std::string op;
+  int64_t bytes = 0;
+  std::string state;              // comm::flightStateName()
+  double issuedSecondsAgo = 0;
+  double startedSecondsAgo = -1;  // -1: not started
+  double endedSecondsAgo = -1;    // -1: not ended
+  bool operator==(const FlightOpReport&) const = default;
+};
+
 struct CheckpointReport {
   int64_t step = 0;
   int64_t bytes = 0;
@@ -124,6 +138,7 @@ struct HeartbeatReport {
   std::optional<double> testAccuracy;  // null until the first evaluation
   HeartbeatCounters counters;
   std::vector<CollectiveInFlight> collectives;
+  std::vector<FlightOpReport> flightRecord;  // only in answer to the `flightRecord` command
   std::optional<CheckpointReport> checkpoint;
   std::string message;
   std::map<std::string, double> ext;  // figures later versions add

@@ -121,6 +121,36 @@ Status decodeCollectives(const Json& array, const std::string& where, std::vecto
   return Status::ok();
 }
 
+Json encodeFlightRecord(const std::vector<FlightOpReport>& ops) {
+  Json a = Json::array();
+  for (const FlightOpReport& op : ops) {
+    a.push_back(Json{{"backend", op.backend}, {"seq", op.seq}, {"op", op.op}, {"bytes", op.bytes}, {"state", op.state},
+                     {"issuedSecondsAgo", number(op.issuedSecondsAgo)},
+                     {"startedSecondsAgo", number(op.startedSecondsAgo)},
+                     {"endedSecondsAgo", number(op.endedSecondsAgo)}});
+  }
+  return a;
+}
+
+Status decodeFlightRecord(const Json& array, const std::string& where, std::vector<FlightOpReport>* out) {
+  for (size_t i = 0; i < array.size(); ++i) {
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    if (!array[i].is_object()) return invalidArgument(at + ": expected an object");
+    Fields f(array[i], at);
+    FlightOpReport op;
+    DDP_RETURN_IF_ERROR(f.getString("backend", &op.backend, false));
+    DDP_RETURN_IF_ERROR(f.getInt("seq", &op.seq));
+    DDP_RETURN_IF_ERROR(f.getString("op", &op.op));
+    DDP_RETURN_IF_ERROR(f.getInt("bytes", &op.bytes, false));
+    DDP_RETURN_IF_ERROR(f.getString("state", &op.state));
+    DDP_RETURN_IF_ERROR(f.getDouble("issuedSecondsAgo", &op.issuedSecondsAgo, false));
+    DDP_RETURN_IF_ERROR(f.getDouble("startedSecondsAgo", &op.startedSecondsAgo, false));
+    DDP_RETURN_IF_ERROR(f.getDouble("endedSecondsAgo", &op.endedSecondsAgo, false));
+    out->push_back(std::move(op));
+  }
+  return Status::ok();
+}
+
 // The report's progress fields (everything but identity, counters and lists).
 Status decodeProgress(const Fields& f, const Json& j, HeartbeatReport* r) {
   DDP_RETURN_IF_ERROR(f.getInt("step", &r->step, false));
@@ -206,7 +236,7 @@ std::string encodeHeartbeatReport(const HeartbeatReport& r) {
   }
   Json ext = Json::object();
   for (const auto& [k, v] : r.ext) ext[k] = number(v);
-  return dump(Json{{"workerId", r.workerId},
+  Json j{{"workerId", r.workerId},
                    {"rank", r.rank},
                    {"state", workerStateName(r.state)},
                    {"step", r.step},
@@ -220,7 +250,9 @@ std::string encodeHeartbeatReport(const HeartbeatReport& r) {
                    {"collectives", collectives},
                    {"checkpoint", checkpoint},
                    {"message", r.message},
-                   {"ext", ext}});
+                   {"ext", ext}};
+  if (!r.flightRecord.empty()) j["flightRecord"] = encodeFlightRecord(r.flightRecord);
+  return dump(j);
 }
 
 Result<HeartbeatReport> decodeHeartbeatReport(std::string_view json) {
@@ -244,6 +276,9 @@ Result<HeartbeatReport> decodeHeartbeatReport(std::string_view json) {
     DDP_RETURN_IF_ERROR(cf.getInt("bytes", &cp.bytes, false));
     DDP_RETURN_IF_ERROR(cf.getString("path", &cp.path, false));
     r.checkpoint = std::move(cp);
+  }
+  if (const Json* a = f.array("flightRecord")) {
+    DDP_RETURN_IF_ERROR(decodeFlightRecord(*a, f.at("flightRecord"), &r.flightRecord));
   }
   if (const Json* e = f.object("ext")) {
     for (auto it = e->begin(); it != e->end(); ++it) {

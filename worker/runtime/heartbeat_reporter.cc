@@ -1,6 +1,7 @@
 #include "worker/runtime/heartbeat_reporter.h"
 
 #include <cstdio>
+#include <utility>
 
 #include "common/log.h"
 #include "common/thread_priority.h"
@@ -74,6 +75,11 @@ void HeartbeatReporter::setCollectivesSource(CollectivesFn source) {
   source_ = std::move(source);
 }
 
+void HeartbeatReporter::setFlightRecordSource(FlightRecordFn source) {
+  std::lock_guard<std::mutex> lock(sourceMu_);
+  flightSource_ = std::move(source);
+}
+
 void HeartbeatReporter::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -122,9 +128,11 @@ int64_t HeartbeatReporter::heartbeatsFailed() const {
 
 HeartbeatReport HeartbeatReporter::snapshot(WorkerState state, const std::string& message) {
   TrainingProgress p;
+  bool withFlightRecord = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     p = progress_;
+    withFlightRecord = std::exchange(flightRecordWanted_, false);
   }
   HeartbeatReport r;
   r.workerId = options_.workerId;
@@ -144,6 +152,7 @@ HeartbeatReport HeartbeatReporter::snapshot(WorkerState state, const std::string
   r.ext = options_.ext;
   std::lock_guard<std::mutex> lock(sourceMu_);
   if (source_) r.collectives = source_();
+  if (withFlightRecord && flightSource_) r.flightRecord = flightSource_();
   const double period = std::chrono::duration<double>(options_.period).count();
   waiting_ = false;
   for (const auto& c : r.collectives) waiting_ = waiting_ || (c.seq >= 0 && c.seconds >= period);
@@ -218,6 +227,15 @@ bool HeartbeatReporter::handle(const Command& command) {
     std::lock_guard<std::mutex> lock(sourceMu_);
     if (abort_) abort_(abortedError("the controller ended generation " + std::to_string(options_.generation)));
     return false;  // nothing more to report for this generation
+  }
+  if (command.type == CommandType::kFlightRecord) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      commands_.push_back(command);
+      flightRecordWanted_ = beatNow_ = true;
+    }
+    DDP_LOG(Warning) << "the controller asked for this rank's flight record (a hang was declared): sending it";
+    return true;  // run() sends the next heartbeat at once
   }
   bool repeated = false;
   {

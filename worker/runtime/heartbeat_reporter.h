@@ -19,7 +19,9 @@
 // ended this generation: Note [Recovery] in controller/jobs/job_manager.h) calls the abort
 // target (the backend's abort: the training thread's collectives fail at once) and ends the
 // heartbeat thread; `checkpoint` sets checkpointRequested() (the trainer checkpoints at the next
-// step every rank agrees on); `flightRecord` is recorded (commands()) and logged.
+// step every rank agrees on); `flightRecord` sends a heartbeat at once that carries the flight
+// record source's ops (the controller asks for them when it declares a hang, even in answer to
+// a heartbeat of a generation it ended: controller/jobs/flight_records.h).
 // Losing the controller: when no heartbeat succeeded for spec.timeouts.controllerSeconds, the
 // reporter records "cannot reach the controller at URL for N s: stopping" as its fatal status
 // (Unavailable) and calls the stop function; a 410 answer (fenced: a newer generation exists)
@@ -81,6 +83,7 @@ class HeartbeatReporter {
   using StopFn = std::function<void()>;
   using CollectivesFn = std::function<std::vector<CollectiveInFlight>()>;
   using AbortFn = std::function<void(const Status&)>;
+  using FlightRecordFn = std::function<std::vector<FlightOpReport>()>;
 
   // `client` must outlive the reporter. `requestStop` sets the trainer's stop flag.
   static Result<std::unique_ptr<HeartbeatReporter>> create(const ControllerClient& client,
@@ -97,6 +100,8 @@ class HeartbeatReporter {
   void publish(const TrainingProgress& progress);
   // The oldest unfinished collective per backend, asked once per heartbeat; empty: none.
   void setCollectivesSource(CollectivesFn source);
+  // The ops the `flightRecord` command sends (same lock and rule as the collectives source).
+  void setFlightRecordSource(FlightRecordFn source);
   // What `abort` calls (on the heartbeat thread, under the same lock as the collectives source:
   // clear it before the backend goes away). Set after an abort already arrived: called at once.
   void setAbortTarget(AbortFn abort);
@@ -143,12 +148,14 @@ class HeartbeatReporter {
   bool abortCommanded_ = false; // guarded by mu_
   bool firstStepSent_ = false;  // guarded by mu_
   bool beatNow_ = false;        // guarded by mu_: send a heartbeat before the period ends
+  bool flightRecordWanted_ = false;  // guarded by mu_: the next heartbeat carries the record
   std::vector<Command> commands_;  // guarded by mu_
   int64_t succeeded_ = 0;       // guarded by mu_
   int64_t failed_ = 0;          // guarded by mu_
 
   std::mutex sourceMu_;
   CollectivesFn source_;        // guarded by sourceMu_
+  FlightRecordFn flightSource_; // guarded by sourceMu_
   AbortFn abort_;               // guarded by sourceMu_
 
   std::atomic<bool> checkpointRequested_{false};

@@ -166,12 +166,27 @@ HeartbeatReporter::CollectivesFn collectivesOf(const comm::FlightRecorder& recor
   };
 }
 
-// Disconnects the reporter from the backend (collectives source, abort target) before the
-// backend is destroyed.
+// Every op `recorder` still holds, ages relative to now (the `flightRecord` command's answer).
+HeartbeatReporter::FlightRecordFn flightRecordOf(const comm::FlightRecorder& recorder, std::string backend) {
+  return [&recorder, backend = std::move(backend)] {
+    const TimePoint now = SystemClock::instance().now();
+    auto ago = [now](TimePoint t) { return t == TimePoint{} ? -1.0 : std::chrono::duration<double>(now - t).count(); };
+    std::vector<FlightOpReport> out;
+    for (const comm::FlightRecord& r : recorder.snapshot()) {
+      out.push_back({backend, static_cast<int64_t>(r.seq), r.op, static_cast<int64_t>(r.bytes),
+                     comm::flightStateName(r.state), ago(r.issued), ago(r.started), ago(r.ended)});
+    }
+    return out;
+  };
+}
+
+// Disconnects the reporter from the backend (collectives source, flight record source, abort
+// target) before the backend is destroyed.
 struct DisconnectReporter {
   HeartbeatReporter& reporter;
   ~DisconnectReporter() {
     reporter.setCollectivesSource({});
+    reporter.setFlightRecordSource({});
     reporter.setAbortTarget({});
   }
 };
@@ -238,6 +253,7 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
   if (!built.isOk()) return fatalOr(built.status().withContext("rendezvous"), kWorkerExitFailure);
   comm::Backend& backend = *built->backend;
   reporter.setCollectivesSource(collectivesOf(*built->glooFlight, "gloo"));
+  reporter.setFlightRecordSource(flightRecordOf(*built->glooFlight, "gloo"));
   reporter.setAbortTarget([&backend](const Status& why) { backend.abort(why); });
   DisconnectReporter disconnect{reporter};
 

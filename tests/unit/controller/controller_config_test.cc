@@ -53,6 +53,27 @@ TEST(ControllerConfigTest, ErrorsNameTheFlagAndTheVariable) {
   EXPECT_NE(help.status().message().find("usage: ddp-controller"), std::string::npos);
 }
 
+TEST(ControllerConfigTest, MetricsOpenIsASwitchAndRetentionIsSeconds) {
+  auto closed = parseControllerConfig({"--state-dir", "/s"}, envOf({}));
+  ASSERT_TRUE(closed.isOk());
+  EXPECT_FALSE(closed->metricsOpen);
+  EXPECT_EQ(closed->metricsRetention, std::chrono::minutes(15));
+  auto open = parseControllerConfig({"--metrics-open", "--state-dir", "/s", "--metrics-retention", "60"}, envOf({}));
+  ASSERT_TRUE(open.isOk()) << open.status();
+  EXPECT_TRUE(open->metricsOpen);
+  EXPECT_EQ(open->metricsRetention, std::chrono::seconds(60));
+  auto env = parseControllerConfig({"--state-dir", "/s"}, envOf({{"DDP_CONTROLLER_METRICS_OPEN", "1"}}));
+  ASSERT_TRUE(env.isOk());
+  EXPECT_TRUE(env->metricsOpen);
+  auto bad = parseControllerConfig({"--state-dir", "/s", "--metrics-open=maybe"}, envOf({}));
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("--metrics-open / DDP_CONTROLLER_METRICS_OPEN: 'maybe'"), std::string::npos)
+      << bad.status();
+  auto negative = parseControllerConfig({"--state-dir", "/s", "--metrics-retention", "-1"}, envOf({}));
+  ASSERT_FALSE(negative.isOk());
+  EXPECT_NE(negative.status().message().find("--metrics-retention"), std::string::npos) << negative.status();
+}
+
 TEST(ControllerLayeringTest, TheControllerLinksNoGlooNcclCudaOrBlas) {
   const std::string cmd = std::string("ldd ") + DDP_TEST_BIN_DIR + "/ddp-controller 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");

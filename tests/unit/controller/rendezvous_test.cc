@@ -126,6 +126,23 @@ TEST(RendezvousTest, RestoredContinuesNumberingAndKnowsItsMembers) {
   EXPECT_EQ(r.generation(), 8);
 }
 
+TEST(RendezvousTest, ARoundOpensAtItsFirstJoinOrWhenTheGenerationEnded) {
+  Rendezvous r(cfg(2, 2));
+  r.join("a", at(3));
+  r.leave("a", at(4));  // the round is empty again: it has not opened
+  r.join("a", at(5));
+  r.join("b", at(7.5));
+  ASSERT_FALSE(r.open());
+  EXPECT_EQ(r.active()->openedAt, at(5));
+  EXPECT_EQ(r.active()->closedAt, at(7.5));
+  r.join("c", at(8));  // a late joiner opens the next round when the generation ends
+  r.endGeneration(at(10));
+  r.join("a", at(12));
+  ASSERT_FALSE(r.open());
+  EXPECT_EQ(r.active()->openedAt, at(10));
+  EXPECT_EQ(r.active()->closedAt, at(12));
+}
+
 TEST(RendezvousTest, ConfigValidation) {
   EXPECT_TRUE(cfg(1, 1).validate().isOk());
   EXPECT_FALSE(cfg(0, 1).validate().isOk());

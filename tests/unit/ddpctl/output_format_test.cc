@@ -231,6 +231,20 @@ TEST(DescribeJob, SummarisesSpecThenConditionsWorkersAndEvents) {
   }
 }
 
+TEST(DescribeJob, HangsGetTheirFlightRecordSummary) {
+  const Json records = Json::parse(R"([{"time": "2026-11-23T10:03:00Z", "reason": "CollectiveStuck", "generation": 1,
+      "summary": "rank 1 never reached allreduce #812 (4.2 MB); ranks 0, 2, 3 waiting in it for 6.1 s", "ranks": []}])");
+  const std::string text = describeJob(runningJob(), Json::array(), kCreated + 300, records);
+  EXPECT_NE(text.find("Hangs:\n"
+                      "  REASON            GENERATION   AGE   FLIGHT RECORDS\n"
+                      "  CollectiveStuck   1            2m    rank 1 never reached allreduce #812 (4.2 MB); ranks 0, 2, 3 "
+                      "waiting in it for 6.1 s\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(describeJob(runningJob(), Json::array(), kCreated + 300).find("Hangs:"), std::string::npos)
+      << "no section without hangs";
+}
+
 TEST(DescribeJob, EmptyJobShowsNone) {
   const std::string text = describeJob(Json::object(), Json::array(), kCreated);
   EXPECT_NE(text.find("Name:           <none>\n"), std::string::npos) << text;

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <mutex>
+#include <vector>
+
 namespace ddp::http {
 namespace {
 
@@ -90,6 +93,29 @@ TEST(HttpRouterTest, ServedThroughAServer) {
   EXPECT_EQ(wrong->status, 405);
   EXPECT_EQ(wrong->get_header_value("Allow"), "DELETE, GET");
   EXPECT_NE(wrong->body.find("method PATCH not allowed for /v1/jobs/j1"), std::string::npos) << wrong->body;
+}
+
+TEST(HttpRouterTest, TheObserverSeesEveryRequestsRouteAndItsAnswer) {
+  Router r = storeRouter();
+  std::mutex mu;
+  std::vector<std::string> seen;  // "route status"
+  r.setObserver([&](const Request&, const std::string& route, Responder& res) {
+    res.onAnswer([&, route](int status) {
+      std::lock_guard<std::mutex> lock(mu);
+      seen.push_back((route.empty() ? "-" : route) + " " + std::to_string(status));
+    });
+  });
+  ServerOptions o;
+  o.handlerThreads = 1;
+  Server server(o, r.handler());
+  ASSERT_TRUE(server.start().isOk());
+  httplib::Client client("127.0.0.1", server.port());
+  ASSERT_TRUE(client.Get("/v1/jobs/j1"));
+  ASSERT_TRUE(client.Get("/v1/nope"));
+  ASSERT_TRUE(client.Patch("/v1/jobs/j1", "", "text/plain"));
+  server.stop();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(seen, (std::vector<std::string>{"GET /v1/jobs/{name} 200", "- 404", "- 405"}));
 }
 
 }  // namespace

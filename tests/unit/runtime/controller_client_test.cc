@@ -250,6 +250,14 @@ TEST(ControllerWireTest, HeartbeatReportRoundTrips) {
   EXPECT_EQ(back->checkpoint, r.checkpoint);
   EXPECT_EQ(back->message, r.message);
   EXPECT_EQ(back->ext, r.ext);
+  EXPECT_TRUE(back->flightRecord.empty());
+  EXPECT_EQ(nlohmann::json::parse(encodeHeartbeatReport(r)).count("flightRecord"), 0u) << "sent only when asked";
+  HeartbeatReport withRecord = r;
+  withRecord.flightRecord = {{"gloo", 811, "allreduce", 4752, "completed", 0.5, 0.49, 0.4},
+                             {"gloo", 812, "allreduce", 4752, "running", 6.1, 6.0, -1}};
+  auto back3 = decodeHeartbeatReport(encodeHeartbeatReport(withRecord));
+  ASSERT_TRUE(back3.isOk()) << back3.status();
+  EXPECT_EQ(back3->flightRecord, withRecord.flightRecord);
 
   // The wire names of docs/API.md; a finished worker with a diverged loss and an accuracy.
   HeartbeatReport done;

@@ -285,6 +285,36 @@ TEST(HeartbeatReporterTest, CheckpointCommandRaisesTheTrainersFlag) {
   reporter->stop();
 }
 
+// The `flightRecord` command: the next heartbeat goes out at once (the period here is 2 s) and
+// carries the flight record source's ops; heartbeats before carry none.
+TEST(HeartbeatReporterTest, FlightRecordCommandSendsTheRecordAtOnce) {
+  FakeController fake(kJob, kToken);
+  auto client = makeClient(fake.url());
+  StopFlag stop;
+  auto reporter = makeReporter(*client, options(2s, 10s), stop);
+  const std::vector<FlightOpReport> ops = {{"gloo", 812, "allreduce", 4200000, "running", 6.1, 6.0, -1}};
+  reporter->setFlightRecordSource([&] { return ops; });
+  fake.setCommand({CommandType::kFlightRecord, 0});
+  const auto start = SteadyClock::now();
+  reporter->start();
+  const auto end = start + 1500ms;
+  auto withRecord = [&] {
+    for (const auto& h : fake.heartbeats()) {
+      if (!h.report.flightRecord.empty()) return true;
+    }
+    return false;
+  };
+  while (!withRecord() && SteadyClock::now() < end) std::this_thread::sleep_for(5ms);
+  fake.setCommand({CommandType::kNone, 0});
+  const auto beats = fake.heartbeats();
+  ASSERT_GE(beats.size(), 2u) << "a second heartbeat within a period";
+  EXPECT_TRUE(beats[0].report.flightRecord.empty()) << "only in answer to the command";
+  EXPECT_EQ(beats[1].report.flightRecord, ops);
+  EXPECT_LT(beats[1].at - start, 1s);
+  reporter->setFlightRecordSource({});
+  reporter->stop();
+}
+
 // Note [Heartbeats while waiting]: a collective older than the period makes the reporter beat
 // every 200 ms instead of every period (here 2 s).
 TEST(HeartbeatReporterTest, BeatsFasterWhileACollectiveWaitsLongerThanAPeriod) {

@@ -1,0 +1,13 @@
+#pragma once
+// The figures of one heartbeat that the metrics take (MetricsSink::heartbeat).
+// Thread model: a pure function.
+
+#include "controller/jobs/heartbeat.h"
+#include "controller/metrics/metrics_sink.h"
+
+namespace ddp::controller {
+
+// `etaSeconds` is left at 0: the job manager fills in its own estimate.
+WorkerFigures workerFigures(const Heartbeat& hb);
+
+}  // namespace ddp::controller
