@@ -54,6 +54,7 @@ RUN apt-get update && \
       libhiredis0.14 \
       libibverbs1 \
       libopenblas0-pthread \
+      libprometheus-cpp-core1.0 \
       libsqlite3-0 \
       libssl3 \
       libyaml-cpp0.7 \

@@ -130,11 +130,20 @@ TEST_F(MetricsPrometheusTest, EveryFamilyIsPresentAndTheStepsAreTheJobsSteps) {
   // 4752 gradient bytes a step to the reduction (no compression: ratio 1).
   EXPECT_EQ(t.value("ddp_job_comm_bytes_total", {{"job", kJob}}), static_cast<double>(kSteps * 4752 * 2));
   EXPECT_EQ(t.value("ddp_job_compression_ratio", {{"job", kJob}}), 1);
-  // Checkpoints every 20 steps, as rank 0 reported them.
+  // Checkpoints every 20 steps: one commit event each; the catalog keeps the retained ones only.
   const auto cps = harness_->jobs().checkpoints(kJob);
   ASSERT_TRUE(cps.isOk());
-  EXPECT_EQ(t.value("ddp_checkpoints_committed_total", {{"job", kJob}}), static_cast<double>(cps->size()));
   EXPECT_GE(cps->size(), 1u);
+  double commits = 0;
+  for (const auto& e : harness_->events(kJob)) commits += e.reason == "CheckpointCommitted" ? 1 : 0;
+  EXPECT_GE(commits, static_cast<double>(cps->size()));
+  EXPECT_EQ(t.value("ddp_checkpoints_committed_total", {{"job", kJob}}), commits);
+  EXPECT_EQ(t.value("ddp_checkpoint_failures_total", {{"job", kJob}}), 0);
+  // Per phase: the commit once per checkpoint, snapshot and write once per rank's shard.
+  EXPECT_EQ(t.value("ddp_checkpoint_seconds_count", {{"job", kJob}, {"phase", "commit"}}), commits);
+  EXPECT_EQ(t.value("ddp_checkpoint_seconds_count", {{"job", kJob}, {"phase", "snapshot"}}), 2 * commits);
+  EXPECT_EQ(t.value("ddp_checkpoint_seconds_count", {{"job", kJob}, {"phase", "write"}}), 2 * commits);
+  EXPECT_GT(*t.value("ddp_checkpoint_bytes_total", {{"job", kJob}}), 0);
   EXPECT_EQ(t.value("ddp_rendezvous_seconds_count"), 1);
   EXPECT_GE(*t.value("ddp_http_requests_total",
                      {{"route", "POST /v1/jobs/{name}/generations/{g}/heartbeat"}, {"code", "200"}}),
