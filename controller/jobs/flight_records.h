@@ -15,7 +15,10 @@
 // are answered `none`, not 410: a fenced worker stops training, and a rank stalled before a
 // step would then wake, join the step's collective with its stop flag and let the others stop
 // with it instead of recovering. A survivor waiting in a collective beats every 200 ms, so the
-// wait is normally a few hundred milliseconds.
+// wait is normally a few hundred milliseconds. Only hang verdicts (Unresponsive,
+// CollectiveStuck, NoProgress) ask for records: after Exited or CollectiveFailed the peers'
+// collectives have failed already, and a member that registers again (it left the generation on
+// its own) is no longer waited for.
 // Thread model: plain values and pure functions.
 
 #include <cstdint>

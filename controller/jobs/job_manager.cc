@@ -402,6 +402,9 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
   }
   const TimePoint now = clock_.now();
   WorkerState& w = job->workers[req.workerId];
+  // A member that registers again has left its generation: it sends no flight record of it.
+  job->flightRecordWanted.erase(req.workerId);
+  job->flightRecordAsked.erase(req.workerId);
   if (req.leftGeneration > 0 && job->rdzv->isCurrent(req.leftGeneration) && w.rec.rank >= 0) {
     // A member aborted its communicator after a fault of its own; the hang detector decides
     // (Note [Hang verdicts], CollectiveFailed) and the worker waits for the next generation.

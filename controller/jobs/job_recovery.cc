@@ -74,7 +74,11 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
   const TimePoint now = clock_.now();
   event(job, kEventWarning, reason, verdict.message);
   metrics_.hangDetected(job.record.name, reason);
-  requestFlightRecords(job, round, verdict);
+  // A hang's flight records; a worker that exited or a failed collective is no hang (its peers'
+  // collectives have failed already), and waiting for records would only delay the replacement.
+  if (verdict.reason != FaultReason::kExited && verdict.reason != FaultReason::kCollectiveFailed) {
+    requestFlightRecords(job, round, verdict);
+  }
   DDP_LOG(Warning) << "job " << job.record.name << ": " << reason << ": " << verdict.message;
   if (job.record.restarts >= job.spec.maxRestarts) {
     transition(job, JobPhase::kFailed, reason,
