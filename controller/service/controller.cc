@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -115,6 +116,10 @@ struct Controller::Impl {
 
   // Launcher exits may arrive before the job manager exists (re-adoption at start).
   std::mutex exitMu;
+  // Set once the routes are installed and the job manager restored its jobs: until then every
+  // request gets 503 (which workers retry), not a 404 that a restarted controller's workers
+  // would take for "no such job".
+  std::atomic<bool> ready{false};
   JobManager* exitSink = nullptr;
   std::deque<WorkerExit> earlyExits;
 
@@ -147,6 +152,10 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config) {
   // controller's CPU (two thread hand-offs per request).
   so.runInline = [](const http::Request& req) { return isWorkerRoute(req); };
   p->server = std::make_unique<http::Server>(so, [p](http::Request& req, std::shared_ptr<http::Responder> res) {
+    if (!p->ready.load()) {
+      res->reply(http::Response::jsonError(503, "the controller is starting"));
+      return;
+    }
     p->router.handle(req, std::move(res));
   });
   DDP_RETURN_IF_ERROR(p->server->start());
@@ -198,6 +207,7 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config) {
   mr.open = config.metricsOpen;
   installMetricsRoute(p->router, std::move(mr));
   DDP_RETURN_IF_ERROR(p->jobs->start());
+  p->ready = true;
   if (p->kube) {
     JobManager* jobs = p->jobs.get();
     kube::JobCalls calls;
