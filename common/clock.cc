@@ -24,4 +24,9 @@ std::string formatDuration(Duration d) {
   return buf;
 }
 
+int64_t unixMillisNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace ddp

@@ -61,4 +61,8 @@ class Deadline {
 // "1.5s", "250ms", "10m"... for messages.
 std::string formatDuration(Duration d);
 
+// The wall clock (system_clock) as milliseconds since the Unix epoch: timestamps recorded in
+// files and messages (checkpoint manifests, locks), not for measuring intervals.
+int64_t unixMillisNow();
+
 }  // namespace ddp

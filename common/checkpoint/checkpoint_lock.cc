@@ -33,10 +33,6 @@ std::string hostName() {
   return buf;
 }
 
-int64_t unixMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string utcTime(int64_t unixMs) {
   const std::time_t t = static_cast<std::time_t>(unixMs / 1000);
@@ -158,7 +154,7 @@ Result<CheckpointLock> CheckpointLock::acquire(const std::string& dir, const std
   LockHolder self;
   self.job = job;
   auto run = randomHex(8);
-  self.runId = run.isOk() ? *run : std::to_string(::getpid()) + "-" + std::to_string(unixMillis());
+  self.runId = run.isOk() ? *run : std::to_string(::getpid()) + "-" + std::to_string(unixMillisNow());
   self.pid = ::getpid();
   self.host = hostName();
   const auto start = std::chrono::steady_clock::now();
@@ -170,7 +166,7 @@ Result<CheckpointLock> CheckpointLock::acquire(const std::string& dir, const std
         ::close(fd);
         continue;
       }
-      self.sinceUnixMs = unixMillis();
+      self.sinceUnixMs = unixMillisNow();
       if (Status st = writeContents(fd, path, self.encode()); !st.isOk()) {
         ::close(fd);
         return st;

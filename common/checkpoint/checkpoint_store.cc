@@ -35,6 +35,17 @@ std::string foreignReason(const std::string& dir, const std::string& manifestPat
          " (or remove " + quoted(m.job) + "'s checkpoints)";
 }
 
+// A manifest of `job`'s checkpoint at `step`, without its shard entries.
+CheckpointManifest manifestHeader(int64_t step, int worldSize, const JobIdentity& job, int64_t createdUnixMs) {
+  CheckpointManifest m;
+  m.step = step;
+  m.worldSize = worldSize;
+  m.job = job.name;
+  m.specHash = job.specHash;
+  m.createdUnixMs = createdUnixMs;
+  return m;
+}
+
 }  // namespace
 
 CheckpointStore::CheckpointStore(std::string root) : root_(std::move(root)) {
@@ -82,12 +93,7 @@ Result<ManifestEntry> CheckpointStore::writeShard(const CheckpointShard& shard) 
 Result<CheckpointManifest> CheckpointStore::commitReported(int64_t step, const std::vector<ManifestEntry>& shards,
                                                            const JobIdentity& job, int64_t createdUnixMs) {
   if (shards.empty()) return invalidArgument("commit step " + std::to_string(step) + ": no shard reported");
-  CheckpointManifest m;
-  m.step = step;
-  m.worldSize = static_cast<int>(shards.size());
-  m.job = job.name;
-  m.specHash = job.specHash;
-  m.createdUnixMs = createdUnixMs;
+  CheckpointManifest m = manifestHeader(step, static_cast<int>(shards.size()), job, createdUnixMs);
   m.shards = shards;
   for (int r = 0; r < m.worldSize; ++r) {
     const std::string path = shardPath(step, r);
@@ -108,12 +114,7 @@ Result<CheckpointManifest> CheckpointStore::commitReported(int64_t step, const s
 Result<CheckpointManifest> CheckpointStore::commit(int64_t step, int worldSize,
                                                    const JobIdentity& job, int64_t createdUnixMs) {
   if (worldSize <= 0) return invalidArgument("commit: world size must be positive");
-  CheckpointManifest m;
-  m.step = step;
-  m.worldSize = worldSize;
-  m.job = job.name;
-  m.specHash = job.specHash;
-  m.createdUnixMs = createdUnixMs;
+  CheckpointManifest m = manifestHeader(step, worldSize, job, createdUnixMs);
   m.shards.resize(static_cast<size_t>(worldSize));
   for (int r = 0; r < worldSize; ++r) {
     const std::string path = shardPath(step, r);

@@ -83,22 +83,13 @@ std::string phaseOf(httplib::Client& cli, const httplib::Headers& auth, const st
   return j.is_object() ? j["status"].value("phase", "") : "";
 }
 
-bool waitUntil(double seconds, const std::function<bool()>& pred) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
-}
-
 // Rank 1's shard of step 40 is written 3 s late. Once rank 0's shard of step 40 is on disk (so
 // it has reported), the controller is SIGKILLed and started again on the same state dir: the
 // new one never saw rank 0's report, so it abandons step 40 and no MANIFEST is written even
 // though both shards end up on disk. Rank 1 is then SIGKILLed: the recovery resumes from the
 // last committed checkpoint, never from the half-written 40.
 TEST(CheckpointCommitTest, AControllerKilledDuringACommitLeavesNoHalfCommittedCheckpoint) {
-  FaultHarness scratch;  // only for its temporary directory and worker cleanup
+  FaultHarness scratch;  // only for its temporary directory, worker cleanup and waitFor
   const std::string state = scratch.dir() + "/state2";
   const std::string dir = scratch.dir() + "/ckpt";
   test::ControllerProcess first(state, {"DDP_TEST_CHECKPOINT_FAULT=1:40:delay:3"});
@@ -121,7 +112,7 @@ TEST(CheckpointCommitTest, AControllerKilledDuringACommitLeavesNoHalfCommittedCh
   ASSERT_TRUE(submitted && submitted->status == 201) << (submitted ? submitted->body : "no answer");
 
   runtime::CheckpointStore store(dir);
-  ASSERT_TRUE(waitUntil(60, [&] { return exists(store.shardPath(40, 0)); })) << eventsText(cli, auth, "ctlkill");
+  ASSERT_TRUE(scratch.waitFor(60, [&] { return exists(store.shardPath(40, 0)); })) << eventsText(cli, auth, "ctlkill");
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // its report reaches the controller
   ASSERT_FALSE(exists(store.shardPath(40, 1))) << "rank 1's write is delayed by 3 s";
   first.kill(SIGKILL);
@@ -136,7 +127,7 @@ TEST(CheckpointCommitTest, AControllerKilledDuringACommitLeavesNoHalfCommittedCh
   // Step 40 is decided: normally abandoned by the new controller (a CheckpointAbandoned event);
   // when rank 0's question found no job yet (the new controller was still restoring it) rank 0
   // gives the checkpoint up itself. Either way the next one commits and 40 never does.
-  ASSERT_TRUE(waitUntil(60, [&] {
+  ASSERT_TRUE(scratch.waitFor(60, [&] {
     const std::string ev = eventsText(cli, auth, "ctlkill");
     return ev.find("CheckpointAbandoned: checkpoint at step 40") != std::string::npos ||
            ev.find("CheckpointCommitted: checkpoint at step 60") != std::string::npos;
@@ -146,7 +137,7 @@ TEST(CheckpointCommitTest, AControllerKilledDuringACommitLeavesNoHalfCommittedCh
   // A recovery now must resume from step 20, not the half-written 40.
   int64_t pid1 = 0;
   std::string body;
-  ASSERT_TRUE(waitUntil(20, [&] {
+  ASSERT_TRUE(scratch.waitFor(20, [&] {
     auto job = cli.Get("/v1/jobs/ctlkill", auth);
     if (!job || job->status != 200) return false;
     body = job->body;
@@ -158,7 +149,7 @@ TEST(CheckpointCommitTest, AControllerKilledDuringACommitLeavesNoHalfCommittedCh
     return pid1 > 0;
   })) << body;
   ASSERT_EQ(::kill(static_cast<pid_t>(pid1), SIGKILL), 0);
-  ASSERT_TRUE(waitUntil(60, [&] { return eventsText(cli, auth, "ctlkill").find("Recovered:") != std::string::npos; }))
+  ASSERT_TRUE(scratch.waitFor(60, [&] { return eventsText(cli, auth, "ctlkill").find("Recovered:") != std::string::npos; }))
       << eventsText(cli, auth, "ctlkill");
   // The resume point: a committed checkpoint (20, or one after 40 that committed before the
   // kill), never the half-written 40.
@@ -171,13 +162,13 @@ TEST(CheckpointCommitTest, AControllerKilledDuringACommitLeavesNoHalfCommittedCh
   EXPECT_TRUE(store.verify(resumed).isOk());
   // Training goes on from there: a checkpoint of the new generation commits; then the job is
   // cancelled (its workers checkpoint and stop).
-  ASSERT_TRUE(waitUntil(60, [&] {
+  ASSERT_TRUE(scratch.waitFor(60, [&] {
     const std::string ev = eventsText(cli, auth, "ctlkill");
     return ev.find("CheckpointCommitted", ev.find("Recovered:")) != std::string::npos;
   })) << eventsText(cli, auth, "ctlkill");
   auto cancelled = cli.Post("/v1/jobs/ctlkill/cancel", auth, "", "application/json");
   ASSERT_TRUE(cancelled && cancelled->status == 200) << (cancelled ? cancelled->body : "no answer");
-  ASSERT_TRUE(waitUntil(60, [&] { return phaseOf(cli, auth, "ctlkill") == "Cancelled"; }))
+  ASSERT_TRUE(scratch.waitFor(60, [&] { return phaseOf(cli, auth, "ctlkill") == "Cancelled"; }))
       << phaseOf(cli, auth, "ctlkill") << "\n" << eventsText(cli, auth, "ctlkill");
   std::ifstream log(state + "/jobs/ctlkill/logs/ctlkill-w0.log");
   const std::string rank0((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());

@@ -18,11 +18,6 @@ constexpr int64_t kNoCheckpoint = -1;
 constexpr int64_t kUnreadable = -2;
 constexpr int64_t kRefused = -3;
 
-int64_t unixMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 comm::OpOptions optsFor(Deadline d) {
   comm::OpOptions o;
@@ -88,7 +83,7 @@ Result<std::string> CheckpointCoordinator::save(const CheckpointShard& shard, De
   int64_t committed = 1;
   Status commitStatus;
   if (backend_.rank() == 0) {
-    auto m = store_.commit(shard.step, backend_.size(), job_, unixMillis());
+    auto m = store_.commit(shard.step, backend_.size(), job_, unixMillisNow());
     if (!m.isOk()) {
       commitStatus = m.status();
       committed = 0;

@@ -14,10 +14,6 @@ double secondsSince(SteadyClock::time_point t0) {
   return std::chrono::duration<double>(SteadyClock::now() - t0).count();
 }
 
-int64_t unixMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 int64_t shardBytes(const std::vector<ManifestEntry>& shards) {
   int64_t total = 0;
@@ -176,7 +172,7 @@ void CheckpointWriter::commit(WrittenCheckpoint* out, const std::vector<Manifest
                               std::chrono::steady_clock::time_point reported) {
   CommitOutcome c;
   auto m = static_cast<int>(shards.size()) == config_.worldSize
-               ? store_.commitReported(out->step, shards, config_.job, unixMillis())
+               ? store_.commitReported(out->step, shards, config_.job, unixMillisNow())
                : Result<CheckpointManifest>(dataLoss("the decision lists " + std::to_string(shards.size()) +
                                                      " shards for " + std::to_string(config_.worldSize) + " ranks"));
   c.seconds = out->commitSeconds = secondsSince(reported);
