@@ -1,5 +1,6 @@
 #include "controller/launch/kubernetes/ddpjob_reconciler.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 
 namespace ddp::controller::kube {
@@ -7,9 +8,10 @@ namespace {
 
 using nlohmann::json;
 
-int64_t wallMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+// A pod whose worker reported its training finished is still Running until its process has
+// exited and the kubelet has said so; cleanPodPolicy Running gives it this long before it counts
+// as "still running" and is deleted.
+constexpr int64_t kPodExitGraceMs = 30'000;
 
 }  // namespace
 
@@ -107,7 +109,7 @@ void DdpJobReconciler::reconcile(const std::string& name, Tracked& t) {
       Result<JobRecord> rec = spec.isOk() ? jobs_.submit(*spec) : Result<JobRecord>(spec.status());
       if (!rec.isOk()) {
         t.refusedGeneration = t.generation;
-        writeStatus(name, t, invalidJobStatus(rec.status().message(), t.generation, wallMs()));
+        writeStatus(name, t, invalidJobStatus(rec.status().message(), t.generation, unixMillisNow()));
         return;
       }
       t.submitted = true;
@@ -119,13 +121,13 @@ void DdpJobReconciler::reconcile(const std::string& name, Tracked& t) {
   if (statusWriteDue(t.written, t.writtenAt, desired, std::chrono::steady_clock::now())) writeStatus(name, t, desired);
   // The run policy (spec.kubernetes.runPolicy).
   const json& policy = t.object.value("spec", json::object()).value("kubernetes", json::object()).value("runPolicy", json::object());
-  const int64_t now = wallMs();
+  const int64_t now = unixMillisNow();
   if (!isTerminal(rec->phase) && policy.contains("activeDeadlineSeconds") && rec->startMs > 0 &&
       now - rec->startMs >= policy["activeDeadlineSeconds"].get<int64_t>() * 1000) {
     DDP_LOG(Info) << "kubernetes: job " << name << " passed activeDeadlineSeconds: cancelling it";
     (void)jobs_.cancel(name);
   }
-  if (isTerminal(rec->phase) && !t.cleaned) t.cleaned = cleanPods(name, t, policy.value("cleanPodPolicy", "Running"));
+  if (isTerminal(rec->phase) && !t.cleaned) t.cleaned = cleanPods(name, t, policy.value("cleanPodPolicy", "Running"), now - rec->completionMs);
   if (isTerminal(rec->phase) && policy.contains("ttlSecondsAfterFinished") && rec->completionMs > 0 &&
       now - rec->completionMs >= policy["ttlSecondsAfterFinished"].get<int64_t>() * 1000) {
     Status st = client_.remove(jobPath(t, name));
@@ -133,7 +135,8 @@ void DdpJobReconciler::reconcile(const std::string& name, Tracked& t) {
   }
 }
 
-bool DdpJobReconciler::cleanPods(const std::string& name, const Tracked& t, const std::string& policy) {
+bool DdpJobReconciler::cleanPods(const std::string& name, const Tracked& t, const std::string& policy,
+                                 int64_t sinceCompletionMs) {
   if (policy == "None") return true;
   const std::string pods = "/api/v1/namespaces/" + t.ns + "/pods";
   auto list = client_.get(pods + "?labelSelector=" + std::string(kJobLabel) + "%3D" + name);
@@ -142,6 +145,10 @@ bool DdpJobReconciler::cleanPods(const std::string& name, const Tracked& t, cons
   for (const json& pod : list->value("items", json::array())) {
     const std::string phase = pod.value("status", json::object()).value("phase", "");
     if (policy == "Running" && (phase == "Succeeded" || phase == "Failed")) continue;
+    if (policy == "Running" && sinceCompletionMs < kPodExitGraceMs) {
+      done = false;  // perhaps still exiting: looked at again on the next tick
+      continue;
+    }
     Status st = client_.remove(pods + "/" + pod["metadata"].value("name", ""));
     done = done && (st.isOk() || st.code() == StatusCode::kNotFound);
   }

@@ -5,7 +5,7 @@
 // gets phase Failed and a Valid=False condition naming every error's field path), write the
 // status when due (Note [Status writes] in ddpjob_status.h: a merge patch of the status
 // subresource), cancel it past spec.kubernetes.runPolicy.activeDeadlineSeconds, delete its pods
-// per cleanPodPolicy once it finished (Running: those not yet ended; All; None), delete the
+// per cleanPodPolicy once it finished (Running: those not yet ended 30 s after; All; None), delete the
 // DDPJob ttlSecondsAfterFinished after it finished; a deleted DDPJob removes its job (the
 // launcher deletes its pods, Service and Secret). Only the leader runs one (LeaderElector).
 // Thread model: start() starts the watch thread and one tick thread, which does every API write
@@ -74,7 +74,9 @@ class DdpJobReconciler {
   void reconcile(const std::string& name, Tracked& t);
   void writeStatus(const std::string& name, Tracked& t, const nlohmann::json& status);
   // Deletes the finished job's pods that its cleanPodPolicy names; true when done.
-  bool cleanPods(const std::string& name, const Tracked& t, const std::string& policy);
+  // `sinceCompletionMs`: how long ago the job ended (pods still Running get kPodExitGraceMs to
+  // exit on their own under policy Running). True once nothing is left to delete.
+  bool cleanPods(const std::string& name, const Tracked& t, const std::string& policy, int64_t sinceCompletionMs);
   std::string jobPath(const Tracked& t, const std::string& name) const;
 
   KubeClient& client_;
