@@ -205,6 +205,15 @@ struct TimeoutsSpec {
   bool operator==(const TimeoutsSpec&) const = default;
 };
 
+// Elastic training (docs/ELASTIC.md): what changes when the world size does.
+struct ElasticSpec {
+  // true: the global batch (data.batchSize x workers.count) stays, split over the workers of
+  // each generation (Note [Elastic batch]); false: the per-worker batch stays and the learning
+  // rate scales linearly with the world size.
+  bool keepGlobalBatch = true;
+  bool operator==(const ElasticSpec&) const = default;
+};
+
 struct JobSpec {
   std::string apiVersion = kJobApiVersion;
   std::string kind = kJobKind;
@@ -232,6 +241,7 @@ struct JobSpec {
   bool gradientAsBucketView = false;
   int maxRestarts = 3;
   TimeoutsSpec timeouts;
+  ElasticSpec elastic;
   JobLogFormat logFormat = JobLogFormat::kText;
   // Scheduling of the workers' communication threads (Note [Comm thread priority]).
   CommThreadPriority commThreadPriority = CommThreadPriority::kAuto;

@@ -203,6 +203,8 @@ std::string JobSpec::toYaml() const {
   out << Key << "collectiveSeconds" << Value << dbl(t.collectiveSeconds);
   out << Key << "rendezvousSeconds" << Value << dbl(t.rendezvousSeconds);
   out << EndMap;
+  out << Key << "elastic" << Value << BeginMap << Key << "keepGlobalBatch" << Value << elastic.keepGlobalBatch
+      << EndMap;
   out << Key << "logFormat" << Value << jobLogFormatName(logFormat);
   out << Key << "commThreadPriority" << Value << commThreadPriorityName(commThreadPriority);
   emitKubernetes(out, kubernetes);

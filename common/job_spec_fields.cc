@@ -125,6 +125,8 @@ const std::vector<SpecField>& jobSpecFields() {
       {"spec.firstBucketMb", T::kNumber},
       {"spec.gradientAsBucketView", T::kBoolean},
       {"spec.maxRestarts", T::kInteger},
+      {"spec.elastic", T::kObject},
+      {"spec.elastic.keepGlobalBatch", T::kBoolean},
       {"spec.timeouts", T::kObject},
       {"spec.timeouts.heartbeatSeconds", T::kNumber},
       {"spec.timeouts.heartbeatMisses", T::kInteger},

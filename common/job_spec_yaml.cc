@@ -121,6 +121,9 @@ void Parser::parseSpec(const YAML::Node& n, JobSpec* spec) {
   getBool(n, p, "gradientAsBucketView", &spec->gradientAsBucketView);
   getInt(n, p, "maxRestarts", &spec->maxRestarts);
   if (n["timeouts"]) parseTimeouts(n["timeouts"], "spec.timeouts", &spec->timeouts);
+  if (n["elastic"] && mapping(n["elastic"], "spec.elastic")) {
+    getBool(n["elastic"], "spec.elastic", "keepGlobalBatch", &spec->elastic.keepGlobalBatch);
+  }
   getEnum(n, p, "logFormat", kLogFormats, &spec->logFormat);
   getEnum(n, p, "commThreadPriority", kCommPriorities, &spec->commThreadPriority);
   if (n["kubernetes"]) parseKubernetes(n["kubernetes"], "spec.kubernetes", &spec->kubernetes);

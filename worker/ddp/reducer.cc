@@ -102,13 +102,17 @@ Result<std::unique_ptr<Reducer>> Reducer::create(comm::Backend& backend, std::ve
   return r;
 }
 
-Reducer::~Reducer() {
+void Reducer::stopCommThread() {
   {
     std::lock_guard<std::mutex> lock(sync_->mu);
     sync_->stop = true;
   }
   sync_->cv.notify_all();
   if (commThread_.joinable()) commThread_.join();
+}
+
+Reducer::~Reducer() {
+  stopCommThread();
   // Only now, with the comm thread gone, does nothing write the buckets any more.
   if (options_.gradientAsBucketView) returnGradStorage();
 }

@@ -105,6 +105,11 @@ class Reducer {
   // Registers the hook that reduces each bucket. At most once, before the first step.
   Status registerCommHook(std::unique_ptr<CommHook> hook);
   CommHook* commHook() const { return hook_.get(); }
+  // Stops and joins the comm thread (it finishes the hook call it is in: after a backend abort,
+  // at once). Afterwards the hook's state is quiet and may be read (a generation that ended on
+  // a fault hands it to the next: Note [Healing from live peers] in
+  // worker/runtime/peer_state.h); no step may run any more. Idempotent; the destructor calls it.
+  void stopCommThread();
   // Called on the comm thread once a bucket's reduced gradients are final (finish done, grads
   // written back), in bucket order, on synced steps only. Set before the first step or between
   // steps. Must not issue collectives.

@@ -109,7 +109,7 @@ TEST(DistributedSamplerTest, ResumesFromSavedPosition) {
   a.next(4);
   a.next(4);
   SamplerState saved = a.state();
-  EXPECT_EQ(saved, (SamplerState{5, 8}));
+  EXPECT_EQ(saved, (SamplerState{5, 8, 0, 16}));  // 2 ranks x 8 consumed
   auto bytes = saved.serialize();
   auto restoredState = SamplerState::deserialize(bytes);
   ASSERT_TRUE(restoredState.isOk());
@@ -119,6 +119,142 @@ TEST(DistributedSamplerTest, ResumesFromSavedPosition) {
   EXPECT_TRUE(a.next(1).empty());
   EXPECT_EQ(b.restore({5, 1000}).code(), StatusCode::kOutOfRange);
   EXPECT_EQ(SamplerState::deserialize(bytes.substr(0, 5)).status().code(), StatusCode::kDataLoss);
+  // A state saved before the elastic fields (epoch, position only) still loads.
+  auto legacy = SamplerState::deserialize(bytes.substr(0, 16));
+  ASSERT_TRUE(legacy.isOk());
+  EXPECT_EQ(*legacy, (SamplerState{5, 8, 0, -1}));
+  auto c = make(37, 1, 2, SamplerMode::kPad);
+  ASSERT_TRUE(c.restore(*legacy, 2).isOk());
+  EXPECT_EQ(c.state(), saved);
+}
+
+// Note [Elastic sampler]: an epoch read by `worlds[i]` ranks for `steps[i]` steps each (the last
+// segment to the epoch's end), each rank reading `shares[i][r]` samples per step. Returns every
+// index read, in order. The state handed from one segment to the next is rank 0's, through
+// serialize / deserialize, as a checkpoint or a healing peer carries it.
+struct Segment {
+  std::vector<int64_t> shares;  // one per rank
+  int64_t steps;                // -1: to the end of the epoch
+};
+
+std::vector<int64_t> readElastic(int64_t n, SamplerMode mode, const std::vector<Segment>& segments,
+                                 std::vector<int64_t>* blockTotals = nullptr) {
+  std::vector<int64_t> read;
+  std::string carried;
+  for (const Segment& seg : segments) {
+    const int world = static_cast<int>(seg.shares.size());
+    const bool equal = std::all_of(seg.shares.begin(), seg.shares.end(), [&](int64_t b) { return b == seg.shares[0]; });
+    std::vector<DistributedSampler> ranks;
+    for (int r = 0; r < world; ++r) {
+      SamplerConfig c{.datasetSize = n, .rank = r, .worldSize = world, .shuffle = true, .seed = 11, .mode = mode};
+      if (!equal) c.shares = seg.shares;
+      auto s = DistributedSampler::create(c);
+      EXPECT_TRUE(s.isOk()) << s.status();
+      ranks.push_back(std::move(s).value());
+      ranks.back().setEpoch(2);
+      if (!carried.empty()) {
+        auto st = SamplerState::deserialize(carried);
+        EXPECT_TRUE(st.isOk());
+        EXPECT_TRUE(ranks.back().restore(*st).isOk());
+      }
+    }
+    for (int64_t k = 0; seg.steps < 0 || k < seg.steps; ++k) {
+      const bool more = ranks[0].remaining() > 0;
+      for (int r = 0; r < world; ++r) EXPECT_EQ(ranks[r].remaining() > 0, more) << "rank " << r << " step " << k;
+      if (!more) break;
+      int64_t stepTotal = 0;
+      for (int r = 0; r < world; ++r) {
+        auto idx = ranks[r].next(seg.shares[r]);
+        stepTotal += static_cast<int64_t>(idx.size());
+        read.insert(read.end(), idx.begin(), idx.end());
+        if (r > 0) EXPECT_EQ(ranks[r].blockTotal(), ranks[0].blockTotal());
+      }
+      EXPECT_EQ(ranks[0].blockTotal(), stepTotal) << "step " << k;
+      if (blockTotals) blockTotals->push_back(ranks[0].blockTotal());
+    }
+    for (int r = 1; r < world; ++r) EXPECT_EQ(ranks[r].state().consumed, ranks[0].state().consumed);
+    carried = ranks[0].state().serialize();
+  }
+  return read;
+}
+
+// Each index of [0, n) read once, plus `padded` repeats at most.
+void expectEachOnce(const std::vector<int64_t>& read, int64_t n, int64_t padded) {
+  std::vector<int64_t> count(static_cast<size_t>(n), 0);
+  for (int64_t i : read) {
+    ASSERT_GE(i, 0);
+    ASSERT_LT(i, n);
+    ++count[static_cast<size_t>(i)];
+  }
+  int64_t extra = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    EXPECT_GE(count[static_cast<size_t>(i)], 1) << "sample " << i << " skipped";
+    extra += count[static_cast<size_t>(i)] - 1;
+  }
+  EXPECT_LE(extra, padded);
+}
+
+TEST(ElasticSamplerTest, FourToThreeToFourMidEpochReadsEverySampleOnce) {
+  const int64_t n = 1000;  // 4 x 8 = 32 per step
+  auto read = readElastic(n, SamplerMode::kPad, {{{8, 8, 8, 8}, 5}, {{8, 8, 8}, 7}, {{8, 8, 8, 8}, -1}});
+  // 160 + 168 consumed before the last segment; its 672 divide by 4: no padding at all.
+  EXPECT_EQ(static_cast<int64_t>(read.size()), n);
+  expectEachOnce(read, n, 0);
+}
+
+TEST(ElasticSamplerTest, KeptGlobalBatchSplitsUnevenlyInBlocks) {
+  const int64_t n = 997;
+  // Global batch 32: 4 x 8, then 3 ranks with 11, 11, 10 (block layout), then 4 x 8 again.
+  std::vector<int64_t> totals;
+  auto read = readElastic(n, SamplerMode::kPad, {{{8, 8, 8, 8}, 3}, {{11, 11, 10}, 10}, {{8, 8, 8, 8}, -1}}, &totals);
+  for (size_t k = 0; k + 1 < totals.size(); ++k) EXPECT_EQ(totals[k], 32) << "step " << k;
+  expectEachOnce(read, n, 3);  // the last segment (997 - 416 = 581) pads to a multiple of 4
+  // Ends in the block layout: the last block is split by the rounding rule.
+  std::vector<int64_t> blockTotals;
+  auto read2 = readElastic(n, SamplerMode::kPad, {{{8, 8, 8, 8}, 3}, {{11, 11, 10}, -1}}, &blockTotals);
+  expectEachOnce(read2, n, 2);
+  EXPECT_EQ(static_cast<int64_t>(read2.size()), n);  // 901 = 28 x 32 + 5: the last block has 5 >= 3
+  EXPECT_EQ(blockTotals.back(), 5);
+}
+
+TEST(ElasticSamplerTest, ShortLastBlockIsPaddedOrDropped) {
+  // 3 ranks with shares 2, 1, 1 (block 4) over 10 positions: 2 full blocks and a last block of 2
+  // < 3 ranks: kPad pads it to 3, kDropLast drops it.
+  auto padded = readElastic(10, SamplerMode::kPad, {{{2, 1, 1}, -1}});
+  EXPECT_EQ(padded.size(), 11u);
+  expectEachOnce(padded, 10, 1);
+  auto dropped = readElastic(10, SamplerMode::kDropLast, {{{2, 1, 1}, -1}});
+  EXPECT_EQ(dropped.size(), 8u);
+  EXPECT_EQ(std::set<int64_t>(dropped.begin(), dropped.end()).size(), 8u);
+}
+
+TEST(ElasticSamplerTest, DropLastAcrossAChangeNeverRepeats) {
+  const int64_t n = 301;
+  auto read = readElastic(n, SamplerMode::kDropLast, {{{5, 5}, 7}, {{5, 5, 5}, -1}});
+  EXPECT_EQ(std::set<int64_t>(read.begin(), read.end()).size(), read.size());
+  EXPECT_GE(static_cast<int64_t>(read.size()), n - 2);  // at most the last world's remainder dropped
+}
+
+TEST(ElasticSamplerTest, SameLayoutRestoreContinuesBitwiseAndFinishedEpochStaysFinished) {
+  auto a = make(50, 1, 3, SamplerMode::kPad);
+  a.setEpoch(1);
+  a.next(4);
+  auto b = make(50, 1, 3, SamplerMode::kPad);
+  ASSERT_TRUE(b.restore(a.state()).isOk());
+  EXPECT_EQ(b.next(100), a.next(100));
+  EXPECT_EQ(a.state().consumed, 50);
+  auto c = make(50, 0, 2, SamplerMode::kPad);  // another world size, epoch done: nothing left
+  ASSERT_TRUE(c.restore(a.state()).isOk());
+  EXPECT_EQ(c.remaining(), 0);
+  EXPECT_EQ(c.epoch(), 1u);
+}
+
+TEST(ElasticSamplerTest, SharesAreValidated) {
+  SamplerConfig bad{.datasetSize = 10, .rank = 0, .worldSize = 2};
+  bad.shares = {1};
+  EXPECT_EQ(DistributedSampler::create(bad).status().code(), StatusCode::kInvalidArgument);
+  bad.shares = {1, 0};
+  EXPECT_EQ(DistributedSampler::create(bad).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(BatchIteratorTest, BatchesCopyTheSampledRowsAndHonourDropLast) {
