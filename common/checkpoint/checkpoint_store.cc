@@ -217,12 +217,9 @@ Result<LatestCheckpoint> CheckpointStore::findLatest(int worldSize, const JobIde
         continue;
       }
     }
-    if (worldSize > 0 && m->worldSize != worldSize) {
-      out.skipped.push_back("step " + std::to_string(*it) + ": written by " +
-                            std::to_string(m->worldSize) + " workers, this run has " +
-                            std::to_string(worldSize));
-      continue;
-    }
+    // Any checkpoint loads at any world size (docs/ELASTIC.md): another world size is no reason
+    // to skip one; the caller reports the change.
+    (void)worldSize;
     out.manifest = std::move(*m);
     break;
   }

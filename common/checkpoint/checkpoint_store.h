@@ -82,7 +82,9 @@ class CheckpointStore {
   // Checks the manifest and every shard it lists (size + CRC). DataLoss/NotFound say what.
   Result<CheckpointManifest> verify(int64_t step) const;
   // The newest checkpoint that verifies; newer broken/partial ones are listed in `skipped`.
-  // If worldSize > 0, checkpoints for another world size are skipped too (with the reason).
+  // `worldSize` (this run's, 0: unknown) does not filter: a checkpoint written at any world
+  // size is returned (Note [Checkpoints at any world size] in
+  // worker/runtime/checkpoint_coordinator.h; manifest->worldSize says which).
   // Any job's: the overload below filters by job.
   Result<LatestCheckpoint> findLatestComplete(int worldSize = 0) const;
   // The same, skipping (with the reason) checkpoints that are not `job`'s own (matchJob).

@@ -201,7 +201,11 @@ Status PowerSgdHookBase::loadState(std::string_view bytes) {
     }
     DDP_LOG(Warning) << name_ << " loadState: state saved at world size " << loaded.worldSize
                      << ", this job runs at " << world << ": keeping the iteration (" << loaded.iteration
-                     << "), RNG and Q memories, resetting the error feedback of " << dropped << " tensors";
+                     << "), RNG and Q memories, resetting the error feedback of " << dropped << " tensors"
+                     << (options_.worldSizeChangePolicy == WorldSizeChangePolicy::kRedistributeErrorFeedback
+                             ? " (one rank's state cannot be redistributed: load every saved rank's through "
+                               "redistributeErrorFeedback)"
+                             : "");
   }
   if (loaded.rank != backend_.rank()) {
     DDP_LOG(Info) << name_ << " loadState: state of rank " << loaded.rank << " loaded on rank " << backend_.rank()

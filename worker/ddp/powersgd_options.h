@@ -11,12 +11,19 @@
 namespace ddp {
 
 // What loadState() does with state saved at another world size (docs/POWERSGD.md).
+// The values are hashed into the trainer's trajectory hash: 0 stays the default.
 enum class WorldSizeChangePolicy : uint8_t {
   // Keep the iteration, RNG and Q memories (identical on every rank, valid at any world size);
-  // drop the error-feedback buffers (per-rank residuals of another data split) and log a warning.
-  kResetErrorFeedback = 0,
+  // every new rank gets the saved ranks' AVERAGE error-feedback buffer (Note [Error feedback at
+  // another world size] in powersgd_state.h), which keeps the owed correction exact. Needs every
+  // saved rank's state (the trainer's loading does it, redistributeErrorFeedback); a single
+  // rank's state from another world size cannot be redistributed and resets as below.
+  kRedistributeErrorFeedback = 0,
   // Refuse with FailedPrecondition.
-  kFail,
+  kFail = 1,
+  // Keep the iteration, RNG and Q memories; drop the error-feedback buffers (per-rank residuals
+  // of another data split) and log a warning.
+  kResetErrorFeedback = 2,
 };
 
 struct PowerSgdOptions {
@@ -38,7 +45,7 @@ struct PowerSgdOptions {
   int64_t compressionStatsLoggingFrequency = 10000;
   // Multiply same-shaped adjacent tensors of a bucket in one batched product.
   bool batchTensorsWithSameShape = false;
-  WorldSizeChangePolicy worldSizeChangePolicy = WorldSizeChangePolicy::kResetErrorFeedback;
+  WorldSizeChangePolicy worldSizeChangePolicy = WorldSizeChangePolicy::kRedistributeErrorFeedback;
 
   // InvalidArgument naming the field and the reason.
   Status validate() const;

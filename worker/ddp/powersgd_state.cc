@@ -104,4 +104,48 @@ Result<PowerSgdState> PowerSgdState::deserialize(std::string_view bytes) {
   return s;
 }
 
+Result<PowerSgdState> redistributeErrorFeedback(const std::vector<PowerSgdState>& saved, int newRank, int newWorld,
+                                                size_t* dropped) {
+  if (saved.empty()) return invalidArgument(std::string(kWhat) + ": nothing to redistribute");
+  if (newWorld < 1 || newRank < 0 || newRank >= newWorld) {
+    return invalidArgument(std::string(kWhat) + ": rank " + std::to_string(newRank) + " of world " +
+                           std::to_string(newWorld));
+  }
+  const PowerSgdState& first = saved.front();
+  for (size_t r = 1; r < saved.size(); ++r) {
+    if (saved[r].hookName != first.hookName || saved[r].iteration != first.iteration) {
+      return invalidArgument(std::string(kWhat) + ": saved rank " + std::to_string(r) + " holds '" +
+                             saved[r].hookName + "' at iteration " + std::to_string(saved[r].iteration) +
+                             ", rank 0 '" + first.hookName + "' at iteration " + std::to_string(first.iteration));
+    }
+  }
+  PowerSgdState out = first;  // Note [Error feedback at another world size]
+  out.worldSize = newWorld;
+  out.rank = newRank;
+  size_t lost = 0;
+  const double n = static_cast<double>(saved.size());
+  for (auto& [key, t] : out.tensors) {
+    const size_t numel = static_cast<size_t>(t.rows * t.cols);
+    std::vector<double> sum(numel, 0.0);
+    bool any = false, consistent = true;
+    for (const PowerSgdState& s : saved) {
+      auto it = s.tensors.find(key);
+      if (it == s.tensors.end() || it->second.error.empty()) continue;
+      if (it->second.rows != t.rows || it->second.cols != t.cols || it->second.error.size() != numel) {
+        consistent = false;
+        break;
+      }
+      any = true;
+      for (size_t k = 0; k < numel; ++k) sum[k] += it->second.error[k];
+    }
+    if (!consistent) ++lost;
+    t.error.clear();
+    if (!consistent || !any) continue;
+    t.error.resize(numel);
+    for (size_t k = 0; k < numel; ++k) t.error[k] = static_cast<float>(sum[k] / n);
+  }
+  if (dropped != nullptr) *dropped = lost;
+  return out;
+}
+
 }  // namespace ddp

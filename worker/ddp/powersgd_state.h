@@ -78,6 +78,27 @@ struct PowerSgdState {
   static Result<PowerSgdState> deserialize(std::string_view bytes);
 };
 
+// Note [Error feedback at another world size]
+// Each rank's error buffer e_r is its compensated gradient minus the approximation of the
+// world's AVERAGE compensated gradient (the hook averages P Q^T over the ranks), and P and Q are
+// linear in the sum of the ranks' compensated gradients: only the average of the errors,
+// (sum_r e_r) / N, reaches the parameters at the next step. So a job that resumes at world size
+// M gives EVERY new rank that average, e'_m = (sum_{r<N} e_r) / N: the average over the new
+// ranks is again (sum_r e_r) / N, the correction the uninterrupted run would have applied, and
+// the residual owed to the update is carried over exactly (only its split over ranks, which
+// the update never sees, changes). The sum is taken in double in old-rank order, then rounded
+// to f32. A rank whose buffer is empty (none yet) counts as zeros; a tensor whose shape differs
+// between the saved ranks starts afresh (counted in `dropped`). Iteration, RNG, statistics, Q
+// memories and the batched hook's buckets are identical on every rank and come from saved[0].
+// (Giving each new rank (sum_r e_r) / M instead would keep the sum, not the average, and scale
+// the correction by N / M.)
+
+// The state new rank `newRank` of a `newWorld`-rank job loads (worldSize = newWorld, rank =
+// newRank; the hook then loads it as its own). `saved[r]` is old rank r's state, all of one
+// hook. InvalidArgument when `saved` is empty, mixes hooks or disagrees on the iteration.
+Result<PowerSgdState> redistributeErrorFeedback(const std::vector<PowerSgdState>& saved, int newRank, int newWorld,
+                                                size_t* dropped = nullptr);
+
 // FNV-1a 64 of `s` (common/fnv1a.h; stable across builds): derives the per-tensor seeds.
 uint64_t stableHash(std::string_view s);
 

@@ -17,6 +17,7 @@
 
 #include "common/binary_io.h"
 #include "worker/optim/distributed_fused_adam.h"
+#include "worker/optim/reshard_plan.h"
 
 namespace ddp::optim {
 namespace {
@@ -153,34 +154,39 @@ Status DistributedFusedAdam::loadStateDict(std::string_view state) {
     return invalidArgument(what + ": has " + std::to_string(count) + " parameters, model has " +
                            std::to_string(params_.size()));
   }
-  std::vector<size_t> streamOff(params_.size(), SIZE_MAX);
+  std::vector<size_t> order;  // the stream's parameter order
+  std::vector<bool> seen(params_.size(), false);
+  std::vector<size_t> numels(params_.size());
+  for (size_t i = 0; i < params_.size(); ++i) numels[i] = params_[i]->numel();
   size_t off = 0;
   for (uint64_t k = 0; k < count; ++k) {
     uint64_t idx = 0, numel = 0;
     DDP_RETURN_IF_ERROR(r.get(&idx));
     DDP_RETURN_IF_ERROR(r.get(&numel));
-    if (idx >= params_.size() || streamOff[idx] != SIZE_MAX || numel != params_[idx]->numel()) {
+    if (idx >= params_.size() || seen[idx] || numel != params_[idx]->numel()) {
       return invalidArgument(what + ": record " + std::to_string(k) + " (position " + std::to_string(idx) + ", " +
                              std::to_string(numel) + " elements) does not match the model");
     }
-    streamOff[idx] = off;
+    seen[idx] = true;
+    order.push_back(idx);
     off += numel;
   }
   if (r.remaining() != 2 * off * sizeof(float)) return dataLoss(what + ": value section has the wrong size");
   const char* values = payload.data() + (payload.size() - r.remaining());
+  // Note [Reshard plan]: the stream is one holder's shard; this rank's part of the new layout.
+  DDP_ASSIGN_OR_RETURN(std::vector<ReshardMove> moves,
+                       planReshardTo(streamLayout(order, numels), dfaShardLayout(layout_, numels, world_), rank_));
   for (size_t b = 0; b < layout_.buckets.size(); ++b) {
     std::fill(expAvg_[b].begin(), expAvg_[b].end(), 0.f);
     std::fill(expAvgSq_[b].begin(), expAvgSq_[b].end(), 0.f);
   }
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const size_t b = layout_.bucketOf[i], o = layout_.offsetOf[i], n = params_[i]->numel();
-    const size_t lo = static_cast<size_t>(rank_) * layout_.buckets[b].shardElems;
-    const size_t hi = lo + layout_.buckets[b].shardElems;
-    const size_t s = std::max(o, lo), e = std::min(o + n, hi);
-    if (s >= e) continue;
-    const size_t src = streamOff[i] + (s - o);
-    std::memcpy(expAvg_[b].data() + (s - lo), values + src * sizeof(float), (e - s) * sizeof(float));
-    std::memcpy(expAvgSq_[b].data() + (s - lo), values + (off + src) * sizeof(float), (e - s) * sizeof(float));
+  size_t b = 0, bucketBase = 0;  // moves ascend in the flat shard: walk the buckets along
+  for (const ReshardMove& m : moves) {
+    if (m.count == 0) continue;
+    while (m.toOffset >= bucketBase + layout_.buckets[b].shardElems) bucketBase += layout_.buckets[b++].shardElems;
+    const size_t dst = m.toOffset - bucketBase;
+    std::memcpy(expAvg_[b].data() + dst, values + m.fromOffset * sizeof(float), m.count * sizeof(float));
+    std::memcpy(expAvgSq_[b].data() + dst, values + (off + m.fromOffset) * sizeof(float), m.count * sizeof(float));
   }
   options_.config = c;
   step_ = step;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 
 #include "common/binary_io.h"
 #include "worker/join/join.h"
+#include "worker/optim/reshard_plan.h"
 #include "worker/optim/zero_partition.h"
 
 namespace ddp::optim {
@@ -153,13 +155,58 @@ Status ZeroRedundancyOptimizer::loadStateDict(std::string_view fullState) {
 }
 
 Status ZeroRedundancyOptimizer::loadShardStateDicts(const std::vector<std::string>& shards) {
-  std::vector<OptimizerState> decoded;
-  for (size_t k = 0; k < shards.size(); ++k) {
-    DDP_ASSIGN_OR_RETURN(OptimizerState s, OptimizerState::decode(shards[k], "ZeRO shard " + std::to_string(k)));
-    decoded.push_back(std::move(s));
+  if (shards.empty()) return invalidArgument("ZeRO load: no shards");
+  std::vector<size_t> numels;
+  numels.reserve(params_.size());
+  for (Parameter* p : params_) numels.push_back(p->numel());
+  const int oldWorld = static_cast<int>(shards.size());
+  DDP_ASSIGN_OR_RETURN(std::vector<ReshardMove> moves,
+                       planReshardTo(zeroShardLayout(numels, oldWorld), zeroShardLayout(numels, pg_.size()),
+                                     pg_.rank()));
+  // Only the old shards this rank's parameters come from are decoded (Note [Reshard plan]); a
+  // rank that owns nothing still reads rank 0's for the hyperparameters.
+  std::vector<int> sources = sourceRanks(moves);
+  if (sources.empty()) sources.push_back(0);
+  std::map<int, OptimizerState> decoded;
+  for (int r : sources) {
+    DDP_ASSIGN_OR_RETURN(decoded[r], OptimizerState::decode(shards[static_cast<size_t>(r)],
+                                                            "ZeRO shard of rank " + std::to_string(r) + " of " +
+                                                                std::to_string(oldWorld)));
   }
-  DDP_ASSIGN_OR_RETURN(OptimizerState full, OptimizerState::merge(std::move(decoded)));
-  return loadFull(full);
+  OptimizerState mine;
+  mine.config = decoded.begin()->second.config;
+  std::map<size_t, const ReshardMove*> moveOf;
+  for (const ReshardMove& m : moves) moveOf[m.param] = &m;
+  const auto& owned = shardOf_[pg_.rank()];
+  for (size_t k = 0; k < owned.size(); ++k) {
+    const size_t i = owned[k];
+    const auto it = moveOf.find(i);
+    if (it == moveOf.end() || it->second->count != params_[i]->numel()) {
+      return internalError("ZeRO load: the reshard plan does not move parameter " + std::to_string(i) + " whole");
+    }
+    const int from = it->second->fromRank;
+    OptimizerState& src = decoded[from];
+    if (src.config.kind != mine.config.kind) {
+      return invalidArgument(std::string("ZeRO load: shards mix ") + optimizerKindName(mine.config.kind) + " and " +
+                             optimizerKindName(src.config.kind));
+    }
+    auto rec = std::lower_bound(src.params.begin(), src.params.end(), i,
+                                [](const ParamRecord& r, size_t idx) { return r.index < idx; });
+    if (rec == src.params.end() || rec->index != i) {
+      return invalidArgument("ZeRO load: the shard of rank " + std::to_string(from) + " of " +
+                             std::to_string(oldWorld) + " does not hold parameter " + std::to_string(i) + " (" +
+                             params_[i]->name + ") that the partition of " + std::to_string(oldWorld) +
+                             " ranks gives it (not a ZeRO checkpoint of this model?)");
+    }
+    if (rec->numel != params_[i]->numel()) {
+      return invalidArgument("ZeRO load: record " + std::to_string(i) + " does not match parameter " +
+                             params_[i]->name);
+    }
+    ParamRecord local = std::move(*rec);
+    local.index = k;
+    mine.params.push_back(std::move(local));
+  }
+  return local_->importState(mine);
 }
 
 Status ZeroRedundancyOptimizer::loadFull(const OptimizerState& full) {

@@ -168,11 +168,19 @@ Result<LatestLoad> CheckpointCoordinator::loadLatest(Deadline deadline) {
   out.path = store_.stepDir(step);
   Status mine = [&]() -> Status {
     DDP_ASSIGN_OR_RETURN(CheckpointManifest m, store_.verify(step));
+    out.savedWorldSize = m.worldSize;
+    out.newRank = backend_.rank() >= m.worldSize;
+    const int own = out.newRank ? 0 : backend_.rank();  // Note [Checkpoints at any world size]
+    auto sectionOf = [](const CheckpointShard& s, const char* name) {
+      auto sec = s.section(name);
+      return sec.isOk() ? std::string(*sec) : std::string();
+    };
     for (int r = 0; r < m.worldSize; ++r) {
       DDP_ASSIGN_OR_RETURN(CheckpointShard s, store_.readShard(m, r));
-      auto opt = s.section("optimizer");
-      out.optimizerShards.push_back(opt.isOk() ? std::string(*opt) : std::string());
-      if (r == backend_.rank()) out.shard = std::move(s);
+      out.optimizerShards.push_back(sectionOf(s, "optimizer"));
+      out.commHookStates.push_back(sectionOf(s, "comm_hook"));
+      out.samplerStates.push_back(sectionOf(s, "sampler"));
+      if (r == own) out.shard = std::move(s);
     }
     return Status::ok();
   }();
@@ -181,6 +189,10 @@ Result<LatestLoad> CheckpointCoordinator::loadLatest(Deadline deadline) {
   if (allOk == 0) {
     return mine.isOk() ? dataLoss("checkpoint step " + std::to_string(step) + ": another rank could not read it")
                        : mine;
+  }
+  if (backend_.rank() == 0 && out.worldSizeChanged(backend_.size())) {
+    DDP_LOG(Info) << "resuming step " << step << " written by " << out.savedWorldSize << " workers at world size "
+                  << backend_.size() << " (" << out.path << ")";
   }
   result.checkpoint = std::move(out);
   return result;

@@ -20,10 +20,10 @@
 // outcome lets every rank report the same result. A rank whose write failed makes save() fail
 // on every rank, with the checkpoint left incomplete (and skipped on resume).
 // loadLatest(): rank 0 refuses another job's checkpoints (as prepare()), picks this job's
-// newest complete checkpoint for this world size (reporting each newer one it skips and why)
-// and broadcasts its step (-1: none); every rank verifies and reads its shard (and, for ZeRO,
-// every rank's optimizer shard); an allreduce(MIN) of success makes a failure on any rank a
-// failure on all. When checkpoints exist but none is usable, rank 0 says at Warning level that
+// newest complete checkpoint, at any world size (reporting each newer one it skips and why;
+// Note [Checkpoints at any world size]) and broadcasts its step (-1: none); every rank
+// verifies and reads its shard (rank 0's when it is new) and every saved rank's per-rank
+// sections; an allreduce(MIN) of success makes a failure on any rank a failure on all. When checkpoints exist but none is usable, rank 0 says at Warning level that
 // the run starts over, and returns that text (LatestLoad::startOverWarning) for the trainer to
 // publish.
 // With a channel (useChannel), save() is replaced by saveAsync(): not a collective; the commit
@@ -47,10 +47,25 @@
 
 namespace ddp::runtime {
 
+// Note [Checkpoints at any world size]
+// A checkpoint written by N ranks loads at any world size M (docs/ELASTIC.md). The "trainer"
+// and "model" sections are replicated (identical on every rank), so any rank's shard serves
+// them: rank r < N gets its own shard, a rank that did not exist in the old world (r >= N, a
+// grown job) gets rank 0's. What is per rank and needs resharding comes from every old rank:
+// the "optimizer" sections (ZeRO shards; DistributedFusedAdam's full stream on rank 0; a plain
+// optimizer's replicated state), the "comm_hook" sections (PowerSGD's per-rank error feedback,
+// worker/runtime/training_setup.h commHookStateForWorld) and the "sampler" sections.
 struct LoadedCheckpoint {
-  CheckpointShard shard;                 // this rank's
-  std::vector<std::string> optimizerShards;  // every rank's "optimizer" section, by rank
-  std::string path;                      // the step directory
+  // This rank's shard, or rank 0's when this rank did not exist in the saved world (newRank).
+  CheckpointShard shard;
+  int savedWorldSize = 0;  // the world size that wrote it (== the manifest's)
+  bool newRank = false;    // this rank >= savedWorldSize: `shard` is rank 0's
+  // Every saved rank's section, indexed by saved rank (empty string: the rank had none).
+  std::vector<std::string> optimizerShards;  // "optimizer"
+  std::vector<std::string> commHookStates;   // "comm_hook"
+  std::vector<std::string> samplerStates;    // "sampler"
+  std::string path;                          // the step directory
+  bool worldSizeChanged(int worldSize) const { return savedWorldSize != worldSize; }
 };
 
 // What loadLatest() found.

@@ -295,7 +295,10 @@ Status Trainer::Impl::resume(TrainResult* result) {
   DDP_RETURN_IF_ERROR(model::loadParameters(modelBytes, model->parameters(), model->ops()).withContext(loaded.path));
   DDP_RETURN_IF_ERROR(optimizer->loadState(loaded.optimizerShards, backend.rank()).withContext(loaded.path));
   if (auto hs = shard.section("comm_hook"); hs.isOk() && reducer && reducer->commHook()->hasState()) {
-    DDP_RETURN_IF_ERROR(reducer->commHook()->loadState(*hs).withContext(loaded.path));
+    // Note [Checkpoints at any world size]: PowerSGD's error feedback is redistributed.
+    DDP_ASSIGN_OR_RETURN(std::string hookState, commHookStateForWorld(config, loaded.commHookStates, backend.rank(),
+                                                                      backend.size()));
+    DDP_RETURN_IF_ERROR(reducer->commHook()->loadState(hookState).withContext(loaded.path));
   }
   DDP_ASSIGN_OR_RETURN(std::string_view ss, shard.section("sampler"));
   DDP_ASSIGN_OR_RETURN(data::SamplerState samplerState, data::SamplerState::deserialize(std::string(ss)));

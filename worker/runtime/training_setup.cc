@@ -1,5 +1,6 @@
 #include "worker/runtime/training_setup.h"
 
+#include "common/log.h"
 #include "kernels/layer_ops.h"
 #include "worker/comm/nccl_backend.h"
 #include "worker/data/fashion_mnist.h"
@@ -7,6 +8,7 @@
 #include "worker/ddp/default_hooks.h"
 #include "worker/ddp/batched_powersgd_hook.h"
 #include "worker/ddp/powersgd_hook.h"
+#include "worker/ddp/powersgd_state.h"
 #include "worker/model/cnn.h"
 #include "worker/model/mlp.h"
 
@@ -170,10 +172,39 @@ Result<std::function<std::string()>> OptimizerRunner::snapshotState(Deadline dea
 }
 
 Status OptimizerRunner::loadState(const std::vector<std::string>& states, int rank) {
-  if (plain_) return plain_->loadStateDict(states.at(static_cast<size_t>(rank)));
+  if (states.empty()) return dataLoss("checkpoint has no optimizer state");
+  if (plain_) return plain_->loadStateDict(states[static_cast<size_t>(rank) < states.size() ? rank : 0]);
   if (zero_) return zero_->loadShardStateDicts(states);
   if (states.empty() || states[0].empty()) return dataLoss("checkpoint has no DistributedFusedAdam state on rank 0");
   return dfa_->loadStateDict(states[0]);
+}
+
+Result<std::string> commHookStateForWorld(const TrainerConfig& c, const std::vector<std::string>& saved, int rank,
+                                          int world) {
+  if (saved.empty()) return dataLoss("checkpoint has no comm hook state");
+  const std::string& own = saved[static_cast<size_t>(rank) < saved.size() ? rank : 0];
+  const bool powerSgd = c.hook == CommHookType::kPowerSgd || c.hook == CommHookType::kBatchedPowerSgd;
+  if (static_cast<int>(saved.size()) == world || !powerSgd ||
+      c.powerSgd.worldSizeChangePolicy != WorldSizeChangePolicy::kRedistributeErrorFeedback) {
+    return own;
+  }
+  std::vector<PowerSgdState> states;
+  for (size_t r = 0; r < saved.size(); ++r) {
+    auto s = PowerSgdState::deserialize(saved[r]);
+    if (!s.isOk()) return s.status().withContext("comm hook state of saved rank " + std::to_string(r));
+    states.push_back(std::move(*s));
+  }
+  size_t dropped = 0;
+  DDP_ASSIGN_OR_RETURN(PowerSgdState mine, redistributeErrorFeedback(states, rank, world, &dropped));
+  size_t carried = 0;
+  for (const auto& [key, t] : mine.tensors) carried += !t.error.empty();
+  if (rank == 0) {
+    DDP_LOG(Info) << "PowerSGD state saved at world size " << saved.size() << ", loaded at " << world
+                  << ": iteration " << mine.iteration << ", RNG and Q memories kept; the average error feedback of "
+                  << carried << " tensors given to every rank"
+                  << (dropped > 0 ? ", " + std::to_string(dropped) + " reset (shapes differ between ranks)" : "");
+  }
+  return mine.serialize();
 }
 
 }  // namespace ddp::runtime

@@ -59,6 +59,16 @@ ReducerOptions makeReducerOptions(const TrainerConfig& config);
 //   - gradientAsBucketView: refused (an f32 gradient cannot live inside a half bucket).
 // Resume stays bitwise: the casts are deterministic and the reducer holds no state.
 
+// The "comm_hook" state rank `rank` of a `world`-rank run loads, from `saved[r]` = what saved
+// rank r wrote (Note [Checkpoints at any world size] in checkpoint_coordinator.h): at the same
+// world size its own; at another, for PowerSGD (plain or batched) under
+// kRedistributeErrorFeedback, the state with every saved rank's error feedback redistributed
+// (Note [Error feedback at another world size] in worker/ddp/powersgd_state.h, logged); else
+// its own (rank 0's when it is new) and the hook's worldSizeChangePolicy applies. DataLoss when
+// a saved state does not decode.
+Result<std::string> commHookStateForWorld(const TrainerConfig& config, const std::vector<std::string>& saved,
+                                          int rank, int world);
+
 // The optimizer step as the trainer sees it: plain (every rank steps every parameter on the
 // averaged gradients), ZeRO (each rank steps its shard, owners broadcast), or
 // DistributedFusedAdam (which also reduces the gradients: no reducer then).
@@ -77,8 +87,11 @@ class OptimizerRunner {
   // encoding done by the returned function on the checkpoint writer's thread. ZeRO and
   // DistributedFusedAdam encode at once (the latter gathers: a collective).
   Result<std::function<std::string()>> snapshotState(Deadline deadline);
-  // `states[r]` is what rank r saved (ZeRO merges every shard; DFA loads rank 0's full state;
-  // plain uses this rank's).
+  // `states[r]` is what rank r of the saved world saved; states.size() is that world size, which
+  // may differ from this run's (Note [Checkpoints at any world size] in checkpoint_coordinator.h):
+  // plain loads this rank's (rank 0's when this rank is new: the state is replicated); ZeRO
+  // reshards its shards (Note [Reshard plan] in worker/optim/reshard_plan.h); DFA reshards rank
+  // 0's full state stream.
   Status loadState(const std::vector<std::string>& states, int rank);
   optim::ZeroRedundancyOptimizer* zero() { return zero_.get(); }
   optim::DistributedFusedAdam* fusedAdam() { return dfa_.get(); }

@@ -189,17 +189,25 @@ TEST(CheckpointStoreTest, ReadShardRejectsShardThatDisagreesWithManifest) {
   EXPECT_EQ(store.readShard(*m, 2).status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(CheckpointStoreTest, OtherWorldSizeIsSkippedWithReason) {
+// Any checkpoint loads at any world size (Note [Checkpoints at any world size]): the newest of
+// the job's checkpoints is chosen whatever world size wrote it, and the checks that remain
+// (completeness, checksums, the job) still fall back newest first.
+TEST(CheckpointStoreTest, OtherWorldSizeIsNotSkipped) {
   TempDir dir;
   CheckpointStore store(dir.path());
-  writeCheckpoint(store, 10, 2);
-  writeCheckpoint(store, 20, 4);
-  auto latest = store.findLatestComplete(2);
-  ASSERT_TRUE(latest.isOk());
-  ASSERT_TRUE(latest->manifest.has_value());
-  EXPECT_EQ(latest->manifest->step, 10);
-  ASSERT_EQ(latest->skipped.size(), 1u);
-  EXPECT_NE(latest->skipped[0].find("4 workers"), std::string::npos);
+  writeCheckpoint(store, 10, 2, kJob);
+  writeCheckpoint(store, 20, 4, kJob);
+  writeCheckpoint(store, 30, 3, kJob);
+  flipByte(store.shardPath(30, 2), 5);
+  for (int world : {0, 2, 3, 4}) {
+    auto latest = store.findLatestComplete(world, kJob);
+    ASSERT_TRUE(latest.isOk());
+    ASSERT_TRUE(latest->manifest.has_value());
+    EXPECT_EQ(latest->manifest->step, 20) << world;
+    EXPECT_EQ(latest->manifest->worldSize, 4);
+    ASSERT_EQ(latest->skipped.size(), 1u);
+    EXPECT_NE(latest->skipped[0].find("step 30"), std::string::npos) << latest->skipped[0];
+  }
 }
 
 TEST(CheckpointStoreTest, RetentionKeepsNewestCompleteAndDropsOldPartials) {

@@ -99,29 +99,40 @@ void saveSteps(const std::string& dir, const JobIdentity& job, int world, std::i
   });
 }
 
-// Problem 1 end to end: the job comes back with another world size, starts over (the old
-// world size's checkpoints are skipped and it says so), and retention keeps what it writes.
-TEST(CheckpointCoordinatorTest, ResizedJobKeepsItsNewCheckpointsAndResumesThem) {
-  TempDir dir;
-  saveSteps(dir.path(), kJob, 2, {600, 700, 800}, 2);
-  comm::runLocalRanks(3, [&](int rank, comm::Backend& b) {
-    CheckpointCoordinator c(dir.path(), b, kJob, 2);
-    ASSERT_TRUE(c.prepare(tenSeconds()).isOk());
-    auto first = c.loadLatest(tenSeconds());
-    ASSERT_TRUE(first.isOk()) << first.status();
-    EXPECT_FALSE(first->checkpoint.has_value());
-    EXPECT_EQ(first->startOverWarning.has_value(), rank == 0);
-    if (rank == 0) {
-      EXPECT_TRUE(contains(*first->startOverWarning, "2 checkpoint(s) skipped")) << *first->startOverWarning;
-      EXPECT_TRUE(contains(*first->startOverWarning, "written by 2 workers, this run has 3"));
-    }
-    ASSERT_TRUE(c.save(shardFor(100, rank, 3), tenSeconds()).isOk());
-    auto again = c.loadLatest(tenSeconds());
-    ASSERT_TRUE(again.isOk()) << again.status();
-    ASSERT_TRUE(again->checkpoint.has_value()) << "retention deleted the checkpoint just written";
-    EXPECT_EQ(again->checkpoint->shard.step, 100);
-  });
-  EXPECT_EQ(*CheckpointStore(dir.path()).listSteps(), (std::vector<int64_t>{100, 800}));
+// Note [Checkpoints at any world size]: a job that comes back with another world size resumes
+// its newest checkpoint (no start over): each rank that existed gets its own shard, a new rank
+// rank 0's, and every rank every saved rank's per-rank sections; retention keeps what it writes.
+TEST(CheckpointCoordinatorTest, ResizedJobResumesTheNewestCheckpointOfTheOldWorldSize) {
+  for (int world : {1, 3}) {
+    SCOPED_TRACE("2 -> " + std::to_string(world));
+    TempDir dir;
+    saveSteps(dir.path(), kJob, 2, {600, 700, 800}, 2);
+    comm::runLocalRanks(world, [&](int rank, comm::Backend& b) {
+      CheckpointCoordinator c(dir.path(), b, kJob, 2);
+      ASSERT_TRUE(c.prepare(tenSeconds()).isOk());
+      auto first = c.loadLatest(tenSeconds());
+      ASSERT_TRUE(first.isOk()) << first.status();
+      ASSERT_TRUE(first->checkpoint.has_value());
+      EXPECT_FALSE(first->startOverWarning.has_value());
+      const LoadedCheckpoint& l = *first->checkpoint;
+      EXPECT_EQ(l.shard.step, 800);
+      EXPECT_EQ(l.savedWorldSize, 2);
+      EXPECT_TRUE(l.worldSizeChanged(world));
+      EXPECT_EQ(l.newRank, rank >= 2);
+      EXPECT_EQ(l.shard.rank, rank >= 2 ? 0 : rank);
+      EXPECT_EQ(l.shard.sections, shardFor(800, rank >= 2 ? 0 : rank, 2).sections);
+      EXPECT_EQ(l.optimizerShards, (std::vector<std::string>{"opt 0", "opt 1"}));
+      EXPECT_EQ(l.commHookStates, (std::vector<std::string>{"", ""}));
+      ASSERT_TRUE(c.save(shardFor(900, rank, world), tenSeconds()).isOk());
+      auto again = c.loadLatest(tenSeconds());
+      ASSERT_TRUE(again.isOk()) << again.status();
+      ASSERT_TRUE(again->checkpoint.has_value()) << "retention deleted the checkpoint just written";
+      EXPECT_EQ(again->checkpoint->shard.step, 900);
+      EXPECT_EQ(again->checkpoint->savedWorldSize, world);
+      EXPECT_FALSE(again->checkpoint->newRank);
+    });
+    EXPECT_EQ(*CheckpointStore(dir.path()).listSteps(), (std::vector<int64_t>{800, 900}));
+  }
 }
 
 TEST(CheckpointCoordinatorTest, AnotherJobsCheckpointIsRefusedOnEveryRankNamingBothJobs) {

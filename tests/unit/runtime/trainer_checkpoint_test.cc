@@ -1,7 +1,7 @@
 // The trainer's checkpoint start checks over LocalBackend (ranks as threads) and real files: a
 // job resumes only its own checkpoints (name + trajectory hash), holds its directory's lock for
-// its lifetime, fails the start on a directory it cannot write, and a resized run keeps (and
-// resumes) the checkpoints it writes.
+// its lifetime, fails the start on a directory it cannot write, and a resized run resumes the
+// old world size's checkpoint and keeps (and resumes) the checkpoints it writes.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -218,27 +218,30 @@ TEST(TrainerCheckpointTest, UnwritableCheckpointDirectoryFailsTheStart) {
   }
 }
 
-// Problem 1: a run resized from 2 workers to 1 starts over (the 2-worker checkpoints are
-// skipped) and retention keeps the checkpoints it writes, so its next start resumes them.
+// A run resized from 2 workers to 1 resumes the 2-worker checkpoint (Note [Checkpoints at any
+// world size] in checkpoint_coordinator.h), and retention keeps the checkpoints it writes, so
+// its next start resumes them.
 TEST(TrainerCheckpointTest, ResizedRunResumesTheCheckpointItWrote) {
   TempDir dir;
   TrainerConfig c = smallConfig(dir.path());
   c.checkpointEverySteps = 2;
   c.keepCheckpoints = 2;
-  auto two = train(2, c);  // 8 steps: checkpoints 2, 4, 6, 8 -> keeps 6, 8
+  c.epochs = 2;
+  auto two = train(2, c, 6);  // checkpoints 2, 4, 6 (the stop) -> keeps 4, 6
   ASSERT_TRUE(two[0].isOk()) << two[0].status();
+  EXPECT_EQ(*CheckpointStore(dir.path()).listSteps(), (std::vector<int64_t>{4, 6}));
+
+  auto one = train(1, c, 8);  // resumes step 6, checkpoints 8 (the stop)
+  ASSERT_TRUE(one[0].isOk()) << one[0].status();
+  EXPECT_TRUE(one[0]->resumed);
+  EXPECT_EQ(one[0]->startStep, 6);
+  EXPECT_TRUE(one[0]->stopped);
   EXPECT_EQ(*CheckpointStore(dir.path()).listSteps(), (std::vector<int64_t>{6, 8}));
 
-  auto one = train(1, c, 3);  // starts over, checkpoints 2 and 3 (the stop)
-  ASSERT_TRUE(one[0].isOk()) << one[0].status();
-  EXPECT_FALSE(one[0]->resumed);
-  EXPECT_TRUE(one[0]->stopped);
-  EXPECT_EQ(*CheckpointStore(dir.path()).listSteps(), (std::vector<int64_t>{2, 3}));
-
-  auto resumed = train(1, c);
+  auto resumed = train(1, c, 9);
   ASSERT_TRUE(resumed[0].isOk()) << resumed[0].status();
   EXPECT_TRUE(resumed[0]->resumed);
-  EXPECT_EQ(resumed[0]->startStep, 3);
+  EXPECT_EQ(resumed[0]->startStep, 8);
 }
 
 }  // namespace
