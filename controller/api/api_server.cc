@@ -169,6 +169,7 @@ void ApiServer::install(http::Router& router) {
   router.add("GET", "/v1/jobs/{name}", user(bind(&ApiServer::getJob)));
   router.add("DELETE", "/v1/jobs/{name}", user(bind(&ApiServer::remove)));
   router.add("POST", "/v1/jobs/{name}/cancel", user(bind(&ApiServer::cancel)));
+  router.add("POST", "/v1/jobs/{name}/scale", user(bind(&ApiServer::scale)));
   router.add("GET", "/v1/jobs/{name}/logs", user(bind(&ApiServer::logs)));
   router.add("GET", "/v1/jobs/{name}/events", user(bind(&ApiServer::events)));
   router.add("GET", "/v1/jobs/{name}/checkpoints", user(bind(&ApiServer::checkpoints)));
@@ -239,6 +240,27 @@ void ApiServer::getJob(Request& req, Res res) {
 
 void ApiServer::cancel(Request& req, Res res) {
   auto rec = jobs_.cancel(req.params["name"]);
+  if (!rec.isOk()) return sendStatus(*res, rec.status());
+  sendJson(*res, 200, jobJson(*rec));
+}
+
+// POST /v1/jobs/{name}/scale {"workers": N} (Note [Elastic membership]).
+void ApiServer::scale(Request& req, Res res) {
+  json body;
+  try {
+    body = json::parse(req.body);
+  } catch (const json::exception&) {
+    return sendError(*res, 400, "the body must be a JSON object {\"workers\": N}");
+  }
+  if (!body.is_object() || !body.contains("workers")) {
+    return sendError(*res, 400, "workers: required (the body is {\"workers\": N})");
+  }
+  const json& n = body["workers"];
+  if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > kMaxWorkersPerJob) {
+    return sendError(*res, 400, "workers: must be an integer from 1 to " + std::to_string(kMaxWorkersPerJob) +
+                                    ", got " + n.dump());
+  }
+  auto rec = jobs_.scale(req.params["name"], static_cast<int>(n.get<int64_t>()), "workers");
   if (!rec.isOk()) return sendStatus(*res, rec.status());
   sendJson(*res, 200, jobJson(*rec));
 }

@@ -68,7 +68,9 @@ json jobObject(const JobRecord& r) {
                           {"message", c.message}, {"lastTransitionTime", rfc3339(c.lastTransitionMs)}});
   }
   json workers = json::array();
+  int worldSize = 0;  // the current (or last) generation's members
   for (const auto& w : r.workers) {
+    if (w.rank >= 0) ++worldSize;
     workers.push_back({{"rank", w.rank}, {"id", w.id}, {"host", w.host}, {"pid", w.pid}, {"state", w.state},
                        {"lastHeartbeat", timeOrNull(w.lastHeartbeatMs)}, {"step", w.step}});
   }
@@ -85,6 +87,7 @@ json jobObject(const JobRecord& r) {
                  {"completionTime", timeOrNull(r.completionMs)},
                  {"generation", r.generation},
                  {"restarts", r.restarts},
+                 {"worldSize", worldSize},
                  {"workers", workers},
                  {"progress", progress}};
   json metadata = {{"name", r.name}, {"uid", r.uid}, {"creationTimestamp", rfc3339(r.createdMs)}, {"labels", labels}};

@@ -95,6 +95,7 @@ struct JobManager::Live {
   TimePoint replaceAt{};
   bool recovering = false;             // waiting for every member to finish a step
   TimePoint verdictAt{};
+  int64_t stepAtVerdict = 0;  // the furthest step a member of the ended generation had reported
   std::set<std::string> steppedSinceVerdict;
   std::set<std::pair<int, int64_t>> stragglersSeen;  // (rank, seq) already reported
   int64_t checkpointRequest = 0;        // on-demand checkpoint requests so far
@@ -104,6 +105,13 @@ struct JobManager::Live {
   std::set<std::string> flightRecordWanted;
   std::set<std::string> flightRecordAsked;
   TimePoint flightRecordDeadline{};  // culprits are replaced once the records arrived or after this
+  // Note [Elastic membership] (job_membership.cc).
+  std::set<std::string> retired;              // removed by a scale-down (slots >= count): refused
+  std::set<std::string> stoppedSlots;         // retired workers whose process exited
+  TimePoint retireKillAt = TimePoint::max();  // retired workers still alive then are SIGKILLed
+  std::optional<TimePoint> firstLateJoinAt;   // the first late joiner of the active generation
+  std::vector<std::string> lastMembers;       // the previous generation's members, by rank
+  std::string membershipNote;                 // why the next generation's membership changes
 };
 
 }  // namespace ddp::controller

@@ -401,6 +401,12 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
     return failedPrecondition("job " + name + " is " + (job->cancelRequested ? "cancelled" : jobPhaseName(job->record.phase)));
   }
   const TimePoint now = clock_.now();
+  if (job->retired.count(req.workerId)) {
+    // Note [Elastic membership]: a scale-down removed this slot; the worker stops (410).
+    fenced->current = fencingGeneration(*job->rdzv);
+    return abortedError("worker " + req.workerId + " was retired: the job was scaled to " +
+                        std::to_string(job->spec.workers.count) + " worker(s)");
+  }
   WorkerState& w = job->workers[req.workerId];
   // A member that registers again has left its generation: it sends no flight record of it.
   job->flightRecordWanted.erase(req.workerId);
@@ -450,6 +456,11 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
   const int64_t before = job->rdzv->generation();
   const int64_t g = job->rdzv->join(req.workerId, now);
   if (job->rdzv->generation() != before) wakeAssignments(*job);
+  if (job->rdzv->active() && !job->rdzv->active()->rankOf(req.workerId)) {
+    // A late joiner (Note [Elastic membership]): the generation may end to take it in.
+    if (!job->firstLateJoinAt) job->firstLateJoinAt = now;
+    evaluateMembership(*job);
+  }
   job->dirty = true;
   return g;
 }
@@ -491,7 +502,7 @@ void JobManager::wakeAssignments(Live& job) {
       metrics_.jobPhase(job.record.name, JobPhase::kRunning);
       job.record.setCondition(kConditionRunning, true, "Rejoined",
                               "generation " + std::to_string(active->generation) + " with " +
-                                  std::to_string(active->worldSize()) + " worker(s) resumes from the last checkpoint",
+                                  std::to_string(active->worldSize()) + " worker(s) resumes from a survivor's state or the last checkpoint",
                               ms);
     }
     job.assignmentTail = assignmentTailJson(*active, job.record.specYaml, job.workers, false);
@@ -499,6 +510,7 @@ void JobManager::wakeAssignments(Live& job) {
     event(job, kEventNormal, "RendezvousClosed",
           "generation " + std::to_string(active->generation) + " with " + std::to_string(active->worldSize()) +
               " worker(s)");
+    noteMembership(job);
     job.dirty = true;
     evaluate(job);
   }
@@ -651,6 +663,7 @@ void JobManager::onWorkerExit(const WorkerExit& exit) {
 void JobManager::handleExit(const WorkerExit& exit) {
   Live* job = find(exit.jobName);
   if (job == nullptr) return;
+  if (handleRetiredExit(*job, exit)) return;
   WorkerState& w = job->workers[exit.workerId];
   if (exit.pid != 0 && w.rec.pid != 0 && exit.pid != w.rec.pid) {
     // An earlier process of this slot (replaced since): its exit changes nothing.
@@ -820,6 +833,7 @@ void JobManager::persistFigures(bool force) {
 void JobManager::tickOnce() {
   std::vector<std::string> toStop;
   std::vector<std::pair<std::string, std::string>> replace;  // (job, worker)
+  std::vector<std::pair<std::string, std::string>> retiredKill;  // (job, worker)
   {
     std::lock_guard<std::mutex> lock(mu_);
     while (!exits_.empty()) {
@@ -833,6 +847,8 @@ void JobManager::tickOnce() {
     for (auto& [name, jobPtr] : jobs_) {
       Live& job = *jobPtr;
       if (job.rdzv->tick(now)) wakeAssignments(job);
+      // Late joiners gathered for long enough (Note [Elastic membership]).
+      if (job.rdzv->active() && (!job.rdzv->lateJoiners().empty() || !job.retired.empty())) evaluateMembership(job);
       if (scanHeartbeats) expireCheckpoints(job, now);
       std::vector<Waiter> still;
       for (auto& w : job.waiters) {
@@ -854,6 +870,13 @@ void JobManager::tickOnce() {
         job.stopPending = false;
         toStop.push_back(name);
       }
+      if (now >= job.retireKillAt) {  // Note [Elastic membership]: retired, and still running
+        job.retireKillAt = TimePoint::max();
+        for (const auto& id : job.retired) {
+          auto w = job.workers.find(id);
+          if (w != job.workers.end() && w->second.processAlive) retiredKill.emplace_back(name, id);
+        }
+      }
       // A culprit is replaced once the survivors' flight records arrived (or their wait ended):
       // killing it first would end the collective they are waiting in.
       if (!job.toReplace.empty() && now >= job.replaceAt && !awaitingFlightRecords(job) &&
@@ -867,6 +890,7 @@ void JobManager::tickOnce() {
     }
   }
   for (const auto& name : toStop) (void)launcher_.stopJob(name, std::chrono::seconds(10));
+  for (const auto& [name, id] : retiredKill) (void)launcher_.killWorker(name, id, SIGKILL);
   for (const auto& [name, id] : replace) {
     Status st = launcher_.replaceWorker(name, id);
     if (st.code() == StatusCode::kUnimplemented) {

@@ -140,6 +140,11 @@ class JobManager {
   // FailedPrecondition when the job is not Running or has no checkpoint directory.
   Result<int64_t> requestCheckpoint(const std::string& name);
   Result<JobSpec> spec(const std::string& name);
+  // Note [Elastic membership] (job_membership.cc): sets spec.workers.count to `workers` (within
+  // [min, max], InvalidArgument naming `field` otherwise), stores it before returning, and starts
+  // or retires workers to reach it. FailedPrecondition when the job finished, was cancelled, or
+  // the workers of the last scale-down have not exited yet.
+  Result<JobRecord> scale(const std::string& name, int workers, const std::string& field = "workers");
   // The flight records kept with the job's hang verdicts, oldest first (job_flight_records.cc;
   // in memory: a restarted controller has none). NotFound for an unknown job.
   Result<std::vector<FlightRecordEvent>> flightRecords(const std::string& name);
@@ -183,6 +188,14 @@ class JobManager {
   bool detectAndRecover(Live& job);
   void recover(Live& job, const HangVerdict& verdict);
   void noteRecovered(Live& job, const std::string& workerId, const Heartbeat& hb);
+  // Note [Elastic membership] (job_membership.cc): ends the active generation when late joiners
+  // or a scale-down change its membership; true when it did.
+  bool evaluateMembership(Live& job);
+  void changeMembership(Live& job, const std::string& reason, const std::string& message);
+  // The event of a newly closed generation whose membership differs from the last one.
+  void noteMembership(Live& job);
+  // A retired worker's exit (a scale-down removed it): true when `exit` was one.
+  bool handleRetiredExit(Live& job, const WorkerExit& exit);
   // job_checkpoints.cc: the job's ledger (made on first use) and its decisions as events.
   CheckpointLedger& ledger(Live& job);
   void noteLedgerChanges(Live& job, const std::vector<LedgerChange>& changes);

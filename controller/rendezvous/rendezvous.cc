@@ -83,8 +83,25 @@ int64_t Rendezvous::join(const std::string& workerId, TimePoint now) {
   if (!contains(waiting_, workerId)) waiting_.push_back(workerId);
   if (!openedAt_) openedAt_ = now;
   noteCount(now);
-  if (static_cast<int>(waiting_.size()) >= config_.maxWorkers) close(now);
+  closeIfComplete(now);
   return active_ ? active_->generation : nextGeneration();
+}
+
+void Rendezvous::expect(std::vector<std::string> ids, TimePoint now) {
+  if (active_) return;
+  expected_ = std::move(ids);
+  closeIfComplete(now);
+}
+
+void Rendezvous::closeIfComplete(TimePoint now) {
+  if (active_) return;
+  const int n = static_cast<int>(waiting_.size());
+  if (n >= config_.maxWorkers) return close(now);
+  if (expected_.empty() || n < config_.minWorkers) return;
+  for (const auto& id : expected_) {
+    if (!contains(waiting_, id)) return;
+  }
+  close(now);
 }
 
 void Rendezvous::leave(const std::string& workerId, TimePoint now) {
@@ -93,6 +110,7 @@ void Rendezvous::leave(const std::string& workerId, TimePoint now) {
   std::erase(waiting_, workerId);
   if (waiting_.empty()) openedAt_.reset();
   noteCount(now);
+  if (std::erase(expected_, workerId) > 0) closeIfComplete(now);
 }
 
 void Rendezvous::noteCount(TimePoint now) {
@@ -137,6 +155,7 @@ void Rendezvous::close(TimePoint now) {
   round.index();
   late_.insert(late_.begin(), order.begin() + static_cast<std::ptrdiff_t>(take), order.end());
   waiting_.clear();
+  expected_.clear();
   minReachedAt_.reset();
   active_ = std::move(round);
 }
@@ -148,6 +167,7 @@ void Rendezvous::endGeneration(TimePoint now) {
   waiting_ = std::move(late_);
   late_.clear();
   if (!waiting_.empty()) openedAt_ = now;
+  expected_.clear();
   noteCount(now);
   if (static_cast<int>(waiting_.size()) >= config_.maxWorkers) close(now);
 }

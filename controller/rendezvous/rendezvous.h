@@ -16,6 +16,9 @@
 //    late joiner: it waits for the next round (which the controller opens by ending the
 //    generation, e.g. after a failure, or for elasticity). A member that registers again is
 //    told its assignment again (idempotent).
+//  - A planned membership change (Note [Elastic membership] in controller/jobs/membership.h)
+//    says which workers it expects (expect()): the round closes as soon as all of them joined
+//    instead of waiting out the last call; those that do not come are waited for as above.
 //  - Fencing: only the active generation is current; requests naming any other generation are
 //    stale (the controller answers 410 Gone).
 // Thread model: not thread-safe; the owner serialises calls.
@@ -68,6 +71,11 @@ class Rendezvous {
   // A worker that has not been assigned yet is gone (its process exited): it leaves the open
   // round (or the late joiners).
   void leave(const std::string& workerId, TimePoint now);
+  // The workers a planned membership change expects in the open round (Note [Elastic
+  // membership]): the round also closes as soon as every one of them joined, if that is at
+  // least minWorkers; one that leaves is no longer expected. Cleared when the round closes.
+  // Closes the round at once when they all joined already.
+  void expect(std::vector<std::string> ids, TimePoint now);
   // Closes the open round if its last call has passed at `now`. True when it closed.
   bool tick(TimePoint now);
   // When tick() should be called next to close the round on time; nullopt when nothing is due.
@@ -91,6 +99,8 @@ class Rendezvous {
  private:
   void close(TimePoint now);
   void noteCount(TimePoint now);
+  // Closes the open round when max joined, or every expected worker (and at least min).
+  void closeIfComplete(TimePoint now);
 
   RendezvousConfig config_;
   int64_t lastGeneration_ = 0;
@@ -98,6 +108,7 @@ class Rendezvous {
   std::vector<std::string> previous_;   // members of the last ended generation, by rank
   std::vector<std::string> waiting_;    // the open round's joiners, in join order
   std::vector<std::string> late_;       // joined while a generation was active
+  std::vector<std::string> expected_;   // expect(): the open round closes once all joined
   std::optional<TimePoint> minReachedAt_;
   std::optional<TimePoint> openedAt_;   // the open round's first join
 };

@@ -215,6 +215,7 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config) {
     calls.get = [jobs](const std::string& n) { return jobs->get(n); };
     calls.cancel = [jobs](const std::string& n) { return jobs->cancel(n); };
     calls.remove = [jobs](const std::string& n, Deadline d) { return jobs->remove(n, d); };
+    calls.scale = [jobs](const std::string& n, int workers) { return jobs->scale(n, workers, "spec.workers.count"); };
     p->kube->start(calls, [jobs](const std::string& n) -> std::optional<JobSpec> {
       auto s = jobs->spec(n);
       return s.isOk() ? std::optional<JobSpec>(*s) : std::nullopt;

@@ -39,6 +39,9 @@ class JobStore {
   // token never change. NotFound when absent; FailedPrecondition when job.uid differs from
   // the stored uid (the job was removed and created again since `job` was read).
   virtual Status update(const JobRecord& job) = 0;
+  // Replaces the stored spec of a job (a scale changes spec.workers.count: Note [Elastic
+  // membership]); durable when it returns. NotFound when absent.
+  virtual Status updateSpec(const std::string& name, const std::string& specYaml) = 0;
   // Removes the job, its events and its checkpoints. NotFound when absent.
   virtual Status remove(const std::string& name) = 0;
 

@@ -352,6 +352,15 @@ Status SqliteJobStore::update(const JobRecord& job) {
   return txn.commit();
 }
 
+Status SqliteJobStore::updateSpec(const std::string& name, const std::string& specYaml) {
+  std::lock_guard<std::mutex> lock(mu_);
+  DDP_ASSIGN_OR_RETURN(SqliteStatement stmt, db_->prepare("UPDATE jobs SET spec_yaml = ?2 WHERE name = ?1"));
+  stmt.bind(1, name).bind(2, specYaml);
+  DDP_RETURN_IF_ERROR(stmt.run());
+  if (db_->changes() == 0) return notFound("job '" + name + "' not found");
+  return Status::ok();
+}
+
 Status SqliteJobStore::remove(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
   DDP_ASSIGN_OR_RETURN(SqliteTransaction txn,

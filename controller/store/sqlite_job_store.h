@@ -81,6 +81,7 @@ class SqliteJobStore final : public JobStore {
   Result<JobRecord> get(const std::string& name) override;
   Result<std::vector<JobRecord>> list() override;
   Status update(const JobRecord& job) override;
+  Status updateSpec(const std::string& name, const std::string& specYaml) override;
   Status remove(const std::string& name) override;
   Status appendEvent(const std::string& name, const JobEvent& event) override;
   Result<std::vector<JobEvent>> events(const std::string& name) override;

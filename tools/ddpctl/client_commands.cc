@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -374,6 +375,29 @@ int checkpointCommand(const CommandContext& c, const ParsedArgs& p) {
   return kClientOk;
 }
 
+// --- scale (Note [Elastic membership] in controller/jobs/membership.h) -------------------------
+
+int scaleCommand(const CommandContext& c, const ParsedArgs& p) {
+  const std::string& name = p.positional[0];
+  const std::string& count = p.positional[1];
+  int64_t workers = 0;
+  const auto [end, ec] = std::from_chars(count.data(), count.data() + count.size(), workers);
+  if (ec != std::errc() || end != count.data() + count.size() || workers < 1) {
+    c.io.err << "ddpctl: scale: N must be a positive number of workers, got '" << count << "'\n";
+    return kClientUsage;
+  }
+  const std::string body = Json{{"workers", workers}}.dump();
+  Result<ApiReply> reply = c.api.post(jobPath(name) + "/scale", body, "application/json");
+  if (reply.isOk() && (reply->status == 400 || reply->status == 409)) {
+    c.io.err << "ddpctl: cannot scale job " << name << ": " << reply->error << "\n";
+    return kClientFailed;
+  }
+  if (auto code = failure(c, reply, name)) return *code;
+  c.io.out << "job " << name << " scaled to " << workers
+           << " worker(s): the next generation forms with them (see `ddpctl describe " << name << "`)\n";
+  return kClientOk;
+}
+
 int deleteCommand(const CommandContext& c, const ParsedArgs& p) {
   const std::string& name = p.positional[0];
   Result<ApiReply> reply = c.api.del(jobPath(name));
@@ -458,6 +482,9 @@ const std::vector<CommandSpec>& commands() {
       {"cancel", "NAME", "stop a job (its workers checkpoint first)", {}, 1, 1, cancelCommand, ""},
       {"checkpoint", "NAME", "ask a running job for a checkpoint now", {}, 1, 1, checkpointCommand, ""},
       {"delete", "NAME", "delete a job (cancelling it first if it runs)", {}, 1, 1, deleteCommand, ""},
+      {"scale", "NAME N", "set a job's worker count (within spec.workers.min..max)", {}, 2, 2, scaleCommand,
+       "Workers are started (or the highest ranks' workers stopped) to reach N; the next generation\n"
+       "forms with them. A membership change is not a failure restart.\n"},
       {"watch", "NAME", "follow a job's progress until it ends", {}, 1, 1, watchCommand,
        "Redraws one progress line on a terminal (one line per change otherwise) and ends with a\n"
        "summary. Exit status: 0 Succeeded, 1 Failed, 3 Cancelled.\n"},

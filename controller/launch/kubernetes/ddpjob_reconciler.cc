@@ -15,6 +15,14 @@ constexpr int64_t kPodExitGraceMs = 30'000;
 
 }  // namespace
 
+std::optional<int> desiredWorkerCount(const json& ddpJob) {
+  const json& count = ddpJob.value("spec", json::object()).value("workers", json::object()).value("count", json());
+  if (!count.is_number_integer()) return std::nullopt;
+  const int64_t n = count.get<int64_t>();
+  if (n < 0 || n > kMaxWorkersPerJob) return std::nullopt;
+  return static_cast<int>(n);
+}
+
 DdpJobReconciler::DdpJobReconciler(KubeClient& client, DdpJobReconcilerOptions options, JobCalls jobs)
     : client_(client), options_(std::move(options)), jobs_(std::move(jobs)) {
   ResourceWatcherOptions wo;
@@ -117,6 +125,7 @@ void DdpJobReconciler::reconcile(const std::string& name, Tracked& t) {
   }
   auto rec = jobs_.get(name);
   if (!rec.isOk()) return;
+  applyScale(name, t, *rec);
   const json desired = ddpJobStatus(*rec, t.generation);
   if (statusWriteDue(t.written, t.writtenAt, desired, std::chrono::steady_clock::now())) writeStatus(name, t, desired);
   // The run policy (spec.kubernetes.runPolicy).
@@ -133,6 +142,28 @@ void DdpJobReconciler::reconcile(const std::string& name, Tracked& t) {
     Status st = client_.remove(jobPath(t, name));
     if (!st.isOk() && st.code() != StatusCode::kNotFound) DDP_LOG(Warning) << "kubernetes: ttl of " << name << ": " << st.message();
   }
+}
+
+void DdpJobReconciler::applyScale(const std::string& name, Tracked& t, const JobRecord& rec) {
+  if (!jobs_.scale || isTerminal(rec.phase)) return;
+  const std::optional<int> desired = desiredWorkerCount(t.object);
+  if (!desired) return;
+  if (t.appliedCount < 0) {  // the count the job was submitted (or last scaled) with
+    auto spec = parseJobSpec(rec.specYaml);
+    if (!spec.isOk()) return;
+    t.appliedCount = spec->workers.count;
+  }
+  if (*desired == t.appliedCount || *desired == t.refusedCount) return;
+  auto r = jobs_.scale(name, *desired);
+  if (r.isOk()) {
+    DDP_LOG(Info) << "kubernetes: DDPJob " << t.ns << "/" << name << " scaled to " << *desired << " worker(s)";
+    t.appliedCount = *desired;
+    return;
+  }
+  // The workers of the last scale-down are still stopping: asked again on the next tick.
+  if (r.status().code() == StatusCode::kFailedPrecondition) return;
+  t.refusedCount = *desired;
+  DDP_LOG(Warning) << "kubernetes: DDPJob " << t.ns << "/" << name << ": scale refused: " << r.status().message();
 }
 
 bool DdpJobReconciler::cleanPods(const std::string& name, const Tracked& t, const std::string& policy,
@@ -183,6 +214,8 @@ void DdpJobReconciler::reconcileAll() {
     it->second.cleaned = t.cleaned;
     it->second.written = t.written;
     it->second.writtenAt = t.writtenAt;
+    it->second.appliedCount = t.appliedCount;
+    it->second.refusedCount = t.refusedCount;
   }
 }
 

@@ -38,7 +38,13 @@ struct JobCalls {
   std::function<Result<JobRecord>(const std::string&)> get;
   std::function<Result<JobRecord>(const std::string&)> cancel;
   std::function<Status(const std::string&, Deadline)> remove;
+  // Sets the job's worker count (Note [Elastic membership]); unset: scaling is not applied.
+  std::function<Result<JobRecord>(const std::string&, int)> scale;
 };
+
+// spec.workers.count of a DDPJob object (what `kubectl scale ddpj NAME --replicas=N`, the scale
+// subresource, sets); nullopt when absent or not an integer.
+std::optional<int> desiredWorkerCount(const nlohmann::json& ddpJob);
 
 struct DdpJobReconcilerOptions {
   std::string watchNamespace;  // "" : every namespace
@@ -68,11 +74,15 @@ class DdpJobReconciler {
     int64_t refusedGeneration = -1;  // the generation whose refusal was written
     bool cleaned = false;            // cleanPodPolicy carried out after the job finished
     nlohmann::json written;          // the status last written (null: none)
+    int appliedCount = -1;           // the worker count the job has (-1: not looked at yet)
+    int refusedCount = -1;           // a count the job refused (not asked again)
     TimePoint writtenAt{};
   };
   void onEvent(const WatchEvent& e);
   void reconcile(const std::string& name, Tracked& t);
   void writeStatus(const std::string& name, Tracked& t, const nlohmann::json& status);
+  // Applies a changed spec.workers.count as a scale of the job (Note [Elastic membership]).
+  void applyScale(const std::string& name, Tracked& t, const JobRecord& rec);
   // Deletes the finished job's pods that its cleanPodPolicy names; true when done.
   // `sinceCompletionMs`: how long ago the job ended (pods still Running get kPodExitGraceMs to
   // exit on their own under policy Running). True once nothing is left to delete.

@@ -150,5 +150,48 @@ TEST(RendezvousTest, ConfigValidation) {
   EXPECT_FALSE(cfg(1, 1, -1).validate().isOk());
 }
 
+TEST(RendezvousTest, APlannedChangeClosesOnceEveryExpectedWorkerJoined) {
+  // Note [Elastic membership]: generation 1 of 3 ends to take in a late joiner; the round closes
+  // when the survivors and the joiner are back, below max and without waiting out the last call.
+  Rendezvous r(cfg(2, 5, 30));
+  for (const char* id : {"a", "b", "c"}) r.join(id, at(0));
+  r.tick(at(30));
+  ASSERT_EQ(r.active()->worldSize(), 3);
+  r.join("d", at(31));
+  r.endGeneration(at(32));
+  r.expect({"d", "a", "b", "c"}, at(32));
+  r.join("a", at(32.1));
+  r.join("c", at(32.2));
+  EXPECT_TRUE(r.open());
+  r.join("b", at(32.3));
+  ASSERT_FALSE(r.open());
+  EXPECT_EQ(r.active()->members, (std::vector<std::string>{"a", "b", "c", "d"}));
+}
+
+TEST(RendezvousTest, AnExpectedWorkerThatLeavesIsNoLongerWaitedForAndMissingOnesFallBackToTheLastCall) {
+  Rendezvous r(cfg(2, 5, 10));
+  r.expect({"a", "b", "c"}, at(0));
+  r.join("a", at(1));
+  r.join("b", at(2));
+  EXPECT_TRUE(r.open());
+  EXPECT_EQ(*r.nextDeadline(), at(12)) << "c is missing: the last call still applies";
+  r.leave("c", at(3));
+  ASSERT_FALSE(r.open()) << "every worker still expected joined";
+  EXPECT_EQ(r.active()->worldSize(), 2);
+  // Expectations end with the round: the next round waits for its last call again.
+  r.endGeneration(at(4));
+  r.join("a", at(5));
+  r.join("b", at(5));
+  EXPECT_TRUE(r.open());
+}
+
+TEST(RendezvousTest, ExpectingWorkersBelowMinDoesNotCloseTheRound) {
+  Rendezvous r(cfg(3, 5, 10));
+  r.expect({"a", "b"}, at(0));
+  r.join("a", at(1));
+  r.join("b", at(1));
+  EXPECT_TRUE(r.open());
+}
+
 }  // namespace
 }  // namespace ddp::controller

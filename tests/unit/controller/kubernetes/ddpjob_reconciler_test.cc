@@ -83,6 +83,7 @@ class KubernetesReconcilerTest : public testing::FakeApiTest {
     calls.get = [this](const std::string& n) { return jobs_->get(n); };
     calls.cancel = [this](const std::string& n) { return jobs_->cancel(n); };
     calls.remove = [this](const std::string& n, Deadline d) { return jobs_->remove(n, d); };
+    calls.scale = [this](const std::string& n, int w) { return jobs_->scale(n, w, "spec.workers.count"); };
     DdpJobReconcilerOptions ro;
     ro.watchNamespace = "ml";
     ro.tick = std::chrono::milliseconds(50);
@@ -165,4 +166,38 @@ TEST_F(KubernetesReconcilerTest, AFinishedDdpJobIsDeletedAfterItsTtl) {
 }
 
 }  // namespace
+// Note [Elastic membership]: `kubectl scale ddpj fm --replicas=3` is a merge patch of the scale
+// subresource (the CRD maps spec.replicas to .spec.workers.count); the reconciler applies the
+// changed count as a scale of the job, and a count outside [min, max] is refused.
+TEST_F(KubernetesReconcilerTest, TheScaleSubresourceScalesTheJob) {
+  json job = ddpJob("fm");
+  job["spec"]["workers"] = {{"count", 2}, {"min", 1}, {"max", 4}};
+  api_.put(kJobs, "ml", job);
+  ASSERT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; }));
+  auto count = [&] {
+    auto s = jobs_->spec("fm");
+    return s.isOk() ? s->workers.count : -1;
+  };
+  const std::string scale = "/apis/ddp.dev/v1/namespaces/ml/ddpjobs/fm/scale";
+  ASSERT_TRUE(client_->mergePatch(scale, {{"spec", {{"replicas", 3}}}}).isOk());
+  EXPECT_EQ((*api_.object(kJobs, "ml", "fm"))["spec"]["workers"]["count"], 3);
+  ASSERT_TRUE(waitUntil([&] { return count() == 3; })) << count();
+  EXPECT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 3; })) << "the new slot's pod";
+  auto got = client_->get(scale);
+  ASSERT_TRUE(got.isOk());
+  EXPECT_EQ((*got)["spec"]["replicas"], 3);
+  // Above spec.workers.max: refused, the job keeps its count.
+  ASSERT_TRUE(client_->mergePatch(scale, {{"spec", {{"replicas", 9}}}}).isOk());
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(count(), 3);
+  // Down to 1: the highest slots retire.
+  ASSERT_TRUE(client_->mergePatch(scale, {{"spec", {{"replicas", 1}}}}).isOk());
+  EXPECT_TRUE(waitUntil([&] { return count() == 1; })) << count();
+  bool scaled = false;
+  auto events = jobs_->events("fm");
+  ASSERT_TRUE(events.isOk());
+  for (const auto& e : *events) scaled = scaled || (e.reason == "Scaled" && e.message == "scaled to 1 worker(s) (from 3)");
+  EXPECT_TRUE(scaled);
+}
+
 }  // namespace ddp::controller::kube

@@ -181,6 +181,9 @@ struct FakeKubeApiServer::State {
 
   http::Response create(const Target& t, json body);
   http::Response update(const Target& t, json body, bool patch, const std::string& contentType);
+  // The scale subresource of a custom resource (the DDPJob CRD's: spec.replicas is
+  // .spec.workers.count, status.replicas .status.readyWorkers): GET, PUT or merge PATCH.
+  http::Response scale(const Target& t, const http::Request& req);
   void watch(const Target& t, const http::Request& req, std::shared_ptr<http::Responder> out);
   void handle(http::Request& req, std::shared_ptr<http::Responder> out);
 };
@@ -258,6 +261,45 @@ http::Response FakeKubeApiServer::State::update(const Target& t, json body, bool
   return jsonResponse(200, obj);
 }
 
+http::Response FakeKubeApiServer::State::scale(const Target& t, const http::Request& req) {
+  auto it = store[t.resource].find(t.ns + "/" + t.name);
+  if (it == store[t.resource].end()) {
+    return statusResponse(404, "NotFound", t.resource + " \"" + t.name + "\" not found");
+  }
+  auto scaleOf = [&](const json& o) {
+    const json& m = o["metadata"];
+    return json{{"kind", "Scale"},
+                {"apiVersion", "autoscaling/v1"},
+                {"metadata", {{"name", t.name}, {"namespace", t.ns}, {"uid", m.value("uid", "")},
+                              {"resourceVersion", m.value("resourceVersion", "")}}},
+                {"spec", {{"replicas", o.value("spec", json::object()).value("workers", json::object()).value("count", 1)}}},
+                {"status", {{"replicas", o.value("status", json::object()).value("readyWorkers", 0)}}}};
+  };
+  if (req.method == "GET") return jsonResponse(200, scaleOf(it->second));
+  if (req.method != "PUT" && req.method != "PATCH") return statusResponse(405, "MethodNotAllowed", req.method + " on scale");
+  std::string type = req.header("Content-Type");
+  if (size_t semi = type.find(';'); semi != std::string::npos) type.resize(semi);
+  if (req.method == "PATCH" && type != "application/merge-patch+json") {
+    return statusResponse(415, "UnsupportedMediaType", "the body of the request was in an unknown format - accepted media types include: application/merge-patch+json");
+  }
+  json body = json::parse(req.body, nullptr, false);
+  json scale = scaleOf(it->second);
+  if (!body.is_object()) return statusResponse(400, "BadRequest", "the body is not a JSON object");
+  if (req.method == "PATCH") scale.merge_patch(body); else scale = body;
+  const json replicas = scale.value("spec", json::object()).value("replicas", json());
+  if (!replicas.is_number_integer() || replicas.get<int64_t>() < 0) {
+    return statusResponse(422, "Invalid", "Scale.autoscaling \"" + t.name + "\" is invalid: spec.replicas: Invalid value");
+  }
+  json next = it->second;
+  next["spec"]["workers"]["count"] = replicas;
+  if (next != it->second) {
+    next["metadata"]["generation"] = it->second["metadata"].value("generation", 1) + 1;
+    it->second = stamp(std::move(next), t);
+    emit("MODIFIED", t.resource, it->second);
+  }
+  return jsonResponse(200, scaleOf(it->second));
+}
+
 void FakeKubeApiServer::State::watch(const Target& t, const http::Request& req, std::shared_ptr<http::Responder> out) {
   auto w = std::make_shared<Watcher>();
   w->resource = t.resource;
@@ -309,6 +351,7 @@ void FakeKubeApiServer::State::handle(http::Request& req, std::shared_ptr<http::
     if (!store["pods"].count(key)) return (void)out->reply(statusResponse(404, "NotFound", "pods \"" + t->name + "\" not found"));
     return (void)out->reply(http::Response::text(200, logs[key]));
   }
+  if (t->custom && t->sub == "scale" && !t->name.empty()) return (void)out->reply(scale(*t, req));
   if (req.method == "GET" && t->name.empty()) {
     const std::string w = req.queryValue("watch").value_or("");
     if ((w == "1" || w == "true") && watchesUnavailable) {

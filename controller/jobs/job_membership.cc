@@ -1,0 +1,205 @@
+// Elastic membership (Note [Elastic membership] in controller/jobs/membership.h): the JobManager's
+// methods that scale a job and end a generation to take late joiners in or leave retired
+// workers out. The decisions are membership.h's pure functions.
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+
+#include "common/log.h"
+#include "controller/jobs/job_live.h"
+#include "controller/jobs/job_manager.h"
+#include "controller/jobs/membership.h"
+
+namespace ddp::controller {
+namespace {
+
+std::string secondsText(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%g", s);
+  return buf;
+}
+
+}  // namespace
+
+Result<JobRecord> JobManager::scale(const std::string& name, int workers, const std::string& field) {
+  std::vector<std::string> signal;   // retired workers with a live process: SIGTERM
+  std::vector<std::string> restart;  // re-added slots whose worker a scale-down stopped
+  std::optional<JobLaunch> up;
+  JobRecord out;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Live* job = find(name);
+    if (job == nullptr) {
+      DDP_ASSIGN_OR_RETURN(auto rec, store_.get(name));
+      return failedPrecondition("job " + name + " already finished (" + jobPhaseName(rec.phase) + ")");
+    }
+    if (isTerminal(job->record.phase) || job->cancelRequested) {
+      return failedPrecondition("job " + name + " is " +
+                                (job->cancelRequested ? "cancelled" : jobPhaseName(job->record.phase)));
+    }
+    DDP_RETURN_IF_ERROR(validateScale(job->spec.workers, workers, launcher_.maxWorkersPerJob(), field));
+    for (const auto& id : job->retired) {
+      auto it = job->workers.find(id);
+      if (it != job->workers.end() && it->second.processAlive) {
+        return failedPrecondition("job " + name + " is still stopping " + id +
+                                  " (its last scale-down); scale again once it exited");
+      }
+    }
+    const int from = job->spec.workers.count;
+    if (workers == from) return job->record;
+    JobSpec next = job->spec;
+    next.workers.count = workers;
+    const std::string yaml = next.toYaml();
+    DDP_RETURN_IF_ERROR(store_.updateSpec(name, yaml));  // durable before the answer
+    job->spec = next;
+    job->record.specYaml = yaml;
+    // Assignments carry the spec: the next generation's members get the new count.
+    event(*job, kEventNormal, "Scaled",
+          "scaled to " + std::to_string(workers) + " worker(s) (from " + std::to_string(from) + ")");
+    const TimePoint now = clock_.now();
+    if (workers > from) {
+      for (int s = from; s < workers; ++s) {
+        const std::string id = workerIdFor(name, s);
+        if (job->retired.erase(id) > 0 && job->stoppedSlots.erase(id) > 0) restart.push_back(id);
+        job->workers.erase(id);
+        WorkerState ws;
+        ws.rec.id = id;
+        ws.rec.state = "Starting";
+        ws.lastSeen = now;  // like launch(): counted as a live process from now on
+        job->workers[id] = ws;
+      }
+      if (job->launched) up = jobLaunchOf(*job);
+    } else {
+      std::vector<std::pair<std::string, int>> slots;
+      for (const auto& [id, w] : job->workers) {
+        if (auto s = slotOfWorkerId(name, id)) slots.emplace_back(id, *s);
+      }
+      for (const auto& id : retiredBy(slots, workers)) {
+        job->retired.insert(id);
+        std::erase(job->toReplace, id);
+        WorkerState& w = job->workers[id];
+        const bool member = job->rdzv->active() && job->rdzv->active()->rankOf(id);
+        if (w.processAlive) {
+          w.rec.state = "Stopping";
+          // A member is not signalled: SIGTERM is a stop request its peers would agree on (every
+          // rank would stop). The generation ends without it and its next heartbeat gets 410, on
+          // which it exits; the ticker SIGKILLs it if it has not after stopGrace.
+          if (!member) signal.push_back(id);
+          job->retireKillAt = now + options_.stopGrace;
+        }
+        if (!member) job->rdzv->leave(id, now);
+        if (!w.processAlive) job->workers.erase(id);
+      }
+      evaluateMembership(*job);
+    }
+    job->dirty = true;
+    out = job->record;
+  }
+  if (up) {
+    if (Status st = launcher_.ensureWorkers(*up); !st.isOk()) {
+      DDP_LOG(Error) << "job " << name << ": could not start the workers of the scale: " << st.toString();
+    }
+  }
+  for (const auto& id : restart) (void)launcher_.replaceWorker(name, id);
+  // A retired worker that is no member takes SIGTERM as its stop (Note [Elastic membership]).
+  for (const auto& id : signal) (void)launcher_.killWorker(name, id, SIGTERM);
+  return out;
+}
+
+bool JobManager::evaluateMembership(Live& job) {
+  MembershipFacts f;
+  const auto& active = job.rdzv->active();
+  f.running = active && job.record.phase == JobPhase::kRunning && !job.cancelRequested;
+  if (!f.running) return false;
+  f.members = active->members;
+  f.lateJoiners = job.rdzv->lateJoiners();
+  f.firstLateJoinAt = job.firstLateJoinAt;
+  f.target = job.spec.workers.count;
+  f.maxWorkers = job.spec.workers.max;
+  f.retiring.assign(job.retired.begin(), job.retired.end());
+  f.gather = seconds(job.spec.timeouts.lastCallSeconds);
+  f.now = clock_.now();
+  MembershipDecision d = decideMembership(f);
+  if (!d.endGeneration) return false;
+  changeMembership(job, d.reason, d.message);
+  return true;
+}
+
+void JobManager::changeMembership(Live& job, const std::string& reason, const std::string& message) {
+  const RendezvousRound round = *job.rdzv->active();
+  const TimePoint now = clock_.now();
+  const int64_t ms = wallMs();
+  DDP_LOG(Info) << "job " << job.record.name << ": " << reason << ": " << message;
+  // A planned change, not a failure: restarts stay as they are (TorchElastic's membership
+  // change). The members rejoin as survivors do after a verdict (Note [Recovery]).
+  event(job, kEventNormal, reason, message);
+  job.record.phase = JobPhase::kRestarting;
+  metrics_.jobPhase(job.record.name, JobPhase::kRestarting);
+  job.record.setCondition(kConditionRunning, false, reason, message, ms);
+  job.record.setCondition(kConditionRestarting, true, reason, "membership change (not a failure): " + message, ms);
+  job.abortedGeneration = round.generation;
+  job.survivors.clear();
+  for (const auto& id : round.members) {
+    if (!job.retired.count(id)) job.survivors.insert(id);
+  }
+  for (auto& [g, space] : job.spaces) space->clear("generation " + std::to_string(g) + " ended: " + reason);
+  job.spaces.clear();
+  job.rdzv->endGeneration(now);
+  {
+    std::vector<LedgerChange> changes;
+    ledger(job).endGeneration(round.generation, "membership change", now, &changes);
+    noteLedgerChanges(job, changes);
+  }
+  // The survivors and the joiners are expected: the round closes once they are all back.
+  std::vector<std::string> expected = job.rdzv->waiting();
+  for (const auto& id : job.survivors) {
+    WorkerState& w = job.workers[id];
+    w.rec.state = "Rejoining";
+    if (w.leftOnItsOwn) job.rdzv->join(id, now);
+    w.leftOnItsOwn = false;
+    if (w.processAlive) expected.push_back(id);
+  }
+  job.rdzv->expect(std::move(expected), now);
+  job.firstLateJoinAt.reset();
+  job.membershipNote = message;
+  job.dirty = true;
+  if (job.rdzv->active()) wakeAssignments(job);
+}
+
+void JobManager::noteMembership(Live& job) {
+  const RendezvousRound& active = *job.rdzv->active();
+  std::vector<std::string> parts;
+  for (const auto& id : job.lastMembers) {
+    if (active.rankOf(id)) continue;
+    parts.push_back(job.retired.count(id) ? id + " retired by the scale to " + std::to_string(job.spec.workers.count)
+                                          : id + " lost, no replacement within lastCall " +
+                                                secondsText(job.spec.timeouts.lastCallSeconds) + " s");
+  }
+  for (const auto& id : active.members) {
+    if (std::find(job.lastMembers.begin(), job.lastMembers.end(), id) == job.lastMembers.end()) {
+      parts.push_back(id + " joined");
+    }
+  }
+  if (!job.lastMembers.empty() && !parts.empty()) {
+    std::string msg = "generation " + std::to_string(active.generation) + ": " + std::to_string(active.worldSize()) +
+                      " worker(s) (";
+    for (size_t i = 0; i < parts.size(); ++i) msg += (i ? "; " : "") + parts[i];
+    event(job, kEventNormal, "MembershipChanged", msg + ")");
+  }
+  job.lastMembers = active.members;
+  job.membershipNote.clear();
+  job.firstLateJoinAt.reset();
+}
+
+bool JobManager::handleRetiredExit(Live& job, const WorkerExit& exit) {
+  if (!job.retired.count(exit.workerId)) return false;
+  job.stoppedSlots.insert(exit.workerId);
+  job.workers.erase(exit.workerId);
+  job.rdzv->leave(exit.workerId, clock_.now());
+  event(job, kEventNormal, "WorkerExited", exit.describe() + " (retired by a scale-down)");
+  job.dirty = true;
+  evaluate(job);
+  return true;
+}
+
+}  // namespace ddp::controller
