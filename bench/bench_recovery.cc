@@ -16,8 +16,9 @@
 //  - detect_s: from the signal to the controller's verdict event (Unresponsive / Exited);
 //  - resume_s: from the verdict to every rank of the new generation having finished a step (the
 //    controller's Recovered event; each worker sends its heartbeat at once after its first step);
-//  - lost_steps: the steps redone, as the controller's Restarting event gives them (the highest
-//    step a member had reported minus the last committed checkpoint's step);
+//  - lost_steps: the steps redone, as the controller's Recovered event gives them (the highest
+//    step a member had reported minus the step the new generation resumed at: a survivor's own
+//    state, Note [Healing from live peers], or the last committed checkpoint);
 //  - restarted_healthy: worker processes other than the faulted one whose PID changed;
 //  - baseline_test_accuracy: a run of the same job without a fault (one per worker count).
 // Targets (issue): hang detect <= 5 s and resume <= 2 s; kill detect <= 1 s and resume <= 2 s;
@@ -162,7 +163,7 @@ class Bench {
         std::smatch m;
         static const std::regex redone("steps redone: ([0-9]+)");
         static const std::regex again("stepping again ([0-9.]+) s after the verdict");
-        if (e.reason == "Restarting" && std::regex_search(e.message, m, redone)) out.lost = std::stoll(m[1]);
+        if (e.reason == "Recovered" && std::regex_search(e.message, m, redone)) out.lost = std::stoll(m[1]);
         if (e.reason == "Recovered" && out.resume == 0 && std::regex_search(e.message, m, again)) out.resume = std::stod(m[1]);
       }
       out.detect = verdictAt - faultAt;

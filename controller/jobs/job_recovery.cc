@@ -140,11 +140,16 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
   int64_t reached = 0;
   for (const auto& id : round.members) reached = std::max(reached, job.workers[id].rec.step);
   const int64_t from = std::max<int64_t>(0, job.lastCheckpointStep);
+  job.stepAtVerdict = reached;
+  // The workers decide where they resume (Note [Healing from live peers] in
+  // worker/runtime/peer_state.h): from a survivor's own state when one holds it whole, else from
+  // the last committed checkpoint. The Recovered event says which step it was.
   event(job, kEventWarning, "Restarting",
         "restart " + std::to_string(restart) + " of " + std::to_string(job.spec.maxRestarts) + " after " + reason +
-            ": generation " + std::to_string(round.generation) + " ended; " + who + "; " +
-            std::to_string(job.survivors.size()) + " survivor(s) rejoin without restarting; resuming from step " +
-            std::to_string(from) + " (last committed checkpoint; steps redone: " + std::to_string(std::max<int64_t>(0, reached - from)) + ")");
+            ": generation " + std::to_string(round.generation) + " ended at step " + std::to_string(reached) + "; " +
+            who + "; " + std::to_string(job.survivors.size()) +
+            " survivor(s) rejoin without restarting; resuming from a survivor's state, or else from step " +
+            std::to_string(from) + " (last committed checkpoint)");
   if (job.rdzv->active()) wakeAssignments(job);
 }
 
@@ -154,6 +159,8 @@ void JobManager::noteRecovered(Live& job, const std::string& workerId, const Hea
   job.steppedSinceVerdict.insert(workerId);
   const auto& active = job.rdzv->active();
   if (!active || static_cast<int>(job.steppedSinceVerdict.size()) < active->worldSize()) return;
+  // Steps this generation has run so far on the last rank to step: it started from hb.step - steps.
+  const int64_t resumedAt = std::max<int64_t>(0, hb.step - static_cast<int64_t>(steps->second));
   job.recovering = false;
   const double secs = std::chrono::duration<double>(clock_.now() - job.verdictAt).count();
   char buf[32];
@@ -161,7 +168,9 @@ void JobManager::noteRecovered(Live& job, const std::string& workerId, const Hea
   metrics_.recovered(job.record.name, secs);
   event(job, kEventNormal, "Recovered",
         "generation " + std::to_string(active->generation) + ": every rank is stepping again " + buf +
-            " s after the verdict (restart " + std::to_string(job.record.restarts) + ")");
+            " s after the verdict (restart " + std::to_string(job.record.restarts) + "); resumed at step " +
+            std::to_string(resumedAt) + " (steps redone: " +
+            std::to_string(std::max<int64_t>(0, job.stepAtVerdict - resumedAt)) + ")");
 }
 
 Result<int64_t> JobManager::requestCheckpoint(const std::string& name) {

@@ -200,6 +200,11 @@ class FaultHarness {
     }
     return -1;
   }
+  // The log of a worker the controller's local launcher started (its output: progress lines).
+  std::string launchedWorkerLog(const std::string& job, const std::string& workerId) {
+    std::ifstream in(dir_ + "/state/jobs/" + job + "/logs/" + workerId + ".log");
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
   std::string workerLog(const std::string& workerId) {
     std::ifstream in(dir_ + "/" + workerId + ".log");
     return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -3,7 +3,8 @@
 // ddp-worker processes over loopback; the tests SIGKILL or SIGSTOP one of them by PID, or make one
 // stall inside training (DDP_TEST_STALL), and check the controller's verdict, that the survivors
 // recover without their processes restarting, and that training ends as an uninterrupted run
-// resumed from the same checkpoint does (bitwise, CPU). Short synthetic jobs keep CI fast; the
+// resumed from the same checkpoint does (bitwise, CPU): from the survivor's own state when it
+// holds the whole state (Note [Healing from live peers]), else from the checkpoint. Short synthetic jobs keep CI fast; the
 // timeouts are the fault-test ones (heartbeat 1 s x 3 misses, hang 5 s).
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -72,6 +73,10 @@ TEST(RecoveryFaultTest, SigkilledWorkerIsReplacedAndTheRunEndsBitwiseAsAnUninter
   EXPECT_NE(h.event("killed", "Recovered"), nullptr) << h.describeEvents("killed");
   EXPECT_EQ(h.pidOfRank("killed", 0), survivor);
   EXPECT_EQ(h.record("killed").restarts, 1);
+  // Note [Healing from live peers]: the new generation started from the survivor's state, not
+  // the checkpoint, so at most the interrupted step was redone.
+  const std::string survivorLog = h.launchedWorkerLog("killed", "killed-w0");
+  EXPECT_NE(survivorLog.find("resumed from the state of rank 0"), std::string::npos) << survivorLog;
 
   int64_t cleanStep = 0, killedStep = 0;
   const std::string clean = finalModel(h.dir() + "/ckpt-clean", &cleanStep);
@@ -96,6 +101,10 @@ TEST(RecoveryFaultTest, PowerSgdStateSurvivesRecoveryBitwise) {
   h.signal(h.pidOfRank("psgd-killed", 0), SIGKILL);
   ASSERT_TRUE(h.waitPhase("psgd-killed", "Succeeded", kJobSeconds)) << h.describeEvents("psgd-killed");
   EXPECT_EQ(h.record("psgd-killed").restarts, 1);
+  // PowerSGD's error feedback of the lost rank lives only in the checkpoint: no healing.
+  const std::string log = h.launchedWorkerLog("psgd-killed", "psgd-killed-w1");
+  EXPECT_EQ(log.find("resumed from the state of rank"), std::string::npos) << log;
+  EXPECT_NE(log.find("resumed from /"), std::string::npos) << log;
   int64_t a = 0, b = 0;
   const std::string clean = finalModel(h.dir() + "/ckpt-clean", &a);
   const std::string killed = finalModel(h.dir() + "/ckpt-killed", &b);

@@ -61,6 +61,8 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
     c.unevenCounts = s.data.uneven.counts;
   }
   c.batchSize = s.data.batchSize;
+  c.nominalWorldSize = s.workers.count;
+  c.keepGlobalBatch = s.elastic.keepGlobalBatch;
   c.epochs = static_cast<int>(s.epochs);
   c.maxSteps = s.steps;
   c.gradAccumulation = s.gradientAccumulationSteps;

@@ -10,6 +10,7 @@
 #include "worker/data/batch_iterator.h"
 #include "worker/data/distributed_sampler.h"
 #include "worker/ddp/ddp_joinable.h"
+#include "worker/ddp/powersgd_state.h"
 #include "worker/ddp/powersgd_hook_base.h"
 #include "worker/ddp/reducer.h"
 #include "worker/join/join.h"
@@ -62,7 +63,10 @@ struct TrainerState {
   int32_t epoch = 0;  // 0-based epoch in progress (== epochs when finished)
   uint64_t seed = 0;
   int32_t worldSize = 1;
-  int32_t batchSize = 0;
+  int32_t batchSize = 0;   // spec.data.batchSize (per worker at the nominal world size)
+  // Where the LR schedule is (Note [Elastic batch]): optimizer steps at the nominal global batch.
+  // == step unless the world size changed with keepGlobalBatch false. Version 2.
+  double scheduleStep = 0;
 
   std::string encode() const {
     BinaryWriter w;
@@ -71,11 +75,12 @@ struct TrainerState {
     w.put(seed);
     w.put(worldSize);
     w.put(batchSize);
-    return writeFramed(kTrainerStateMagic, 1, w.data());
+    w.put(scheduleStep);
+    return writeFramed(kTrainerStateMagic, 2, w.data());
   }
   static Result<TrainerState> decode(std::string_view frame) {
     uint32_t version = 0;
-    DDP_ASSIGN_OR_RETURN(std::string payload, readFramed(frame, kTrainerStateMagic, 1, &version, "trainer state"));
+    DDP_ASSIGN_OR_RETURN(std::string payload, readFramed(frame, kTrainerStateMagic, 2, &version, "trainer state"));
     BinaryReader r(payload, "trainer state");
     TrainerState s;
     DDP_RETURN_IF_ERROR(r.get(&s.step));
@@ -83,6 +88,8 @@ struct TrainerState {
     DDP_RETURN_IF_ERROR(r.get(&s.seed));
     DDP_RETURN_IF_ERROR(r.get(&s.worldSize));
     DDP_RETURN_IF_ERROR(r.get(&s.batchSize));
+    s.scheduleStep = static_cast<double>(s.step);
+    if (version >= 2) DDP_RETURN_IF_ERROR(r.get(&s.scheduleStep));
     return s;
   }
 };
@@ -104,6 +111,14 @@ struct Trainer::Impl {
   TrainerState state;
   int64_t stepsPerEpoch = 0;
   int64_t totalSteps = 0;
+  // Note [Elastic batch]: this generation's batch split.
+  std::vector<int64_t> shares;  // per-rank samples per micro-batch when unequal; empty: localBatch each
+  int localBatch = 0;           // this rank's samples per micro-batch
+  double lrScale = 1.0;         // keepGlobalBatch false: world size / nominal world size
+  double scheduleIncrement = 1.0;  // this generation's global batch / the nominal global batch
+  // The sampler at the last completed step (Note [Healing from live peers]): a step that fails
+  // part-way has read some of its batches.
+  data::SamplerState boundarySampler;
   int32_t flagBuf[2] = {0, 0};  // [stop, checkpoint now]: the flag allreduce's buffer (alive until its Work completes)
   int64_t lastCheckpointStep = -1;  // the step of the last checkpoint written or resumed
   TrainingProgress progress;          // what io.onProgress sees (Note [Trainer progress observer])
@@ -117,7 +132,15 @@ struct Trainer::Impl {
   bool printing() const { return io.progress != nullptr; }
 
   Status setup();
+  void planBatch();
+  // Steps left from the sampler's position to the end of the run (stepsPerEpoch per later epoch).
+  int64_t stepsToEnd() const;
   Status resume(TrainResult* result);
+  // Note [Healing from live peers]: true when the state came from a peer.
+  Result<bool> healFromPeers(TrainResult* result);
+  // Loads a checkpoint (or a peer's state in its form) at this world size.
+  Status applyLoaded(const LoadedCheckpoint& loaded, TrainResult* result);
+  std::optional<PeerState> peerState();
   Result<std::string> checkpoint();
   Result<CheckpointSnapshot> snapshot();
   // Note [Asynchronous checkpoints]: what the writer finished, printed and published here.
@@ -183,6 +206,68 @@ void Trainer::Impl::observeCheckpoint(const CheckpointShard& shard, const std::s
   publishProgress();
 }
 
+// Note [Elastic batch]
+// spec.data.batchSize is per worker at the nominal world size (spec.workers.count), so the
+// global batch is B = batchSize x count. A generation with another world size W (an elastic
+// job that shrank or grew) follows spec.elastic.keepGlobalBatch:
+//  - true (default): B stays, split over the W ranks: B / W each and one more for the first
+//    B mod W ranks (the rounding rule; with B < W every rank takes 1 and B grows to W, said
+//    once). Unequal shares read the data in blocks of B (Note [Elastic sampler]), and each
+//    rank's loss gradient is weighted by W x (its samples) / (the block's samples), so the
+//    allreduce average is the mean over the block's samples, exactly as at the nominal size.
+//    The LR schedule is unchanged: one step is one step of B samples.
+//  - false: the per-worker batch stays (the global batch becomes batchSize x W) and the
+//    learning rate scales linearly, by W / count; the schedule advances W / count of a step per
+//    step (TrainerState::scheduleStep), so warmup and step decay follow the samples seen.
+// Steps per epoch follow the split; a run resumed at another world size recounts the steps
+// left (stepsToEnd).
+void Trainer::Impl::planBatch() {
+  const int world = backend.size();
+  const int nominal = config.nominalWorldSize > 0 ? config.nominalWorldSize : world;
+  localBatch = config.batchSize;
+  shares.clear();
+  lrScale = 1.0;
+  scheduleIncrement = 1.0;
+  if (world == nominal || config.samplerMode == data::SamplerMode::kUneven) return;
+  if (!config.keepGlobalBatch) {
+    lrScale = static_cast<double>(world) / nominal;
+    scheduleIncrement = lrScale;
+    if (isRank0()) {
+      DDP_LOG(Info) << "world size " << world << " (nominal " << nominal << "): " << config.batchSize
+                    << " samples per worker, global batch " << int64_t{config.batchSize} * world
+                    << ", learning rate x " << lrScale << " (spec.elastic.keepGlobalBatch false)";
+    }
+    return;
+  }
+  const int64_t global = int64_t{config.batchSize} * nominal;
+  if (global < world) {
+    localBatch = 1;
+    scheduleIncrement = static_cast<double>(world) / static_cast<double>(global);
+    if (isRank0()) {
+      DDP_LOG(Warning) << "world size " << world << " exceeds the global batch " << global
+                       << ": every worker takes 1 sample, global batch " << world;
+    }
+    return;
+  }
+  for (int r = 0; r < world; ++r) shares.push_back(global / world + (r < global % world ? 1 : 0));
+  localBatch = static_cast<int>(shares[static_cast<size_t>(backend.rank())]);
+  if (global % world == 0) shares.clear();  // equal: the strided layout
+  if (isRank0()) {
+    DDP_LOG(Info) << "world size " << world << " (nominal " << nominal << "): global batch " << global << " kept, "
+                  << global / world << (global % world != 0 ? " or " + std::to_string(global / world + 1) : "")
+                  << " samples per worker";
+  }
+}
+
+int64_t Trainer::Impl::stepsToEnd() const {
+  const int64_t micro = config.gradAccumulation;
+  const int64_t batchesLeft = (sampler->remaining() + localBatch - 1) / localBatch;
+  const int64_t laterEpochs = std::max<int64_t>(0, config.epochs - state.epoch - 1);
+  int64_t steps = state.step + (batchesLeft + micro - 1) / micro + stepsPerEpoch * laterEpochs;
+  if (config.maxSteps > 0) steps = std::min(steps, config.maxSteps);
+  return steps;
+}
+
 // Gradients are identical on every rank after the reduction, so the global norm is local.
 Result<float> Trainer::Impl::clipScale() {
   DDP_ASSIGN_OR_RETURN(double norm, optim::globalGradNorm(model->parameters()));
@@ -216,7 +301,8 @@ Status Trainer::Impl::setup() {
     data = std::make_shared<const TrainingData>(std::move(loaded));
   }
   DDP_ASSIGN_OR_RETURN(model, buildModel(config));
-  model->reserve(std::max(config.batchSize, config.evalBatchSize));
+  planBatch();
+  model->reserve(std::max(localBatch, config.evalBatchSize));
   if (!model->device().isCpu()) {
     // The initial values were uploaded on the model's stream; the reducer's broadcast of rank 0's
     // parameters (NCCL) follows the default stream only (Note [CUDA gradient readiness]).
@@ -251,9 +337,10 @@ Status Trainer::Impl::setup() {
   sc.seed = config.seed;
   sc.mode = config.samplerMode;
   sc.unevenCounts = config.unevenCounts;
+  sc.shares = shares;
   DDP_ASSIGN_OR_RETURN(auto s, data::DistributedSampler::create(sc));
   sampler.emplace(std::move(s));
-  const int64_t batches = (sampler->numSamples() + config.batchSize - 1) / config.batchSize;
+  const int64_t batches = (sampler->numSamples() + localBatch - 1) / localBatch;
   stepsPerEpoch = (batches + config.gradAccumulation - 1) / config.gradAccumulation;
   if (stepsPerEpoch <= 0) return invalidArgument("spec.data: no training samples for rank " + std::to_string(backend.rank()));
   if (config.epochs == 0) {
@@ -262,7 +349,9 @@ Status Trainer::Impl::setup() {
   totalSteps = stepsPerEpoch * config.epochs;
   if (config.maxSteps > 0) totalSteps = std::min(totalSteps, config.maxSteps);
   config.lr.baseLr = config.optimizer.lr;
-  config.lr.totalSteps = totalSteps;
+  // The schedule runs in steps of the nominal global batch (Note [Elastic batch]): its length is
+  // the run's at the nominal world size.
+  config.lr.totalSteps = static_cast<int64_t>(std::ceil(static_cast<double>(totalSteps) * scheduleIncrement - 1e-9));
   DDP_RETURN_IF_ERROR(config.lr.validate().withContext("optimizer.schedule"));
 
   state.seed = config.seed;
@@ -271,7 +360,86 @@ Status Trainer::Impl::setup() {
   return Status::ok();
 }
 
+Result<bool> Trainer::Impl::healFromPeers(TrainResult* result) {
+  // A committed checkpoint newer than every peer's state (the peers sat out generations that
+  // went on without them) wins: rank 0 says which step that is.
+  int64_t committed = -1;
+  if (checkpoints && config.resume && isRank0()) {
+    auto steps = checkpoints->store().ownCommittedSteps(checkpoints->job());
+    if (steps.isOk() && !steps->empty()) committed = steps->back();
+  }
+  const PeerState* mine = io.peerState;
+  int64_t newest[2] = {mine != nullptr ? mine->step : -1, committed};
+  auto w = backend.allreduce(comm::viewOf(newest, 2), comm::ReduceOp::kMax);
+  DDP_RETURN_IF_ERROR(w->wait(opDeadline()).withContext("peer state: newest step"));
+  if (newest[0] < 0 || newest[1] > newest[0]) {
+    if (newest[0] >= 0 && isRank0()) {
+      DDP_LOG(Info) << "healing: checkpoint step " << newest[1] << " is newer than every peer's state (step "
+                    << newest[0] << "): loading the checkpoint";
+    }
+    return false;
+  }
+  int source = -1;
+  DDP_ASSIGN_OR_RETURN(std::optional<PeerState> peer, exchangePeerState(backend, mine, opDeadline(), &source));
+  if (!peer) return false;
+  LoadedCheckpoint loaded;
+  loaded.path = "the state of rank " + std::to_string(source) + " (step " + std::to_string(peer->step) +
+                ", generation " + std::to_string(peer->generation) + ")";
+  loaded.shard.step = peer->step;
+  loaded.shard.rank = source;
+  loaded.shard.worldSize = peer->worldSize;
+  loaded.savedWorldSize = peer->worldSize;
+  loaded.shard.sections = std::move(peer->sections);
+  auto section = [&](const char* name) {
+    auto it = loaded.shard.sections.find(name);
+    return it == loaded.shard.sections.end() ? std::string() : it->second;
+  };
+  loaded.optimizerShards = {section("optimizer")};  // replicated: one serves every rank
+  if (auto hook = loaded.shard.sections.find("comm_hook"); hook != loaded.shard.sections.end()) {
+    // PowerSGD without error feedback: iteration, RNG and Q memories, the same on every rank
+    // (with error feedback there is no peer state: peerState()), loaded as this rank's own.
+    auto ps = PowerSgdState::deserialize(hook->second);
+    if (ps.isOk()) {
+      ps->worldSize = backend.size();
+      ps->rank = backend.rank();
+      hook->second = ps->serialize();
+    }
+    loaded.commHookStates.assign(static_cast<size_t>(backend.size()), hook->second);
+  }
+  result->healed = true;
+  DDP_RETURN_IF_ERROR(applyLoaded(loaded, result).withContext("healing from " + loaded.path));
+  lastCheckpointStep = -1;  // nothing was read from the checkpoint directory
+  return true;
+}
+
+std::optional<PeerState> Trainer::Impl::peerState() {
+  // Sharded optimizer state and PowerSGD's error feedback lived partly on other ranks (the lost
+  // one's only in the checkpoint); Join ranks are at different steps: the checkpoint is their
+  // fallback.
+  const bool powerSgd = config.hook == CommHookType::kPowerSgd || config.hook == CommHookType::kBatchedPowerSgd;
+  if (config.sharding != ZeroMode::kNone || config.join || (powerSgd && config.powerSgd.useErrorFeedback)) {
+    return std::nullopt;
+  }
+  if (reducer) reducer->stopCommThread();  // the hook's state is quiet from here on
+  auto snap = snapshot();
+  if (!snap.isOk()) {
+    DDP_LOG(Warning) << "no state for the next generation: " << snap.status();
+    return std::nullopt;
+  }
+  CheckpointShard& shard = snap->materialize();
+  shard.sections["sampler"] = boundarySampler.serialize();
+  PeerState p;
+  p.step = state.step;
+  p.worldSize = backend.size();
+  p.sections = std::move(shard.sections);
+  return p;
+}
+
 Status Trainer::Impl::resume(TrainResult* result) {
+  if (io.exchangePeerState) {
+    DDP_ASSIGN_OR_RETURN(bool healed, healFromPeers(result));
+    if (healed) return Status::ok();
+  }
   if (!checkpoints || !config.resume) return Status::ok();
   DDP_ASSIGN_OR_RETURN(LatestLoad latest, checkpoints->loadLatest(opDeadline()));
   // latest.startOverWarning (rank 0: checkpoints existed, none usable) is already logged at
@@ -281,7 +449,10 @@ Status Trainer::Impl::resume(TrainResult* result) {
     publishProgress();
   }
   if (!latest.checkpoint) return Status::ok();
-  const LoadedCheckpoint& loaded = *latest.checkpoint;
+  return applyLoaded(*latest.checkpoint, result);
+}
+
+Status Trainer::Impl::applyLoaded(const LoadedCheckpoint& loaded, TrainResult* result) {
   const CheckpointShard& shard = loaded.shard;
   DDP_ASSIGN_OR_RETURN(std::string_view ts, shard.section("trainer"));
   DDP_ASSIGN_OR_RETURN(TrainerState saved, TrainerState::decode(ts));
@@ -302,13 +473,24 @@ Status Trainer::Impl::resume(TrainResult* result) {
   }
   DDP_ASSIGN_OR_RETURN(std::string_view ss, shard.section("sampler"));
   DDP_ASSIGN_OR_RETURN(data::SamplerState samplerState, data::SamplerState::deserialize(std::string(ss)));
-  DDP_RETURN_IF_ERROR(sampler->restore(samplerState).withContext(loaded.path));
+  if (sampler->epoch() != static_cast<uint64_t>(saved.epoch)) sampler->setEpoch(static_cast<uint64_t>(saved.epoch));
+  DDP_RETURN_IF_ERROR(sampler->restore(samplerState, saved.worldSize).withContext(loaded.path));
   state.step = saved.step;
   state.epoch = saved.epoch;
+  state.scheduleStep = saved.scheduleStep;
+  if (saved.worldSize != backend.size()) {
+    // Note [Elastic batch]: the rest of the epoch is split over this world size.
+    totalSteps = stepsToEnd();
+    if (isRank0()) {
+      DDP_LOG(Info) << "resuming step " << saved.step << " written by " << saved.worldSize << " workers at world size "
+                    << backend.size() << ": " << sampler->remaining() << " samples of epoch " << saved.epoch + 1
+                    << " left for rank 0, " << totalSteps << " steps in all";
+    }
+  }
   lastCheckpointStep = saved.step;
   result->resumed = true;
   result->startStep = saved.step;
-  observeCheckpoint(shard, loaded.path);
+  if (!result->healed) observeCheckpoint(shard, loaded.path);
   DDP_LOG(Info) << "resumed from " << loaded.path << " at step " << saved.step << ", epoch " << saved.epoch + 1;
   if (printing()) reporter.resume(saved.step, saved.epoch + 1, loaded.path);
   return Status::ok();
@@ -398,6 +580,7 @@ Result<model::BatchStats> Trainer::Impl::evaluate() {
 Result<TrainResult> Trainer::Impl::run() {
   TrainResult result;
   DDP_RETURN_IF_ERROR(resume(&result));
+  boundarySampler = sampler->state();
   compressionBase = compressionStats();
   const auto runStart = SteadyClock::now();
   if (printing()) {
@@ -428,7 +611,7 @@ Result<TrainResult> Trainer::Impl::run() {
   while (!finished && state.epoch < config.epochs) {
     // A fresh epoch starts at position 0; a resumed one continues where the sampler was.
     if (sampler->epoch() != static_cast<uint64_t>(state.epoch)) sampler->setEpoch(static_cast<uint64_t>(state.epoch));
-    data::BatchIterator it(data->train, *sampler, config.batchSize);
+    data::BatchIterator it(data->train, *sampler, localBatch);
     std::unique_ptr<join::Join> joinScope;
     if (ddpJoin) {
       join::JoinOptions jo;
@@ -453,14 +636,17 @@ Result<TrainResult> Trainer::Impl::run() {
         flagBuf[1] = io.checkpointNow != nullptr && io.checkpointNow->load() ? 1 : 0;
         stopWork = backend.allreduce(comm::viewOf(flagBuf, 2), comm::ReduceOp::kMax);
       }
-      const int64_t remainingBatches = (sampler->remaining() + config.batchSize - 1) / config.batchSize;
+      const int64_t remainingBatches = (sampler->remaining() + localBatch - 1) / localBatch;
       const int micro = static_cast<int>(std::min<int64_t>(config.gradAccumulation, remainingBatches));
-      const float scale = 1.0f / static_cast<float>(micro);
       model::BatchStats stepStats;
       for (int m = 0; m < micro; ++m) {
         auto t0 = SteadyClock::now();
         if (!it.next(&batch)) return internalError("sampler ran out of data mid-step");
         result.timings.data += secondsSince(t0);
+        float scale = 1.0f / static_cast<float>(micro);
+        if (!shares.empty()) {  // Note [Elastic batch]: this rank's part of the block's mean
+          scale *= static_cast<float>(world * batch.size) / static_cast<float>(sampler->blockTotal());
+        }
         if (ddpJoin) {
           DDP_RETURN_IF_ERROR(ddpJoin->beginIteration(opDeadline()).withContext("step " + std::to_string(state.step)));
         } else if (reducer) {
@@ -484,7 +670,7 @@ Result<TrainResult> Trainer::Impl::run() {
         stepStats += s;
       }
       auto t0 = SteadyClock::now();
-      optimizer->setLr(config.lr.lrAt(state.step));
+      optimizer->setLr(config.lr.lrAt(static_cast<int64_t>(state.scheduleStep + 1e-9)) * lrScale);
       if (onDevice) DDP_RETURN_IF_ERROR(model->ops().synchronize().withContext("step " + std::to_string(state.step)));
       float gradScale = 1.f;
       if (config.maxGradNorm > 0) {
@@ -494,6 +680,8 @@ Result<TrainResult> Trainer::Impl::run() {
       model->zeroGrad();
       result.timings.optimizer += secondsSince(t0);
       ++state.step;
+      state.scheduleStep += scheduleIncrement;
+      boundarySampler = sampler->state();
       ++result.timings.steps;
       result.stepLosses.push_back(stepStats.meanLoss());
       samplesHere += stepStats.count;
@@ -514,7 +702,7 @@ Result<TrainResult> Trainer::Impl::run() {
         r.epochs = config.epochs;
         r.loss = logCount > 0 ? logLoss / logCount : 0;
         r.accuracy = logCount > 0 ? logCorrect / logCount : 0;
-        r.lr = config.lr.lrAt(state.step - 1);
+        r.lr = config.lr.lrAt(static_cast<int64_t>(state.scheduleStep - scheduleIncrement + 1e-9)) * lrScale;
         r.samplesPerSecond = secs > 0 ? static_cast<double>(logSamples) * world / secs : 0;
         r.etaSeconds = secs > 0 ? secs / static_cast<double>(logSteps) * static_cast<double>(totalSteps - state.step) : 0;
         reporter.step(r);
@@ -572,6 +760,7 @@ Result<TrainResult> Trainer::Impl::run() {
       ++state.epoch;
       result.epochsCompleted = state.epoch;
       if (state.epoch < config.epochs) sampler->setEpoch(static_cast<uint64_t>(state.epoch));
+      boundarySampler = sampler->state();
       if (checkpoints && config.checkpointEachEpoch) DDP_RETURN_IF_ERROR(checkpoint().status());
       if (!perStepStopFlag) {
         // Join: the stop request is agreed on at epoch boundaries only.
@@ -623,6 +812,7 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainerConfig& config, co
 }
 
 Result<TrainResult> Trainer::run() { return impl_->run(); }
+std::optional<PeerState> Trainer::peerState() { return impl_->peerState(); }
 model::Sequential& Trainer::model() { return *impl_->model; }
 std::shared_ptr<const TrainingData> Trainer::data() const { return impl_->data; }
 

@@ -34,6 +34,7 @@
 #include "common/status.h"
 #include "worker/comm/backend.h"
 #include "worker/model/sequential.h"
+#include "worker/runtime/peer_state.h"
 #include "worker/runtime/trainer_config.h"
 #include "worker/runtime/training_setup.h"
 #include "worker/runtime/worker_config.h"
@@ -108,6 +109,12 @@ struct TrainerIo {
   int64_t checkpointFailStep = -1;
   int64_t checkpointDelayStep = -1;
   double checkpointDelaySeconds = 0;
+  // Note [Healing from live peers] (peer_state.h): when set, the run first exchanges peer states
+  // over the backend (every rank of the job must set it) and starts from the newest one any rank
+  // holds instead of the checkpoint. `peerState`: this worker's from its previous generation
+  // (nullptr: none). ddp-worker sets both; tests and benchmarks that build a Trainer leave them.
+  bool exchangePeerState = false;
+  const PeerState* peerState = nullptr;
 };
 
 // Seconds summed over the steps run in this process.
@@ -126,6 +133,7 @@ struct TrainResult {
   int epochsCompleted = 0;
   bool stopped = false;           // stopped on request after checkpointing
   bool resumed = false;
+  bool healed = false;             // started from a live peer's state (Note [Healing from live peers])
   double testAccuracy = 0;        // last evaluation (fraction)
   double testLoss = 0;
   std::vector<double> evalAccuracies;  // one per evaluation, in order
@@ -146,6 +154,11 @@ class Trainer {
   Trainer& operator=(const Trainer&) = delete;
 
   Result<TrainResult> run();
+  // After run() returned (a fault): this rank's state at its last completed step, for the next
+  // generation (Note [Healing from live peers]); nullopt when it has none that is complete on
+  // this rank (ZeRO-1, DistributedFusedAdam) or could not be taken. Stops the reducer's comm
+  // thread: the trainer can only be dropped afterwards.
+  std::optional<PeerState> peerState();
   model::Sequential& model();
   std::shared_ptr<const TrainingData> data() const;
 

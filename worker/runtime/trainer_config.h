@@ -55,7 +55,13 @@ struct TrainerConfig {
   std::vector<int64_t> unevenCounts;  // kUneven: per-rank training samples (optional)
 
   // Schedule.
-  int batchSize = 64;            // per worker, per micro-batch
+  int batchSize = 64;            // per worker, per micro-batch, at nominalWorldSize workers
+  // Elastic training (Note [Elastic batch] in trainer.cc): the world size the batch size is
+  // given for (spec.workers.count; 0: whatever the backend's size is), and what a generation
+  // at another world size keeps: the global batch (split over its workers) or the per-worker
+  // batch (with the learning rate scaled linearly).
+  int nominalWorldSize = 0;
+  bool keepGlobalBatch = true;
   int epochs = 1;
   int64_t maxSteps = 0;          // stop after this many optimizer steps (0: run every epoch);
                                  // with epochs == 0, the epochs needed for maxSteps are run

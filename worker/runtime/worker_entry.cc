@@ -232,7 +232,7 @@ void injectCheckpointFault(const Assignment& a, TrainerIo* io) {
 // reporter is already running. `data` carries the loaded data set from one generation to the next.
 Outcome train(const WorkerConfig& config, const ControllerClient& client, const Assignment& a, const JobSpec& spec,
               const TrainerConfig& tc, HeartbeatReporter& reporter, const std::atomic<bool>& stop,
-              std::shared_ptr<const TrainingData>* data) {
+              std::shared_ptr<const TrainingData>* data, std::optional<PeerState>* carried) {
   // Fatal causes first: the reporter gave up on the controller (lost, fenced), or a stop.
   auto fatalOr = [&](const Status& st, int code) -> Outcome {
     if (Status why = reporter.fatalStatus(); !why.isOk()) {
@@ -273,6 +273,9 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
   io.checkpointChannel = checkpointChannel.get();
   injectStall(a, &io);
   injectCheckpointFault(a, &io);
+  // Note [Healing from live peers]: this worker's state from its last generation, if any.
+  io.exchangePeerState = true;
+  io.peerState = carried->has_value() ? &**carried : nullptr;
   auto trainer = Trainer::create(tc, backend, io);
   if (!trainer.isOk()) {
     if (trainer.status().code() != StatusCode::kAborted) backend.abort(trainer.status());
@@ -284,6 +287,11 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
     // Peers blocked on us fail fast instead of waiting for their timeouts. An Aborted status
     // (the controller's abort, Join throw mode, a peer's abort) is already known to every rank.
     if (result.status().code() != StatusCode::kAborted) backend.abort(result.status());
+    // What this rank holds at its last step boundary goes to the next generation.
+    if (std::optional<PeerState> mine = (*trainer)->peerState()) {
+      mine->generation = a.generation;
+      *carried = std::move(mine);
+    }
     // An Aborted status with the communicator intact is an outcome every rank agreed on (Join's
     // throwOnEarlyTermination): no restart would change it.
     if (!backend.isAborted() && !reporter.abortCommanded()) return failed(result.status(), kWorkerExitFailure);
@@ -323,7 +331,8 @@ Result<TrainerConfig> trainerConfigFor(const WorkerConfig& config, const JobSpec
 // Returns the exit status, or nullopt to rejoin (`why` says why).
 std::optional<int> runGeneration(const WorkerConfig& config, const ControllerClient& client, const Assignment& a,
                                  const std::atomic<bool>& stop, bool abortReliable,
-                                 std::shared_ptr<const TrainingData>* data, std::string* why, Duration* rejoinTimeout) {
+                                 std::shared_ptr<const TrainingData>* data, std::optional<PeerState>* carried,
+                                 std::string* why, Duration* rejoinTimeout) {
   auto spec = parseJobSpec(a.specYaml);  // workers never read a job file
   if (!spec.isOk()) {
     return reportEarlyFailure(client, config, a, spec.status().withContext("the spec of the controller's assignment"),
@@ -343,7 +352,7 @@ std::optional<int> runGeneration(const WorkerConfig& config, const ControllerCli
   auto reporter = HeartbeatReporter::create(client, ho, [] { requestStop(); });
   if (!reporter.isOk()) return reportEarlyFailure(client, config, a, reporter.status(), kWorkerExitBadConfig);
   (*reporter)->start();  // Running at step 0 while the rendezvous happens
-  const Outcome outcome = train(config, client, a, *spec, *tc, **reporter, stop, data);
+  const Outcome outcome = train(config, client, a, *spec, *tc, **reporter, stop, data, carried);
   if (outcome.rejoin) {
     (*reporter)->stop();
     *why = outcome.message;
@@ -408,13 +417,17 @@ int runWorker(int argc, char** argv) {
   }
   const comm::AbortSelfTestResult selfTest = selfTestRun.get();
   std::shared_ptr<const TrainingData> data;
+  std::optional<PeerState> carried;  // Note [Healing from live peers]
   for (;;) {  // Note [Worker generations]
     log::setPrefix(config->jobName, assignment->rank);
     DDP_LOG(Info) << "rank " << assignment->rank << " of " << assignment->worldSize << " in generation "
                   << assignment->generation;
     std::string why;
     Duration rejoinTimeout = kAssignmentTimeout;
-    if (auto code = runGeneration(*config, **client, *assignment, stop, selfTest.reliable, &data, &why, &rejoinTimeout)) return *code;
+    if (auto code = runGeneration(*config, **client, *assignment, stop, selfTest.reliable, &data, &carried, &why,
+                                  &rejoinTimeout)) {
+      return *code;
+    }
     const int64_t left = assignment->generation;
     const Deadline deadline = Deadline::after(rejoinTimeout);
     auto reg = (*client)->registerWorker(hostName(), config->advertiseAddress, ::getpid(), deadline, Rejoin{left, why});
