@@ -1,5 +1,5 @@
 #pragma once
-// ddpctl's controller-backed commands: submit, get, describe, logs, cancel, delete, watch and
+// ddpctl's controller-backed commands: submit, get, describe, logs, cancel, scale, delete, watch and
 // checkpoints, speaking the controller's user API (docs/API.md) through ApiClient. Each runs
 // in-process: it takes its arguments and a ClientIo and returns the exit status; nothing here
 // calls exit() or writes to the process's streams except through ClientIo.

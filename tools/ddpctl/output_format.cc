@@ -412,7 +412,8 @@ std::string describeJob(const Json& job, const Json& events, int64_t nowUnix, co
   auto gen = integer(job, {"status", "generation"});
   auto restarts = integer(job, {"status", "restarts"});
   auto maxRestarts = integer(job, {"spec", "maxRestarts"});
-  out += labelLine("Generation", gen ? std::to_string(*gen) : "");
+  auto world = integer(job, {"status", "worldSize"});  // Note [Elastic membership]: it may differ from count
+  out += labelLine("Generation", gen ? std::to_string(*gen) + (world && *gen > 0 ? " (world size " + std::to_string(*world) + ")" : "") : "");
   const std::string maxText = maxRestarts ? " (max " + std::to_string(*maxRestarts) + ")" : "";
   out += labelLine("Restarts", restarts ? std::to_string(*restarts) + maxText : "");
   out += labelLine("Progress", progressSummary(job));

@@ -245,6 +245,16 @@ TEST(DescribeJob, HangsGetTheirFlightRecordSummary) {
       << "no section without hangs";
 }
 
+TEST(DescribeJob, AnElasticJobShowsItsWorldSizeAndBounds) {
+  Json job = runningJob();
+  job["status"]["generation"] = 3;
+  job["status"]["worldSize"] = 3;
+  job["spec"]["workers"] = {{"count", 4}, {"min", 2}, {"max", 4}};
+  const std::string text = describeJob(job, Json::array(), kCreated + 300);
+  EXPECT_NE(text.find("Generation:     3 (world size 3)\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  Workers:      4 (elastic 2-4)"), std::string::npos) << text;
+}
+
 TEST(DescribeJob, EmptyJobShowsNone) {
   const std::string text = describeJob(Json::object(), Json::array(), kCreated);
   EXPECT_NE(text.find("Name:           <none>\n"), std::string::npos) << text;
