@@ -116,6 +116,9 @@ struct DataSpec {
   DatasetKind dataset = DatasetKind::kFashionMnist;
   std::string dir = "/usr/share/datasets/fashion-mnist";
   int batchSize = 64;     // per worker
+  // The global batch an elastic job keeps (docs/ELASTIC.md); 0: batchSize x workers.count. A
+  // scale pins it before it changes workers.count, so the global batch stays the submitted one.
+  int64_t globalBatchSize = 0;
   bool shuffle = true;
   bool dropLast = false;  // sampler: drop the tail instead of padding
   bool normalize = true;

@@ -118,6 +118,7 @@ std::string JobSpec::toYaml() const {
     out << Key << "dir" << Value << YAML::DoubleQuoted << data.dir;
   }
   out << Key << "batchSize" << Value << data.batchSize;
+  out << Key << "globalBatchSize" << Value << data.globalBatchSize;
   out << Key << "shuffle" << Value << data.shuffle;
   out << Key << "dropLast" << Value << data.dropLast;
   out << Key << "normalize" << Value << data.normalize;

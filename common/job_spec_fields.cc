@@ -61,6 +61,7 @@ const std::vector<SpecField>& jobSpecFields() {
       {"spec.data.dataset", T::kString},
       {"spec.data.dir", T::kString},
       {"spec.data.batchSize", T::kInteger},
+      {"spec.data.globalBatchSize", T::kInteger},
       {"spec.data.shuffle", T::kBoolean},
       {"spec.data.dropLast", T::kBoolean},
       {"spec.data.normalize", T::kBoolean},

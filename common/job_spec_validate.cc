@@ -186,6 +186,9 @@ void checkData(const JobSpec& s, Checker& c) {
   const DataSpec& d = s.data;
   c.check(d.batchSize >= 1, "spec.data.batchSize", "must be >= 1");
   c.check(d.limit >= 0, "spec.data.limit", "must be >= 0");
+  c.check(d.globalBatchSize >= 0, "spec.data.globalBatchSize", "must be >= 0 (0: batchSize x workers.count)");
+  c.check(d.globalBatchSize == 0 || !d.uneven.enabled, "spec.data.globalBatchSize",
+          "is not supported with spec.data.uneven (each rank reads its own count)");
   if (d.dataset == DatasetKind::kSynthetic) {
     const std::string p = "spec.data.synthetic.";
     c.check(d.synthetic.samples >= 1, p + "samples", "must be >= 1");

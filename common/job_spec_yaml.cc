@@ -149,6 +149,7 @@ void Parser::parseData(const YAML::Node& n, const std::string& p, DataSpec* data
   if (required(n, p, "dataset")) getEnum(n, p, "dataset", kDatasets, &data->dataset);
   getString(n, p, "dir", &data->dir);
   getInt(n, p, "batchSize", &data->batchSize);
+  getInt(n, p, "globalBatchSize", &data->globalBatchSize);
   getBool(n, p, "shuffle", &data->shuffle);
   getBool(n, p, "dropLast", &data->dropLast);
   getBool(n, p, "normalize", &data->normalize);

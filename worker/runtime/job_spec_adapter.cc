@@ -63,6 +63,7 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   c.batchSize = s.data.batchSize;
   c.nominalWorldSize = s.workers.count;
   c.keepGlobalBatch = s.elastic.keepGlobalBatch;
+  c.globalBatch = s.data.globalBatchSize;
   c.epochs = static_cast<int>(s.epochs);
   c.maxSteps = s.steps;
   c.gradAccumulation = s.gradientAccumulationSteps;

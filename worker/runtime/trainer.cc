@@ -208,8 +208,10 @@ void Trainer::Impl::observeCheckpoint(const CheckpointShard& shard, const std::s
 
 // Note [Elastic batch]
 // spec.data.batchSize is per worker at the nominal world size (spec.workers.count), so the
-// global batch is B = batchSize x count. A generation with another world size W (an elastic
-// job that shrank or grew) follows spec.elastic.keepGlobalBatch:
+// global batch is B = batchSize x count, or spec.data.globalBatchSize when set (the controller
+// pins it there before a scale changes count, so a scaled job keeps the batch it was submitted
+// with); the nominal world size is then B / batchSize. A generation with another world size W
+// (an elastic job that shrank or grew) follows spec.elastic.keepGlobalBatch:
 //  - true (default): B stays, split over the W ranks: B / W each and one more for the first
 //    B mod W ranks (the rounding rule; with B < W every rank takes 1 and B grows to W, said
 //    once). Unequal shares read the data in blocks of B (Note [Elastic sampler]), and each
@@ -223,12 +225,16 @@ void Trainer::Impl::observeCheckpoint(const CheckpointShard& shard, const std::s
 // left (stepsToEnd).
 void Trainer::Impl::planBatch() {
   const int world = backend.size();
-  const int nominal = config.nominalWorldSize > 0 ? config.nominalWorldSize : world;
+  const int64_t global =
+      config.globalBatch > 0 ? config.globalBatch
+                             : int64_t{config.batchSize} * (config.nominalWorldSize > 0 ? config.nominalWorldSize : world);
+  // The reference world size: the one the global batch is batchSize per worker at.
+  const double nominal = static_cast<double>(global) / config.batchSize;
   localBatch = config.batchSize;
   shares.clear();
   lrScale = 1.0;
   scheduleIncrement = 1.0;
-  if (world == nominal || config.samplerMode == data::SamplerMode::kUneven) return;
+  if (global == int64_t{config.batchSize} * world || config.samplerMode == data::SamplerMode::kUneven) return;
   if (!config.keepGlobalBatch) {
     lrScale = static_cast<double>(world) / nominal;
     scheduleIncrement = lrScale;
@@ -239,7 +245,6 @@ void Trainer::Impl::planBatch() {
     }
     return;
   }
-  const int64_t global = int64_t{config.batchSize} * nominal;
   if (global < world) {
     localBatch = 1;
     scheduleIncrement = static_cast<double>(world) / static_cast<double>(global);

@@ -62,6 +62,9 @@ struct TrainerConfig {
   // batch (with the learning rate scaled linearly).
   int nominalWorldSize = 0;
   bool keepGlobalBatch = true;
+  // The global batch (spec.data.globalBatchSize; 0: batchSize x nominalWorldSize). Its world
+  // size, globalBatch / batchSize, is the reference for both policies.
+  int64_t globalBatch = 0;
   int epochs = 1;
   int64_t maxSteps = 0;          // stop after this many optimizer steps (0: run every epoch);
                                  // with epochs == 0, the epochs needed for maxSteps are run

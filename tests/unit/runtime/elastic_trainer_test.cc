@@ -104,6 +104,7 @@ std::vector<RankRun> run(int world, const TrainerConfig& config, bool heal = fal
 Params singleProcess(const TrainerConfig& elastic, int globalBatch, float lr) {
   TrainerConfig c = elastic;
   c.batchSize = globalBatch;
+  c.globalBatch = 0;
   c.nominalWorldSize = 1;
   c.optimizer = optim::OptimizerConfig::sgd(lr, 0.9f);
   return run(1, c)[0].params;
@@ -119,6 +120,16 @@ TEST(ElasticTrainerTest, KeptGlobalBatchAtThreeWorkersFollowsTheSingleProcessRun
   EXPECT_TRUE(bitwiseEqual(three[0].params, three[2].params));
   EXPECT_LT(maxAbsDiff(three[0].params, oracle), 2e-5f);
   EXPECT_GT(three[0].result.testAccuracy, 0.8);
+}
+
+TEST(ElasticTrainerTest, AGlobalBatchPinnedByAScaleIsKept) {
+  // Submitted with 4 x 16, scaled to 3: the controller pinned spec.data.globalBatchSize = 64 and
+  // workers.count is 3. Three workers still read 64 samples a step (22, 21, 21).
+  TrainerConfig c = elasticConfig(3);
+  c.globalBatch = 64;
+  auto three = run(3, c);
+  EXPECT_EQ(three[0].result.steps, 2 * 640 / 64);
+  EXPECT_LT(maxAbsDiff(three[0].params, singleProcess(c, 64, 0.05f)), 2e-5f);
 }
 
 TEST(ElasticTrainerTest, KeptPerWorkerBatchScalesTheLearningRateLinearly) {
