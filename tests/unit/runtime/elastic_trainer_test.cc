@@ -141,6 +141,24 @@ TEST(ElasticTrainerTest, KeptPerWorkerBatchScalesTheLearningRateLinearly) {
   EXPECT_LT(maxAbsDiff(two[0].params, singleProcess(c, 32, 0.025f)), 2e-5f);
 }
 
+TEST(ElasticTrainerTest, TheScheduleFollowsTheSamplesSeen) {
+  // keepGlobalBatch false at 2 of nominal 4 workers: each step is half a nominal step, so step
+  // decay every 3 nominal steps happens every 6 steps here, as for one process reading the same
+  // 32 samples a step with stepSize 6 (and half the learning rate: the linear rule).
+  TrainerConfig c = elasticConfig(4);
+  c.keepGlobalBatch = false;
+  c.lr.kind = LrScheduleKind::kStep;
+  c.lr.stepSize = 3;
+  c.lr.gamma = 0.5;
+  auto two = run(2, c);
+  TrainerConfig one = c;
+  one.lr.stepSize = 6;
+  EXPECT_LT(maxAbsDiff(two[0].params, singleProcess(one, 32, 0.025f)), 2e-5f);
+  // Without the conversion (stepSize 3 in this run's own steps) the oracle is another run.
+  one.lr.stepSize = 3;
+  EXPECT_GT(maxAbsDiff(two[0].params, singleProcess(one, 32, 0.025f)), 1e-3f);
+}
+
 TEST(ElasticTrainerTest, FourToThreeToFourWithHealingFollowsTheSingleProcessRun) {
   // 4 workers for 7 steps; 3 (one lost: only ranks 0-2 carry state) for 6; 4 again (a newcomer)
   // to the end. Both changes are mid-epoch (10 steps an epoch); every step reads the same 64
