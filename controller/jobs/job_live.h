@@ -94,6 +94,7 @@ struct JobManager::Live {
   std::vector<std::string> toReplace;  // culprits whose replacement is due at replaceAt
   TimePoint replaceAt{};
   bool recovering = false;             // waiting for every member to finish a step
+  bool plannedChange = false;          // ... after a membership change, not a verdict (event Resumed)
   TimePoint verdictAt{};
   int64_t stepAtVerdict = 0;  // the furthest step a member of the ended generation had reported
   std::set<std::string> steppedSinceVerdict;
@@ -112,6 +113,7 @@ struct JobManager::Live {
   std::optional<TimePoint> firstLateJoinAt;   // the first late joiner of the active generation
   std::vector<std::string> lastMembers;       // the previous generation's members, by rank
   std::string membershipNote;                 // why the next generation's membership changes
+  std::set<std::string> steppedInGeneration;  // members that reported a step in the active one
 };
 
 }  // namespace ddp::controller

@@ -480,6 +480,7 @@ void JobManager::wakeAssignments(Live& job) {
     job.spaces[active->generation] = std::make_shared<comm::KeySpace>(options_.storeQuotaBytes);
     job.record.generation = active->generation;
     for (auto& [id, w] : job.workers) w.rec.rank = -1;
+    job.steppedInGeneration.clear();
     const TimePoint now = clock_.now();
     job.generationStart = now;
     metrics_.rendezvousClosed(job.record.name, active->generation, active->worldSize(),
@@ -601,6 +602,9 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
           "self-test; a hang on it is recovered only by replacing the process");
   }
   if (job->recovering) noteRecovered(*job, hb.workerId, hb);
+  if (auto steps = hb.counters.find("steps"); steps != hb.counters.end() && steps->second >= 1) {
+    job->steppedInGeneration.insert(hb.workerId);  // Note [Elastic membership]: settled
+  }
   if (hb.final() && w.outcome == WorkerOutcome::kRunning) {
     w.outcome = hb.state == "Succeeded" ? WorkerOutcome::kSucceeded
                 : hb.state == "Stopped" ? WorkerOutcome::kStopped
@@ -725,6 +729,7 @@ void JobManager::handleExit(const WorkerExit& exit) {
 void JobManager::evaluate(Live& job) {
   if (!job.launched) return;
   if (detectAndRecover(job)) return;
+  if (finishedDuringChange(job)) return;
   JobFacts f;
   f.now = clock_.now();
   f.phase = job.record.phase;
@@ -847,6 +852,9 @@ void JobManager::tickOnce() {
     for (auto& [name, jobPtr] : jobs_) {
       Live& job = *jobPtr;
       if (job.rdzv->tick(now)) wakeAssignments(job);
+      // A worker that left (its exit, above) may have closed the round: the rest of the expected
+      // workers had joined (Rendezvous::expect).
+      if (job.rdzv->active() && !job.spaces.count(job.rdzv->active()->generation)) wakeAssignments(job);
       // Late joiners gathered for long enough (Note [Elastic membership]).
       if (job.rdzv->active() && (!job.rdzv->lateJoiners().empty() || !job.retired.empty())) evaluateMembership(job);
       if (scanHeartbeats) expireCheckpoints(job, now);

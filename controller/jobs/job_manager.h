@@ -196,6 +196,10 @@ class JobManager {
   void noteMembership(Live& job);
   // A retired worker's exit (a scale-down removed it): true when `exit` was one.
   bool handleRetiredExit(Live& job, const WorkerExit& exit);
+  // A member of the generation a planned change ended finished training meanwhile (Succeeded at
+  // the last step; the ranks finish together): the job Succeeded and the waiting workers are
+  // stopped. True when it did.
+  bool finishedDuringChange(Live& job);
   // job_checkpoints.cc: the job's ledger (made on first use) and its decisions as events.
   CheckpointLedger& ledger(Live& job);
   void noteLedgerChanges(Live& job, const std::vector<LedgerChange>& changes);

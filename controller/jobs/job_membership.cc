@@ -49,6 +49,9 @@ Result<JobRecord> JobManager::scale(const std::string& name, int workers, const 
     if (workers == from) return job->record;
     JobSpec next = job->spec;
     next.workers.count = workers;
+    // The global batch stays the submitted one (Note [Elastic batch] in worker/runtime/trainer.cc):
+    // pinned before workers.count, which it defaults to following, changes.
+    if (next.data.globalBatchSize == 0) next.data.globalBatchSize = int64_t{next.data.batchSize} * from;
     const std::string yaml = next.toYaml();
     DDP_RETURN_IF_ERROR(store_.updateSpec(name, yaml));  // durable before the answer
     job->spec = next;
@@ -90,6 +93,8 @@ Result<JobRecord> JobManager::scale(const std::string& name, int workers, const 
         if (!member) job->rdzv->leave(id, now);
         if (!w.processAlive) job->workers.erase(id);
       }
+      // A retired worker that left the open round may have closed it (Rendezvous::expect).
+      if (job->rdzv->active() && !job->spaces.count(job->rdzv->active()->generation)) wakeAssignments(*job);
       evaluateMembership(*job);
     }
     job->dirty = true;
@@ -112,6 +117,7 @@ bool JobManager::evaluateMembership(Live& job) {
   f.running = active && job.record.phase == JobPhase::kRunning && !job.cancelRequested;
   if (!f.running) return false;
   f.members = active->members;
+  for (const auto& id : f.members) f.settled = f.settled && job.steppedInGeneration.count(id) > 0;
   f.lateJoiners = job.rdzv->lateJoiners();
   f.firstLateJoinAt = job.firstLateJoinAt;
   f.target = job.spec.workers.count;
@@ -162,6 +168,15 @@ void JobManager::changeMembership(Live& job, const std::string& reason, const st
   job.rdzv->expect(std::move(expected), now);
   job.firstLateJoinAt.reset();
   job.membershipNote = message;
+  // The Resumed event once every member of the next generation has stepped (noteRecovered).
+  job.recovering = true;
+  job.plannedChange = true;
+  job.verdictAt = now;
+  job.steppedSinceVerdict.clear();
+  job.stepAtVerdict = 0;
+  for (const auto& id : round.members) {
+    if (auto w = job.workers.find(id); w != job.workers.end()) job.stepAtVerdict = std::max(job.stepAtVerdict, w->second.rec.step);
+  }
   job.dirty = true;
   if (job.rdzv->active()) wakeAssignments(job);
 }
@@ -189,6 +204,28 @@ void JobManager::noteMembership(Live& job) {
   job.lastMembers = active.members;
   job.membershipNote.clear();
   job.firstLateJoinAt.reset();
+}
+
+bool JobManager::finishedDuringChange(Live& job) {
+  if (job.membershipNote.empty() || job.rdzv->active() || isTerminal(job.record.phase) || job.cancelRequested) {
+    return false;
+  }
+  for (const auto& id : job.survivors) {
+    auto w = job.workers.find(id);
+    // Proof of completion: it said (or exited) Succeeded having reached the last step. An exit 0
+    // alone is not: a worker may exit cleanly without finishing.
+    const int64_t total = job.record.progress.totalSteps;
+    if (w == job.workers.end() || w->second.outcome != WorkerOutcome::kSucceeded || total <= 0 ||
+        w->second.rec.step < total) {
+      continue;
+    }
+    transition(job, JobPhase::kSucceeded, "JobSucceeded",
+               "every worker finished training (generation " + std::to_string(job.abortedGeneration) +
+                   " finished before its membership change took effect)");
+    job.stopPending = true;  // the joiners waiting for the next round
+    return true;
+  }
+  return false;
 }
 
 bool JobManager::handleRetiredExit(Live& job, const WorkerExit& exit) {

@@ -131,6 +131,7 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
   }
   job.replaceAt = now + restartBackoff(restart);
   job.recovering = true;
+  job.plannedChange = false;
   job.verdictAt = now;
   job.steppedSinceVerdict.clear();
   job.stragglersSeen.clear();
@@ -165,12 +166,19 @@ void JobManager::noteRecovered(Live& job, const std::string& workerId, const Hea
   const double secs = std::chrono::duration<double>(clock_.now() - job.verdictAt).count();
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f", secs);
+  const std::string resumed = "resumed at step " + std::to_string(resumedAt) + " (steps redone: " +
+                              std::to_string(std::max<int64_t>(0, job.stepAtVerdict - resumedAt)) + ")";
+  if (job.plannedChange) {
+    // A membership change (Note [Elastic membership]): not a recovery, no ddp_recovery_seconds.
+    event(job, kEventNormal, "Resumed",
+          "generation " + std::to_string(active->generation) + ": every rank is stepping again " + buf +
+              " s after the membership change; " + resumed);
+    return;
+  }
   metrics_.recovered(job.record.name, secs);
   event(job, kEventNormal, "Recovered",
         "generation " + std::to_string(active->generation) + ": every rank is stepping again " + buf +
-            " s after the verdict (restart " + std::to_string(job.record.restarts) + "); resumed at step " +
-            std::to_string(resumedAt) + " (steps redone: " +
-            std::to_string(std::max<int64_t>(0, job.stepAtVerdict - resumedAt)) + ")");
+            " s after the verdict (restart " + std::to_string(job.record.restarts) + "); " + resumed);
 }
 
 Result<int64_t> JobManager::requestCheckpoint(const std::string& name) {

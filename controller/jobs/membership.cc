@@ -19,7 +19,7 @@ std::string joined(const std::vector<std::string>& ids) {
 
 MembershipDecision decideMembership(const MembershipFacts& f) {
   MembershipDecision d;
-  if (!f.running || f.members.empty()) return d;
+  if (!f.running || !f.settled || f.members.empty()) return d;
   const int world = static_cast<int>(f.members.size());
   std::vector<std::string> leaving;
   for (const auto& id : f.members) {

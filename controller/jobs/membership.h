@@ -16,6 +16,10 @@
 //    first: the generation ends at once when they fill the world up to the target, otherwise
 //    `gather` after the first of them joined (a scale that starts several processes ends one
 //    generation, not one per process).
+//  - A planned change waits until every member of the active generation has stepped in it
+//    (its heartbeats' step counter): a member still setting up its communicator (store
+//    rendezvous, connecting to its peers) cannot be interrupted by an abort and would miss the
+//    next round.
 //  - Scale (`POST /v1/jobs/{name}/scale`, `ddpctl scale`, the DDPJob's scale subresource): a new
 //    target within [min, max] is stored with the spec (durably, before the answer). Scaling up
 //    starts workers in the new slots (they join late: grow above). Scaling down retires the
@@ -35,6 +39,9 @@ namespace ddp::controller {
 
 struct MembershipFacts {
   bool running = false;                  // phase Running, not cancelled, a generation active
+  // Every member has stepped in the active generation. Until then no planned change ends it: a
+  // member may still be setting up its communicator, which an abort does not interrupt.
+  bool settled = true;
   std::vector<std::string> members;      // the active generation's members, by rank
   std::vector<std::string> lateJoiners;  // registered while it runs, in join order
   std::optional<TimePoint> firstLateJoinAt;

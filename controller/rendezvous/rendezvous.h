@@ -69,7 +69,8 @@ class Rendezvous {
   // Returns the generation the worker belongs to or will join (the active one for a member).
   int64_t join(const std::string& workerId, TimePoint now);
   // A worker that has not been assigned yet is gone (its process exited): it leaves the open
-  // round (or the late joiners).
+  // round (or the late joiners). May close the round (every other expected worker joined): the
+  // caller checks active() afterwards.
   void leave(const std::string& workerId, TimePoint now);
   // The workers a planned membership change expects in the open round (Note [Elastic
   // membership]): the round also closes as soon as every one of them joined, if that is at

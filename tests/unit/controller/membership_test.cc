@@ -77,6 +77,19 @@ TEST(MembershipTest, AScaleDownEndsTheGenerationWithoutTheRetiredMembers) {
   EXPECT_FALSE(decideMembership(f).endGeneration);
 }
 
+TEST(MembershipTest, AGenerationThatHasNotSteppedYetIsNotEnded) {
+  MembershipFacts f = running(3, 4, 4);
+  f.lateJoiners = {"j-w3"};
+  f.firstLateJoinAt = at(0);
+  f.settled = false;
+  EXPECT_FALSE(decideMembership(f).endGeneration) << "a member may still be connecting to its peers";
+  f.lateJoiners.clear();
+  f.retiring = {"j-w2"};
+  EXPECT_FALSE(decideMembership(f).endGeneration);
+  f.settled = true;
+  EXPECT_TRUE(decideMembership(f).endGeneration);
+}
+
 TEST(MembershipTest, NotRunningDecidesNothing) {
   MembershipFacts f = running(3, 4, 4);
   f.lateJoiners = {"j-w3"};
