@@ -5,13 +5,16 @@
 // controller started again on the same state dir has it.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <nlohmann/json.hpp>
 #include <stdlib.h>
 
+#include <fstream>
 #include <sstream>
 
 #include "common/job_spec.h"
 #include "controller/jobs/job_manager.h"
 #include "controller/service/controller.h"
+#include "tests/support/controller_process.h"
 #include "tools/ddpctl/client_commands.h"
 
 namespace ddp::ddpctl {
@@ -139,6 +142,39 @@ TEST_F(ScaleCommandTest, TheRouteTakesTheControllerTokenAndAnObjectWithWorkers) 
   auto late = http.Post("/v1/jobs/el/scale", auth, body, "application/json");
   ASSERT_TRUE(late);
   EXPECT_EQ(late->status, 409) << late->body;
+}
+
+// The scale is in the job table when the route answers: a ddp-controller process SIGKILLed right
+// after `ddpctl scale` and started again on its state dir has the new count.
+TEST_F(ScaleCommandTest, AScaleSurvivesASigkillOfTheController) {
+  const std::string state = dir_ + "/killed";
+  test::ControllerProcess first(state, {"DDP_CONTROLLER_LAUNCHER=external"});
+  const std::string url = first.start();
+  ASSERT_FALSE(url.empty());
+  const std::string tokenFile = state + "/token";
+  std::ofstream(dir_ + "/job.yaml") << kJob;
+  auto ddpctl = [&](const std::string& command, std::vector<std::string> args, const std::string& server) {
+    out_.str("");
+    err_.str("");
+    ClientIo io{.out = out_,
+                .err = err_,
+                .in = in_,
+                .env = [](const std::string&) { return std::optional<std::string>(); },
+                .outIsTty = false,
+                .sleep = [](Duration) {},
+                .nowUnixSeconds = [] { return int64_t{0}; }};
+    args.insert(args.end(), {"--server", server, "--token-file", tokenFile});
+    return runClientCommand(command, args, io);
+  };
+  ASSERT_EQ(ddpctl("submit", {dir_ + "/job.yaml"}, url), kClientOk) << err_.str();
+  ASSERT_EQ(ddpctl("scale", {"el", "4"}, url), kClientOk) << err_.str();
+  first.kill(SIGKILL);
+  test::ControllerProcess second(state, {"DDP_CONTROLLER_LAUNCHER=external"});
+  const std::string again = second.start();
+  ASSERT_FALSE(again.empty());
+  ASSERT_EQ(ddpctl("get", {"el", "-o", "json"}, again), kClientOk) << err_.str();
+  const nlohmann::json job = nlohmann::json::parse(out_.str(), nullptr, false);
+  EXPECT_EQ(job["spec"]["workers"]["count"], 4) << out_.str();
 }
 
 }  // namespace
