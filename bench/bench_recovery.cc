@@ -5,6 +5,8 @@
 //
 //   build/bin/bench_recovery [--json] [--workers 2,4] [--repeats 3] [--scenarios hang,kill,shrink,grow]
 //                            [--checkpoint-every 100] [--fault-at 0.4] [--worker-bin PATH]
+//                            [--job examples/fashion-mnist.yaml]
+// --job: the job file (e.g. examples/powersgd.yaml: PowerSGD's state across the changes).
 //
 // Each run is one job on a fresh in-process controller (the service's code path, local
 // launcher, real ddp-worker processes). Once rank 0 has passed --fault-at of the job's steps,
@@ -62,6 +64,7 @@ struct Options {
   int64_t checkpointEvery = 100;
   double faultAt = 0.4;
   std::string workerBin;
+  std::string job = std::string(DDP_SOURCE_DIR) + "/examples/fashion-mnist.yaml";  // --job
 };
 
 double wallSeconds() {
@@ -82,7 +85,7 @@ class Bench {
   explicit Bench(Options o) : o_(std::move(o)) {}
 
   Result<JobSpec> spec(const std::string& name, const std::string& scenario, int workers, const std::string& dir) {
-    DDP_ASSIGN_OR_RETURN(JobSpec s, loadJobSpecFile(std::string(DDP_SOURCE_DIR) + "/examples/fashion-mnist.yaml"));
+    DDP_ASSIGN_OR_RETURN(JobSpec s, loadJobSpecFile(o_.job));
     s.name = name;
     s.workers.count = s.workers.min = s.workers.max = workers;
     if (scenario == "shrink") s.workers.min = workers - 1;
@@ -283,10 +286,12 @@ int main(int argc, char** argv) {
       o.faultAt = std::atof(value().c_str());
     } else if (a == "--worker-bin") {
       o.workerBin = value();
+    } else if (a == "--job") {
+      o.job = value();
     } else {
       std::fprintf(stderr,
                    "usage: bench_recovery [--json] [--workers 2,4] [--repeats 3] [--scenarios hang,kill,shrink,grow] "
-                   "[--checkpoint-every 100] [--fault-at 0.4] [--worker-bin PATH]\n");
+                   "[--checkpoint-every 100] [--fault-at 0.4] [--worker-bin PATH] [--job FILE]\n");
       return 2;
     }
   }

@@ -37,17 +37,6 @@ std::string elasticJobYaml(const std::string& name, const std::string& checkpoin
          "    collectiveSeconds: 30\n    lastCallSeconds: 2\n";
 }
 
-// The world sizes of the job's generations, in order, from its RendezvousClosed events.
-std::vector<int> generationSizes(FaultHarness& h, const std::string& job) {
-  std::vector<int> out;
-  for (const auto& e : h.events(job)) {
-    if (e.reason != "RendezvousClosed") continue;
-    const auto with = e.message.find(" with ");
-    if (with != std::string::npos) out.push_back(std::stoi(e.message.substr(with + 6)));
-  }
-  return out;
-}
-
 std::string sizesText(const std::vector<int>& sizes) {
   std::string s;
   for (int n : sizes) s += std::to_string(n) + " ";
@@ -59,7 +48,7 @@ std::string sizesText(const std::vector<int>& sizes) {
 int waitGeneration(FaultHarness& h, const std::string& job, int after, int world) {
   int found = -1;
   h.waitFor(kChangeSeconds, [&] {
-    const auto sizes = generationSizes(h, job);
+    const auto sizes = h.generationSizes(job);
     for (size_t i = static_cast<size_t>(after); i < sizes.size(); ++i) {
       if (sizes[i] == world) found = static_cast<int>(i);
     }
@@ -89,7 +78,7 @@ TEST(ElasticMembershipTest, ALostWorkerShrinksTheJobAndItsReplacementOrAScaleGro
   const std::string job = "elastic";
   ASSERT_TRUE(h.submit(elasticJobYaml(job, h.dir() + "/ckpt", 6000)).isOk());
   ASSERT_TRUE(h.waitTraining(job, 20, kJobSeconds)) << h.describeEvents(job);
-  ASSERT_EQ(generationSizes(h, job), std::vector<int>{4});
+  ASSERT_EQ(h.generationSizes(job), std::vector<int>{4});
 
   // Shrink: rank 3 is killed and its replacement held back; after lastCall the survivors go on.
   h.controller().launcher().holdReplacements(job, true);
@@ -97,7 +86,7 @@ TEST(ElasticMembershipTest, ALostWorkerShrinksTheJobAndItsReplacementOrAScaleGro
   ASSERT_GT(victim, 0);
   h.signal(victim, SIGKILL);
   const int shrunk = waitGeneration(h, job, 1, 3);
-  ASSERT_EQ(shrunk, 1) << sizesText(generationSizes(h, job)) << "\n" << h.describeEvents(job);
+  ASSERT_EQ(shrunk, 1) << sizesText(h.generationSizes(job)) << "\n" << h.describeEvents(job);
   // (Events are written by the controller's ticker: one read may see a generation's first event
   // before the next.)
   ASSERT_TRUE(h.waitFor(5, [&] { return h.event(job, "MembershipChanged") != nullptr; })) << h.describeEvents(job);
@@ -110,7 +99,7 @@ TEST(ElasticMembershipTest, ALostWorkerShrinksTheJobAndItsReplacementOrAScaleGro
   // Grow: the replacement is released, joins late, and the next generation takes it in.
   h.controller().launcher().holdReplacements(job, false);
   const int grown = waitGeneration(h, job, shrunk + 1, 4);
-  ASSERT_GT(grown, shrunk) << sizesText(generationSizes(h, job)) << "\n" << h.describeEvents(job)
+  ASSERT_GT(grown, shrunk) << sizesText(h.generationSizes(job)) << "\n" << h.describeEvents(job)
                            << workerLogTails(h, job);
   EXPECT_NE(h.event(job, "WorkersJoined"), nullptr) << h.describeEvents(job);
   EXPECT_EQ(h.record(job).restarts, 1) << "a membership change is not a failure restart";
@@ -119,7 +108,7 @@ TEST(ElasticMembershipTest, ALostWorkerShrinksTheJobAndItsReplacementOrAScaleGro
   auto scaledDown = h.jobs().scale(job, 3);
   ASSERT_TRUE(scaledDown.isOk()) << scaledDown.status();
   const int down = waitGeneration(h, job, grown + 1, 3);
-  ASSERT_GT(down, grown) << sizesText(generationSizes(h, job)) << "\n" << h.describeEvents(job)
+  ASSERT_GT(down, grown) << sizesText(h.generationSizes(job)) << "\n" << h.describeEvents(job)
                          << workerLogTails(h, job);
   EXPECT_NE(h.event(job, "ScaledDown"), nullptr) << h.describeEvents(job);
   ASSERT_TRUE(h.waitFor(kChangeSeconds, [&] {
@@ -128,7 +117,7 @@ TEST(ElasticMembershipTest, ALostWorkerShrinksTheJobAndItsReplacementOrAScaleGro
   })) << "the retired worker exits, then the job scales up again\n"
       << h.describeEvents(job);
   const int up = waitGeneration(h, job, down + 1, 4);
-  ASSERT_GT(up, down) << sizesText(generationSizes(h, job)) << "\n" << h.describeEvents(job) << workerLogTails(h, job);
+  ASSERT_GT(up, down) << sizesText(h.generationSizes(job)) << "\n" << h.describeEvents(job) << workerLogTails(h, job);
   EXPECT_EQ(h.record(job).restarts, 1);
   {
     auto spec = h.jobs().spec(job);
@@ -142,8 +131,8 @@ TEST(ElasticMembershipTest, ALostWorkerShrinksTheJobAndItsReplacementOrAScaleGro
   // The generations the test asked for came in this order (checked above). More of them mean a
   // worker died during a change (its replacement joined later): the controller handled it, but
   // say so, since a worker should survive an abort.
-  if (generationSizes(h, job) != std::vector<int>{4, 3, 4, 3, 4}) {
-    std::cerr << "note: generations " << sizesText(generationSizes(h, job)) << "(a worker died during a change)\n"
+  if (h.generationSizes(job) != std::vector<int>{4, 3, 4, 3, 4}) {
+    std::cerr << "note: generations " << sizesText(h.generationSizes(job)) << "(a worker died during a change)\n"
               << h.describeEvents(job);
   }
   EXPECT_EQ(h.record(job).restarts, 1);

@@ -200,6 +200,16 @@ class FaultHarness {
     }
     return -1;
   }
+  // The world sizes of the job's generations, in order (its RendezvousClosed events).
+  std::vector<int> generationSizes(const std::string& job) {
+    std::vector<int> out;
+    for (const auto& e : events(job)) {
+      if (e.reason != "RendezvousClosed") continue;
+      const auto with = e.message.find(" with ");
+      if (with != std::string::npos) out.push_back(std::stoi(e.message.substr(with + 6)));
+    }
+    return out;
+  }
   // The log of a worker the controller's local launcher started (its output: progress lines).
   std::string launchedWorkerLog(const std::string& job, const std::string& workerId) {
     std::ifstream in(dir_ + "/state/jobs/" + job + "/logs/" + workerId + ".log");

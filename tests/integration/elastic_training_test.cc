@@ -50,19 +50,9 @@ std::string jobYaml(const std::string& name, const std::string& dir, const Varia
          "    collectiveSeconds: 30\n    lastCallSeconds: 1\n";
 }
 
-std::vector<int> generationSizes(FaultHarness& h, const std::string& job) {
-  std::vector<int> out;
-  for (const auto& e : h.events(job)) {
-    if (e.reason != "RendezvousClosed") continue;
-    const auto with = e.message.find(" with ");
-    if (with != std::string::npos) out.push_back(std::stoi(e.message.substr(with + 6)));
-  }
-  return out;
-}
-
 bool waitGeneration(FaultHarness& h, const std::string& job, size_t count, int world) {
   return h.waitFor(kChangeSeconds, [&] {
-    const auto sizes = generationSizes(h, job);
+    const auto sizes = h.generationSizes(job);
     return sizes.size() >= count && sizes[count - 1] == world;
   });
 }
@@ -121,7 +111,7 @@ TEST_P(ElasticTrainingTest, FourToThreeToFourWorkersEndsAsTheFixedSizeRun) {
   h.controller().launcher().holdReplacements(job, false);
   ASSERT_TRUE(waitGeneration(h, job, 3, 4)) << h.describeEvents(job);
   ASSERT_TRUE(h.waitPhase(job, "Succeeded", kJobSeconds)) << h.describeEvents(job);
-  EXPECT_EQ(generationSizes(h, job), (std::vector<int>{4, 3, 4})) << h.describeEvents(job);
+  EXPECT_EQ(h.generationSizes(job), (std::vector<int>{4, 3, 4})) << h.describeEvents(job);
   EXPECT_EQ(h.record(job).progress.step, v.steps);
 
   std::string why;

@@ -276,11 +276,23 @@ bool HeartbeatReporter::abortCommanded() const {
 }
 
 void HeartbeatReporter::fail(const Status& why) {
+  const bool fenced = why.code() == StatusCode::kAborted;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (fatal_.isOk()) fatal_ = why;
+    // Fenced: the job goes on without this worker (a newer generation, or a scale-down retired
+    // it while its peers still train). A stop request would reach the peers through the trainer's
+    // flag allreduce and stop every rank; aborting the communicator fails their collectives
+    // instead, so they rejoin, while this worker exits (fatalStatus()). A target set later
+    // aborts at once (setAbortTarget).
+    if (fenced) abortCommanded_ = true;
   }
   DDP_LOG(Error) << why.message();
+  if (fenced) {
+    std::lock_guard<std::mutex> lock(sourceMu_);
+    if (abort_) abort_(why);
+    return;
+  }
   if (requestStop_) requestStop_();
 }
 

@@ -24,9 +24,11 @@
 // a heartbeat of a generation it ended: controller/jobs/flight_records.h).
 // Losing the controller: when no heartbeat succeeded for spec.timeouts.controllerSeconds, the
 // reporter records "cannot reach the controller at URL for N s: stopping" as its fatal status
-// (Unavailable) and calls the stop function; a 410 answer (fenced: a newer generation exists)
-// does the same with the Aborted "fenced: ..." status. Either way the thread then ends, and the
-// worker, seeing fatalStatus(), exits non-zero. finish() sends the last heartbeat (state
+// (Unavailable) and calls the stop function (every rank checkpoints and stops); a 410 answer
+// (fenced: the job goes on without this worker) records the Aborted "fenced: ..." status and
+// aborts through the abort target instead (now, or when one is set): a stop would reach the
+// peers through the trainer's flag allreduce and stop them too. Either way the thread then
+// ends, and the worker, seeing fatalStatus(), exits non-zero. finish() sends the last heartbeat (state
 // Succeeded / Stopped / Failed and a message) under a short deadline, unless the reporter
 // already gave up on the controller.
 //

@@ -16,6 +16,11 @@ const std::atomic<bool>& installStopSignalHandlers() {
   sa.sa_flags = SA_RESTART;
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
+  // A write to a socket whose peer closed it must fail with EPIPE, not kill the worker: Gloo's
+  // TCP pairs write with writev (no MSG_NOSIGNAL), and a peer that aborts its communicator (a
+  // recovery, a membership change) closes its end while this rank may still be writing. The
+  // write's error then fails the collective, and the worker rejoins (Note [Worker generations]).
+  ::signal(SIGPIPE, SIG_IGN);
   return g_stop;
 }
 

@@ -177,17 +177,26 @@ TEST(HeartbeatReporterTest, UnreachableControllerStopsTrainingWithTheReason) {
   EXPECT_LT(std::chrono::duration<double>(SteadyClock::now() - t1).count(), 0.2);
 }
 
-TEST(HeartbeatReporterTest, FencedWorkerStopsTraining) {
+// A fenced worker aborts its communicator (its peers' collectives fail and they rejoin) and never
+// requests a stop, which the trainer's flag allreduce would hand to every peer: the abort target
+// is called, also when it is set after the 410 came.
+TEST(HeartbeatReporterTest, FencedWorkerAbortsInsteadOfStoppingItsPeers) {
   FakeController fake(kJob, kToken);
   fake.setGeneration(5);
   auto client = makeClient(fake.url());
   StopFlag stop;
   auto reporter = makeReporter(*client, options(50ms, 10s, /*generation=*/4), stop);
   reporter->start();
-  ASSERT_TRUE(stop.waitSet(3s));
+  const auto t0 = SteadyClock::now();
+  while (reporter->fatalStatus().isOk() && SteadyClock::now() - t0 < 3s) std::this_thread::sleep_for(10ms);
   const Status why = reporter->fatalStatus();
   EXPECT_TRUE(isFenced(why)) << why;
   EXPECT_NE(why.message().find("fenced: stale generation, current 5"), std::string::npos) << why;
+  EXPECT_FALSE(stop.flag.load()) << "a stop would reach the peers";
+  EXPECT_TRUE(reporter->abortCommanded());
+  Status aborted;
+  reporter->setAbortTarget([&aborted](const Status& s) { aborted = s; });
+  EXPECT_EQ(aborted.code(), StatusCode::kAborted);
   // No last heartbeat: the generation is gone.
   EXPECT_TRUE(isFenced(reporter->finish(WorkerState::kFailed, "x", Deadline::after(1s))));
   EXPECT_TRUE(fake.heartbeats().empty());
