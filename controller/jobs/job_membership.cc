@@ -165,7 +165,11 @@ void JobManager::changeMembership(Live& job, const std::string& reason, const st
     w.leftOnItsOwn = false;
     if (w.processAlive) expected.push_back(id);
   }
-  job.rdzv->expect(std::move(expected), now);
+  // A survivor is waited for beyond the last call (up to one heartbeat window more): a slow
+  // teardown on a busy machine must not leave it out of the generation.
+  const Duration wait = seconds(job.spec.timeouts.lastCallSeconds +
+                                job.spec.timeouts.heartbeatSeconds * job.spec.timeouts.heartbeatMisses);
+  job.rdzv->expect(std::move(expected), now, wait);
   job.firstLateJoinAt.reset();
   job.membershipNote = message;
   // The Resumed event once every member of the next generation has stepped (noteRecovered).

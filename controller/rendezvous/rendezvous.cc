@@ -87,9 +87,10 @@ int64_t Rendezvous::join(const std::string& workerId, TimePoint now) {
   return active_ ? active_->generation : nextGeneration();
 }
 
-void Rendezvous::expect(std::vector<std::string> ids, TimePoint now) {
+void Rendezvous::expect(std::vector<std::string> ids, TimePoint now, Duration wait) {
   if (active_) return;
   expected_ = std::move(ids);
+  expectUntil_ = now + wait;
   closeIfComplete(now);
 }
 
@@ -123,7 +124,9 @@ void Rendezvous::noteCount(TimePoint now) {
 
 std::optional<TimePoint> Rendezvous::nextDeadline() const {
   if (active_ || !minReachedAt_) return std::nullopt;
-  return *minReachedAt_ + config_.lastCall;
+  const TimePoint lastCall = *minReachedAt_ + config_.lastCall;
+  const bool missing = std::any_of(expected_.begin(), expected_.end(), [&](const std::string& id) { return !contains(waiting_, id); });
+  return missing && expectUntil_ ? std::max(lastCall, *expectUntil_) : lastCall;
 }
 
 bool Rendezvous::tick(TimePoint now) {
@@ -156,6 +159,7 @@ void Rendezvous::close(TimePoint now) {
   late_.insert(late_.begin(), order.begin() + static_cast<std::ptrdiff_t>(take), order.end());
   waiting_.clear();
   expected_.clear();
+  expectUntil_.reset();
   minReachedAt_.reset();
   active_ = std::move(round);
 }
@@ -168,6 +172,7 @@ void Rendezvous::endGeneration(TimePoint now) {
   late_.clear();
   if (!waiting_.empty()) openedAt_ = now;
   expected_.clear();
+  expectUntil_.reset();
   noteCount(now);
   if (static_cast<int>(waiting_.size()) >= config_.maxWorkers) close(now);
 }

@@ -75,8 +75,10 @@ class Rendezvous {
   // The workers a planned membership change expects in the open round (Note [Elastic
   // membership]): the round also closes as soon as every one of them joined, if that is at
   // least minWorkers; one that leaves is no longer expected. Cleared when the round closes.
-  // Closes the round at once when they all joined already.
-  void expect(std::vector<std::string> ids, TimePoint now);
+  // Closes the round at once when they all joined already. While one of them is missing, the
+  // last call does not close the round before `now + wait` (a survivor of a planned change may be
+  // slow to tear down on a busy machine; left out, it would wait for yet another change).
+  void expect(std::vector<std::string> ids, TimePoint now, Duration wait = Duration::zero());
   // Closes the open round if its last call has passed at `now`. True when it closed.
   bool tick(TimePoint now);
   // When tick() should be called next to close the round on time; nullopt when nothing is due.
@@ -110,6 +112,7 @@ class Rendezvous {
   std::vector<std::string> waiting_;    // the open round's joiners, in join order
   std::vector<std::string> late_;       // joined while a generation was active
   std::vector<std::string> expected_;   // expect(): the open round closes once all joined
+  std::optional<TimePoint> expectUntil_;  // expect(): the last call waits for them until then
   std::optional<TimePoint> minReachedAt_;
   std::optional<TimePoint> openedAt_;   // the open round's first join
 };

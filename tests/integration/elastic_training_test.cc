@@ -47,7 +47,8 @@ std::string jobYaml(const std::string& name, const std::string& dir, const Varia
          "  steps: " + std::to_string(v.steps) + "\n  seed: 11\n  maxRestarts: 3\n"
          "  checkpoint:\n    dir: " + dir + "\n    everySteps: 50\n    keep: 2\n"
          "  timeouts:\n    heartbeatSeconds: 0.5\n    heartbeatMisses: 4\n    hangSeconds: 5\n"
-         "    collectiveSeconds: 30\n    lastCallSeconds: 1\n";
+         "    collectiveSeconds: 30\n    lastCallSeconds: 1\n"
+         "  commThreadPriority: normal\n";  // four workers on two cores: no real-time comm threads
 }
 
 bool waitGeneration(FaultHarness& h, const std::string& job, size_t count, int world) {

@@ -185,6 +185,28 @@ TEST(RendezvousTest, AnExpectedWorkerThatLeavesIsNoLongerWaitedForAndMissingOnes
   EXPECT_TRUE(r.open());
 }
 
+TEST(RendezvousTest, AnExpectedSurvivorIsWaitedForBeyondTheLastCallUpToTheWait) {
+  // A planned change expects a, b, c for up to 6 s; c is slow to tear down. The last call (2 s
+  // after min joined) does not close the round while c is missing; c joining closes it.
+  Rendezvous r(cfg(2, 5, 2));
+  r.expect({"a", "b", "c"}, at(0), std::chrono::seconds(6));
+  r.join("a", at(0.1));
+  r.join("b", at(0.2));
+  EXPECT_EQ(*r.nextDeadline(), at(6));
+  EXPECT_FALSE(r.tick(at(3)));
+  r.join("c", at(4));
+  ASSERT_FALSE(r.open());
+  EXPECT_EQ(r.active()->worldSize(), 3);
+  // One that never comes: the round closes at the wait's end with the others.
+  r.endGeneration(at(5));
+  r.expect({"a", "b", "c"}, at(5), std::chrono::seconds(6));
+  r.join("a", at(5.1));
+  r.join("b", at(5.1));
+  EXPECT_FALSE(r.tick(at(10.9)));
+  EXPECT_TRUE(r.tick(at(11)));
+  EXPECT_EQ(r.active()->worldSize(), 2);
+}
+
 TEST(RendezvousTest, ExpectingWorkersBelowMinDoesNotCloseTheRound) {
   Rendezvous r(cfg(3, 5, 10));
   r.expect({"a", "b"}, at(0));
