@@ -21,7 +21,7 @@ namespace {
 using test::FaultHarness;
 
 constexpr double kChangeSeconds = 30;  // bound of one membership change (they take ~2 s)
-constexpr double kJobSeconds = 120;
+constexpr double kJobSeconds = 300;  // a bound, not an expectation: under a full parallel test run the job is slow
 
 std::string elasticJobYaml(const std::string& name, const std::string& checkpointDir, int64_t steps) {
   return "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata:\n  name: " + name +
@@ -77,7 +77,7 @@ TEST(ElasticMembershipTest, ALostWorkerShrinksTheJobAndItsReplacementOrAScaleGro
   FaultHarness h;
   ASSERT_TRUE(h.ok()) << h.startError();
   const std::string job = "elastic";
-  ASSERT_TRUE(h.submit(elasticJobYaml(job, h.dir() + "/ckpt", 12000)).isOk());
+  ASSERT_TRUE(h.submit(elasticJobYaml(job, h.dir() + "/ckpt", 6000)).isOk());
   ASSERT_TRUE(h.waitTraining(job, 20, kJobSeconds)) << h.describeEvents(job);
   ASSERT_EQ(h.generationSizes(job), std::vector<int>{4});
 

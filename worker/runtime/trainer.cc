@@ -818,6 +818,9 @@ Result<std::unique_ptr<Trainer>> Trainer::create(const TrainerConfig& config, co
 
 Result<TrainResult> Trainer::run() { return impl_->run(); }
 std::optional<PeerState> Trainer::peerState() { return impl_->peerState(); }
+void Trainer::stopCommunication() {
+  if (impl_->reducer) impl_->reducer->stopCommThread();
+}
 model::Sequential& Trainer::model() { return *impl_->model; }
 std::shared_ptr<const TrainingData> Trainer::data() const { return impl_->data; }
 

@@ -159,6 +159,10 @@ class Trainer {
   // this rank (ZeRO-1, DistributedFusedAdam) or could not be taken. Stops the reducer's comm
   // thread: the trainer can only be dropped afterwards.
   std::optional<PeerState> peerState();
+  // After run() failed: stops the reducer's comm thread (it finishes the hook call it is in),
+  // so that nothing issues collectives any more and the backend can go before the trainer
+  // (Note [Worker generations] in worker_entry.cc). The trainer can only be dropped afterwards.
+  void stopCommunication();
   model::Sequential& model();
   std::shared_ptr<const TrainingData> data() const;
 

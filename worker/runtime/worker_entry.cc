@@ -49,8 +49,10 @@ int fail(const Status& st, int code) {
 //  - a collective failed here (a peer went away, the collective deadline passed: the backend
 //    aborted itself, which also fails the peers' waits at once);
 // then the worker tears down in this order: abort the backend (peers blocked on this rank fail
-// fast), drop the trainer (the reducer's comm thread stops; its pending work already failed),
-// destroy the backend and the store client; and registers again saying which generation it
+// fast), stop the reducer's comm thread, keep this rank's state at its last step for the next
+// generation (Note [Healing from live peers]), destroy the backend (joining its threads: one
+// may still be inside a Gloo op that writes into the trainer's buffers after its Work already
+// failed), drop the trainer, destroy the store client; and registers again saying which generation it
 // left and why (the controller's hang detector takes that as the CollectiveFailed report, or
 // finds the real cause: Note [Hang verdicts]). It then waits for an assignment of a later
 // generation, and trains again. The data set stays loaded across generations.
@@ -184,11 +186,12 @@ HeartbeatReporter::FlightRecordFn flightRecordOf(const comm::FlightRecorder& rec
 // target) before the backend is destroyed.
 struct DisconnectReporter {
   HeartbeatReporter& reporter;
-  ~DisconnectReporter() {
+  void now() {
     reporter.setCollectivesSource({});
     reporter.setFlightRecordSource({});
     reporter.setAbortTarget({});
   }
+  ~DisconnectReporter() { now(); }
 };
 
 LogFormat logFormatOf(const WorkerConfig& config, const JobSpec& spec) {
@@ -287,14 +290,23 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
     // Peers blocked on us fail fast instead of waiting for their timeouts. An Aborted status
     // (the controller's abort, Join throw mode, a peer's abort) is already known to every rank.
     if (result.status().code() != StatusCode::kAborted) backend.abort(result.status());
-    // What this rank holds at its last step boundary goes to the next generation.
+    const bool aborted = backend.isAborted();
+    // Teardown in order (Note [Worker generations]): the reducer's comm thread stops; this rank's
+    // state at its last step boundary goes to the next generation; the backend goes BEFORE the
+    // trainer, because its destructor joins the threads that may still be inside a Gloo op that
+    // writes into the trainer's buffers (an aborted op's Work completes at once, the thread in
+    // the library only when the library returns); then the trainer goes.
+    (*trainer)->stopCommunication();
     if (std::optional<PeerState> mine = (*trainer)->peerState()) {
       mine->generation = a.generation;
       *carried = std::move(mine);
     }
+    disconnect.now();
+    built->backend.reset();
+    (*trainer).reset();
     // An Aborted status with the communicator intact is an outcome every rank agreed on (Join's
     // throwOnEarlyTermination): no restart would change it.
-    if (!backend.isAborted() && !reporter.abortCommanded()) return failed(result.status(), kWorkerExitFailure);
+    if (!aborted && !reporter.abortCommanded()) return failed(result.status(), kWorkerExitFailure);
     return fatalOr(result.status(), isConfigError(result.status()) ? kWorkerExitBadConfig : kWorkerExitFailure);
   }
   // Controller lost or fenced: the reporter stopped training; that is the cause to report.
