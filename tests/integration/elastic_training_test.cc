@@ -103,7 +103,10 @@ TEST_P(ElasticTrainingTest, FourToThreeToFourWorkersEndsAsTheFixedSizeRun) {
   ASSERT_TRUE(h.submit(jobYamlText).isOk());
   ASSERT_TRUE(h.waitTraining(job, 120, kJobSeconds)) << h.describeEvents(job);
   h.controller().launcher().holdReplacements(job, true);
-  h.signal(h.pidOfRank(job, 3), SIGKILL);
+  const int64_t victim = h.pidOfRank(job, 3);
+  ASSERT_GT(victim, 0) << h.describeEvents(job);
+  ASSERT_LT(h.record(job).progress.step, v.steps / 2) << "the job must still be running when rank 3 is killed";
+  h.signal(victim, SIGKILL);
   ASSERT_TRUE(waitGeneration(h, job, 2, 3)) << h.describeEvents(job);
   ASSERT_TRUE(h.waitFor(kChangeSeconds, [&] { return h.event(job, "Recovered") != nullptr; })) << h.describeEvents(job);
   const int64_t atThree = h.record(job).progress.step;
@@ -145,13 +148,13 @@ INSTANTIATE_TEST_SUITE_P(
     Optimizers, ElasticTrainingTest,
     ::testing::Values(
         Variant{"ddp", "  optimizer:\n    type: sgd\n    lr: 0.05\n    momentum: 0.9\n"},
-        Variant{"zero1", "  optimizer:\n    type: sgd\n    lr: 0.05\n    momentum: 0.9\n  zero: zero1\n", 1500},
+        Variant{"zero1", "  optimizer:\n    type: sgd\n    lr: 0.05\n    momentum: 0.9\n  zero: zero1\n", 3000},
         // Adam on a converged model takes sign-like steps driven by rounding noise, so the summation
         // order of another world size's reduce-scatter alone (Gloo's ring) moves its parameters by
         // ~0.1 over thousands of steps even without any membership change: held to accuracy here;
         // ElasticTrainerTest.ShardedOptimizersWithAKeptGlobalBatchFollowTheSingleProcessRun and
         // the checkpoint tests check its exactness.
-        Variant{"dfa", "  optimizer:\n    type: adam\n    lr: 0.003\n  zero: dfa\n", 1500, false},
+        Variant{"dfa", "  optimizer:\n    type: adam\n    lr: 0.003\n  zero: dfa\n", 3000, false},
         Variant{"powersgd",
                 "  optimizer:\n    type: sgd\n    lr: 0.05\n    momentum: 0.9\n"
                 "  commHook:\n    type: powerSGD\n    powerSGD:\n      rank: 2\n      startIter: 10\n"

@@ -134,8 +134,15 @@ TEST_F(MetricsPrometheusTest, EveryFamilyIsPresentAndTheStepsAreTheJobsSteps) {
   const auto cps = harness_->jobs().checkpoints(kJob);
   ASSERT_TRUE(cps.isOk());
   EXPECT_GE(cps->size(), 1u);
+  // The controller's ticker writes events: the last commits' may reach the event list a moment
+  // after the counter (bounded wait).
   double commits = 0;
-  for (const auto& e : harness_->events(kJob)) commits += e.reason == "CheckpointCommitted" ? 1 : 0;
+  const auto countCommits = [&] {
+    commits = 0;
+    for (const auto& e : harness_->events(kJob)) commits += e.reason == "CheckpointCommitted" ? 1 : 0;
+    return commits == t.value("ddp_checkpoints_committed_total", {{"job", kJob}});
+  };
+  harness_->waitFor(5, countCommits);
   EXPECT_GE(commits, static_cast<double>(cps->size()));
   EXPECT_EQ(t.value("ddp_checkpoints_committed_total", {{"job", kJob}}), commits);
   EXPECT_EQ(t.value("ddp_checkpoint_failures_total", {{"job", kJob}}), 0);
