@@ -27,9 +27,9 @@ fi
 
 if [ "${DDP_TEST_SKIP_ASAN:-0}" != "1" ]; then
   # The targets those tests need: tests/**/X_test.cc is target X_test (tests/CMakeLists.txt);
-  # fault tests start ddp-worker, a controller test inspects ddp-controller.
+  # fault tests start ddp-worker (and run ddpctl describe), a controller test inspects ddp-controller.
   asan_dirs=(tests/unit tests/kernels tests/fault)
-  asan_targets=(ddp-worker ddp-controller)
+  asan_targets=(ddp-worker ddp-controller ddpctl)
   for d in "${asan_dirs[@]}"; do
     [ -d "$d" ] || continue
     while IFS= read -r src; do

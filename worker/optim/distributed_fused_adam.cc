@@ -229,7 +229,7 @@ Status DistributedFusedAdam::unpackParameters(std::vector<comm::WorkPtr>& works,
     const DfaBucket& bk = layout_.buckets[b];
     for (size_t k = 0; k < bk.params.size(); ++k) {
       Parameter* p = params_[bk.params[k]];
-      std::memcpy(p->data, full_[b].data() + bk.offsets[k], p->bytes());
+      if (p->bytes() > 0) std::memcpy(p->data, full_[b].data() + bk.offsets[k], p->bytes());
     }
   }
   return result;

@@ -193,10 +193,15 @@ TEST_F(KubernetesReconcilerTest, TheScaleSubresourceScalesTheJob) {
   // Down to 1: the highest slots retire.
   ASSERT_TRUE(client_->mergePatch(scale, {{"spec", {{"replicas", 1}}}}).isOk());
   EXPECT_TRUE(waitUntil([&] { return count() == 1; })) << count();
-  bool scaled = false;
-  auto events = jobs_->events("fm");
-  ASSERT_TRUE(events.isOk());
-  for (const auto& e : *events) scaled = scaled || (e.reason == "Scaled" && e.message == "scaled to 1 worker(s) (from 3)");
+  // The controller's ticker writes events: wait (bounded) for this one.
+  const bool scaled = waitUntil([&] {
+    auto events = jobs_->events("fm");
+    if (!events.isOk()) return false;
+    for (const auto& e : *events) {
+      if (e.reason == "Scaled" && e.message == "scaled to 1 worker(s) (from 3)") return true;
+    }
+    return false;
+  });
   EXPECT_TRUE(scaled);
 }
 
