@@ -478,7 +478,6 @@ Status Trainer::Impl::applyLoaded(const LoadedCheckpoint& loaded, TrainResult* r
   }
   DDP_ASSIGN_OR_RETURN(std::string_view ss, shard.section("sampler"));
   DDP_ASSIGN_OR_RETURN(data::SamplerState samplerState, data::SamplerState::deserialize(std::string(ss)));
-  if (sampler->epoch() != static_cast<uint64_t>(saved.epoch)) sampler->setEpoch(static_cast<uint64_t>(saved.epoch));
   DDP_RETURN_IF_ERROR(sampler->restore(samplerState, saved.worldSize).withContext(loaded.path));
   state.step = saved.step;
   state.epoch = saved.epoch;
