@@ -5,6 +5,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <string>
 #include <mutex>
 
 namespace ddp::log {
@@ -49,6 +52,13 @@ bool parseLevel(const std::string& t, Level* out) {
   return true;
 }
 
+namespace {
+const bool g_withTime = [] {
+  const char* v = std::getenv("DDP_LOG_TIME");
+  return v != nullptr && std::string(v) == "1";
+}();
+}  // namespace
+
 void write(Level level, const char* file, int line, const std::string& message) {
   const char* base = file;
   for (const char* p = file; *p; ++p) {
@@ -64,6 +74,17 @@ void write(Level level, const char* file, int line, const std::string& message) 
   }
   out += levelChar(level);
   out += ' ';
+  if (g_withTime) {
+    // DDP_LOG_TIME=1: wall-clock time of day with milliseconds (UTC), to line up the logs of
+    // several processes.
+    timespec ts{};
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    tm t{};
+    ::gmtime_r(&ts.tv_sec, &t);
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%02d:%02d:%02d.%03ld ", t.tm_hour, t.tm_min, t.tm_sec, ts.tv_nsec / 1000000);
+    out += buf;
+  }
   out += base;
   out += ':';
   out += std::to_string(line);

@@ -87,10 +87,11 @@ int64_t Rendezvous::join(const std::string& workerId, TimePoint now) {
   return active_ ? active_->generation : nextGeneration();
 }
 
-void Rendezvous::expect(std::vector<std::string> ids, TimePoint now, Duration wait) {
+void Rendezvous::expect(std::vector<std::string> ids, TimePoint now, Duration wait, bool closeWhenAllJoined) {
   if (active_) return;
   expected_ = std::move(ids);
   expectUntil_ = now + wait;
+  expectCloses_ = closeWhenAllJoined;
   closeIfComplete(now);
 }
 
@@ -98,7 +99,7 @@ void Rendezvous::closeIfComplete(TimePoint now) {
   if (active_) return;
   const int n = static_cast<int>(waiting_.size());
   if (n >= config_.maxWorkers) return close(now);
-  if (expected_.empty() || n < config_.minWorkers) return;
+  if (expected_.empty() || !expectCloses_ || n < config_.minWorkers) return;
   for (const auto& id : expected_) {
     if (!contains(waiting_, id)) return;
   }
@@ -160,6 +161,7 @@ void Rendezvous::close(TimePoint now) {
   waiting_.clear();
   expected_.clear();
   expectUntil_.reset();
+  expectCloses_ = true;
   minReachedAt_.reset();
   active_ = std::move(round);
 }
@@ -173,6 +175,7 @@ void Rendezvous::endGeneration(TimePoint now) {
   if (!waiting_.empty()) openedAt_ = now;
   expected_.clear();
   expectUntil_.reset();
+  expectCloses_ = true;
   noteCount(now);
   if (static_cast<int>(waiting_.size()) >= config_.maxWorkers) close(now);
 }

@@ -78,7 +78,11 @@ class Rendezvous {
   // Closes the round at once when they all joined already. While one of them is missing, the
   // last call does not close the round before `now + wait` (a survivor of a planned change may be
   // slow to tear down on a busy machine; left out, it would wait for yet another change).
-  void expect(std::vector<std::string> ids, TimePoint now, Duration wait = Duration::zero());
+  // `closeWhenAllJoined` false (a recovery after a verdict, Note [Recovery]): every one of them
+  // joining does not close the round early (a replacement may still come within the last call);
+  // only the wait beyond the last call for missing ones applies.
+  void expect(std::vector<std::string> ids, TimePoint now, Duration wait = Duration::zero(),
+              bool closeWhenAllJoined = true);
   // Closes the open round if its last call has passed at `now`. True when it closed.
   bool tick(TimePoint now);
   // When tick() should be called next to close the round on time; nullopt when nothing is due.
@@ -113,6 +117,7 @@ class Rendezvous {
   std::vector<std::string> late_;       // joined while a generation was active
   std::vector<std::string> expected_;   // expect(): the open round closes once all joined
   std::optional<TimePoint> expectUntil_;  // expect(): the last call waits for them until then
+  bool expectCloses_ = true;              // expect(): all of them joined closes the round
   std::optional<TimePoint> minReachedAt_;
   std::optional<TimePoint> openedAt_;   // the open round's first join
 };

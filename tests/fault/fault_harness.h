@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -76,7 +77,14 @@ class FaultHarness {
       ::kill(pid, SIGKILL);
       ::waitpid(pid, nullptr, 0);
     }
-    std::system(("rm -rf " + dir_).c_str());
+    // DDP_TEST_KEEP_DIR=1 keeps the directory (controller state, every worker's log) to debug a
+    // failed run.
+    const char* keep = std::getenv("DDP_TEST_KEEP_DIR");
+    if (keep != nullptr && std::string(keep) == "1") {
+      std::fprintf(stderr, "FaultHarness: kept %s (DDP_TEST_KEEP_DIR=1)\n", dir_.c_str());
+    } else {
+      std::system(("rm -rf " + dir_).c_str());
+    }
   }
 
   bool ok() const { return controller_ != nullptr; }

@@ -115,13 +115,8 @@ TEST_P(ElasticTrainingTest, FourToThreeToFourWorkersEndsAsTheFixedSizeRun) {
   h.controller().launcher().holdReplacements(job, false);
   ASSERT_TRUE(waitGeneration(h, job, 3, 4)) << h.describeEvents(job);
   ASSERT_TRUE(h.waitPhase(job, "Succeeded", kJobSeconds)) << h.describeEvents(job);
-  // 4, 3, 4 in this order (a survivor that rejoins late, Gloo's unwoken send: see
-  // elastic_membership_test.cc, adds a generation between them).
-  const auto sizes = h.generationSizes(job);
-  ASSERT_GE(sizes.size(), 3u) << h.describeEvents(job);
-  EXPECT_EQ(sizes.front(), 4);
-  EXPECT_EQ(sizes[1], 3);
-  EXPECT_EQ(sizes.back(), 4);
+  // 4, 3, 4 and no other generation: every survivor is back in time for the next one.
+  EXPECT_EQ(h.generationSizes(job), (std::vector<int>{4, 3, 4})) << h.describeEvents(job);
   EXPECT_EQ(h.record(job).progress.step, v.steps);
 
   std::string why;
@@ -149,10 +144,12 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         Variant{"ddp", "  optimizer:\n    type: sgd\n    lr: 0.05\n    momentum: 0.9\n"},
         Variant{"zero1", "  optimizer:\n    type: sgd\n    lr: 0.05\n    momentum: 0.9\n  zero: zero1\n", 3000},
-        // DistributedFusedAdam is not run here yet: in about one run in three under a loaded
-        // machine its job did not form the 3-worker generation within the test's bounds (cause
-        // not found yet). Its elastic behaviour is covered in-process: ElasticTrainerTest
-        // (a kept global batch against one process) and ElasticCheckpointTest (4 -> 2/3 resumes).
+        // Adam on a converged model takes sign-like steps driven by rounding noise, so the summation
+        // order of another world size's reduce-scatter alone moves its parameters by ~0.1 over
+        // thousands of steps even without any membership change: held to accuracy here;
+        // ElasticTrainerTest.ShardedOptimizersWithAKeptGlobalBatchFollowTheSingleProcessRun and
+        // the checkpoint tests check its exactness.
+        Variant{"dfa", "  optimizer:\n    type: adam\n    lr: 0.003\n  zero: dfa\n", 3000, false},
         Variant{"powersgd",
                 "  optimizer:\n    type: sgd\n    lr: 0.05\n    momentum: 0.9\n"
                 "  commHook:\n    type: powerSGD\n    powerSGD:\n      rank: 2\n      startIter: 10\n"

@@ -28,9 +28,10 @@ struct Exit {
   int signal = 0;
 };
 
-// Spawns `world` ranks of gloo_rank_proc and waits for all of them up to `timeout` (then kills
-// the rest and reports them as not exited).
-std::vector<Exit> runProcs(int world, const std::string& scenario, std::chrono::seconds timeout) {
+// Spawns `world` ranks of gloo_rank_proc and waits for all of them (or only for rank
+// `onlyRank` when >= 0) up to `timeout`, then kills the rest (SIGKILL also ends a stopped
+// process) and reports them as not exited.
+std::vector<Exit> runProcs(int world, const std::string& scenario, std::chrono::seconds timeout, int onlyRank = -1) {
   HttpStoreServer server;
   Status st = server.start();
   EXPECT_TRUE(st.isOk()) << st;
@@ -48,7 +49,8 @@ std::vector<Exit> runProcs(int world, const std::string& scenario, std::chrono::
   std::vector<Exit> exits(world);
   const auto end = std::chrono::steady_clock::now() + timeout;
   int remaining = world;
-  while (remaining > 0 && std::chrono::steady_clock::now() < end) {
+  auto waited = [&] { return onlyRank >= 0 ? (exits[onlyRank].exited || exits[onlyRank].signal != 0) : remaining == 0; };
+  while (!waited() && std::chrono::steady_clock::now() < end) {
     for (int r = 0; r < world; ++r) {
       if (pids[r] <= 0 || exits[r].exited || exits[r].signal) continue;
       int status = 0;
@@ -104,6 +106,15 @@ TEST(GlooMultiprocessFaultTest, PeerExitFailsTheOthersWithoutCrashOrHang) {
     EXPECT_TRUE(exits[r].exited) << "rank " << r << " did not exit (signal " << exits[r].signal << ")";
     EXPECT_EQ(exits[r].code, 0) << "rank " << r;
   }
+}
+
+// Note [Abortable waits]: a rank aborted while its send is being written to a peer that stopped
+// reading (a SIGSTOPped process) is released at once, not at its op timeout.
+TEST(GlooMultiprocessFaultTest, AbortReleasesASendToAPeerThatStoppedReading) {
+  const auto exits = runProcs(2, "stuck_send", std::chrono::seconds(60), /*onlyRank=*/0);
+  EXPECT_TRUE(exits[0].exited) << "rank 0 did not exit (signal " << exits[0].signal << ")";
+  EXPECT_EQ(exits[0].code, 0) << "rank 0";
+  EXPECT_FALSE(exits[1].exited) << "rank 1 stops itself and is killed by the test";
 }
 
 }  // namespace

@@ -10,11 +10,18 @@
 //                get Timeout, rank 1's next op must fail fast instead of hanging
 //   peer_exit    the last rank exits abruptly while the others are in an allreduce: they must
 //                get a failed Work (no crash, no hang)
+//   stuck_send   2 ranks, a 128 MiB-per-rank allgather: rank 1 stops itself (SIGSTOP) once rank
+//                0's block has started to arrive, so rank 0's send sits in the transmit queue
+//                with its socket full; rank 0 aborts and its backend must be destroyed (its
+//                executor thread released from the send) within 3 s, far inside the 30 s op
+//                timeout (Note [Abortable waits]). The test kills the stopped rank 1.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -139,6 +146,31 @@ void peerExit(Backend& b) {
   CHECK_THAT(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10), "failing took too long");
 }
 
+void stuckSend(std::unique_ptr<GlooBackend>& b) {
+  constexpr size_t kBlock = size_t{32} << 20;  // floats: 128 MiB per rank
+  const int r = b->rank();
+  std::vector<float> in(kBlock, float(r + 7)), out(2 * kBlock, -1.f);
+  auto w = b->allgather(viewOf(in.data(), in.size()), viewOf(out.data(), out.size()));
+  if (r == 1) {
+    // Rank 0's block lands at out[0]: once its first bytes are here, stop reading.
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    volatile float* first = out.data();
+    while (*first != 7.f && std::chrono::steady_clock::now() < end) std::this_thread::yield();
+    ::raise(SIGSTOP);
+    return;  // not reached: the test kills this rank
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  CHECK_THAT(!w->isCompleted(), "the allgather finished although rank 1 stopped reading");
+  const auto t0 = std::chrono::steady_clock::now();
+  b->abort(abortedError("stuck_send scenario"));
+  Status st = w->wait(Deadline::after(std::chrono::seconds(5)));
+  CHECK_THAT(st.code() == StatusCode::kAborted, st.toString());
+  b.reset();  // joins the executor: it must have left the send
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "rank 0: abort to backend destroyed: %.3f s\n", took);
+  CHECK_THAT(took < 3.0, "the executor stayed in the send for " + std::to_string(took) + " s");
+}
+
 }  // namespace
 }  // namespace ddp::comm
 
@@ -174,11 +206,12 @@ int main(int argc, char** argv) {
   else if (scenario == "mismatch") comm::mismatch(**backend);
   else if (scenario == "timeout") comm::timeoutScenario(**backend);
   else if (scenario == "peer_exit") comm::peerExit(**backend);
+  else if (scenario == "stuck_send") comm::stuckSend(*backend);
   else {
     std::fprintf(stderr, "unknown scenario %s\n", scenario.c_str());
     return 2;
   }
-  backend->reset();
+  if (*backend) backend->reset();
   if (comm::gFailures > 0) {
     std::fprintf(stderr, "rank %d: %d checks failed\n", rank, comm::gFailures);
     return 1;

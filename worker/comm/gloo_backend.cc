@@ -17,6 +17,7 @@
 #include "worker/comm/gloo_p2p.h"
 #include "worker/comm/gloo_store_adapter.h"
 #include "worker/comm/gloo_transport_abort.h"
+#include "worker/comm/gloo_wait_set.h"
 
 namespace ddp::comm {
 namespace gloo_internal {
@@ -78,8 +79,9 @@ GlooBackend::GlooBackend(const GlooOptions& options, std::shared_ptr<::gloo::Con
       clock_(options.clock ? *options.clock : SystemClock::instance()),
       group_("gloo:" + options.prefix + " rank " + std::to_string(options.rank) + "/" + std::to_string(options.size)),
       context_(std::move(context)) {
-  coll_ = std::make_unique<GlooCollectives>(context_);
-  p2p_ = std::make_unique<GlooP2p>(context_, options_.commThreadPriority);
+  waits_ = std::make_shared<GlooWaitSet>();
+  coll_ = std::make_unique<GlooCollectives>(context_, waits_);
+  p2p_ = std::make_unique<GlooP2p>(context_, waits_, options_.commThreadPriority);
   lane_ = std::make_unique<GlooHeaderLane>(context_, options_.commThreadPriority);
   flight_ = std::make_unique<FlightRecorder>(options_.flightRecords, clock_);
   live_ = std::make_shared<Live>();
@@ -312,6 +314,7 @@ void GlooBackend::abortWith(const Status& reason, const std::function<void()>& f
   std::sort(pending.begin(), pending.end(), [](const auto& a, const auto& b) { return a->seq() < b->seq(); });
   for (auto& w : pending) w->complete(st);
   signalTransport("communicator aborted: " + reason.message());
+  waits_->abort();  // after the transport: no socket touches a buffer whose wait it releases
   if (options_.logAbort) DDP_LOG(Warning) << st.message() << "\n" << flight_->dump(group_);
 }
 

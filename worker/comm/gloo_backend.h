@@ -67,6 +67,7 @@ namespace ddp::comm {
 class GlooCollectives;
 class GlooHeaderLane;
 class GlooP2p;
+class GlooWaitSet;
 
 class GlooBackend final : public Backend {
  public:
@@ -138,6 +139,7 @@ class GlooBackend final : public Backend {
   const Clock& clock_;
   const std::string group_;
   std::shared_ptr<::gloo::Context> context_;
+  std::shared_ptr<GlooWaitSet> waits_;     // every op's buffers; abort releases their waits
   std::unique_ptr<GlooCollectives> coll_;  // executor thread only
   std::unique_ptr<GlooP2p> p2p_;
   std::unique_ptr<GlooHeaderLane> lane_;

@@ -1,32 +1,16 @@
 #include "worker/comm/gloo_collectives.h"
 
-#include <gloo/allgather.h>
-#include <gloo/allreduce.h>
-#include <gloo/barrier.h>
-#include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/context.h>
-#include <gloo/gather.h>
 #include <gloo/transport/unbound_buffer.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "worker/comm/reduce_kernels.h"
 
 namespace ddp::comm {
 namespace {
-
-// Calls f(T{}) with an unsigned integer type of the element size: Gloo only needs sizeof(T);
-// arithmetic goes through our reduce kernels.
-template <typename F>
-void withElementType(DType dtype, F&& f) {
-  switch (dtypeSize(dtype)) {
-    case 2: f(uint16_t{}); return;
-    case 4: f(uint32_t{}); return;
-    case 8: f(uint64_t{}); return;
-    default: f(uint8_t{}); return;
-  }
-}
 
 // Slots of our own unbound-buffer algorithms: a prefix no Gloo algorithm uses (theirs are
 // 0x01..0x08), the op tag, and the step.
@@ -60,26 +44,163 @@ std::string OpHeader::describe() const {
   return s;
 }
 
-GlooCollectives::GlooCollectives(std::shared_ptr<::gloo::Context> context)
-    : context_(std::move(context)), rank_(context_->rank), size_(context_->size) {}
+GlooCollectives::GlooCollectives(std::shared_ptr<::gloo::Context> context, std::shared_ptr<GlooWaitSet> waits)
+    : context_(std::move(context)), waits_(std::move(waits)), rank_(context_->rank), size_(context_->size) {}
 
 char* GlooCollectives::scratch(size_t bytes) {
   if (scratch_.size() < bytes) scratch_.resize(bytes);
   return scratch_.data();
 }
 
+GlooWaitSet::Buffer GlooCollectives::buffer(void* data, size_t bytes) { return waits_->create(*context_, data, bytes); }
+
+// Note [Ring collectives]
+// Our own algorithms over unbound buffers (Note [Abortable waits] says why), on slots with a
+// prefix no Gloo algorithm uses, the op tag and a step number (ringSlot). Within a slot, Gloo
+// matches a pair's sends and recvs in the order they were posted, so a step may post several
+// segments on one slot. Ranks compute every size from the op's shape alone, so each send has a
+// recv of the same length and both sides skip the same empty pieces (Gloo needs no zero-byte
+// messages). With n ranks, next = rank + 1, prev = rank - 1 (mod n):
+//  - allreduce: the buffer is split into n chunks whose sizes differ by at most one element,
+//    each chunk into the same number of segments. Reduce-scatter, n - 1 steps: at step t a rank
+//    sends chunk (rank - t) to next and receives chunk (rank - t - 1) from prev, which it
+//    reduces into its own; rank r then holds chunk r + 1 complete. Allgather, n - 1 steps: at
+//    step t a rank sends chunk (rank + 1 - t) and receives chunk (rank - t) in place. Segments
+//    stream: a segment is sent on as soon as it was reduced (or, in the allgather, received), so
+//    the ring never waits for a whole chunk; received segments cycle through kRingWindow scratch
+//    segments. Each rank sends 2 (n - 1) / n of the buffer (bandwidth-optimal), and every rank
+//    ends with the same bits (each chunk is reduced once, by its owner, and copied).
+//    Ordering: a rank posts its sends, and its receives, in (step, segment) order, and Gloo
+//    moves a send to the wire only once its receive was posted, so the data of one pair
+//    arrives in that order and the k-th completion of a buffer is its k-th posted receive.
+//    Before the allgather receives into chunks the reduce-scatter sent from, those sends are
+//    waited for.
+//  - reduce-scatter (Note [Ring reduce-scatter]), allgather: the ring steps above.
+//  - broadcast: up to kDirectBroadcastBytes the root sends to every rank (one hop); larger
+//    buffers go along the ring from the root in segments, each rank forwarding a segment as
+//    soon as it has it (a pipeline: the root sends the buffer once).
+//  - gather: every rank sends to the root. barrier: an allgather of one word per rank (a rank
+//    leaves it once every rank's word reached it, so every rank has entered).
+namespace {
+
+// Allreduce: segments of at most kRingSegmentBytes, chunks of kRingMinSplitBytes or more in at
+// least two, kRingWindow scratch segments in flight (measured with bench_collectives: smaller
+// segments or a wider window were slower from 16 MiB, docs/PERFORMANCE.md).
+constexpr size_t kRingSegmentBytes = size_t{1} << 20;
+constexpr size_t kRingMinSplitBytes = size_t{256} << 10;
+constexpr size_t kRingWindow = 2;
+constexpr size_t kDirectBroadcastBytes = size_t{64} << 10;
+
+struct Piece {
+  size_t offset = 0;  // bytes
+  size_t bytes = 0;
+};
+
+// Piece `index` of `parts` of a range of `elems` elements of `elemSize` bytes at `base`: sizes
+// differ by at most one element.
+Piece pieceOf(size_t base, size_t elems, size_t elemSize, size_t parts, size_t index) {
+  const size_t b = elems * index / parts, e = elems * (index + 1) / parts;
+  return {base + b * elemSize, (e - b) * elemSize};
+}
+
+int mod(int a, int n) { return ((a % n) + n) % n; }
+
+}  // namespace
+
 void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout) {
   if (buf.count == 0 || size_ == 1) return;
-  ::gloo::AllreduceOptions opts(context_);
-  withElementType(buf.dtype, [&](auto t) {
-    using T = decltype(t);
-    opts.setOutput<T>(static_cast<T*>(buf.data), buf.count);
-  });
-  opts.setAlgorithm(::gloo::AllreduceOptions::Algorithm::RING);
-  opts.setReduceFunction(reduceKernel(buf.dtype, op));
-  opts.setTag(tag);
-  opts.setTimeout(timeout);
-  ::gloo::allreduce(opts);
+  const int n = size_;
+  const int next = (rank_ + 1) % n;
+  const int prev = (rank_ + n - 1) % n;
+  const size_t es = dtypeSize(buf.dtype);
+  char* base = static_cast<char*>(buf.data);
+  auto chunk = [&](int c) { return pieceOf(0, buf.count, es, static_cast<size_t>(n), static_cast<size_t>(mod(c, n))); };
+  // Segments per chunk, the same on every rank (from the largest chunk).
+  const size_t maxChunkBytes = (buf.count + static_cast<size_t>(n) - 1) / static_cast<size_t>(n) * es;
+  // At least two from kRingMinSplitBytes, so that one is on the wire while the other is reduced.
+  const size_t segs = std::max<size_t>(maxChunkBytes >= kRingMinSplitBytes ? 2 : 1,
+                                       (maxChunkBytes + kRingSegmentBytes - 1) / kRingSegmentBytes);
+  auto seg = [&](const Piece& c, size_t k) { return pieceOf(c.offset, c.bytes / es, es, segs, k); };
+  const int rsSteps = n - 1;
+  GlooWaitSet::Buffer rsSend = buffer(base, buf.bytes());
+  GlooWaitSet::Buffer agSend = buffer(base, buf.bytes());
+  size_t rsSends = 0, agSends = 0;
+  const ReduceKernel kernel = reduceKernel(buf.dtype, op);
+
+  // Reduce-scatter. Step t receives chunk (rank - t - 1) and reduces it segment by segment; each
+  // reduced segment is sent on at once (step t + 1, or the allgather's first step after the
+  // last), so segments stream through the ring without waiting for whole chunks. The received
+  // segments, in step-then-segment order, cycle through kRingWindow scratch segments (small
+  // enough to stay in cache between the socket's copy and the reduction): segment j goes to
+  // scratch j % kRingWindow, whose next receive is posted once j is reduced.
+  struct RsPiece {
+    int step;
+    Piece at;
+  };
+  std::vector<RsPiece> pieces;
+  size_t segBytes = 0;
+  for (int t = 0; t < rsSteps; ++t) {
+    const Piece c = chunk(rank_ - t - 1);
+    for (size_t k = 0; k < segs; ++k) {
+      const Piece p = seg(c, k);
+      if (p.bytes > 0) pieces.push_back({t, p});
+      segBytes = std::max(segBytes, p.bytes);
+    }
+  }
+  const size_t window = std::min(kRingWindow, pieces.size());
+  if (ringTmp_.size() < window * segBytes) ringTmp_.resize(window * segBytes);
+  std::vector<GlooWaitSet::Buffer> tmp;
+  for (size_t w = 0; w < window; ++w) tmp.push_back(buffer(ringTmp_.data() + w * segBytes, segBytes));
+  auto postRecv = [&](size_t j) {
+    tmp[j % window]->recv(prev, ringSlot(tag, pieces[j].step), 0, pieces[j].at.bytes);
+  };
+  for (size_t j = 0; j < window; ++j) postRecv(j);
+  for (size_t k = 0; k < segs; ++k) {
+    const Piece p = seg(chunk(rank_), k);
+    if (p.bytes == 0) continue;
+    rsSend->send(next, ringSlot(tag, 0), p.offset, p.bytes);
+    ++rsSends;
+  }
+  for (size_t j = 0; j < pieces.size(); ++j) {
+    const auto& [t, p] = pieces[j];
+    waitRecvOrThrow(*tmp[j % window], timeout);  // piece j: in order (see Note [Ring collectives])
+    kernel(base + p.offset, base + p.offset, ringTmp_.data() + (j % window) * segBytes, p.bytes / es);
+    if (j + window < pieces.size()) postRecv(j + window);
+    if (t + 1 < rsSteps) {
+      rsSend->send(next, ringSlot(tag, t + 1), p.offset, p.bytes);
+      ++rsSends;
+    } else {
+      agSend->send(next, ringSlot(tag, rsSteps), p.offset, p.bytes);  // rank + 1's chunk, complete
+      ++agSends;
+    }
+  }
+  // The allgather writes over chunks the reduce-scatter sent from: those sends must be done.
+  for (size_t i = 0; i < rsSends; ++i) waitSendOrThrow(*rsSend, timeout);
+
+  // Allgather. Step t receives chunk (rank - t) in place and forwards each segment as it
+  // arrives (step t + 1 sends that same chunk).
+  std::vector<GlooWaitSet::Buffer> agRecv;
+  for (int t = 0; t < n - 1; ++t) {
+    agRecv.push_back(buffer(base, buf.bytes()));
+    const Piece c = chunk(rank_ - t);
+    for (size_t k = 0; k < segs; ++k) {
+      const Piece p = seg(c, k);
+      if (p.bytes > 0) agRecv.back()->recv(prev, ringSlot(tag, rsSteps + t), p.offset, p.bytes);
+    }
+  }
+  for (int t = 0; t < n - 1; ++t) {
+    const Piece c = chunk(rank_ - t);
+    for (size_t k = 0; k < segs; ++k) {
+      const Piece p = seg(c, k);
+      if (p.bytes == 0) continue;
+      waitRecvOrThrow(*agRecv[static_cast<size_t>(t)], timeout);
+      if (t + 1 < n - 1) {
+        agSend->send(next, ringSlot(tag, rsSteps + t + 1), p.offset, p.bytes);
+        ++agSends;
+      }
+    }
+  }
+  for (size_t i = 0; i < agSends; ++i) waitSendOrThrow(*agSend, timeout);
   if (op == ReduceOp::kAvg) divideInPlace(buf, size_);
 }
 
@@ -108,61 +229,93 @@ void GlooCollectives::fusedAllreduce(const std::vector<BufferView>& bufs, Reduce
 
 void GlooCollectives::broadcast(BufferView buf, int root, uint32_t tag, std::chrono::milliseconds timeout) {
   if (buf.count == 0 || size_ == 1) return;
-  ::gloo::BroadcastOptions opts(context_);
-  withElementType(buf.dtype, [&](auto t) {
-    using T = decltype(t);
-    opts.setOutput<T>(static_cast<T*>(buf.data), buf.count);
-  });
-  opts.setRoot(root);
-  opts.setTag(tag);
-  opts.setTimeout(timeout);
-  ::gloo::broadcast(opts);
+  const int n = size_;
+  const size_t bytes = buf.bytes();
+  const uint64_t slot = ringSlot(tag, 0);
+  GlooWaitSet::Buffer whole = buffer(buf.data, bytes);
+  if (bytes <= kDirectBroadcastBytes) {
+    if (rank_ != root) {
+      whole->recv(root, slot, 0, bytes);
+      waitRecvOrThrow(*whole, timeout);
+      return;
+    }
+    for (int r = 0; r < n; ++r) {
+      if (r != root) whole->send(r, slot, 0, bytes);
+    }
+    for (int r = 0; r < n - 1; ++r) waitSendOrThrow(*whole, timeout);
+    return;
+  }
+  // Pipeline along the ring root, root + 1, ..., root - 1.
+  const int pos = mod(rank_ - root, n);
+  const int next = (rank_ + 1) % n;
+  const int prev = (rank_ + n - 1) % n;
+  const size_t es = dtypeSize(buf.dtype);
+  const size_t segs = (bytes + kRingSegmentBytes - 1) / kRingSegmentBytes;
+  auto seg = [&](size_t k) { return pieceOf(0, buf.count, es, segs, k); };
+  if (pos != 0) {
+    for (size_t k = 0; k < segs; ++k) whole->recv(prev, slot, seg(k).offset, seg(k).bytes);
+  }
+  const bool forward = pos != n - 1;
+  for (size_t k = 0; k < segs; ++k) {
+    if (pos != 0) waitRecvOrThrow(*whole, timeout);  // segment k (in order within the slot)
+    if (forward) whole->send(next, slot, seg(k).offset, seg(k).bytes);
+  }
+  if (forward) {
+    for (size_t k = 0; k < segs; ++k) waitSendOrThrow(*whole, timeout);
+  }
 }
 
 void GlooCollectives::allgather(BufferView in, BufferView out, uint32_t tag, std::chrono::milliseconds timeout) {
   if (in.count == 0) return;
-  char* slot = static_cast<char*>(out.data) + static_cast<size_t>(rank_) * in.bytes();
-  if (size_ == 1) {
-    if (slot != in.data) std::memmove(slot, in.data, in.bytes());
-    return;
+  const size_t block = in.bytes();
+  char* outBytes = static_cast<char*>(out.data);
+  char* mine = outBytes + static_cast<size_t>(rank_) * block;
+  if (mine != in.data) std::memmove(mine, in.data, block);
+  if (size_ == 1) return;
+  const int n = size_;
+  const int next = (rank_ + 1) % n;
+  const int prev = (rank_ + n - 1) % n;
+  GlooWaitSet::Buffer whole = buffer(outBytes, block * static_cast<size_t>(n));
+  for (int t = 0; t < n - 1; ++t) {
+    const uint64_t slot = ringSlot(tag, t);
+    whole->recv(prev, slot, static_cast<size_t>(mod(rank_ - t - 1, n)) * block, block);
+    whole->send(next, slot, static_cast<size_t>(mod(rank_ - t, n)) * block, block);
+    waitRecvOrThrow(*whole, timeout);
+    waitSendOrThrow(*whole, timeout);
   }
-  ::gloo::AllgatherOptions opts(context_);
-  withElementType(in.dtype, [&](auto t) {
-    using T = decltype(t);
-    // In-place (input already at this rank's slot of the output): output only.
-    if (slot != in.data) opts.setInput<T>(static_cast<T*>(in.data), in.count);
-    opts.setOutput<T>(static_cast<T*>(out.data), out.count);
-  });
-  opts.setTag(tag);
-  opts.setTimeout(timeout);
-  ::gloo::allgather(opts);
 }
 
 void GlooCollectives::gather(BufferView in, BufferView out, int root, uint32_t tag,
                              std::chrono::milliseconds timeout) {
   if (in.count == 0) return;
+  const size_t block = in.bytes();
   if (size_ == 1) {
-    if (out.data != in.data) std::memmove(out.data, in.data, in.bytes());
+    if (out.data != in.data) std::memmove(out.data, in.data, block);
     return;
   }
-  ::gloo::GatherOptions opts(context_);
-  withElementType(in.dtype, [&](auto t) {
-    using T = decltype(t);
-    opts.setInput<T>(static_cast<T*>(in.data), in.count);
-    if (rank_ == root) opts.setOutput<T>(static_cast<T*>(out.data), out.count);
-  });
-  opts.setRoot(root);
-  opts.setTag(tag);
-  opts.setTimeout(timeout);
-  ::gloo::gather(opts);
+  const uint64_t slot = ringSlot(tag, 0);
+  if (rank_ != root) {
+    GlooWaitSet::Buffer src = buffer(in.data, block);
+    src->send(root, slot, 0, block);
+    waitSendOrThrow(*src, timeout);
+    return;
+  }
+  char* outBytes = static_cast<char*>(out.data);
+  GlooWaitSet::Buffer whole = buffer(outBytes, block * static_cast<size_t>(size_));
+  for (int r = 0; r < size_; ++r) {
+    if (r != root) whole->recv(r, slot, static_cast<size_t>(r) * block, block);
+  }
+  char* mine = outBytes + static_cast<size_t>(root) * block;
+  if (mine != in.data) std::memmove(mine, in.data, block);
+  for (int r = 0; r < size_ - 1; ++r) waitRecvOrThrow(*whole, timeout);
 }
 
 void GlooCollectives::barrier(uint32_t tag, std::chrono::milliseconds timeout) {
   if (size_ == 1) return;
-  ::gloo::BarrierOptions opts(context_);
-  opts.setTag(tag);
-  opts.setTimeout(timeout);
-  ::gloo::barrier(opts);
+  std::vector<int32_t> all(static_cast<size_t>(size_), 0);
+  int32_t mine = 1;
+  allgather(BufferView{&mine, 1, DType::kI32, Device::cpu()}, BufferView{all.data(), all.size(), DType::kI32, Device::cpu()},
+            tag, timeout);
 }
 
 // Note [Ring reduce-scatter]
@@ -185,16 +338,16 @@ void GlooCollectives::reduceScatter(BufferView in, BufferView out, ReduceOp op, 
   char* tmp = scratch(chunkBytes);
   char* acc = scratch2_.data();
   const char* inBytes = static_cast<const char*>(in.data);
-  auto inBuf = context_->createUnboundBuffer(in.data, in.bytes());
-  auto tmpBuf = context_->createUnboundBuffer(tmp, chunkBytes);
-  auto accBuf = context_->createUnboundBuffer(acc, chunkBytes);
+  auto inBuf = buffer(in.data, in.bytes());
+  auto tmpBuf = buffer(tmp, chunkBytes);
+  auto accBuf = buffer(acc, chunkBytes);
   const int n = size_;
   const int next = (rank_ + 1) % n;
   const int prev = (rank_ + n - 1) % n;
   const ReduceKernel kernel = reduceKernel(in.dtype, op);
   for (int s = 0; s < n - 1; ++s) {
-    const int cSend = ((rank_ - s - 1) % n + n) % n;
-    const int cRecv = ((rank_ - s - 2) % n + n) % n;
+    const int cSend = mod(rank_ - s - 1, n);
+    const int cRecv = mod(rank_ - s - 2, n);
     const uint64_t slot = ringSlot(tag, s);
     tmpBuf->recv(prev, slot, 0, chunkBytes);
     auto& sendBuf = s == 0 ? inBuf : accBuf;

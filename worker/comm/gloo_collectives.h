@@ -1,13 +1,16 @@
 #pragma once
 // GlooCollectives: runs one collective on a connected Gloo context, synchronously, on the
-// calling thread (GlooBackend's executor). Gloo's own algorithms for allreduce (ring),
-// broadcast, allgather, gather and barrier; a ring reduce-scatter over Gloo unbound buffers;
-// and a fused allreduce over a flattened scratch buffer for coalesced batches. OpHeader (the
-// description ranks compare before each op) lives here too; GlooHeaderLane exchanges it.
+// calling thread (GlooBackend's executor). Every algorithm is ours, over Gloo unbound buffers
+// created through a GlooWaitSet, so that abort releases every wait (Note [Abortable waits]):
+// a pipelined ring allreduce, a ring reduce-scatter and allgather, a broadcast (direct for small
+// buffers, a pipelined ring for large ones), a direct gather, and a barrier (Note [Ring
+// collectives]); plus a fused allreduce over a flattened scratch buffer for coalesced batches.
+// OpHeader (the description ranks compare before each op) lives here too; GlooHeaderLane
+// exchanges it.
 //
 // Errors: every method may throw Gloo's exceptions (gloo::IoException, gloo::EnforceNotMet);
-// GlooBackend catches them at its boundary.
-// Thread model: not thread-safe; one executor thread owns it.
+// GlooBackend catches them at its boundary. A wait released by abort throws gloo::IoException.
+// Thread model: not thread-safe; one executor thread owns it (the wait set is thread-safe).
 
 #include <chrono>
 #include <cstdint>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "worker/comm/gloo_wait_set.h"
 #include "worker/comm/types.h"
 
 namespace gloo {
@@ -52,7 +56,8 @@ struct FusedMember {
 
 class GlooCollectives {
  public:
-  explicit GlooCollectives(std::shared_ptr<::gloo::Context> context);
+  // `waits` registers the buffers of every op (abort releases them); it outlives this object.
+  GlooCollectives(std::shared_ptr<::gloo::Context> context, std::shared_ptr<GlooWaitSet> waits);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -70,12 +75,15 @@ class GlooCollectives {
 
  private:
   char* scratch(size_t bytes);
+  GlooWaitSet::Buffer buffer(void* data, size_t bytes);
 
   std::shared_ptr<::gloo::Context> context_;
+  std::shared_ptr<GlooWaitSet> waits_;
   const int rank_;
   const int size_;
   std::vector<char> scratch_;
   std::vector<char> scratch2_;
+  std::vector<char> ringTmp_;  // allreduce: two segments in flight
 };
 
 }  // namespace ddp::comm

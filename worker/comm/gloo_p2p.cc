@@ -27,11 +27,13 @@ struct P2pHeader {
 struct GlooP2p::Pending {
   P2pRequest req;
   P2pHeader header;
-  std::unique_ptr<::gloo::transport::UnboundBuffer> headerBuf;
-  std::unique_ptr<::gloo::transport::UnboundBuffer> dataBuf;
+  GlooWaitSet::Buffer headerBuf;
+  GlooWaitSet::Buffer dataBuf;
 };
 
-GlooP2p::GlooP2p(std::shared_ptr<::gloo::Context> context, CommThreadPriority priority) : context_(std::move(context)) {
+GlooP2p::GlooP2p(std::shared_ptr<::gloo::Context> context, std::shared_ptr<GlooWaitSet> waits,
+                 CommThreadPriority priority)
+    : context_(std::move(context)), waits_(std::move(waits)) {
   sends_.thread = std::thread([this, priority] {
     setThreadName("ddp-gloo-send");
     (void)applyCommThreadPriority(priority);  // Note [Comm thread priority]
@@ -66,13 +68,13 @@ Status GlooP2p::post(P2pRequest req) {
   p->req = std::move(req);
   const P2pRequest& r = p->req;
   try {
-    p->headerBuf = context_->createUnboundBuffer(&p->header, sizeof(P2pHeader));
+    p->headerBuf = waits_->create(*context_, &p->header, sizeof(P2pHeader));
     if (r.isSend) {
       p->header.bytes = r.buf.bytes();
       p->header.dtype = static_cast<uint64_t>(r.buf.dtype);
       p->headerBuf->send(r.peer, p2pSlot(r.tag, false));
       if (r.buf.bytes() > 0) {
-        p->dataBuf = context_->createUnboundBuffer(r.buf.data, r.buf.bytes());
+        p->dataBuf = waits_->create(*context_, r.buf.data, r.buf.bytes());
         p->dataBuf->send(r.peer, p2pSlot(r.tag, true));
       }
     } else {
@@ -113,7 +115,7 @@ Status GlooP2p::complete(Pending& p) {
       drain.resize(p.header.bytes);
       dst = drain.data();
     }
-    p.dataBuf = context_->createUnboundBuffer(dst, p.header.bytes);
+    p.dataBuf = waits_->create(*context_, dst, p.header.bytes);
     p.dataBuf->recv(r.peer, p2pSlot(r.tag, true));
     if (!p.dataBuf->waitRecv(r.timeout)) return abortedError(what + ": aborted");
     if (!agree) {

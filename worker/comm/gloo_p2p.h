@@ -27,6 +27,7 @@
 
 #include "common/status.h"
 #include "common/thread_priority.h"
+#include "worker/comm/gloo_wait_set.h"
 #include "worker/comm/types.h"
 #include "worker/comm/work.h"
 
@@ -48,7 +49,8 @@ struct P2pRequest {
 class GlooP2p {
  public:
   // The completion threads run at `priority` (Note [Comm thread priority]).
-  GlooP2p(std::shared_ptr<::gloo::Context> context, CommThreadPriority priority);
+  // Transfers run over buffers of `waits`, which abort releases (Note [Abortable waits]).
+  GlooP2p(std::shared_ptr<::gloo::Context> context, std::shared_ptr<GlooWaitSet> waits, CommThreadPriority priority);
   ~GlooP2p();
   GlooP2p(const GlooP2p&) = delete;
   GlooP2p& operator=(const GlooP2p&) = delete;
@@ -73,6 +75,7 @@ class GlooP2p {
   Status complete(Pending& p);
 
   std::shared_ptr<::gloo::Context> context_;
+  std::shared_ptr<GlooWaitSet> waits_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;  // guarded by mu_

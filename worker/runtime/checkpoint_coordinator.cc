@@ -47,6 +47,11 @@ Status CheckpointCoordinator::prepareHere(Deadline deadline) {
   return store_.checkOwnership(job_);
 }
 
+void CheckpointCoordinator::release() {
+  writer_.reset();  // first: rank 0's writer writes MANIFESTs under the lock
+  lock_.reset();
+}
+
 Status CheckpointCoordinator::prepare(Deadline deadline) {
   Status mine = prepareHere(deadline);
   DDP_ASSIGN_OR_RETURN(int64_t failedRank, agreeMin(mine.isOk() ? kNoFailedRank : backend_.rank(), deadline));

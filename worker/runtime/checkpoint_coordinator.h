@@ -106,6 +106,10 @@ class CheckpointCoordinator {
   const JobIdentity& job() const { return job_; }
   // Rank 0 after prepare(): true while it holds the directory's lock.
   bool holdsLock() const { return lock_.has_value() && lock_->held(); }
+  // After a failed run: stops the writer (a checkpoint in flight is abandoned, uncommitted) and
+  // lets the directory's lock go, so that the next generation's rank 0, possibly another
+  // process, can take it while this one is still tearing down. Nothing may be saved afterwards.
+  void release();
 
  private:
   Status prepareHere(Deadline deadline);
@@ -119,7 +123,7 @@ class CheckpointCoordinator {
   comm::Backend& backend_;
   JobIdentity job_;
   int keep_;
-  std::optional<CheckpointLock> lock_;  // rank 0, from prepare() to destruction
+  std::optional<CheckpointLock> lock_;  // rank 0, from prepare() to release() or destruction
   std::unique_ptr<CheckpointWriter> writer_;  // last: stopped before the lock goes
 };
 

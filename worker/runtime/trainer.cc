@@ -820,6 +820,9 @@ std::optional<PeerState> Trainer::peerState() { return impl_->peerState(); }
 void Trainer::stopCommunication() {
   if (impl_->reducer) impl_->reducer->stopCommThread();
 }
+void Trainer::releaseCheckpointDirectory() {
+  if (impl_->checkpoints) impl_->checkpoints->release();
+}
 model::Sequential& Trainer::model() { return *impl_->model; }
 std::shared_ptr<const TrainingData> Trainer::data() const { return impl_->data; }
 

@@ -163,6 +163,9 @@ class Trainer {
   // so that nothing issues collectives any more and the backend can go before the trainer
   // (Note [Worker generations] in worker_entry.cc). The trainer can only be dropped afterwards.
   void stopCommunication();
+  // After run() failed: stops the checkpoint writer and releases the checkpoint directory's
+  // lock (rank 0), so that the next generation's rank 0 can take it at once.
+  void releaseCheckpointDirectory();
   model::Sequential& model();
   std::shared_ptr<const TrainingData> data() const;
 

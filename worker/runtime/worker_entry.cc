@@ -292,15 +292,19 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
     if (result.status().code() != StatusCode::kAborted) backend.abort(result.status());
     const bool aborted = backend.isAborted();
     // Teardown in order (Note [Worker generations]): the reducer's comm thread stops; this rank's
-    // state at its last step boundary goes to the next generation; the backend goes BEFORE the
-    // trainer, because its destructor joins the threads that may still be inside a Gloo op that
-    // writes into the trainer's buffers (an aborted op's Work completes at once, the thread in
-    // the library only when the library returns); then the trainer goes.
+    // state at its last step boundary goes to the next generation; the checkpoint directory is
+    // let go; the backend goes BEFORE the trainer, because its destructor joins the threads
+    // that may still be inside a Gloo op that writes into the trainer's buffers (an aborted op's
+    // Work completes at once, the thread in the library only when the library returns); then
+    // the trainer goes.
     (*trainer)->stopCommunication();
     if (std::optional<PeerState> mine = (*trainer)->peerState()) {
       mine->generation = a.generation;
       *carried = std::move(mine);
     }
+    // The next generation's rank 0 may be another process: it must not wait for this one's
+    // teardown to take the checkpoint directory.
+    (*trainer)->releaseCheckpointDirectory();
     disconnect.now();
     built->backend.reset();
     (*trainer).reset();

@@ -195,6 +195,57 @@ INSTANTIATE_TEST_SUITE_P(WorldsAndCounts, GlooCollectivesTest, ::testing::Values
                            return "world" + std::to_string(info.param.world) + "_n" + std::to_string(info.param.count);
                          });
 
+// Note [Ring collectives]: buffers large enough that every chunk of the allreduce goes in
+// several segments (streamed through the two scratch segments), a broadcast taking the
+// pipelined ring, and uneven chunks (counts not divisible by the world), against closed forms.
+class GlooLargeBufferTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(GlooLargeBufferTest, AllreduceBroadcastAndAllgatherStreamInSegments) {
+  const int world = GetParam();
+  Status st = test::runRanks(world, [world](int rank, Backend& b) {
+    constexpr size_t kCount = 1300007;  // 5.2 MB of f32: at least 2 segments per chunk
+    std::vector<float> f(kCount);
+    std::vector<double> d(kCount);
+    for (size_t i = 0; i < kCount; ++i) {
+      f[i] = float((i * 7 + static_cast<size_t>(rank)) % 1000);
+      d[i] = double((i + static_cast<size_t>(rank) * 13) % 977);
+    }
+    auto wf = b.allreduce(viewOf(f.data(), f.size()), ReduceOp::kSum);
+    auto wd = b.allreduce(viewOf(d.data(), d.size()), ReduceOp::kMax);
+    ASSERT_TRUE(wf->wait(Deadline::after(60s)).isOk());
+    ASSERT_TRUE(wd->wait(Deadline::after(60s)).isOk());
+    size_t wrongF = 0, wrongD = 0;
+    for (size_t i = 0; i < kCount; ++i) {
+      double sum = 0, mx = 0;
+      for (int r = 0; r < world; ++r) {
+        sum += double((i * 7 + static_cast<size_t>(r)) % 1000);
+        mx = std::max(mx, double((i + static_cast<size_t>(r) * 13) % 977));
+      }
+      wrongF += f[i] != float(sum);
+      wrongD += d[i] != mx;
+    }
+    EXPECT_EQ(wrongF, 0u) << "f32 sum, rank " << rank;
+    EXPECT_EQ(wrongD, 0u) << "f64 max, rank " << rank;
+
+    const int root = world - 1;
+    std::vector<int32_t> x(kCount / 2 + 3);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = rank == root ? int32_t(i * 3) : -1;
+    ASSERT_TRUE(b.broadcast(viewOf(x.data(), x.size()), root)->wait(Deadline::after(60s)).isOk());
+    size_t wrongB = 0;
+    for (size_t i = 0; i < x.size(); ++i) wrongB += x[i] != int32_t(i * 3);
+    EXPECT_EQ(wrongB, 0u) << "broadcast, rank " << rank;
+
+    std::vector<float> in(300001, float(rank + 1)), out(in.size() * static_cast<size_t>(world), -1.f);
+    ASSERT_TRUE(b.allgather(viewOf(in.data(), in.size()), viewOf(out.data(), out.size()))->wait(Deadline::after(60s)).isOk());
+    size_t wrongG = 0;
+    for (size_t i = 0; i < out.size(); ++i) wrongG += out[i] != float(i / in.size() + 1);
+    EXPECT_EQ(wrongG, 0u) << "allgather, rank " << rank;
+  });
+  EXPECT_TRUE(st.isOk()) << st;
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, GlooLargeBufferTest, ::testing::Values(2, 3, 4));
+
 TEST(GlooBackendTest, SequenceNumbersAndOpTypes) {
   Status st = test::runRanks(2, [](int, Backend& b) {
     std::vector<float> x(4, 1.f);

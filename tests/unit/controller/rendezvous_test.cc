@@ -207,6 +207,32 @@ TEST(RendezvousTest, AnExpectedSurvivorIsWaitedForBeyondTheLastCallUpToTheWait) 
   EXPECT_EQ(r.active()->worldSize(), 2);
 }
 
+TEST(RendezvousTest, ARecoveryWaitsForItsSurvivorsButDoesNotCloseBeforeTheLastCall) {
+  // Note [Recovery]: after a verdict the survivors a, b, c are expected for up to 6 s without
+  // closing early (the replacement d may come within the last call). c is slow to tear down: the
+  // last call (2 s after min joined) waits for it; once it is in, the last call decides again.
+  Rendezvous r(cfg(2, 5, 2));
+  r.expect({"a", "b", "c"}, at(0), std::chrono::seconds(6), /*closeWhenAllJoined=*/false);
+  r.join("a", at(0.1));
+  r.join("b", at(0.2));
+  EXPECT_EQ(*r.nextDeadline(), at(6));
+  EXPECT_FALSE(r.tick(at(3)));
+  r.join("c", at(4));
+  EXPECT_TRUE(r.open()) << "every survivor joined, but a recovery does not close early";
+  EXPECT_EQ(*r.nextDeadline(), at(2.2)) << "nothing missing: the last call from min";
+  r.join("d", at(4.1));
+  EXPECT_TRUE(r.tick(at(4.2)));
+  EXPECT_EQ(r.active()->members, (std::vector<std::string>{"a", "b", "c", "d"}));
+  // A survivor that never comes is waited for up to the wait, then left out.
+  r.endGeneration(at(5));
+  r.expect({"a", "b", "c"}, at(5), std::chrono::seconds(6), false);
+  r.join("a", at(5.1));
+  r.join("b", at(5.1));
+  EXPECT_FALSE(r.tick(at(10.9)));
+  EXPECT_TRUE(r.tick(at(11)));
+  EXPECT_EQ(r.active()->worldSize(), 2);
+}
+
 TEST(RendezvousTest, ExpectingWorkersBelowMinDoesNotCloseTheRound) {
   Rendezvous r(cfg(3, 5, 10));
   r.expect({"a", "b"}, at(0));

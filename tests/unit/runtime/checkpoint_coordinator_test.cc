@@ -198,6 +198,34 @@ TEST(CheckpointCoordinatorTest, SecondJobIsRefusedWhileTheFirstHoldsTheDirectory
   });
 }
 
+// A worker whose generation failed releases the directory before it tears the rest down: the
+// next generation's rank 0 (another coordinator, here in the same process, where flock locks
+// exclude each other like processes do) takes it at once instead of waiting for the old one to
+// be destroyed.
+TEST(CheckpointCoordinatorTest, ReleaseLetsTheNextRankZeroLockAtOnceWhileTheOldOneLives) {
+  TempDir dir;
+  comm::runLocalRanks(1, [&](int, comm::Backend& first) {
+    CheckpointCoordinator old(dir.path(), first, kJob, 3);
+    ASSERT_TRUE(old.prepare(tenSeconds()).isOk());
+    ASSERT_TRUE(old.holdsLock());
+    comm::runLocalRanks(1, [&](int, comm::Backend& b) {
+      CheckpointCoordinator next(dir.path(), b, kJob, 3);
+      const Status refused = next.prepare(Deadline::after(std::chrono::milliseconds(300)));
+      EXPECT_EQ(refused.code(), StatusCode::kFailedPrecondition) << refused;
+      EXPECT_TRUE(contains(refused.message(), "still locked by another run of job 'job'")) << refused;
+    });
+    old.release();
+    EXPECT_FALSE(old.holdsLock());
+    comm::runLocalRanks(1, [&](int, comm::Backend& b) {
+      CheckpointCoordinator next(dir.path(), b, kJob, 3);
+      const auto t0 = std::chrono::steady_clock::now();
+      ASSERT_TRUE(next.prepare(tenSeconds()).isOk());
+      EXPECT_TRUE(next.holdsLock());
+      EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+    });
+  });
+}
+
 TEST(CheckpointCoordinatorTest, UnwritableDirectoryFailsPrepareOnEveryRankNamingIt) {
   TempDir dir;
   ASSERT_TRUE(writeFileAtomic(dir.path() + "/file", "x").isOk());
