@@ -87,7 +87,7 @@ namespace {
 // least two, kRingWindow scratch segments in flight (measured with bench_collectives: smaller
 // segments or a wider window were slower from 16 MiB, docs/PERFORMANCE.md).
 constexpr size_t kRingSegmentBytes = size_t{1} << 20;
-constexpr size_t kRingMinSplitBytes = size_t{256} << 10;
+constexpr size_t kRingMinSplitBytes = size_t{1} << 20;
 constexpr size_t kRingWindow = 2;
 constexpr size_t kDirectBroadcastBytes = size_t{64} << 10;
 
