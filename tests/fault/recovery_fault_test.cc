@@ -37,7 +37,9 @@ std::string finalModel(const std::string& dir, int64_t* step) {
 TEST(RecoveryFaultTest, SigstoppedWorkerIsNamedUnresponsiveAndTheSurvivorRecoversInProcess) {
   FaultHarness h;
   ASSERT_TRUE(h.ok()) << h.startError();
-  ASSERT_TRUE(h.submit(faultJobYaml("stop", h.dir() + "/ckpt", 3000, 3)).isOk());
+  // Long enough that a heartbeat (every 1 s) reports a step past 200 while it runs: on an idle
+  // machine 3000 steps took under 3 s, and the job could end between two reports.
+  ASSERT_TRUE(h.submit(faultJobYaml("stop", h.dir() + "/ckpt", 10000, 3)).isOk());
   ASSERT_TRUE(h.waitTraining("stop", 200, kJobSeconds)) << h.describeEvents("stop");
   const int64_t survivor = h.pidOfRank("stop", 0);
   const int64_t stopped = h.pidOfRank("stop", 1);

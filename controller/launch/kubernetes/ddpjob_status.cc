@@ -1,6 +1,7 @@
 #include "controller/launch/kubernetes/ddpjob_status.h"
 
 #include "controller/api/job_json.h"
+#include "controller/launch/kubernetes/worker_objects.h"
 
 namespace ddp::controller::kube {
 namespace {
@@ -24,6 +25,9 @@ json ddpJobStatus(const JobRecord& r, int64_t observedGeneration) {
   json s = {{"phase", api["phase"]},
             {"conditions", api["conditions"]},
             {"readyWorkers", ready},
+            // The scale subresource's labelSelectorPath (a HorizontalPodAutoscaler finds the
+            // job's worker pods with it).
+            {"selector", workerPodSelector(r.name)},
             {"worldSize", world},
             {"rendezvousGeneration", r.generation},
             {"restarts", r.restarts},

@@ -33,6 +33,10 @@ namespace ddp::controller::kube {
 
 inline constexpr const char* kJobLabel = "ddp.dev/job";
 inline constexpr const char* kSlotLabel = "ddp.dev/slot";
+// The label selector of a job's worker pods (the labels metadata() gives them).
+inline std::string workerPodSelector(const std::string& job) {
+  return "app.kubernetes.io/name=ddp-worker," + std::string(kJobLabel) + "=" + job;
+}
 inline constexpr const char* kWorkerContainer = "worker";
 inline constexpr const char* kTokenKey = "token";
 inline constexpr int64_t kWorkerUid = 10001;  // the image's ddp user (Dockerfile)

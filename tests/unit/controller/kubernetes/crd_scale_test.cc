@@ -1,7 +1,7 @@
 // The DDPJob CRD's scale subresource (Note [Elastic membership] in controller/jobs/membership.h):
 // `kubectl scale ddpj NAME --replicas=N` writes the path specReplicasPath names, which must be the
 // integer field the reconciler reads as the job's worker count (desiredWorkerCount), and
-// statusReplicasPath must be a status field the controller writes.
+// statusReplicasPath and labelSelectorPath must be status fields the controller writes.
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
@@ -45,6 +45,10 @@ TEST(KubernetesCrdScaleTest, TheScaleSubresourceMapsReplicasToTheWorkerCount) {
   EXPECT_EQ(scale["statusReplicasPath"].as<std::string>(), ".status.readyWorkers");
   EXPECT_EQ(schemaAt(v1, ".spec.workers.count")["type"].as<std::string>(), "integer");
   EXPECT_EQ(schemaAt(v1, ".status.readyWorkers")["type"].as<std::string>(), "integer");
+  // A HorizontalPodAutoscaler needs the selector: a string status field the controller writes
+  // (ddpJobStatus; KubernetesStatusTest checks its value).
+  EXPECT_EQ(scale["labelSelectorPath"].as<std::string>(), ".status.selector");
+  EXPECT_EQ(schemaAt(v1, ".status.selector")["type"].as<std::string>(), "string");
 
   using nlohmann::json;
   EXPECT_EQ(desiredWorkerCount(json::parse(R"({"spec":{"workers":{"count":3}}})")), 3);

@@ -33,6 +33,7 @@ TEST(KubernetesStatusTest, WritesFollowTheRateRules) {
   json s = ddpJobStatus(r, 3);
   EXPECT_EQ(s["phase"], "Running");
   EXPECT_EQ(s["readyWorkers"], 1);
+  EXPECT_EQ(s["selector"], "app.kubernetes.io/name=ddp-worker,ddp.dev/job=j");  // scale's labelSelectorPath
   EXPECT_EQ(s["worldSize"], 2);
   EXPECT_EQ(s["rendezvousGeneration"], 2);
   EXPECT_FALSE(s.contains("generation"));

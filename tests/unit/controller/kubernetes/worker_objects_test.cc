@@ -47,6 +47,18 @@ TEST(KubernetesWorkerObjectsTest, PodCarriesTheJobsKubernetesSection) {
   EXPECT_EQ(pod["metadata"]["namespace"], "ml");
   EXPECT_EQ(pod["metadata"]["labels"][kJobLabel], "fashion-mnist-gpu");
   EXPECT_EQ(pod["metadata"]["labels"][kSlotLabel], "2");
+  // The status' selector (the scale subresource's labelSelectorPath) matches every worker pod
+  // of the job (the labels a pod of this job carries).
+  const std::string selector = workerPodSelector("fashion-mnist-gpu");
+  size_t start = 0;
+  while (start < selector.size()) {
+    const size_t comma = std::min(selector.find(',', start), selector.size());
+    const std::string term = selector.substr(start, comma - start);
+    const size_t eq = term.find('=');
+    ASSERT_NE(eq, std::string::npos) << term;
+    EXPECT_EQ(pod["metadata"]["labels"].value(term.substr(0, eq), ""), term.substr(eq + 1)) << term;
+    start = comma + 1;
+  }
   EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["kind"], "DDPJob");
   EXPECT_EQ(pod["metadata"]["ownerReferences"][0]["uid"], "0b7c2a8e-uid");
   const json& spec = pod["spec"];
