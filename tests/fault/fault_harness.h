@@ -244,6 +244,11 @@ class FaultHarness {
 };
 
 // A short synthetic job with the fault-test timeouts (heartbeat 1 s x 3, hang 5 s).
+// Steps of a fault job that a test acts on while it runs (waitTraining, then a signal): the
+// controller learns the step from heartbeats (every 1 s here), and on an idle machine the job
+// does over 1000 steps a second, so a job of a few thousand steps could end between two reports.
+inline constexpr int64_t kMidRunSteps = 6000;
+
 inline std::string faultJobYaml(const std::string& name, const std::string& checkpointDir, int64_t steps,
                                 int maxRestarts, const std::string& extraSpec = "") {
   return "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata:\n  name: " + name +

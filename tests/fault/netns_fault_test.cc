@@ -57,7 +57,7 @@ TEST(NetnsFaultTest, AWorkerWhoseLinkIsCutIsNamedUnresponsiveFencedAndReplacedFr
     return s;
   };
   const std::string job = "netns";
-  ASSERT_TRUE(h.submit(faultJobYaml(job, h.dir() + "/ckpt", 3000, 3)).isOk());
+  ASSERT_TRUE(h.submit(faultJobYaml(job, h.dir() + "/ckpt", test::kMidRunSteps, 3)).isOk());
   const pid_t w0 = h.startWorker(job, job + "-w0", on(kSurvivorNode, "w0"));
   const pid_t w1 = h.startWorker(job, job + "-w1", on(kCutNode, "w1-cut"));
   ASSERT_GT(w0, 0);

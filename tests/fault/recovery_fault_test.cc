@@ -37,9 +37,7 @@ std::string finalModel(const std::string& dir, int64_t* step) {
 TEST(RecoveryFaultTest, SigstoppedWorkerIsNamedUnresponsiveAndTheSurvivorRecoversInProcess) {
   FaultHarness h;
   ASSERT_TRUE(h.ok()) << h.startError();
-  // Long enough that a heartbeat (every 1 s) reports a step past 200 while it runs: on an idle
-  // machine 3000 steps took under 3 s, and the job could end between two reports.
-  ASSERT_TRUE(h.submit(faultJobYaml("stop", h.dir() + "/ckpt", 10000, 3)).isOk());
+  ASSERT_TRUE(h.submit(faultJobYaml("stop", h.dir() + "/ckpt", test::kMidRunSteps, 3)).isOk());
   ASSERT_TRUE(h.waitTraining("stop", 200, kJobSeconds)) << h.describeEvents("stop");
   const int64_t survivor = h.pidOfRank("stop", 0);
   const int64_t stopped = h.pidOfRank("stop", 1);
@@ -60,11 +58,11 @@ TEST(RecoveryFaultTest, SigkilledWorkerIsReplacedAndTheRunEndsBitwiseAsAnUninter
   FaultHarness h;
   ASSERT_TRUE(h.ok()) << h.startError();
   // Uninterrupted.
-  ASSERT_TRUE(h.submit(faultJobYaml("clean", h.dir() + "/ckpt-clean", 3000, 3)).isOk());
+  ASSERT_TRUE(h.submit(faultJobYaml("clean", h.dir() + "/ckpt-clean", test::kMidRunSteps, 3)).isOk());
   ASSERT_TRUE(h.waitPhase("clean", "Succeeded", kJobSeconds)) << h.describeEvents("clean");
   // The same training with rank 1 SIGKILLed mid-run: recovery resumes both ranks from the last
   // committed checkpoint, so the run continues as one resumed from it (bitwise on CPU).
-  ASSERT_TRUE(h.submit(faultJobYaml("killed", h.dir() + "/ckpt-killed", 3000, 3)).isOk());
+  ASSERT_TRUE(h.submit(faultJobYaml("killed", h.dir() + "/ckpt-killed", test::kMidRunSteps, 3)).isOk());
   ASSERT_TRUE(h.waitTraining("killed", 50, kJobSeconds)) << h.describeEvents("killed");
   const int64_t survivor = h.pidOfRank("killed", 0);
   h.signal(h.pidOfRank("killed", 1), SIGKILL);
@@ -84,8 +82,8 @@ TEST(RecoveryFaultTest, SigkilledWorkerIsReplacedAndTheRunEndsBitwiseAsAnUninter
   const std::string clean = finalModel(h.dir() + "/ckpt-clean", &cleanStep);
   const std::string killed = finalModel(h.dir() + "/ckpt-killed", &killedStep);
   ASSERT_FALSE(clean.empty());
-  EXPECT_EQ(cleanStep, 3000);
-  EXPECT_EQ(killedStep, 3000);
+  EXPECT_EQ(cleanStep, test::kMidRunSteps);
+  EXPECT_EQ(killedStep, test::kMidRunSteps);
   EXPECT_TRUE(clean == killed) << "the recovered run's final parameters differ from the uninterrupted run's";
   EXPECT_EQ(h.record("killed").progress.testAccuracy, h.record("clean").progress.testAccuracy);
 }
@@ -96,9 +94,9 @@ TEST(RecoveryFaultTest, PowerSgdStateSurvivesRecoveryBitwise) {
   const std::string hook =
       "  commHook:\n    type: powerSGD\n    powerSGD:\n      rank: 2\n      startIter: 10\n"
       "      minCompressionRate: 1\n";
-  ASSERT_TRUE(h.submit(faultJobYaml("psgd-clean", h.dir() + "/ckpt-clean", 3000, 3, hook)).isOk());
+  ASSERT_TRUE(h.submit(faultJobYaml("psgd-clean", h.dir() + "/ckpt-clean", test::kMidRunSteps, 3, hook)).isOk());
   ASSERT_TRUE(h.waitPhase("psgd-clean", "Succeeded", kJobSeconds)) << h.describeEvents("psgd-clean");
-  ASSERT_TRUE(h.submit(faultJobYaml("psgd-killed", h.dir() + "/ckpt-killed", 3000, 3, hook)).isOk());
+  ASSERT_TRUE(h.submit(faultJobYaml("psgd-killed", h.dir() + "/ckpt-killed", test::kMidRunSteps, 3, hook)).isOk());
   ASSERT_TRUE(h.waitTraining("psgd-killed", 50, kJobSeconds)) << h.describeEvents("psgd-killed");
   h.signal(h.pidOfRank("psgd-killed", 0), SIGKILL);
   ASSERT_TRUE(h.waitPhase("psgd-killed", "Succeeded", kJobSeconds)) << h.describeEvents("psgd-killed");
@@ -164,7 +162,7 @@ TEST(RecoveryFaultTest, NoRestartsLeftFailsTheJobWithTheReason) {
 TEST(RecoveryFaultTest, AStoppedWorkerThatWakesUpAfterRecoveryIsFencedAndExits) {
   FaultHarness h("external");
   ASSERT_TRUE(h.ok()) << h.startError();
-  ASSERT_TRUE(h.submit(faultJobYaml("fence", h.dir() + "/ckpt", 4000, 3)).isOk());
+  ASSERT_TRUE(h.submit(faultJobYaml("fence", h.dir() + "/ckpt", test::kMidRunSteps, 3)).isOk());
   const pid_t w0 = h.startWorker("fence", "fence-w0");
   const pid_t w1 = h.startWorker("fence", "fence-w1");
   ASSERT_GT(w0, 0);
