@@ -232,7 +232,7 @@ void JobManager::launch(Live& job) {
   // The workers may have registered and closed the rendezvous while the launcher was still
   // starting the others: that close found the job not launched yet and decided nothing, and the
   // job would stay Pending (no hang detection) until a worker finished.
-  evaluate(job);
+  if (job.rdzv->active()) evaluate(job);
 }
 
 Result<JobRecord> JobManager::submit(const JobSpec& spec) {
