@@ -116,4 +116,25 @@ struct JobManager::Live {
   std::set<std::string> steppedInGeneration;  // members that reported a step in the active one
 };
 
+// After a generation ended (a verdict, Note [Recovery]; a planned change, Note [Elastic
+// membership]): its survivors are Rejoining, those that had already left on their own join the
+// open round. Returns the survivors whose process is alive, for Rendezvous::expect.
+inline std::vector<std::string> rejoinSurvivors(JobManager::Live& job, TimePoint now) {
+  std::vector<std::string> alive;
+  for (const auto& id : job.survivors) {
+    WorkerState& w = job.workers[id];
+    w.rec.state = "Rejoining";
+    if (w.leftOnItsOwn) job.rdzv->join(id, now);  // already waiting for the next generation
+    w.leftOnItsOwn = false;
+    if (w.processAlive) alive.push_back(id);
+  }
+  return alive;
+}
+
+// How long the next round waits for a survivor still tearing down: the last call and one
+// heartbeat window more (a slow teardown on a busy machine must not leave it out).
+inline Duration survivorWait(const JobSpec& spec) {
+  return seconds(spec.timeouts.lastCallSeconds + spec.timeouts.heartbeatSeconds * spec.timeouts.heartbeatMisses);
+}
+
 }  // namespace ddp::controller

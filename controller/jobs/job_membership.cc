@@ -158,18 +158,8 @@ void JobManager::changeMembership(Live& job, const std::string& reason, const st
   }
   // The survivors and the joiners are expected: the round closes once they are all back.
   std::vector<std::string> expected = job.rdzv->waiting();
-  for (const auto& id : job.survivors) {
-    WorkerState& w = job.workers[id];
-    w.rec.state = "Rejoining";
-    if (w.leftOnItsOwn) job.rdzv->join(id, now);
-    w.leftOnItsOwn = false;
-    if (w.processAlive) expected.push_back(id);
-  }
-  // A survivor is waited for beyond the last call (up to one heartbeat window more): a slow
-  // teardown on a busy machine must not leave it out of the generation.
-  const Duration wait = seconds(job.spec.timeouts.lastCallSeconds +
-                                job.spec.timeouts.heartbeatSeconds * job.spec.timeouts.heartbeatMisses);
-  job.rdzv->expect(std::move(expected), now, wait);
+  for (auto& id : rejoinSurvivors(job, now)) expected.push_back(std::move(id));
+  job.rdzv->expect(std::move(expected), now, survivorWait(job.spec));
   job.firstLateJoinAt.reset();
   job.membershipNote = message;
   // The Resumed event once every member of the next generation has stepped (noteRecovered).

@@ -115,22 +115,10 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
     ledger(job).endGeneration(round.generation, "verdict " + reason, now, &changes);
     noteLedgerChanges(job, changes);
   }
-  std::vector<std::string> alive;
-  for (const auto& id : job.survivors) {
-    WorkerState& w = job.workers[id];
-    w.rec.state = "Rejoining";
-    if (w.leftOnItsOwn) job.rdzv->join(id, now);  // already waiting for the next generation
-    w.leftOnItsOwn = false;
-    if (w.processAlive) alive.push_back(id);
-  }
   // An elastic job's next round may close with fewer workers than this one: a survivor slow to
-  // tear down on a busy machine is waited for up to one heartbeat window beyond the last call
-  // rather than left out (as for a planned change, Note [Elastic membership]); the round still
-  // waits out its last call for the replacements.
-  job.rdzv->expect(std::move(alive), now,
-                   seconds(job.spec.timeouts.lastCallSeconds +
-                           job.spec.timeouts.heartbeatSeconds * job.spec.timeouts.heartbeatMisses),
-                   /*closeWhenAllJoined=*/false);
+  // tear down is waited for rather than left out (as for a planned change, Note [Elastic
+  // membership]); the round still waits out its last call for the replacements.
+  job.rdzv->expect(rejoinSurvivors(job, now), now, survivorWait(job.spec), /*closeWhenAllJoined=*/false);
   for (const auto& id : culprits) {
     WorkerState& w = job.workers[id];
     w.replacing = true;
