@@ -14,7 +14,12 @@ json secondsOrNull(double s) { return s < 0 ? json(nullptr) : json(s); }
 json rankJson(const RankFlightRecord& r) {
   json last = json::array();
   for (const auto& c : r.lastHeartbeat) {
-    last.push_back({{"backend", c.backend}, {"issued", c.issued}, {"seq", c.seq}, {"op", c.op}, {"seconds", c.seconds}});
+    last.push_back({{"backend", c.backend},
+                    {"issued", c.issued},
+                    {"lastCompleted", lastCompletedSeq(c)},
+                    {"seq", c.seq},
+                    {"op", c.op},
+                    {"seconds", c.seconds}});
   }
   json ops = json::array();
   for (const auto& op : r.ops) {

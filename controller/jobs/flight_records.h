@@ -25,7 +25,9 @@
 #include <string>
 #include <vector>
 
+#include "common/status.h"
 #include "controller/jobs/hang_detector.h"
+#include "controller/store/job_store.h"
 
 namespace ddp::controller {
 
@@ -63,7 +65,7 @@ struct FlightRecordEvent {
 };
 
 // Kept per job (the newest last).
-inline constexpr size_t kFlightRecordEventsPerJob = 8;
+inline constexpr size_t kFlightRecordEventsPerJob = kMaxFlightRecordsPerJob;
 
 // "rank 1 never reached allreduce #812 (4.2 MB); ranks 0, 2, 3 waiting in it for 6.1 s", or
 // what can be said without records.
@@ -71,5 +73,15 @@ std::string summarizeFlightRecords(const FlightRecordEvent& event);
 
 // "4.2 MB", "512 B", "12.0 kB" (decimal units).
 std::string formatBytes(int64_t bytes);
+
+// The job store's form of an event (flight_record_codec.cc): JSON with every field; decode
+// fails with DataLoss naming what is wrong. Kept with the verdict's event, so a restarted
+// controller still answers GET /v1/jobs/{name}/flightrecords.
+std::string encodeFlightRecordEvent(const FlightRecordEvent& event);
+Result<FlightRecordEvent> decodeFlightRecordEvent(const std::string& text);
+
+// The sequence number of the last collective a heartbeat's view shows completed (everything
+// before its oldest unfinished op; the last issued one when nothing is unfinished); -1: none.
+int64_t lastCompletedSeq(const CollectiveView& view);
 
 }  // namespace ddp::controller

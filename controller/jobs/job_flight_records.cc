@@ -2,6 +2,8 @@
 // ask the live members of a generation a verdict ended for their records and keep them.
 #include <algorithm>
 
+#include "common/log.h"
+
 #include "controller/jobs/job_live.h"
 #include "controller/jobs/job_manager.h"
 
@@ -40,6 +42,7 @@ void JobManager::requestFlightRecords(Live& job, const RendezvousRound& round, c
   const Duration period = seconds(job.spec.timeouts.heartbeatSeconds);
   job.flightRecordDeadline =
       clock_.now() + std::clamp<Duration>(2 * period, std::chrono::seconds(1), std::chrono::seconds(5));
+  job.pendingFlightRecords[e.timeMs] = encodeFlightRecordEvent(e);
   auto& events = flightRecords_[job.record.name];
   events.push_back(std::move(e));
   if (events.size() > kFlightRecordEventsPerJob) events.erase(events.begin());
@@ -62,6 +65,7 @@ bool JobManager::flightRecordCommand(Live& job, int64_t g, const Heartbeat& hb) 
       r.status = hb.flightRecord.empty() ? "unavailable: it sent no record" : "received";
       r.receivedMs = wallMs();
     }
+    job.pendingFlightRecords[it->second.back().timeMs] = encodeFlightRecordEvent(it->second.back());
     return false;
   }
   if (job.flightRecordWanted.erase(hb.workerId) > 0) {
@@ -76,14 +80,33 @@ bool JobManager::awaitingFlightRecords(const Live& job) const {
 }
 
 Result<std::vector<FlightRecordEvent>> JobManager::flightRecords(const std::string& name) {
+  // The stored ones (they outlive a controller restart), overridden by this controller's own
+  // (newer answers may not be written yet), by verdict time.
+  std::map<int64_t, FlightRecordEvent> byTime;
+  auto stored = store_.flightRecords(name);
+  if (!stored.isOk() && stored.status().code() != StatusCode::kNotFound) return stored.status();
+  if (stored.isOk()) {
+    for (const std::string& doc : *stored) {
+      auto e = decodeFlightRecordEvent(doc);
+      if (!e.isOk()) {
+        DDP_LOG(Warning) << "job " << name << ": a stored flight record is unreadable: " << e.status().message();
+        continue;
+      }
+      byTime[e->timeMs] = std::move(*e);
+    }
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = flightRecords_.find(name);
-    if (it != flightRecords_.end()) return it->second;
-    if (find(name) != nullptr) return std::vector<FlightRecordEvent>{};
+    if (!stored.isOk() && it == flightRecords_.end() && find(name) == nullptr) return stored.status();
+    if (it != flightRecords_.end()) {
+      for (const auto& e : it->second) byTime[e.timeMs] = e;
+    }
   }
-  DDP_RETURN_IF_ERROR(store_.get(name).status());
-  return std::vector<FlightRecordEvent>{};
+  std::vector<FlightRecordEvent> out;
+  for (auto& [t, e] : byTime) out.push_back(std::move(e));
+  if (out.size() > kFlightRecordEventsPerJob) out.erase(out.begin(), out.end() - kFlightRecordEventsPerJob);
+  return out;
 }
 
 }  // namespace ddp::controller

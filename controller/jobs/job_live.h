@@ -74,6 +74,8 @@ struct JobManager::Live {
   bool figuresDirty = false;   // heartbeat figures changed: write within persistEvery
   std::vector<JobEvent> pendingEvents;
   std::vector<CheckpointRecord> pendingCheckpoints;
+  // Flight records changed since the last persist (their store documents, by verdict time).
+  std::map<int64_t, std::string> pendingFlightRecords;
   // Rank 0's last commit report's steps on disk: the stored catalog keeps only these (written
   // with the next persist). Note [Two-phase checkpoint commit].
   std::optional<std::vector<int64_t>> pendingCatalog;

@@ -790,6 +790,7 @@ void JobManager::persistFigures(bool force) {
     std::vector<JobEvent> events;
     std::vector<CheckpointRecord> checkpoints;
     std::optional<std::vector<int64_t>> catalog;
+    std::map<int64_t, std::string> flightRecords;
     bool finished = false;
   };
   std::vector<Write> writes;
@@ -801,13 +802,16 @@ void JobManager::persistFigures(bool force) {
     for (auto it = jobs_.begin(); it != jobs_.end();) {
       Live& job = *it->second;
       const bool write = job.dirty || (periodic && job.figuresDirty) || !job.pendingEvents.empty() ||
-                         !job.pendingCheckpoints.empty() || job.pendingCatalog.has_value();
+                         !job.pendingCheckpoints.empty() || job.pendingCatalog.has_value() ||
+                         !job.pendingFlightRecords.empty();
       if (write) {
         job.record.workers.clear();
         for (const auto& [id, w] : job.workers) job.record.workers.push_back(w.rec);
         writes.push_back({job.record, std::move(job.pendingEvents), std::move(job.pendingCheckpoints),
-                          std::move(job.pendingCatalog), isTerminal(job.record.phase)});
+                          std::move(job.pendingCatalog), std::move(job.pendingFlightRecords),
+                          isTerminal(job.record.phase)});
         job.pendingEvents.clear();
+        job.pendingFlightRecords.clear();
         job.pendingCheckpoints.clear();
         job.pendingCatalog.reset();
         job.dirty = false;
@@ -833,6 +837,9 @@ void JobManager::persistFigures(bool force) {
     for (const auto& e : w.events) st = st.isOk() ? store_.appendEvent(w.record.name, e) : st;
     for (const auto& c : w.checkpoints) st = st.isOk() ? store_.addCheckpoint(w.record.name, c) : st;
     if (w.catalog && st.isOk()) st = store_.retainCheckpoints(w.record.name, *w.catalog);
+    for (const auto& [timeMs, doc] : w.flightRecords) {
+      st = st.isOk() ? store_.putFlightRecord(w.record.name, timeMs, doc) : st;
+    }
     if (!st.isOk() && st.code() != StatusCode::kNotFound) {
       DDP_LOG(Error) << "job " << w.record.name << ": could not write its record: " << st.toString();
     }

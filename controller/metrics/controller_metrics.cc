@@ -73,8 +73,9 @@ std::string ControllerMetrics::scrape(const std::vector<JobGauges>& live) {
     for (auto& [job, state] : jobs_) {
       auto it = byJob.find(job);
       if (it == byJob.end()) {
-        // No live state any more: its processes are gone.
+        // No live state any more: its processes are gone (their last ages would stay frozen).
         state.series->setWorkers({});
+        state.series->zeroHeartbeatAges();
         continue;
       }
       const JobGauges& g = *it->second;

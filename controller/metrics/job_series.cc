@@ -82,6 +82,10 @@ void JobSeries::setHeartbeatAges(const std::vector<double>& ages) {
   for (size_t r = 0; r < ages.size(); ++r) heartbeatAges_[r]->Set(ages[r]);
 }
 
+void JobSeries::zeroHeartbeatAges() {
+  for (auto* g : heartbeatAges_) g->Set(0);
+}
+
 void JobSeries::ensureRanks(size_t ranks) {
   while (heartbeatAges_.size() < ranks) {
     heartbeatAges_.push_back(

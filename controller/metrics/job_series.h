@@ -31,6 +31,9 @@ class JobSeries {
   void setWorkers(const std::map<std::string, int>& counts);
   // ddp_worker_heartbeat_age_seconds{rank}: one series per rank 0..ages.size()-1.
   void setHeartbeatAges(const std::vector<double>& ages);
+  // Every rank's series at 0 (the job has no live worker: before the first heartbeat, as at
+  // creation, and once it ended); none is removed, so the family stays present.
+  void zeroHeartbeatAges();
   // Series for ranks 0..ranks-1 exist (new ones at 0); none is removed.
   void ensureRanks(size_t ranks);
   prometheus::Counter& hangs(const std::string& reason);

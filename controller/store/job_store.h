@@ -22,6 +22,8 @@ namespace ddp::controller {
 
 // events() keeps at most this many events per job: the newest ones.
 inline constexpr int kMaxEventsPerJob = 1000;
+// flightRecords() keeps at most this many per job: the newest ones.
+inline constexpr int kMaxFlightRecordsPerJob = 8;
 
 class JobStore {
  public:
@@ -59,6 +61,14 @@ class JobStore {
   // retention: Note [Two-phase checkpoint commit]); a step in `steps` with no record adds none.
   // NotFound when no such job.
   virtual Status retainCheckpoints(const std::string& name, const std::vector<int64_t>& steps) = 0;
+
+  // Stores the flight records of one hang verdict (an opaque JSON document: the codec is
+  // controller/jobs/flight_records.h's); a second document for the same job and time replaces
+  // the first (answers arrive after the verdict). Only the newest kMaxFlightRecordsPerJob are
+  // kept. NotFound when no such job.
+  virtual Status putFlightRecord(const std::string& name, int64_t timeMs, const std::string& recordJson) = 0;
+  // The job's flight record documents, oldest verdict first. NotFound when no such job.
+  virtual Result<std::vector<std::string>> flightRecords(const std::string& name) = 0;
 };
 
 }  // namespace ddp::controller

@@ -57,6 +57,19 @@ CREATE TABLE checkpoints (
 ) STRICT, WITHOUT ROWID;
 )sql";
 
+// Version 2 adds this table (and open() adds it to a version-1 file: Note [Job store schema]).
+constexpr const char* kFlightRecordsSql = R"sql(
+CREATE TABLE flight_records (
+  job_id INTEGER NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  time_ms INTEGER NOT NULL,
+  record_json TEXT NOT NULL,
+  PRIMARY KEY (job_id, time_ms)
+) STRICT, WITHOUT ROWID;
+)sql";
+
+// The oldest schema version open() migrates (to kSchemaVersion).
+constexpr int64_t kOldestMigratedVersion = 1;
+
 // The columns readJob() reads, in order.
 #define DDP_JOB_COLUMNS                                                                 \
   "name, uid, spec_yaml, worker_token, created_ms, start_ms, completion_ms, phase, "    \
@@ -144,7 +157,7 @@ Status checkIdentity(const std::string& path, const FileIdentity& id) {
                               ", newer than this controller supports (" +
                               std::to_string(supported) + "); run a newer controller");
   }
-  if (id.version != supported) {
+  if (id.version != supported && id.version < kOldestMigratedVersion) {
     return failedPrecondition("job store " + path + " has unknown schema version " +
                               std::to_string(id.version) + " (this controller supports " +
                               std::to_string(supported) + ")");
@@ -212,9 +225,15 @@ Status SqliteJobStore::initSchema() {
   DDP_ASSIGN_OR_RETURN(FileIdentity identity, readIdentity(*db_));
   if (!identity.empty()) {
     DDP_RETURN_IF_ERROR(checkIdentity(path_, identity));
+    if (identity.version == 1) {  // version 1 -> 2: the flight_records table
+      DDP_RETURN_IF_ERROR(db_->exec(kFlightRecordsSql));
+      DDP_RETURN_IF_ERROR(
+          db_->exec(("PRAGMA user_version=" + std::to_string(kSchemaVersion)).c_str()));
+    }
     return txn.commit();
   }
   DDP_RETURN_IF_ERROR(db_->exec(kSchemaSql));
+  DDP_RETURN_IF_ERROR(db_->exec(kFlightRecordsSql));
   // PRAGMA values cannot be bound; these are compile-time constants.
   DDP_RETURN_IF_ERROR(
       db_->exec(("PRAGMA application_id=" + std::to_string(kApplicationId)).c_str()));
@@ -474,6 +493,48 @@ Result<std::vector<CheckpointRecord>> SqliteJobStore::checkpoints(const std::str
       if (!row) break;
       out.push_back(CheckpointRecord{stmt.int64At(0), stmt.int64At(1), stmt.int64At(2),
                                      static_cast<int>(stmt.int64At(3)), stmt.textAt(4)});
+    }
+  }
+  DDP_RETURN_IF_ERROR(txn.commit());
+  return out;
+}
+
+Status SqliteJobStore::putFlightRecord(const std::string& name, int64_t timeMs, const std::string& recordJson) {
+  std::lock_guard<std::mutex> lock(mu_);
+  DDP_ASSIGN_OR_RETURN(SqliteTransaction txn,
+                       SqliteTransaction::begin(*db_, SqliteTransaction::Kind::kWrite));
+  DDP_ASSIGN_OR_RETURN(int64_t id, jobId(name));
+  {
+    DDP_ASSIGN_OR_RETURN(SqliteStatement stmt,
+                         db_->prepare("INSERT INTO flight_records (job_id, time_ms, record_json) VALUES (?1, ?2, ?3) "
+                                      "ON CONFLICT (job_id, time_ms) DO UPDATE SET record_json = excluded.record_json"));
+    stmt.bind(1, id).bind(2, timeMs).bind(3, recordJson);
+    DDP_RETURN_IF_ERROR(stmt.run());
+  }
+  // Keeps the newest kMaxFlightRecordsPerJob.
+  DDP_ASSIGN_OR_RETURN(
+      SqliteStatement trim,
+      db_->prepare("DELETE FROM flight_records WHERE job_id = ?1 AND time_ms <= (SELECT time_ms FROM "
+                   "flight_records WHERE job_id = ?1 ORDER BY time_ms DESC LIMIT 1 OFFSET ?2)"));
+  trim.bind(1, id).bind(2, int64_t{kMaxFlightRecordsPerJob});
+  DDP_RETURN_IF_ERROR(trim.run());
+  return txn.commit();
+}
+
+Result<std::vector<std::string>> SqliteJobStore::flightRecords(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  DDP_ASSIGN_OR_RETURN(SqliteTransaction txn,
+                       SqliteTransaction::begin(*db_, SqliteTransaction::Kind::kRead));
+  DDP_ASSIGN_OR_RETURN(int64_t id, jobId(name));
+  std::vector<std::string> out;
+  {
+    DDP_ASSIGN_OR_RETURN(SqliteStatement stmt,
+                         db_->prepare("SELECT record_json FROM flight_records WHERE job_id = ?1 ORDER BY time_ms"));
+    stmt.bind(1, id);
+    while (true) {
+      DDP_ASSIGN_OR_RETURN(bool row, stmt.step());
+      if (!row) break;
+      out.push_back(stmt.textAt(0));
     }
   }
   DDP_RETURN_IF_ERROR(txn.commit());

@@ -27,8 +27,10 @@
 //  queried by SQL, and JSON lets fields be added without a migration. The phase is its name.
 //  PRAGMA application_id marks the file as a job store; PRAGMA user_version holds the schema
 //  version (kSchemaVersion). open() creates the schema in an empty file, accepts the current
-//  version, and fails with FailedPrecondition for a newer or unknown version, or for a SQLite
-//  file that is not a job store. A future version migrates older schemas inside open().
+//  version, migrates an older one inside its write transaction (1 -> 2 adds flight_records:
+//  one JSON document per hang verdict, keyed by job and verdict time, the newest
+//  kMaxFlightRecordsPerJob kept), and fails with FailedPrecondition for a newer or unknown
+//  version, or for a SQLite file that is not a job store.
 //
 // Blocking: each call holds the store's mutex for one transaction. A transaction waits at most
 // config.busyTimeout for a lock held by another connection (another process on the same file)
@@ -65,7 +67,7 @@ struct SqliteJobStoreConfig {
 class SqliteJobStore final : public JobStore {
  public:
   // The schema version this build writes (PRAGMA user_version).
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   // PRAGMA application_id of a job store file ("DDPJ").
   static constexpr int32_t kApplicationId = 0x4444504A;
 
@@ -88,6 +90,8 @@ class SqliteJobStore final : public JobStore {
   Status addCheckpoint(const std::string& name, const CheckpointRecord& checkpoint) override;
   Result<std::vector<CheckpointRecord>> checkpoints(const std::string& name) override;
   Status retainCheckpoints(const std::string& name, const std::vector<int64_t>& steps) override;
+  Status putFlightRecord(const std::string& name, int64_t timeMs, const std::string& recordJson) override;
+  Result<std::vector<std::string>> flightRecords(const std::string& name) override;
 
   // PRAGMA integrity_check over the whole file: ok, or DataLoss with SQLite's findings.
   Status checkIntegrity();

@@ -4,7 +4,8 @@
 // collective rank 1 never issues. After the CollectiveStuck verdict the controller asks rank 0
 // for its flight record (the `flightRecord` heartbeat command), keeps it with the verdict and
 // serves it at GET /v1/jobs/{name}/flightrecords; `ddpctl describe` prints the summary; the
-// fault families of /metrics count the verdict and the recovery. Cleanup: the harness.
+// fault families of /metrics count the verdict and the recovery; the records are in the job
+// store; a worker SIGKILLed afterwards (by PID) counts as a death. Cleanup: the harness.
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -13,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "controller/jobs/flight_records.h"
+#include "controller/store/sqlite_job_store.h"
 #include "tests/fault/fault_harness.h"
 #include "tests/integration/cli_process.h"
 #include "tests/support/prometheus_text.h"
@@ -86,6 +89,35 @@ TEST(FlightRecordFaultTest, AStuckCollectiveIsExplainedByTheRanksFlightRecords) 
   EXPECT_GE(*t.value("ddp_aborts_total", {{"job", "stuck"}}), 1) << "rank 0 aborted its communicator";
   EXPECT_EQ(t.value("ddp_worker_deaths_total", {{"job", "stuck"}}), 0) << "the replaced rank was killed by the controller";
   EXPECT_EQ(t.value("ddp_job_generation", {{"job", "stuck"}}), 2);
+
+  // The last op the blamed rank completed, from its last heartbeat: the one before the op it
+  // never reached.
+  const json& blamedView = e["ranks"][1]["lastHeartbeat"];
+  ASSERT_FALSE(blamedView.empty()) << e["ranks"][1].dump(2);
+  EXPECT_EQ(blamedView[0]["lastCompleted"], std::stoll(m[2].str()) - 1) << blamedView.dump(2);
+
+  // Kept with the verdict in the job store (a restarted controller serves them from there),
+  // with rank 0's answer.
+  auto store = controller::SqliteJobStore::open(h.dir() + "/state/jobs.db");
+  ASSERT_TRUE(store.isOk()) << store.status();
+  EXPECT_TRUE(h.waitFor(10, [&] {
+    auto docs = (*store)->flightRecords("stuck");
+    if (!docs.isOk() || docs->size() != 1) return false;
+    auto stored = controller::decodeFlightRecordEvent(docs->front());
+    return stored.isOk() && stored->reason == "CollectiveStuck" && stored->ranks.size() == 2 &&
+           stored->ranks[0].status == "received" && !stored->ranks[0].ops.empty();
+  })) << "the verdict's flight records were not written to the job store";
+
+  // A worker that dies (SIGKILL from outside, not the controller's kill) counts as a death.
+  const int64_t pid = h.pidOfRank("stuck", 0);
+  ASSERT_GT(pid, 0);
+  h.signal(pid, SIGKILL);
+  ASSERT_TRUE(h.waitFor(30, [&] {
+    auto r = client.Get("/metrics", auth);
+    if (!r) return false;
+    auto v = test::PromText::parse(r->body).value("ddp_worker_deaths_total", {{"job", "stuck"}});
+    return v && *v == 1;
+  })) << h.describeEvents("stuck");
 }
 
 }  // namespace

@@ -165,9 +165,36 @@ TEST(ControllerMetricsTest, ScrapeAppliesTheJobManagersGauges) {
   EXPECT_EQ(t.value("ddp_job_workers", {{"job", "g"}, {"state", "Replacing"}}), 1);
   EXPECT_EQ(t.value("ddp_job_workers", {{"job", "g"}, {"state", "Failed"}}), 0);
   EXPECT_EQ(t.value("ddp_worker_heartbeat_age_seconds", {{"job", "g"}, {"rank", "2"}}), 7);
-  g.heartbeatAgeSeconds = {0.1};  // the world shrank
+  g.heartbeatAgeSeconds = {0.1, 9};  // the world shrank
   t = PromText::parse(m.scrape({g}));
-  EXPECT_EQ(t.count("ddp_worker_heartbeat_age_seconds", "job", "g"), 1u);
+  EXPECT_EQ(t.count("ddp_worker_heartbeat_age_seconds", "job", "g"), 2u);
+  // The job ended and its live state is gone: no age stays frozen at its last value, and the
+  // series (and so the family) stay until the retention period.
+  m.jobPhase("g", JobPhase::kSucceeded);
+  t = PromText::parse(m.scrape({}));
+  EXPECT_EQ(t.count("ddp_worker_heartbeat_age_seconds", "job", "g"), 2u);
+  EXPECT_EQ(t.value("ddp_worker_heartbeat_age_seconds", {{"job", "g"}, {"rank", "1"}}), 0);
+  EXPECT_EQ(t.value("ddp_job_workers", {{"job", "g"}, {"state", "Running"}}), 0);
+}
+
+TEST(ControllerMetricsTest, FaultCountersCountEachFault) {
+  FakeClock clock;
+  ControllerMetrics m({}, clock);
+  m.jobCreated("f", 2);
+  m.workerDied("f");
+  m.workerDied("f");
+  m.communicatorAborted("f");
+  m.hangDetected("f", "Unresponsive");
+  m.recovered("f", 1.5);
+  m.workerDied("unknown-job");  // no series for a job the metrics never saw: ignored
+  const PromText t = PromText::parse(m.scrape({}));
+  EXPECT_EQ(t.value("ddp_worker_deaths_total", {{"job", "f"}}), 2);
+  EXPECT_EQ(t.value("ddp_aborts_total", {{"job", "f"}}), 1);
+  EXPECT_EQ(t.value("ddp_hangs_detected_total", {{"job", "f"}, {"reason", "Unresponsive"}}), 1);
+  EXPECT_EQ(t.value("ddp_hangs_detected_total", {{"job", "f"}, {"reason", "Exited"}}), 0);
+  EXPECT_EQ(t.value("ddp_recovery_seconds_sum", {{"job", "f"}}), 1.5);
+  EXPECT_EQ(t.value("ddp_recovery_seconds_count", {{"job", "f"}}), 1);
+  EXPECT_EQ(t.count("ddp_worker_deaths_total", "job", "unknown-job"), 0u);
 }
 
 TEST(ControllerMetricsTest, CheckpointAndHttpFigures) {

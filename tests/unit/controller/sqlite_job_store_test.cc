@@ -191,6 +191,62 @@ TEST(SqliteJobStoreTest, NewerOrUnknownSchemaVersionIsRejected) {
       << opened.status();
 }
 
+// Schema version 1 (before flight_records) is migrated in place: its jobs stay, the table is
+// added, the version becomes the current one.
+TEST(SqliteJobStoreTest, AVersionOneFileIsMigratedKeepingItsJobs) {
+  TempDir dir;
+  std::string path = dir.file("jobs.db");
+  {
+    auto store = openOrDie(path);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->create(fullJob("old")).isOk());
+  }
+  rawQuery(path, "DROP TABLE flight_records; PRAGMA user_version = 1");  // what version 1 wrote
+  auto store = openOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(rawQuery(path, "PRAGMA user_version"), std::to_string(SqliteJobStore::kSchemaVersion) + ";");
+  auto old = store->get("old");
+  ASSERT_TRUE(old.isOk()) << old.status();
+  EXPECT_EQ(*old, fullJob("old"));
+  ASSERT_TRUE(store->putFlightRecord("old", 5, "{\"a\":1}").isOk());
+  auto docs = store->flightRecords("old");
+  ASSERT_TRUE(docs.isOk());
+  EXPECT_EQ(*docs, std::vector<std::string>{"{\"a\":1}"});
+}
+
+// Flight record documents: replaced by verdict time, the newest kMaxFlightRecordsPerJob kept,
+// oldest first, gone with their job, NotFound for an unknown job; durable across a reopen.
+TEST(SqliteJobStoreTest, FlightRecordsAreKeptPerVerdictAndGoWithTheirJob) {
+  TempDir dir;
+  std::string path = dir.file("jobs.db");
+  auto store = openOrDie(path);
+  ASSERT_NE(store, nullptr);
+  ASSERT_TRUE(store->create(fullJob("j")).isOk());
+  EXPECT_EQ(store->putFlightRecord("nope", 1, "{}").code(), StatusCode::kNotFound);
+  EXPECT_EQ(store->flightRecords("nope").status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(store->putFlightRecord("j", 100, "asked").isOk());
+  ASSERT_TRUE(store->putFlightRecord("j", 100, "answered").isOk());  // the same verdict, later
+  auto docs = store->flightRecords("j");
+  ASSERT_TRUE(docs.isOk());
+  EXPECT_EQ(*docs, std::vector<std::string>{"answered"});
+  for (int t = 1; t <= kMaxFlightRecordsPerJob + 2; ++t) {
+    ASSERT_TRUE(store->putFlightRecord("j", 100 + t, "v" + std::to_string(t)).isOk());
+  }
+  store.reset();
+  store = openOrDie(path);
+  docs = store->flightRecords("j");
+  ASSERT_TRUE(docs.isOk());
+  ASSERT_EQ(docs->size(), static_cast<size_t>(kMaxFlightRecordsPerJob));
+  EXPECT_EQ(docs->front(), "v3");
+  EXPECT_EQ(docs->back(), "v" + std::to_string(kMaxFlightRecordsPerJob + 2));
+  ASSERT_TRUE(store->remove("j").isOk());
+  ASSERT_TRUE(store->create(fullJob("j")).isOk());  // the same name again: nothing inherited
+  docs = store->flightRecords("j");
+  ASSERT_TRUE(docs.isOk());
+  EXPECT_TRUE(docs->empty());
+  EXPECT_EQ(rawQuery(path, "SELECT count(*) FROM flight_records"), "0;");
+}
+
 TEST(SqliteJobStoreTest, AnotherApplicationsDatabaseIsRejected) {
   TempDir dir;
   std::string path = dir.file("other.db");
