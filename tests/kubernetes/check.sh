@@ -33,6 +33,10 @@ must_fail() {
 
 if [ "${1:-}" = image-libraries ]; then
   bin="${2:?usage: $0 image-libraries BIN_DIR}"
+  if ! command -v node >/dev/null; then
+    echo "SKIPPED: node is not installed (scripts/setup.sh installs npm, which brings it)"
+    exit 77
+  fi
   node tests/kubernetes/image_libraries.mjs "$bin"
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' EXIT
