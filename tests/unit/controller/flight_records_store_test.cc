@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -21,6 +20,7 @@
 #include "controller/launch/launcher.h"
 #include "controller/service/controller.h"
 #include "controller/store/sqlite_job_store.h"
+#include "tests/support/temp_dir.h"
 
 namespace ddp::controller {
 namespace {
@@ -84,19 +84,6 @@ TEST(FlightRecordsStoreTest, LastCompletedIsJustBeforeTheOldestUnfinishedOp) {
   EXPECT_EQ(lastCompletedSeq(CollectiveView{"gloo", -1, -1, "", 0}), -1);             // nothing issued yet
 }
 
-class TempDir {
- public:
-  TempDir() {
-    char t[] = "/tmp/flight-records-XXXXXX";
-    path_ = ::mkdtemp(t);
-  }
-  ~TempDir() { std::system(("rm -rf " + path_).c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 Result<std::unique_ptr<Controller>> startController(const std::string& dir) {
   ControllerConfig c;
   c.listenPort = 0;
@@ -107,7 +94,7 @@ Result<std::unique_ptr<Controller>> startController(const std::string& dir) {
 }
 
 TEST(FlightRecordsStoreTest, ARestartedControllerServesTheStoredRecords) {
-  TempDir dir;
+  test::TempDir dir("flight_records");
   const std::string fake = dir.path() + "/fake-worker.sh";
   std::ofstream(fake) << "#!/bin/sh\nexec sleep 60\n";
   ::chmod(fake.c_str(), 0755);
