@@ -1,6 +1,26 @@
 #include "controller/jobs/job_decision.h"
 
+#include <algorithm>
+
 namespace ddp::controller {
+
+std::vector<std::string> workersToKillOnStop(const std::vector<WorkerFacts>& workers, Duration heartbeatWindow,
+                                             TimePoint now) {
+  std::vector<std::string> out;
+  for (const auto& w : workers) {
+    // The same comparison as the hang detector's Unresponsive: silent for longer than the window.
+    if (w.processAlive && w.outcome == WorkerOutcome::kRunning && now - w.lastSeen > heartbeatWindow) {
+      out.push_back(w.id);
+    }
+  }
+  return out;
+}
+
+Duration restartBackoff(int restart) {
+  if (restart <= 1) return Duration::zero();
+  const Duration doubling = std::chrono::seconds(1) * (int64_t{1} << std::min(restart - 2, 5));
+  return std::min<Duration>(kMaxRestartBackoff, doubling);
+}
 
 JobVerdict decideJob(const JobFacts& f) {
   JobVerdict v;

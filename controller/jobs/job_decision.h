@@ -36,6 +36,7 @@ struct WorkerFacts {
   // final heartbeat (often "a peer went away": the consequence of another rank's death).
   bool failureFromExit = false;
   TimePoint failedAt{};
+  TimePoint lastSeen{};  // its last sign of life (heartbeat, registration, poll, launch)
 };
 
 struct JobFacts {
@@ -58,5 +59,23 @@ struct JobVerdict {
 };
 
 JobVerdict decideJob(const JobFacts& facts);
+
+// Note [Stopping an unresponsive worker]
+// A cancel gives every worker stopGrace to checkpoint and exit (heartbeat `stop`, SIGTERM),
+// then SIGTERM/SIGKILL through the launcher; a job that ended with workers still running stops
+// them the same way. A worker whose last sign of life is older than the job's heartbeat window
+// (heartbeatSeconds x heartbeatMisses: the rule of the Unresponsive verdict, Note [Hang
+// verdicts]) can act on neither: it is SIGSTOPped, frozen or cut off, and waiting out the grace
+// only delays the end of the job (and its healthy peers, blocked in a collective with it, cannot
+// finish their checkpoint either). So it is killed at once (SIGKILL); the others keep their
+// grace. A worker that already reported its outcome (its final heartbeat) is exiting, not
+// unresponsive, and is left alone. Returns the ids to kill, in the order given.
+std::vector<std::string> workersToKillOnStop(const std::vector<WorkerFacts>& workers, Duration heartbeatWindow,
+                                             TimePoint now);
+
+// Note [Recovery]: the wait before the `restart`-th restart replaces its culprits: none before
+// the first, then 1 s, 2 s, 4 s, ... up to kMaxRestartBackoff.
+inline constexpr Duration kMaxRestartBackoff = std::chrono::seconds(30);
+Duration restartBackoff(int restart);
 
 }  // namespace ddp::controller

@@ -177,7 +177,14 @@ Status JobManager::start() {
   }
   stopping_ = false;
   ticker_ = std::thread([this] { tickLoop(); });
+  started_ = true;
   return Status::ok();
+}
+
+Status JobManager::changesAllowed() const {
+  if (started_) return Status::ok();
+  return unavailable("this controller replica is a standby (it does not hold the leader election lease): "
+                     "send changes to the leader, through the controller's Service");
 }
 
 void JobManager::stop() {
@@ -212,7 +219,7 @@ void JobManager::launch(Live& job) {
     l = jobLaunchOf(job);
   }
   Status st = launcher_.ensureWorkers(l);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (find(l.jobName) != &job) return;  // deleted meanwhile
   job.launched = true;
   if (!st.isOk()) {
@@ -233,9 +240,16 @@ void JobManager::launch(Live& job) {
   // starting the others: that close found the job not launched yet and decided nothing, and the
   // job would stay Pending (no hang detection) until a worker finished.
   if (job.rdzv->active()) evaluate(job);
+  if (job.cancelRequested && job.stopSent) {
+    // Cancelled while the launcher was still starting the workers: the cancel's stopJob knew
+    // only the workers started by then. Stop again, now that every one exists.
+    lock.unlock();
+    (void)launcher_.stopJob(l.jobName, cancelStopGrace());
+  }
 }
 
 Result<JobRecord> JobManager::submit(const JobSpec& spec) {
+  DDP_RETURN_IF_ERROR(changesAllowed());
   if (spec.workers.count > launcher_.maxWorkersPerJob()) {
     return invalidArgument("spec.workers.count: " + std::to_string(spec.workers.count) + " is more than the " +
                            launcher_.name() + " launcher can start (" + std::to_string(launcher_.maxWorkersPerJob()) +
@@ -302,6 +316,7 @@ bool JobManager::isFinished(const std::string& name) {
 }
 
 Result<JobRecord> JobManager::cancel(const std::string& name) {
+  DDP_RETURN_IF_ERROR(changesAllowed());
   bool stopNow = false;
   JobRecord out;
   std::vector<std::string> signal;  // workers to tell at once (SIGTERM: checkpoint and stop)
@@ -319,6 +334,18 @@ Result<JobRecord> JobManager::cancel(const std::string& name) {
       job->cancelRequested = true;
       job->cancelAt = clock_.now();
       event(*job, kEventNormal, "CancelRequested", "cancel requested: the workers checkpoint and stop");
+      // No replacement starts once a job is cancelled (Note [Recovery]): a culprit still due
+      // for one is no longer being replaced; its process, if any, stops like the others (Note
+      // [Stopping an unresponsive worker]), and one already gone counts as stopped.
+      for (const auto& id : job->toReplace) {
+        WorkerState& w = job->workers[id];
+        w.replacing = false;
+        if (!w.processAlive) {
+          w.outcome = WorkerOutcome::kStopped;
+          w.rec.state = "Stopped";
+        }
+      }
+      job->toReplace.clear();
       // Workers that are not training yet have nothing to checkpoint: stop them now.
       stopNow = !job->rdzv->active().has_value();
       job->stopSent = stopNow;
@@ -334,14 +361,63 @@ Result<JobRecord> JobManager::cancel(const std::string& name) {
     }
     out = job->record;
   }
-  if (stopNow) (void)launcher_.stopJob(name, std::chrono::seconds(5));
+  if (stopNow) (void)launcher_.stopJob(name, cancelStopGrace());
   // A worker takes SIGTERM as it takes the `stop` command, without waiting for its next
   // heartbeat; a launcher that cannot signal (external workers) leaves it to the heartbeat.
   for (const auto& id : signal) (void)launcher_.killWorker(name, id, SIGTERM);
   return out;
 }
 
+Duration JobManager::cancelStopGrace() const {
+  return std::min<Duration>(options_.stopGrace, std::chrono::seconds(5));
+}
+
+Result<JobRecord> JobManager::fail(const std::string& name, const std::string& reason, const std::string& message) {
+  DDP_RETURN_IF_ERROR(changesAllowed());
+  std::lock_guard<std::mutex> lock(mu_);
+  Live* job = find(name);
+  if (job == nullptr) {
+    DDP_ASSIGN_OR_RETURN(auto rec, store_.get(name));
+    return failedPrecondition("job " + name + " already finished (" + jobPhaseName(rec.phase) + ")");
+  }
+  if (isTerminal(job->record.phase)) {
+    return failedPrecondition("job " + name + " already finished (" + jobPhaseName(job->record.phase) + ")");
+  }
+  transition(*job, JobPhase::kFailed, reason, message);
+  job->stopPending = true;  // the ticker stops its workers
+  return job->record;
+}
+
+Status JobManager::replaceWorkers(const std::string& name, const std::vector<std::string>& workerIds) {
+  DDP_RETURN_IF_ERROR(changesAllowed());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Live* job = find(name);
+    if (job == nullptr) return notFound("job " + name + " is not running");
+    if (isTerminal(job->record.phase) || job->cancelRequested) {
+      return failedPrecondition("job " + name + " is " +
+                                (job->cancelRequested ? "cancelled" : jobPhaseName(job->record.phase)));
+    }
+    for (const auto& id : workerIds) {
+      auto w = job->workers.find(id);
+      if (w == job->workers.end()) return notFound(id + " is not a worker of job " + name);
+      if (w->second.outcome != WorkerOutcome::kRunning) {
+        return failedPrecondition(id + " already ended (" + w->second.rec.state + ")");
+      }
+    }
+    for (const auto& id : workerIds) {
+      // Its exit (the launcher deletes it) is that of a worker being replaced (handleExit).
+      job->workers[id].replacing = true;
+      event(*job, kEventNormal, "ReplacingWorker", id + " is deleted and started again");
+    }
+    job->dirty = true;
+  }
+  for (const auto& id : workerIds) DDP_RETURN_IF_ERROR(launcher_.replaceWorker(name, id));
+  return Status::ok();
+}
+
 Status JobManager::remove(const std::string& name, Deadline deadline) {
+  DDP_RETURN_IF_ERROR(changesAllowed());
   bool live = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -673,20 +749,24 @@ void JobManager::handleExit(const WorkerExit& exit) {
   if (job == nullptr) return;
   if (handleRetiredExit(*job, exit)) return;
   WorkerState& w = job->workers[exit.workerId];
-  if (exit.pid != 0 && w.rec.pid != 0 && exit.pid != w.rec.pid) {
+  // Cancelled while a replacement was starting: the slot's old process is gone, so an exit of
+  // another pid is the replacement's (refused at registration), and it ends the slot.
+  const bool replacementOfCancelled = job->cancelRequested && w.replacing && !w.processAlive;
+  if (exit.pid != 0 && w.rec.pid != 0 && exit.pid != w.rec.pid && !replacementOfCancelled) {
     // An earlier process of this slot (replaced since): its exit changes nothing.
     event(*job, kEventNormal, "WorkerExited", exit.describe() + " (replaced)");
     return;
   }
   w.rec.id = exit.workerId;
   w.processAlive = false;
-  if (w.replacing) {
+  if (w.replacing && !job->cancelRequested) {
     // Note [Recovery]: the culprit the controller is replacing.
     job->rdzv->leave(exit.workerId, clock_.now());
     event(*job, kEventNormal, "WorkerExited", exit.describe() + " (being replaced)");
     job->dirty = true;
     return;
   }
+  w.replacing = false;  // a cancel ended the replacement (above): this exit ends the slot
   const bool clean = exit.statusKnown && !exit.signaled && exit.code == 0;
   if (!clean && !exit.killedByLauncher && !job->cancelRequested) metrics_.workerDied(exit.jobName);
   if (w.outcome == WorkerOutcome::kFailed && !w.failureFromExit && !exit.ok() && !exit.killedByLauncher) {
@@ -846,10 +926,39 @@ void JobManager::persistFigures(bool force) {
   }
 }
 
+std::vector<std::string> JobManager::unresponsiveWhileStopping(Live& job, TimePoint now) {
+  // Note [Stopping an unresponsive worker] (job_decision.h).
+  std::vector<WorkerFacts> alive;
+  for (const auto& [id, w] : job.workers) {
+    if (!w.processAlive) continue;
+    WorkerFacts f{id, w.outcome, w.processAlive};
+    f.lastSeen = w.lastSeen;
+    alive.push_back(std::move(f));
+  }
+  if (alive.empty()) return {};
+  const Duration window = seconds(job.spec.timeouts.heartbeatSeconds * job.spec.timeouts.heartbeatMisses);
+  std::vector<std::string> kill = workersToKillOnStop(alive, window, now);
+  for (const auto& id : kill) {
+    WorkerState& w = job.workers[id];
+    const double silent = std::chrono::duration<double>(now - w.lastSeen).count();
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%.1f", silent);
+    // Killed by the controller while stopping: its exit ends it as Stopped, and it is not picked again.
+    w.outcome = WorkerOutcome::kStopped;
+    event(job, kEventWarning, "UnresponsiveKilled",
+          "worker " + (w.rec.rank >= 0 ? "rank " + std::to_string(w.rec.rank) + " (" + id + ")" : id) +
+              " sent no heartbeat for " + buf + " s while the job was stopping: killed without waiting for the " +
+              "stop grace");
+    job.dirty = true;
+  }
+  return kill;
+}
+
 void JobManager::tickOnce() {
   std::vector<std::string> toStop;
   std::vector<std::pair<std::string, std::string>> replace;  // (job, worker)
   std::vector<std::pair<std::string, std::string>> retiredKill;  // (job, worker)
+  std::vector<std::pair<std::string, std::string>> staleKill;    // (job, worker)
   {
     std::lock_guard<std::mutex> lock(mu_);
     while (!exits_.empty()) {
@@ -884,6 +993,9 @@ void JobManager::tickOnce() {
         job.stopSent = true;
         toStop.push_back(name);
       }
+      if (job.cancelRequested || isTerminal(job.record.phase)) {
+        for (const auto& id : unresponsiveWhileStopping(job, now)) staleKill.emplace_back(name, id);
+      }
       if (job.awaitingSettle && !isTerminal(job.record.phase)) evaluate(job);  // Note [Blaming the right rank]
       if (job.stopPending) {
         job.stopPending = false;
@@ -910,6 +1022,7 @@ void JobManager::tickOnce() {
   }
   for (const auto& name : toStop) (void)launcher_.stopJob(name, std::chrono::seconds(10));
   for (const auto& [name, id] : retiredKill) (void)launcher_.killWorker(name, id, SIGKILL);
+  for (const auto& [name, id] : staleKill) (void)launcher_.killWorker(name, id, SIGKILL);
   for (const auto& [name, id] : replace) {
     Status st = launcher_.replaceWorker(name, id);
     if (st.code() == StatusCode::kUnimplemented) {

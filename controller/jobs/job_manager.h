@@ -117,7 +117,9 @@ class JobManager {
   JobManager(const JobManager&) = delete;
   JobManager& operator=(const JobManager&) = delete;
 
-  // Loads the stored jobs (the unfinished ones become live again) and starts the ticker.
+  // Loads the stored jobs (the unfinished ones become live again) and starts the ticker. Before
+  // it, every change (submit, cancel, delete, scale, checkpoint, fail, replaceWorkers) answers
+  // Unavailable: a standby replica (Note [Standby replicas] in kubernetes_runtime.h).
   Status start();
   void stop();
 
@@ -131,6 +133,14 @@ class JobManager {
   Result<std::vector<JobRecord>> list();
   // FailedPrecondition when the job already finished.
   Result<JobRecord> cancel(const std::string& name);
+  // Ends a live job as Failed with this condition reason and message and stops its workers (the
+  // Kubernetes run policy: a gang that was not scheduled in time). FailedPrecondition when it
+  // already finished.
+  Result<JobRecord> fail(const std::string& name, const std::string& reason, const std::string& message);
+  // Deletes these workers and starts them again without failing the job or counting a restart (a
+  // schedule timeout's Retry: pods that were never scheduled). NotFound for an unknown worker,
+  // FailedPrecondition when the job or the worker ended.
+  Status replaceWorkers(const std::string& name, const std::vector<std::string>& workerIds);
   // Cancels a live job, waits (bounded) for its workers to go, then removes it.
   Status remove(const std::string& name, Deadline deadline);
   Result<std::vector<JobEvent>> events(const std::string& name);
@@ -179,8 +189,14 @@ class JobManager {
  private:
   void tickLoop();
   void tickOnce();
+  // While `job` is stopping (cancelled, or ended with workers left): its live workers silent
+  // for longer than the heartbeat window, marked Stopped with an event; the caller SIGKILLs them
+  // outside the lock (Note [Stopping an unresponsive worker] in job_decision.h). Requires mu_.
+  std::vector<std::string> unresponsiveWhileStopping(Live& job, TimePoint now);
   void handleExit(const WorkerExit& exit);
   void launch(Live& job);
+  // The grace a cancel gives workers that were not training yet (nothing to checkpoint).
+  Duration cancelStopGrace() const;
   JobLaunch jobLaunchOf(const Live& job) const;
   void wakeAssignments(Live& job);
   void evaluate(Live& job);
@@ -233,6 +249,9 @@ class JobManager {
   TimePoint lastHeartbeatScan_{};
 
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> started_{false};
+  // Unavailable before start() (Note [Standby replicas]).
+  Status changesAllowed() const;
   std::mutex tickMu_;  // guards exitsPending_
   bool exitsPending_ = false;
   std::condition_variable tickCv_;

@@ -22,6 +22,7 @@ std::string secondsText(double s) {
 }  // namespace
 
 Result<JobRecord> JobManager::scale(const std::string& name, int workers, const std::string& field) {
+  DDP_RETURN_IF_ERROR(changesAllowed());
   std::vector<std::string> signal;   // retired workers with a live process: SIGTERM
   std::vector<std::string> restart;  // re-added slots whose worker a scale-down stopped
   std::optional<JobLaunch> up;

@@ -19,12 +19,6 @@ HangConfig hangConfig(const JobSpec& spec) {
   return c;
 }
 
-// Note [Recovery]: no wait before the first restart, then 1 s doubling up to 30 s.
-Duration restartBackoff(int restart) {
-  if (restart <= 1) return Duration::zero();
-  return std::min<Duration>(std::chrono::seconds(30), std::chrono::seconds(1) * (int64_t{1} << std::min(restart - 2, 5)));
-}
-
 }  // namespace
 
 bool JobManager::detectAndRecover(Live& job) {
@@ -180,10 +174,18 @@ void JobManager::noteRecovered(Live& job, const std::string& workerId, const Hea
 }
 
 Result<int64_t> JobManager::requestCheckpoint(const std::string& name) {
+  DDP_RETURN_IF_ERROR(changesAllowed());
   std::lock_guard<std::mutex> lock(mu_);
   Live* job = find(name);
-  if (job == nullptr || isTerminal(job->record.phase)) {
-    return failedPrecondition("job " + name + " is not running");
+  if (job == nullptr) {
+    // A finished job (kept in the store) is a conflict; a name never submitted is not found.
+    auto rec = store_.get(name);
+    if (!rec.isOk()) return rec.status();
+    return failedPrecondition("job " + name + " already finished (" + jobPhaseName(rec->phase) + ")");
+  }
+  if (isTerminal(job->record.phase) || job->cancelRequested) {
+    return failedPrecondition("job " + name + " is " +
+                              (job->cancelRequested ? "cancelled" : jobPhaseName(job->record.phase)));
   }
   if (job->spec.checkpoint.dir.empty() && options_.workerCheckpointDir.empty()) {
     return failedPrecondition("job " + name + " has no checkpoint directory (spec.checkpoint.dir)");

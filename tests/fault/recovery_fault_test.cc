@@ -9,10 +9,13 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <chrono>
 #include <cstdlib>
 
 #include "common/checkpoint/checkpoint_store.h"
+#include "controller/launch/pid_file.h"
 #include "tests/fault/fault_harness.h"
+#include "tests/support/launcher_pid_files.h"
 
 namespace ddp {
 namespace {
@@ -54,62 +57,207 @@ TEST(RecoveryFaultTest, SigstoppedWorkerIsNamedUnresponsiveAndTheSurvivorRecover
   EXPECT_EQ(h.record("stop").restarts, 1);
 }
 
-TEST(RecoveryFaultTest, SigkilledWorkerIsReplacedAndTheRunEndsBitwiseAsAnUninterruptedOne) {
+// One run of `name` with `sig` sent to the worker of `rank` once it trains (SIGKILL: a dead
+// worker, Exited; SIGSTOP: a hung one, Unresponsive; the harness SIGCONTs nothing it has not
+// stopped, and the stopped process is killed by the recovery itself). Returns its final model.
+std::string runWithFault(FaultHarness& h, const std::string& name, const std::string& extraSpec, int rank, int sig,
+                         int64_t* step) {
+  EXPECT_TRUE(h.submit(faultJobYaml(name, h.dir() + "/ckpt-" + name, test::kMidRunSteps, 3, extraSpec)).isOk());
+  EXPECT_TRUE(h.waitTraining(name, 50, kJobSeconds)) << h.describeEvents(name);
+  const int64_t other = h.pidOfRank(name, 1 - rank);
+  const int64_t victim = h.pidOfRank(name, rank);
+  EXPECT_GT(victim, 0);
+  h.signal(victim, sig);
+  EXPECT_TRUE(h.waitPhase(name, "Succeeded", kJobSeconds)) << h.describeEvents(name);
+  auto verdict = h.event(name, sig == SIGKILL ? "Exited" : "Unresponsive");
+  EXPECT_NE(verdict, nullptr) << h.describeEvents(name);
+  if (verdict) {
+    const std::string who = sig == SIGKILL ? "worker rank " + std::to_string(rank) + " killed by signal 9"
+                                           : "worker rank " + std::to_string(rank) + " (" + name + "-w";
+    EXPECT_NE(verdict->message.find(who), std::string::npos) << verdict->message;
+  }
+  EXPECT_NE(h.event(name, "Recovered"), nullptr) << h.describeEvents(name);
+  EXPECT_EQ(h.pidOfRank(name, 1 - rank), other) << "the survivor kept its process";
+  EXPECT_EQ(test::processStartTime(victim), 0) << "the faulty worker was killed and replaced";
+  EXPECT_EQ(h.record(name).restarts, 1);
+  return finalModel(h.dir() + "/ckpt-" + name, step);
+}
+
+// A killed (SIGKILL) and a hung (SIGSTOP) rank 1 are replaced; both runs end with parameters
+// bitwise equal to the uninterrupted run's: recovery resumes from the last committed
+// checkpoint or a survivor's state, so each continues as one resumed from it (bitwise on CPU).
+TEST(RecoveryFaultTest, KilledOrHungWorkerIsReplacedAndTheRunEndsBitwiseAsAnUninterruptedOne) {
   FaultHarness h;
   ASSERT_TRUE(h.ok()) << h.startError();
   // Uninterrupted.
   ASSERT_TRUE(h.submit(faultJobYaml("clean", h.dir() + "/ckpt-clean", test::kMidRunSteps, 3)).isOk());
   ASSERT_TRUE(h.waitPhase("clean", "Succeeded", kJobSeconds)) << h.describeEvents("clean");
-  // The same training with rank 1 SIGKILLed mid-run: recovery resumes both ranks from the last
-  // committed checkpoint, so the run continues as one resumed from it (bitwise on CPU).
-  ASSERT_TRUE(h.submit(faultJobYaml("killed", h.dir() + "/ckpt-killed", test::kMidRunSteps, 3)).isOk());
-  ASSERT_TRUE(h.waitTraining("killed", 50, kJobSeconds)) << h.describeEvents("killed");
-  const int64_t survivor = h.pidOfRank("killed", 0);
-  h.signal(h.pidOfRank("killed", 1), SIGKILL);
-  ASSERT_TRUE(h.waitPhase("killed", "Succeeded", kJobSeconds)) << h.describeEvents("killed");
-  auto verdict = h.event("killed", "Exited");
-  ASSERT_NE(verdict, nullptr) << h.describeEvents("killed");
-  EXPECT_NE(verdict->message.find("worker rank 1 killed by signal 9"), std::string::npos) << verdict->message;
-  EXPECT_NE(h.event("killed", "Recovered"), nullptr) << h.describeEvents("killed");
-  EXPECT_EQ(h.pidOfRank("killed", 0), survivor);
-  EXPECT_EQ(h.record("killed").restarts, 1);
-  // Note [Healing from live peers]: the new generation started from the survivor's state, not
-  // the checkpoint, so at most the interrupted step was redone.
-  const std::string survivorLog = h.launchedWorkerLog("killed", "killed-w0");
-  EXPECT_NE(survivorLog.find("resumed from the state of rank 0"), std::string::npos) << survivorLog;
-
-  int64_t cleanStep = 0, killedStep = 0;
+  int64_t cleanStep = 0;
   const std::string clean = finalModel(h.dir() + "/ckpt-clean", &cleanStep);
-  const std::string killed = finalModel(h.dir() + "/ckpt-killed", &killedStep);
   ASSERT_FALSE(clean.empty());
   EXPECT_EQ(cleanStep, test::kMidRunSteps);
-  EXPECT_EQ(killedStep, test::kMidRunSteps);
-  EXPECT_TRUE(clean == killed) << "the recovered run's final parameters differ from the uninterrupted run's";
-  EXPECT_EQ(h.record("killed").progress.testAccuracy, h.record("clean").progress.testAccuracy);
+  for (int sig : {SIGKILL, SIGSTOP}) {
+    const std::string name = sig == SIGKILL ? "killed" : "hung";
+    SCOPED_TRACE(name);
+    int64_t step = 0;
+    const std::string faulted = runWithFault(h, name, "", /*rank=*/1, sig, &step);
+    // Note [Healing from live peers]: the new generation started from the survivor's state, not
+    // the checkpoint, so at most the interrupted step was redone.
+    const std::string survivorLog = h.launchedWorkerLog(name, name + "-w0");
+    EXPECT_NE(survivorLog.find("resumed from the state of rank 0"), std::string::npos) << survivorLog;
+    EXPECT_EQ(step, test::kMidRunSteps);
+    EXPECT_TRUE(clean == faulted) << "the recovered run's final parameters differ from the uninterrupted run's";
+    EXPECT_EQ(h.record(name).progress.testAccuracy, h.record("clean").progress.testAccuracy);
+  }
 }
 
-TEST(RecoveryFaultTest, PowerSgdStateSurvivesRecoveryBitwise) {
+// PowerSGD (error feedback, Q) with a killed rank 0 and a hung rank 1: no survivor holds the
+// whole state, so every rank resumes from the checkpoint; both runs end bitwise equal to the
+// uninterrupted one.
+TEST(RecoveryFaultTest, PowerSgdStateSurvivesRecoveryFromAKillAndAHangBitwise) {
   FaultHarness h;
   ASSERT_TRUE(h.ok()) << h.startError();
   const std::string hook =
       "  commHook:\n    type: powerSGD\n    powerSGD:\n      rank: 2\n      startIter: 10\n"
       "      minCompressionRate: 1\n";
-  ASSERT_TRUE(h.submit(faultJobYaml("psgd-clean", h.dir() + "/ckpt-clean", test::kMidRunSteps, 3, hook)).isOk());
+  ASSERT_TRUE(h.submit(faultJobYaml("psgd-clean", h.dir() + "/ckpt-psgd-clean", test::kMidRunSteps, 3, hook)).isOk());
   ASSERT_TRUE(h.waitPhase("psgd-clean", "Succeeded", kJobSeconds)) << h.describeEvents("psgd-clean");
-  ASSERT_TRUE(h.submit(faultJobYaml("psgd-killed", h.dir() + "/ckpt-killed", test::kMidRunSteps, 3, hook)).isOk());
-  ASSERT_TRUE(h.waitTraining("psgd-killed", 50, kJobSeconds)) << h.describeEvents("psgd-killed");
-  h.signal(h.pidOfRank("psgd-killed", 0), SIGKILL);
-  ASSERT_TRUE(h.waitPhase("psgd-killed", "Succeeded", kJobSeconds)) << h.describeEvents("psgd-killed");
-  EXPECT_EQ(h.record("psgd-killed").restarts, 1);
-  // PowerSGD's error feedback of the lost rank lives only in the checkpoint: no healing.
-  const std::string log = h.launchedWorkerLog("psgd-killed", "psgd-killed-w1");
-  EXPECT_EQ(log.find("resumed from the state of rank"), std::string::npos) << log;
-  EXPECT_NE(log.find("resumed from /"), std::string::npos) << log;
-  int64_t a = 0, b = 0;
-  const std::string clean = finalModel(h.dir() + "/ckpt-clean", &a);
-  const std::string killed = finalModel(h.dir() + "/ckpt-killed", &b);
+  int64_t a = 0;
+  const std::string clean = finalModel(h.dir() + "/ckpt-psgd-clean", &a);
   ASSERT_FALSE(clean.empty());
-  EXPECT_TRUE(clean == killed) << "PowerSGD's error feedback and Q must be restored with the checkpoint";
+  for (int sig : {SIGKILL, SIGSTOP}) {
+    const std::string name = sig == SIGKILL ? "psgd-killed" : "psgd-hung";
+    const int rank = sig == SIGKILL ? 0 : 1;
+    SCOPED_TRACE(name);
+    int64_t b = 0;
+    const std::string faulted = runWithFault(h, name, hook, rank, sig, &b);
+    // PowerSGD's error feedback of the lost rank lives only in the checkpoint: no healing.
+    const std::string log = h.launchedWorkerLog(name, name + "-w" + std::to_string(1 - rank));
+    EXPECT_EQ(log.find("resumed from the state of rank"), std::string::npos) << log;
+    EXPECT_NE(log.find("resumed from /"), std::string::npos) << log;
+    EXPECT_TRUE(clean == faulted) << "PowerSGD's error feedback and Q must be restored with the checkpoint";
+  }
+}
+
+// Note [Stopping an unresponsive worker]: Ctrl-C / cancel of a job with a SIGSTOPped worker.
+// The controller's stop grace is 30 s (the default), but the stopped worker is SIGKILLed as soon
+// as its heartbeat is older than the job's heartbeat window (1 s x 3), and the job is Cancelled
+// within seconds. The harness's controller has a 5 s grace, so this test starts its own.
+class LongGraceController {
+ public:
+  LongGraceController() {
+    char t[] = "/tmp/ddp-fault-grace-XXXXXX";
+    dir_ = ::mkdtemp(t);
+    controller::ControllerConfig c;
+    c.listenHost = "127.0.0.1";
+    c.listenPort = 0;
+    c.stateDir = dir_ + "/state";
+    c.workerBinary = test::kFaultBin + "/ddp-worker";
+    c.persistEvery = std::chrono::milliseconds(200);
+    c.stopGrace = std::chrono::seconds(30);
+    c.logLevel = log::Level::kWarning;
+    auto started = controller::Controller::start(c);
+    if (started.isOk()) controller_ = std::move(*started);
+  }
+  ~LongGraceController() {
+    if (stoppedPid_ > 0 && test::processStartTime(stoppedPid_) == stoppedStart_) ::kill(stoppedPid_, SIGCONT);
+    if (controller_) controller_->stop();
+    test::killLauncherWorkers(dir_ + "/state");
+    std::system(("rm -rf " + dir_).c_str());
+  }
+  bool ok() const { return controller_ != nullptr; }
+  controller::JobManager& jobs() { return controller_->jobs(); }
+  const std::string& dir() const { return dir_; }
+  controller::JobRecord record(const std::string& job) {
+    auto r = jobs().get(job);
+    return r.isOk() ? *r : controller::JobRecord{};
+  }
+  std::string describeEvents(const std::string& job) {
+    std::string out;
+    auto e = jobs().events(job);
+    if (e.isOk()) {
+      for (const auto& ev : *e) out += "  " + ev.type + " " + ev.reason + ": " + ev.message + "\n";
+    }
+    return out;
+  }
+  bool hasEvent(const std::string& job, const std::string& reason, std::string* message = nullptr) {
+    auto e = jobs().events(job);
+    if (!e.isOk()) return false;
+    for (const auto& ev : *e) {
+      if (ev.reason != reason) continue;
+      if (message != nullptr) *message = ev.message;
+      return true;
+    }
+    return false;
+  }
+  // SIGSTOP, remembered (pid and start time) so that the destructor SIGCONTs only that process.
+  void stop(int64_t pid) {
+    stoppedPid_ = static_cast<pid_t>(pid);
+    stoppedStart_ = test::processStartTime(pid);
+    ::kill(stoppedPid_, SIGSTOP);
+  }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<controller::Controller> controller_;
+  pid_t stoppedPid_ = 0;
+  int64_t stoppedStart_ = 0;
+};
+
+// Polls `pred` every 20 ms until it holds or `seconds` pass.
+bool waitUntil(double seconds, const std::function<bool()>& pred) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return pred();
+}
+
+int64_t pidOf(const controller::JobRecord& r, int rank) {
+  for (const auto& w : r.workers) {
+    if (w.rank == rank) return w.pid;
+  }
+  return 0;
+}
+
+TEST(RecoveryFaultTest, CancelWithAStoppedWorkerKillsItWithoutWaitingOutTheGrace) {
+  LongGraceController h;
+  ASSERT_TRUE(h.ok());
+  auto spec = parseJobSpec(faultJobYaml("ctrlc", h.dir() + "/ckpt", 100000, 3));
+  ASSERT_TRUE(spec.isOk()) << spec.status();
+  ASSERT_TRUE(h.jobs().submit(*spec).isOk());
+  ASSERT_TRUE(waitUntil(kJobSeconds, [&] {
+    auto r = h.record("ctrlc");
+    return (r.phase == controller::JobPhase::kRunning && r.progress.step > 50) || controller::isTerminal(r.phase);
+  })) << h.describeEvents("ctrlc");
+  ASSERT_EQ(h.record("ctrlc").phase, controller::JobPhase::kRunning) << h.describeEvents("ctrlc");
+  const int64_t stopped = pidOf(h.record("ctrlc"), 1);
+  const int64_t healthy = pidOf(h.record("ctrlc"), 0);
+  ASSERT_GT(stopped, 0);
+  ASSERT_GT(healthy, 0);
+  h.stop(stopped);
+  // Readiness: the kernel reports it stopped ('T'), so it sends no heartbeat from here on.
+  ASSERT_TRUE(waitUntil(5, [&] {
+    auto st = controller::readProcStat(stopped);
+    return st.isOk() && st->state == 'T';
+  }));
+  // Ctrl-C at once, before its heartbeat is stale: the hang detector (which would name it
+  // Unresponsive after 3 s) stands down for a cancel, and the stop path must deal with it.
+  const auto cancelAt = std::chrono::steady_clock::now();
+  ASSERT_TRUE(h.jobs().cancel("ctrlc").isOk());
+  ASSERT_TRUE(waitUntil(25, [&] { return controller::isTerminal(h.record("ctrlc").phase); })) << h.describeEvents("ctrlc");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - cancelAt).count();
+  std::printf("cancel with a SIGSTOPped worker: Cancelled after %.2f s (stop grace 30 s)\n", seconds);
+  EXPECT_EQ(h.record("ctrlc").phase, controller::JobPhase::kCancelled) << h.describeEvents("ctrlc");
+  EXPECT_LT(seconds, 10) << "the stopped worker must not cost the stop grace\n" << h.describeEvents("ctrlc");
+  std::string killed;
+  EXPECT_TRUE(h.hasEvent("ctrlc", "UnresponsiveKilled", &killed)) << h.describeEvents("ctrlc");
+  EXPECT_NE(killed.find("worker rank 1 (ctrlc-w1)"), std::string::npos) << killed;
+  EXPECT_FALSE(h.hasEvent("ctrlc", "Unresponsive")) << "no verdict and no restart once cancelled";
+  EXPECT_EQ(h.record("ctrlc").restarts, 0);
+  EXPECT_EQ(test::processStartTime(stopped), 0) << "the stopped worker is gone";
+  EXPECT_EQ(test::processStartTime(healthy), 0) << "the healthy worker stopped too";
 }
 
 TEST(RecoveryFaultTest, ARankStalledInsideTrainingIsNamedCollectiveStuck) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "common/thread_priority.h"
+#include "worker/comm/nccl_backend_abort.h"
 #include "worker/comm/nccl_backend_impl.h"
 
 // Note [NCCL abort deadline]
@@ -19,7 +20,8 @@
 // finalize in the destructor. A hung abort would wedge the worker with no one to notice, so
 // every call goes through Impl::abortComm: ncclCommAbort runs on a helper thread (with its own
 // DeviceGuard: the current device is per thread) and the caller waits for it up to
-// NcclOptions::abortTimeout. The helper is detached, unlike every other thread of the project
+// NcclOptions::abortTimeout (runAbortUnderDeadline in nccl_backend_abort.h, which every build
+// compiles and tests/unit/comm/nccl_backend_test.cc runs with a fake abort that never returns). The helper is detached, unlike every other thread of the project
 // (whose owners stop and join them): joining a hung abort is the very hang being bounded. It
 // shares nothing with the backend but the communicator handle, the device ordinal and a
 // shared_ptr to its own completion flag, so it may finish (or never finish) after the backend
@@ -32,60 +34,23 @@
 // no thread be available (std::system_error), ncclCommAbort is called inline, without deadline.
 
 namespace ddp::comm {
-namespace {
-
-// The helper's completion, shared with the thread that waits for it.
-struct AbortCall {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;                  // guarded by mu
-  ncclResult_t result = ncclSuccess;  // guarded by mu
-};
-
-std::string secondsText(Duration d) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f s", std::chrono::duration<double>(d).count());
-  return buf;
-}
-
-}  // namespace
 
 void NcclBackend::Impl::abortComm(const std::string& why) {
   if (comm == nullptr) return;
   ncclComm_t handle = comm;
   comm = nullptr;
   const int device = options.device;
-  auto call = std::make_shared<AbortCall>();
-  try {
-    std::thread([handle, device, call] {
-      setThreadName("ddp-nccl-abort");
-      DeviceGuard guard(device);
-      const ncclResult_t r = ncclCommAbort(handle);
-      std::lock_guard<std::mutex> lock(call->mu);
-      call->done = true;
-      call->result = r;
-      call->cv.notify_all();
-    }).detach();  // Note [NCCL abort deadline]: never joined
-  } catch (const std::system_error& e) {
-    DDP_LOG(Warning) << group << ": no thread for ncclCommAbort (" << e.what() << "); calling it without a deadline";
-    DeviceGuard guard(device);
-    (void)ncclCommAbort(handle);
-    return;
-  }
-  bool done = false;
-  ncclResult_t result = ncclSuccess;
-  {
-    std::unique_lock<std::mutex> lock(call->mu);
-    done = call->cv.wait_for(lock, options.abortTimeout, [&] { return call->done; });
-    result = call->result;
-  }
-  if (!done) {
-    options.onAbortHung("ncclCommAbort on " + group + " (" + why + ") did not return within " +
-                        secondsText(options.abortTimeout));
-    return;
-  }
-  if (result != ncclSuccess) {
-    DDP_LOG(Warning) << ncclStatus(result, nullptr, "ncclCommAbort on " + group + " (" + why + ")");
+  // Written by the helper before it signals completion (read only after kReturned).
+  auto result = std::make_shared<ncclResult_t>(ncclSuccess);
+  const std::string what = "ncclCommAbort on " + group + " (" + why + ")";
+  const AbortOutcome outcome = runAbortUnderDeadline(
+      [handle, device, result] {
+        DeviceGuard guard(device);
+        *result = ncclCommAbort(handle);
+      },
+      options.abortTimeout, options.onAbortHung, what);
+  if (outcome == AbortOutcome::kReturned && *result != ncclSuccess) {
+    DDP_LOG(Warning) << ncclStatus(*result, nullptr, what);
   }
 }
 

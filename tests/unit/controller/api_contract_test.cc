@@ -328,6 +328,68 @@ TEST_F(ApiContractTest, WorkerRoutesRendezvousStoreHeartbeatAndIsolation) {
   EXPECT_EQ(json::parse(stop->body)["command"]["type"], "stop");
 }
 
+// POST /v1/jobs/{name}/checkpoints (docs/API.md; ddpctl checkpoint NAME): 202 with the step
+// rank 0 last reported once the job runs with a checkpoint directory, and every member hears
+// `checkpoint` in its next heartbeat answer; 409 while it cannot (not running yet, no
+// directory, cancelled); 404 for an unknown job; 401 without the user token.
+TEST_F(ApiContractTest, OnDemandCheckpointRoute) {
+  const std::string yaml = "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata:\n  name: ckpt\nspec:\n"
+                           "  workers: {count: 2}\n  model: {type: mlp, hidden: [8]}\n"
+                           "  data: {dataset: synthetic, batchSize: 8}\n  steps: 10\n"
+                           "  checkpoint: {dir: " + dir_.path() + "/ckpt, everySteps: 5}\n";
+  auto created = post("/v1/jobs", yaml, "application/yaml", auth_);
+  ASSERT_TRUE(created);
+  ASSERT_EQ(created->status, 201) << created->body;
+  submitOk("nodir");
+  const std::string route = "/v1/jobs/ckpt/checkpoints";
+  auto pending = post(route, "", "application/json", auth_);
+  ASSERT_TRUE(pending);
+  EXPECT_EQ(pending->status, 409) << pending->body;
+  EXPECT_NE(json::parse(pending->body)["error"].get<std::string>().find("ask again once it runs"), std::string::npos)
+      << pending->body;
+
+  const httplib::Headers w = {{"Authorization", "Bearer " + workerToken("ckpt")}};
+  ASSERT_EQ(post("/v1/jobs/ckpt/workers", R"({"workerId":"ckpt-w0"})", "application/json", w)->status, 200);
+  ASSERT_EQ(post("/v1/jobs/ckpt/workers", R"({"workerId":"ckpt-w1"})", "application/json", w)->status, 200);
+  ASSERT_EQ(client_->Get("/v1/jobs/ckpt/workers/ckpt-w0/assignment?wait_ms=2000", w)->status, 200);
+  const std::string hb = R"({"workerId":"ckpt-w0","rank":0,"state":"Running","step":7,"totalSteps":10})";
+  ASSERT_EQ(post("/v1/jobs/ckpt/generations/1/heartbeat", hb, "application/json", w)->status, 200);
+  std::string phase;
+  for (int i = 0; i < 200 && phase != "Running"; ++i) {
+    phase = json::parse(client_->Get("/v1/jobs/ckpt", auth_)->body)["status"]["phase"];
+    if (phase != "Running") std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ASSERT_EQ(phase, "Running");
+
+  auto accepted = post(route, "", "application/json", auth_);
+  ASSERT_TRUE(accepted);
+  ASSERT_EQ(accepted->status, 202) << accepted->body;
+  EXPECT_EQ(json::parse(accepted->body)["requested"], true);
+  EXPECT_EQ(json::parse(accepted->body)["afterStep"], 7);
+  auto told = post("/v1/jobs/ckpt/generations/1/heartbeat", hb, "application/json", w);
+  ASSERT_EQ(told->status, 200) << told->body;
+  EXPECT_EQ(json::parse(told->body)["command"]["type"], "checkpoint") << told->body;
+  auto once = post("/v1/jobs/ckpt/generations/1/heartbeat", hb, "application/json", w);
+  EXPECT_EQ(json::parse(once->body)["command"]["type"], "none") << "each member is told once";
+  json ev = json::parse(client_->Get("/v1/jobs/ckpt/events", auth_)->body)["events"];
+  bool requested = false;
+  for (const auto& e : ev) requested = requested || e["reason"] == "CheckpointRequested";
+  EXPECT_TRUE(requested) << ev.dump();
+
+  auto noDir = post("/v1/jobs/nodir/checkpoints", "", "application/json", auth_);
+  EXPECT_EQ(noDir->status, 409);
+  EXPECT_NE(noDir->body.find("no checkpoint directory"), std::string::npos) << noDir->body;
+  auto unknown = post("/v1/jobs/nosuch/checkpoints", "", "application/json", auth_);
+  EXPECT_EQ(unknown->status, 404) << unknown->body;
+  EXPECT_EQ(post(route, "", "application/json", {})->status, 401);
+  EXPECT_EQ(post(route, "", "application/json", {{"Authorization", "Bearer nope"}})->status, 401);
+  EXPECT_EQ(post(route, "", "application/json", w)->status, 401) << "a worker token is no user token";
+
+  ASSERT_EQ(post("/v1/jobs/ckpt/cancel", "", "application/json", auth_)->status, 200);
+  auto cancelled = post(route, "", "application/json", auth_);
+  EXPECT_EQ(cancelled->status, 409) << cancelled->body;
+}
+
 TEST_F(ApiContractTest, FollowedLogsStreamUntilTheJobEnds) {
   submitOk("delta", 1);
   std::string streamed;

@@ -97,5 +97,48 @@ TEST(JobDecisionTest, FinishedJobsStayFinished) {
   }
 }
 
+// Note [Stopping an unresponsive worker]: the Unresponsive rule (silent for longer than
+// heartbeatSeconds x heartbeatMisses), applied while the job stops.
+TEST(JobDecisionTest, WhileStoppingOnlyAWorkerSilentPastTheHeartbeatWindowIsKilledAtOnce) {
+  const Duration window = std::chrono::seconds(3);  // heartbeatSeconds 1 x heartbeatMisses 3
+  auto worker = [](const std::string& id, WorkerOutcome outcome, bool alive, double lastSeen) {
+    WorkerFacts w{id, outcome, alive};
+    w.lastSeen = at(lastSeen);
+    return w;
+  };
+  const std::vector<WorkerFacts> workers = {
+      worker("healthy", WorkerOutcome::kRunning, true, 9.5),   // beat 0.5 s ago: keeps its grace
+      worker("stopped", WorkerOutcome::kRunning, true, 6.9),   // SIGSTOPped 3.1 s ago
+      worker("edge", WorkerOutcome::kRunning, true, 7.0),      // exactly the window: not yet
+      worker("final", WorkerOutcome::kStopped, true, 1.0),     // sent its final heartbeat: exiting
+      worker("done", WorkerOutcome::kSucceeded, true, 1.0),    // finished, still tearing down
+      worker("gone", WorkerOutcome::kRunning, false, 1.0),     // no process to kill
+  };
+  EXPECT_EQ(workersToKillOnStop(workers, window, at(10)), std::vector<std::string>{"stopped"});
+  // The injected clock moves on: the next silent one goes too, the healthy one still waits.
+  EXPECT_EQ(workersToKillOnStop(workers, window, at(10.1)), (std::vector<std::string>{"stopped", "edge"}));
+  EXPECT_EQ(workersToKillOnStop(workers, window, at(12.4)), (std::vector<std::string>{"stopped", "edge"}));
+  EXPECT_EQ(workersToKillOnStop(workers, window, at(12.6)),
+            (std::vector<std::string>{"healthy", "stopped", "edge"}));
+  EXPECT_TRUE(workersToKillOnStop({}, window, at(10)).empty());
+  // A longer window (heartbeatMisses 5) spares the one silent for 3.1 s.
+  EXPECT_TRUE(workersToKillOnStop({workers[1]}, std::chrono::seconds(5), at(10)).empty());
+}
+
+// Note [Recovery]: none before the first restart, then 1 s doubling up to 30 s.
+TEST(JobDecisionTest, RestartBackoffDoublesFromOneSecondUpToThirty) {
+  using std::chrono::seconds;
+  EXPECT_EQ(restartBackoff(0), Duration::zero());
+  EXPECT_EQ(restartBackoff(1), Duration::zero());
+  EXPECT_EQ(restartBackoff(2), seconds(1));
+  EXPECT_EQ(restartBackoff(3), seconds(2));
+  EXPECT_EQ(restartBackoff(4), seconds(4));
+  EXPECT_EQ(restartBackoff(5), seconds(8));
+  EXPECT_EQ(restartBackoff(6), seconds(16));
+  EXPECT_EQ(restartBackoff(7), seconds(30));
+  EXPECT_EQ(restartBackoff(8), kMaxRestartBackoff);
+  EXPECT_EQ(restartBackoff(1000), kMaxRestartBackoff) << "no shift overflow for a large count";
+}
+
 }  // namespace
 }  // namespace ddp::controller

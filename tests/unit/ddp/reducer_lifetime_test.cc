@@ -15,6 +15,8 @@
 #include <vector>
 
 #include "tests/unit/ddp/ddp_test_util.h"
+#include "worker/ddp/batched_powersgd_hook.h"
+#include "worker/ddp/powersgd_hook.h"
 
 namespace ddp::testing {
 namespace {
@@ -134,6 +136,116 @@ INSTANTIATE_TEST_SUITE_P(WorldsViewsHooks, ReducerLifetime,
                            return "world" + std::to_string(std::get<0>(info.param)) +
                                   (std::get<1>(info.param) ? "_view_" : "_copy_") + std::get<2>(info.param);
                          });
+
+// Every other option over the same lifetime: findUnusedParameters (a layer rank 1 never uses),
+// broadcastAtStart=false, reduceDtype f16 / bf16, and the PowerSGD hooks (plain and batched;
+// compressing from each Reducer's third step, at a rank that reconstructs every matrix
+// exactly, so the single-process oracle holds up to rounding). Each step starts from zeroed
+// gradients and is checked against its oracle; after each Reducer is destroyed the gradients
+// are back on the model's storage and still read as that step's values.
+struct LifetimeCase {
+  std::string name;
+  ReducerOptions options;
+  std::string hook = "none";  // hookByName, or "powerSGD" / "batchedPowerSGD"
+  std::vector<int> skipOnRank1;
+  bool sameInit = false;  // broadcastAtStart=false: every rank starts from the oracle's parameters
+  double tolerance = 1e-5;
+  int steps = kStepsPerReducer;  // per Reducer
+};
+
+void PrintTo(const LifetimeCase& c, std::ostream* os) { *os << c.name; }
+
+const std::vector<LayerSpec>& f32Layers() {  // PowerSGD compresses f32 buckets only
+  static const std::vector<LayerSpec> layers = {
+      {8, 16, DType::kF32}, {5, 3, DType::kF32}, {8, 4, DType::kF32}, {3, 1, DType::kF32}};
+  return layers;
+}
+
+std::unique_ptr<CommHook> lifetimeHook(const std::string& name, comm::Backend& backend) {
+  PowerSgdOptions psgd;
+  psgd.matrixApproximationRank = 16;  // >= every matrix's smaller side: exact reconstruction
+  psgd.startPowerSgdIter = 2;  // the earliest allowed (after the bucket rebuild): a Reducer's third step
+  psgd.minCompressionRate = 1e-6;  // compress every matrix, even where it saves nothing
+  if (name == "powerSGD") return std::make_unique<PowerSgdHook>(backend, psgd);
+  if (name == "batchedPowerSGD") return std::make_unique<BatchedPowerSgdHook>(backend, psgd);
+  return hookByName(name, backend);
+}
+
+class ReducerLifetimeOptions : public ::testing::TestWithParam<LifetimeCase> {};
+
+TEST_P(ReducerLifetimeOptions, SuccessiveReducersKeepGradients) {
+  const LifetimeCase c = GetParam();
+  const bool psgd = c.hook.find("owerSGD") != std::string::npos;
+  const std::vector<LayerSpec>& layers = psgd ? f32Layers() : mixedLayers();
+  const int world = 2;
+  auto skipOf = [&](int rank) { return rank == 1 ? c.skipOnRank1 : std::vector<int>{}; };
+  comm::runLocalRanks(
+      world,
+      [&](int rank, comm::Backend& backend) {
+        LinearStack model(layers, /*initSeed=*/c.sameInit ? 1 : rank + 1);
+        const std::vector<void*> modelStorage = gradPointers(model);
+        int step = 0;
+        for (int round = 0; round < kRounds; ++round) {
+          const std::string what = c.name + " round " + std::to_string(round) + " rank " + std::to_string(rank);
+          auto created = Reducer::create(backend, model.parameters(), c.options);
+          ASSERT_TRUE(created.isOk()) << what << ": " << created.status();
+          std::unique_ptr<Reducer> reducer = std::move(created).value();
+          const PowerSgdHookBase* compressing = nullptr;
+          if (auto h = lifetimeHook(c.hook, backend)) {
+            compressing = dynamic_cast<const PowerSgdHookBase*>(h.get());
+            Status registered = reducer->registerCommHook(std::move(h));
+            ASSERT_TRUE(registered.isOk()) << what << ": " << registered;
+          }
+          std::vector<std::vector<double>> want;
+          for (int k = 0; k < c.steps; ++k, ++step) {
+            model.zeroGrad();
+            rankBackward(model, rank, static_cast<uint64_t>(step), reducer->gradReadyFn(), skipOf(rank));
+            Status st = reducer->finalize(stepDeadline());
+            ASSERT_TRUE(st.isOk()) << what << ": " << st;
+            want = averagedLocalGrads(layers, world, [&](int rk) {
+              return std::vector<MicroStep>{{static_cast<uint64_t>(step), skipOf(rk)}};
+            });
+            expectGradsNear(model, want, c.tolerance, what + " step " + std::to_string(step));
+          }
+          if (psgd) {
+            ASSERT_NE(compressing, nullptr);
+            EXPECT_GT(compressing->compressionStats().numelAfterCompression, 0u) << what << ": never compressed";
+          }
+          const auto ranges = bucketRanges(*reducer);
+          const auto before = gradCopy(model);
+          reducer.reset();
+          expectHandedBack(model, before, modelStorage, ranges, what);
+          expectGradsNear(model, want, c.tolerance, what + " after the Reducer is gone");
+        }
+      },
+      fastGroup());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryOption, ReducerLifetimeOptions,
+    ::testing::Values(
+        LifetimeCase{"unused_copy", {.bucketCapBytes = 16, .firstBucketCapBytes = 8, .findUnusedParameters = true},
+                     "none", {1}},
+        LifetimeCase{"unused_view",
+                     {.bucketCapBytes = 16, .firstBucketCapBytes = 8, .findUnusedParameters = true,
+                      .gradientAsBucketView = true},
+                     "allreduce", {1, 3}},
+        LifetimeCase{"no_broadcast_view",
+                     {.bucketCapBytes = 16, .firstBucketCapBytes = 8, .gradientAsBucketView = true,
+                      .broadcastAtStart = false},
+                     "none", {}, /*sameInit=*/true},
+        LifetimeCase{"reduce_f16", {.bucketCapBytes = 200, .firstBucketCapBytes = 100, .reduceDtype = DType::kF16},
+                     "none", {}, false, 2e-3},
+        LifetimeCase{"reduce_bf16", {.bucketCapBytes = 200, .firstBucketCapBytes = 100, .reduceDtype = DType::kBF16},
+                     "allreduce", {}, false, 2e-2},
+        LifetimeCase{"powersgd_copy", {.bucketCapBytes = 256, .firstBucketCapBytes = 128}, "powerSGD", {}, false, 1e-3, 3},
+        LifetimeCase{"powersgd_view",
+                     {.bucketCapBytes = 256, .firstBucketCapBytes = 128, .gradientAsBucketView = true},
+                     "powerSGD", {}, false, 1e-3, 3},
+        LifetimeCase{"batched_powersgd_view",
+                     {.bucketCapBytes = 256, .firstBucketCapBytes = 128, .gradientAsBucketView = true},
+                     "batchedPowerSGD", {}, false, 1e-3, 3}),
+    [](const auto& info) { return info.param.name; });
 
 class ReducerTakeover : public ::testing::TestWithParam<int> {};
 

@@ -94,6 +94,18 @@ class FakeController {
       reply(res, 200, {{"checkpoints", Json::array({{{"step", 100}, {"time", "2026-11-23T10:01:00Z"},
                                                      {"bytes", 2048}, {"worldSize", 2}, {"path", "/ckpt/100"}}})}});
     });
+    // On-demand checkpoint (docs/API.md): 202 while Running, 409 otherwise.
+    server_.Post(R"(/v1/jobs/([^/]+)/checkpoints)", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      Json* job = find(req.matches[1].str());
+      if (job == nullptr) return reply(res, 404, errorDoc("job not found"));
+      const std::string phase = (*job)["status"]["phase"].get<std::string>();
+      if (phase != "Running") {
+        return reply(res, 409, errorDoc("job " + req.matches[1].str() + " is " + phase + "; ask again once it runs"));
+      }
+      ++checkpointRequests_;
+      reply(res, 202, {{"requested", true}, {"afterStep", 42}});
+    });
     server_.Post(R"(/v1/jobs/([^/]+)/cancel)", [this](const httplib::Request& req, httplib::Response& res) {
       std::lock_guard<std::mutex> lock(mu_);
       Json* job = find(req.matches[1].str());
@@ -160,6 +172,10 @@ class FakeController {
   bool secondChunkWaitedForClient() {
     std::lock_guard<std::mutex> lock(mu_);
     return secondChunkWaited_;
+  }
+  int checkpointRequests() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return checkpointRequests_;
   }
 
  private:
@@ -278,6 +294,7 @@ class FakeController {
   std::string lastLogQuery_;
   bool clientSawFirstChunk_ = false;
   bool secondChunkWaited_ = false;
+  int checkpointRequests_ = 0;
 };
 
 // A string stream that calls `onWrite` after each write (to see chunks arrive).
@@ -598,6 +615,35 @@ TEST_F(ClientCommandsTest, DescribeCancelDeleteAndCheckpoints) {
   EXPECT_EQ(del.out(), "job mnist deleted\n");
   ClientRun gone;
   EXPECT_EQ(gone.run("get", withServer({"mnist"})), kClientFailed);
+}
+
+// ddpctl checkpoint NAME: POST /v1/jobs/NAME/checkpoints; 202 prints what happens next, 409 the
+// controller's reason, 404 the missing job, 401 the token hint.
+TEST_F(ClientCommandsTest, CheckpointAsksTheRunningJobOrSaysWhyNot) {
+  fake_.addJob("mnist", "Running");
+  ClientRun ok;
+  EXPECT_EQ(ok.run("checkpoint", withServer({"mnist"})), kClientOk) << ok.err();
+  EXPECT_EQ(ok.out(),
+            "checkpoint of job mnist requested: the workers write it at the next step they all agree on "
+            "(see `ddpctl checkpoints mnist`)\n");
+  EXPECT_EQ(fake_.checkpointRequests(), 1);
+
+  fake_.addJob("early", "Pending");
+  ClientRun pending;
+  EXPECT_EQ(pending.run("checkpoint", withServer({"early"})), kClientFailed);
+  EXPECT_EQ(pending.err(), "ddpctl: cannot checkpoint job early: job early is Pending; ask again once it runs\n");
+
+  ClientRun missing;
+  EXPECT_EQ(missing.run("checkpoint", withServer({"nope"})), kClientFailed);
+  EXPECT_EQ(missing.err(), "ddpctl: job nope not found\n");
+
+  ClientRun refused(Env{{"DDP_TOKEN", "not-the-token"}});
+  EXPECT_EQ(refused.run("checkpoint", {"--server", fake_.url(), "mnist"}), kClientFailed);
+  EXPECT_NE(refused.err().find("(401)"), std::string::npos) << refused.err();
+
+  ClientRun usage;
+  EXPECT_EQ(usage.run("checkpoint", withServer({})), kClientUsage);
+  EXPECT_EQ(fake_.checkpointRequests(), 1) << "only the accepted request counted";
 }
 
 TEST_F(ClientCommandsTest, UsageErrorsExit2) {

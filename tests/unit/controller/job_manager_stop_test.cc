@@ -1,0 +1,397 @@
+// The JobManager's stop and recovery paths driven through its public methods, with an injected
+// clock and a fake launcher: the test plays the workers (register, heartbeats) and the launcher
+// (the exits it reports), so every decision is checked without a process or a sleep. Note
+// [Stopping an unresponsive worker] (job_decision.h), Note [Recovery] (job_manager.h).
+// Time: the FakeClock moves only when a test advances it; the JobManager's ticker thread runs
+// every 2 ms of real time and acts on the fake time it reads, so a test advances the clock, then
+// waits (bounded, polling) for the effect.
+// Thread model: the test's thread, the JobManager's ticker; FakeLauncher's calls are guarded by
+// its mutex.
+#include "controller/jobs/job_manager.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "common/job_spec.h"
+#include "controller/store/sqlite_job_store.h"
+#include "tests/unit/controller/job_store_test_util.h"
+
+namespace ddp::controller {
+namespace {
+
+// Starts nothing; records what the JobManager asks of it.
+class FakeLauncher final : public Launcher {
+ public:
+  std::string name() const override { return "fake"; }
+  Status ready() const override { return Status::ok(); }
+  int maxWorkersPerJob() const override { return 16; }
+  Status ensureWorkers(const JobLaunch&) override { return Status::ok(); }
+  Status adoptJob(const JobLaunch&) override { return Status::ok(); }
+  Status killWorker(const std::string&, const std::string& workerId, int signal) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    kills_.emplace_back(workerId, signal);
+    return Status::ok();
+  }
+  Status replaceWorker(const std::string&, const std::string& workerId) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    replaced_.push_back(workerId);
+    return Status::ok();
+  }
+  void holdReplacements(const std::string&, bool) override {}
+  Result<std::unique_ptr<LogStream>> openLog(const std::string&, const std::string&, LogOptions) override {
+    return unimplemented("fake launcher: no logs");
+  }
+  Status stopJob(const std::string&, Duration) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stops_;
+    return Status::ok();
+  }
+  Status forgetJob(const std::string&) override { return Status::ok(); }
+  std::vector<int64_t> livePids(const std::string&) const override { return {}; }
+
+  std::vector<int> signalsTo(const std::string& workerId) const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<int> out;
+    for (const auto& [id, sig] : kills_) {
+      if (id == workerId) out.push_back(sig);
+    }
+    return out;
+  }
+  std::vector<std::string> replaced() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return replaced_;
+  }
+  int stops() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stops_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::pair<std::string, int>> kills_;  // guarded by mu_
+  std::vector<std::string> replaced_;               // guarded by mu_
+  int stops_ = 0;                                   // guarded by mu_
+};
+
+bool contains(const std::vector<int>& v, int x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+class JobManagerStopTest : public ::testing::Test {
+ protected:
+  static constexpr const char* kJob = "j";
+
+  void SetUp() override {
+    auto store = SqliteJobStore::open(dir_.path() + "/jobs.db");
+    ASSERT_TRUE(store.isOk()) << store.status();
+    store_ = std::move(*store);
+    JobManagerOptions o;
+    o.tick = std::chrono::milliseconds(2);
+    o.stopGrace = std::chrono::seconds(30);
+    o.persistEvery = std::chrono::milliseconds(10);
+    jobs_ = std::make_unique<JobManager>(o, *store_, launcher_, clock_);
+    ASSERT_TRUE(jobs_->start().isOk());
+  }
+  void TearDown() override {
+    if (jobs_) jobs_->stop();
+  }
+
+  // Two workers, heartbeat 1 s x 3 misses, hang 5 s; up to 3 restarts.
+  void submit(const std::string& extra = "") {
+    const std::string yaml =
+        std::string("apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata:\n  name: ") + kJob +
+        "\nspec:\n  workers: {count: 2}\n  model: {type: mlp, hidden: [8]}\n"
+        "  data: {dataset: synthetic, batchSize: 8}\n  steps: 1000\n  maxRestarts: 3\n"
+        "  timeouts: {heartbeatSeconds: 1, heartbeatMisses: 3, hangSeconds: 5, collectiveSeconds: 30}\n" +
+        extra;
+    auto spec = parseJobSpec(yaml);
+    ASSERT_TRUE(spec.isOk()) << spec.status();
+    ASSERT_TRUE(jobs_->submit(*spec).isOk());
+  }
+  Result<int64_t> join(const std::string& id, int64_t pid, int64_t leftGeneration = 0, const std::string& why = "") {
+    RegisterRequest r;
+    r.workerId = id;
+    r.host = "127.0.0.1";
+    r.pid = pid;
+    r.leftGeneration = leftGeneration;
+    r.reason = why;
+    Fenced fenced;
+    return jobs_->registerWorker(kJob, r, &fenced);
+  }
+  // Both workers registered: generation 1 is Running.
+  void running() {
+    submit();
+    ASSERT_TRUE(join("j-w0", 100).isOk());
+    ASSERT_TRUE(join("j-w1", 101).isOk());
+    advance(0.3);
+    ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRunning; })) << jobPhaseName(record().phase);
+    ASSERT_TRUE(beat("j-w0", 0).isOk());
+    ASSERT_TRUE(beat("j-w1", 1).isOk());
+  }
+  Result<Command> beat(const std::string& id, int rank, int64_t g = 1, const std::string& state = "Running",
+                       const std::map<std::string, double>& ext = {}) {
+    Heartbeat hb;
+    hb.workerId = id;
+    hb.rank = rank;
+    hb.state = state;
+    hb.step = 10;
+    hb.totalSteps = 1000;
+    hb.ext = ext;
+    Fenced fenced;
+    return jobs_->heartbeat(kJob, g, hb, &fenced);
+  }
+  void exited(const std::string& id, int64_t pid, bool killed, int code = 0) {
+    WorkerExit e;
+    e.jobName = kJob;
+    e.workerId = id;
+    e.pid = pid;
+    e.signaled = killed;
+    e.code = killed ? SIGKILL : code;
+    e.killedByLauncher = killed;
+    jobs_->onWorkerExit(e);
+  }
+  void advance(double s) {
+    clock_.advance(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s)));
+  }
+  // Polls `pred` (real time, bounded): the ticker acts on the fake time within milliseconds.
+  bool waitFor(const std::function<bool()>& pred) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < until) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return pred();
+  }
+  JobRecord record() {
+    auto r = jobs_->get(kJob);
+    return r.isOk() ? *r : JobRecord{};
+  }
+  // The events with `reason`, once there are at least `atLeast` (the ticker may be writing them:
+  // bounded wait).
+  std::vector<JobEvent> events(const std::string& reason, size_t atLeast = 0) {
+    std::vector<JobEvent> out;
+    waitFor([&] {
+      out = eventsNow(reason);
+      return out.size() >= atLeast;
+    });
+    return out;
+  }
+  std::vector<JobEvent> eventsNow(const std::string& reason) {
+    std::vector<JobEvent> out;
+    auto all = jobs_->events(kJob);
+    if (!all.isOk()) return out;
+    for (const auto& e : *all) {
+      if (e.reason == reason) out.push_back(e);
+    }
+    return out;
+  }
+  std::string allEvents() {
+    std::string out;
+    auto all = jobs_->events(kJob);
+    if (all.isOk()) {
+      for (const auto& e : *all) out += "  " + e.reason + ": " + e.message + "\n";
+    }
+    return out;
+  }
+  const JobCondition* condition(const JobRecord& r, const std::string& type) {
+    for (const auto& c : r.conditions) {
+      if (c.type == type) return &c;
+    }
+    return nullptr;
+  }
+
+  testing::TempDir dir_{"job_manager_stop_test"};
+  FakeClock clock_;
+  FakeLauncher launcher_;
+  std::unique_ptr<SqliteJobStore> store_;
+  std::unique_ptr<JobManager> jobs_;
+};
+
+// Note [Stopping an unresponsive worker]: rank 1 stops heartbeating (SIGSTOPped) just before a
+// cancel; once it is silent for longer than the heartbeat window it is SIGKILLed, long before
+// the 30 s stop grace, while rank 0 (heartbeating) only gets the SIGTERM of the cancel.
+TEST_F(JobManagerStopTest, ACancelKillsAWorkerSilentPastTheHeartbeatWindowAtOnce) {
+  ASSERT_NO_FATAL_FAILURE(running());
+  advance(0.5);
+  ASSERT_TRUE(beat("j-w0", 0).isOk());  // rank 1 is silent from here on
+  ASSERT_TRUE(jobs_->cancel(kJob).isOk());
+  EXPECT_TRUE(contains(launcher_.signalsTo("j-w1"), SIGTERM)) << "a cancel signals every worker";
+  for (int i = 0; i < 4; ++i) {  // rank 0 beats every second and hears `stop`
+    advance(1);
+    auto c = beat("j-w0", 0);
+    ASSERT_TRUE(c.isOk());
+    EXPECT_EQ(c->type, CommandType::kStop);
+  }
+  // 4.5 s since rank 1's last heartbeat (window 3 s): killed, without the 30 s grace.
+  ASSERT_TRUE(waitFor([&] { return contains(launcher_.signalsTo("j-w1"), SIGKILL); })) << allEvents();
+  EXPECT_FALSE(contains(launcher_.signalsTo("j-w0"), SIGKILL)) << "the heartbeating rank keeps its grace";
+  EXPECT_EQ(launcher_.stops(), 0) << "the grace has not run out";
+  auto killed = events("UnresponsiveKilled", 1);
+  ASSERT_EQ(killed.size(), 1u) << allEvents();
+  EXPECT_NE(killed[0].message.find("worker rank 1 (j-w1) sent no heartbeat for"), std::string::npos)
+      << killed[0].message;
+  EXPECT_TRUE(eventsNow("Unresponsive").empty()) << "no verdict (and no restart) once a cancel was asked for";
+  exited("j-w1", 101, /*killed=*/true);
+  ASSERT_TRUE(beat("j-w0", 0, 1, "Stopped").isOk());
+  exited("j-w0", 100, /*killed=*/false);
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kCancelled; }))
+      << jobPhaseName(record().phase) << "\n" << allEvents();
+  EXPECT_EQ(record().restarts, 0);
+  EXPECT_EQ(launcher_.signalsTo("j-w1").size(), 2u) << "SIGTERM, then one SIGKILL";
+}
+
+// A verdict's Restarting condition and event name the reason and the rank (Note [Recovery]).
+TEST_F(JobManagerStopTest, UnresponsiveVerdictSetsRestartingWithTheReasonAndTheRank) {
+  ASSERT_NO_FATAL_FAILURE(running());
+  for (int i = 0; i < 4; ++i) {
+    advance(1);
+    ASSERT_TRUE(beat("j-w0", 0).isOk());
+  }
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRestarting; })) << allEvents();
+  const JobRecord r = record();
+  EXPECT_EQ(r.restarts, 1);
+  const JobCondition* c = condition(r, kConditionRestarting);
+  ASSERT_NE(c, nullptr);
+  EXPECT_TRUE(c->status);
+  EXPECT_EQ(c->reason, "Unresponsive");
+  EXPECT_NE(c->message.find("restart 1 of 3: "), std::string::npos) << c->message;
+  EXPECT_NE(c->message.find("worker rank 1 (j-w1) sent no heartbeat"), std::string::npos) << c->message;
+  const JobCondition* run = condition(r, kConditionRunning);
+  ASSERT_NE(run, nullptr);
+  EXPECT_FALSE(run->status);
+  EXPECT_EQ(run->reason, "Unresponsive");
+  auto restarting = events("Restarting", 1);
+  ASSERT_EQ(restarting.size(), 1u) << allEvents();
+  EXPECT_NE(restarting[0].message.find("restart 1 of 3 after Unresponsive"), std::string::npos) << restarting[0].message;
+  EXPECT_NE(restarting[0].message.find("replacing j-w1"), std::string::npos) << restarting[0].message;
+}
+
+// A cancel while a culprit waits for its replacement (here: for the survivor's flight record):
+// no replacement starts, the stopped culprit is killed at once, and the job ends Cancelled
+// (it used to wait for a replacement that never came).
+TEST_F(JobManagerStopTest, ACancelDuringARestartEndsCancelledWithoutAReplacement) {
+  ASSERT_NO_FATAL_FAILURE(running());
+  for (int i = 0; i < 4; ++i) {
+    advance(1);
+    ASSERT_TRUE(beat("j-w0", 0).isOk());
+  }
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRestarting; })) << allEvents();
+  ASSERT_TRUE(launcher_.replaced().empty()) << "the survivor's flight record is awaited first";
+  ASSERT_TRUE(jobs_->cancel(kJob).isOk());
+  ASSERT_TRUE(waitFor([&] { return contains(launcher_.signalsTo("j-w1"), SIGKILL); })) << allEvents();
+  exited("j-w1", 101, /*killed=*/true);
+  advance(3);  // past the flight-record wait: still no replacement once cancelled
+  exited("j-w0", 100, /*killed=*/false);
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kCancelled; }))
+      << jobPhaseName(record().phase) << "\n" << allEvents();
+  EXPECT_TRUE(launcher_.replaced().empty());
+}
+
+// The same after an Exited verdict whose replacement waits out a restart backoff (restart 2:
+// 1 s): the dead culprit's slot counts as stopped, not as a process still to come.
+TEST_F(JobManagerStopTest, ACancelDuringARestartBackoffEndsCancelled) {
+  ASSERT_NO_FATAL_FAILURE(running());
+  exited("j-w1", 101, /*killed=*/false, /*code=*/1);  // restart 1: replaced at once
+  ASSERT_TRUE(waitFor([&] { return launcher_.replaced().size() == 1; })) << allEvents();
+  ASSERT_TRUE(join("j-w1", 201).isOk());  // the replacement
+  ASSERT_TRUE(join("j-w0", 100, 1, "peer gone").isOk());  // the survivor rejoins
+  ASSERT_TRUE(waitFor([&] { return record().generation == 2; })) << allEvents();
+  advance(0.3);
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRunning; })) << allEvents();
+  exited("j-w1", 201, /*killed=*/false, /*code=*/1);  // restart 2: after 1 s
+  ASSERT_TRUE(waitFor([&] { return record().restarts == 2; })) << allEvents();
+  ASSERT_TRUE(jobs_->cancel(kJob).isOk());
+  advance(2);
+  exited("j-w0", 100, /*killed=*/false);
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kCancelled; }))
+      << jobPhaseName(record().phase) << "\n" << allEvents();
+  EXPECT_EQ(launcher_.replaced().size(), 1u) << "the second replacement never started";
+}
+
+// A rank whose collective passed its own deadline (collectiveSeconds) aborts its communicator
+// and registers again at once, naming the generation it left: the controller records it and,
+// with no exit to explain it within 1 s, gives the CollectiveFailed verdict; no worker is
+// replaced and the other rank is told to abort and rejoin.
+TEST_F(JobManagerStopTest, ARankThatLeftAfterItsCollectiveDeadlineGivesCollectiveFailed) {
+  ASSERT_NO_FATAL_FAILURE(running());
+  auto next = join("j-w0", 100, 1, "allreduce #12 did not complete within collectiveSeconds (30 s)");
+  ASSERT_TRUE(next.isOk()) << next.status();
+  EXPECT_EQ(*next, 2);
+  auto aborted = events("CommunicatorAborted", 1);
+  ASSERT_EQ(aborted.size(), 1u) << allEvents();
+  EXPECT_NE(aborted[0].message.find("worker rank 0 (j-w0) left generation 1: allreduce #12"), std::string::npos)
+      << aborted[0].message;
+  advance(0.5);
+  ASSERT_TRUE(beat("j-w1", 1).isOk());
+  advance(0.7);  // 1.2 s after it left, no exit explains it
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRestarting; })) << allEvents();
+  const JobRecord r = record();
+  const JobCondition* c = condition(r, kConditionRestarting);
+  ASSERT_NE(c, nullptr);
+  EXPECT_EQ(c->reason, "CollectiveFailed");
+  EXPECT_NE(c->message.find("worker rank 0 (j-w0) aborted its communicator: allreduce #12"), std::string::npos)
+      << c->message;
+  auto cmd = beat("j-w1", 1);
+  ASSERT_TRUE(cmd.isOk()) << cmd.status();
+  EXPECT_EQ(cmd->type, CommandType::kAbort) << "the survivor aborts and rejoins";
+  ASSERT_TRUE(join("j-w1", 101, 1, "aborted by the controller").isOk());
+  advance(0.3);
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRunning && record().generation == 2; }))
+      << allEvents();
+  EXPECT_TRUE(launcher_.replaced().empty()) << "nobody is replaced for a failed collective";
+  EXPECT_EQ(record().restarts, 1);
+}
+
+// ext.abortUnreliable in a heartbeat (the Gloo abort self-test failed on that worker): one
+// AbortUnreliable event per worker, however many heartbeats say so.
+TEST_F(JobManagerStopTest, AbortUnreliableInAHeartbeatIsOneEvent) {
+  ASSERT_NO_FATAL_FAILURE(running());
+  ASSERT_TRUE(beat("j-w1", 1, 1, "Running", {{"abortUnreliable", 0}}).isOk());
+  EXPECT_TRUE(eventsNow("AbortUnreliable").empty()) << "0 means reliable";
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(beat("j-w1", 1, 1, "Running", {{"abortUnreliable", 1}}).isOk());
+  auto e = events("AbortUnreliable", 1);
+  ASSERT_EQ(e.size(), 1u) << allEvents();
+  EXPECT_EQ(e[0].type, kEventWarning);
+  EXPECT_NE(e[0].message.find("worker j-w1: its communicator abort did not release"), std::string::npos)
+      << e[0].message;
+}
+
+// Note [Standby replicas] (kubernetes_runtime.h): a job manager that has not started (a replica
+// that does not lead) answers every change with Unavailable and touches no worker; reads come
+// from the table; once started it takes the stored job over.
+TEST_F(JobManagerStopTest, BeforeStartEveryChangeIsUnavailableAndNoWorkerIsTouched) {
+  submit();
+  jobs_->stop();
+  JobManagerOptions o;
+  o.tick = std::chrono::milliseconds(2);
+  JobManager standby(o, *store_, launcher_, clock_);
+  auto spec = jobs_->spec(kJob);
+  ASSERT_TRUE(spec.isOk());
+  JobSpec other = *spec;
+  other.name = "other";
+  EXPECT_EQ(standby.submit(other).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(standby.cancel(kJob).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(standby.scale(kJob, 1).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(standby.requestCheckpoint(kJob).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(standby.fail(kJob, "X", "y").status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(standby.replaceWorkers(kJob, {"j-w0"}).code(), StatusCode::kUnavailable);
+  const Status removed = standby.remove(kJob, Deadline::after(std::chrono::seconds(1)));
+  EXPECT_EQ(removed.code(), StatusCode::kUnavailable);
+  EXPECT_NE(removed.message().find("standby"), std::string::npos) << removed;
+  auto rec = standby.get(kJob);  // from the table
+  ASSERT_TRUE(rec.isOk());
+  EXPECT_EQ(rec->phase, JobPhase::kPending);
+  EXPECT_FALSE(standby.get("other").isOk());
+  EXPECT_EQ(launcher_.stops(), 0);
+  EXPECT_TRUE(launcher_.replaced().empty());
+  ASSERT_TRUE(standby.start().isOk());  // it leads now
+  EXPECT_TRUE(standby.cancel(kJob).isOk());
+  standby.stop();
+}
+
+}  // namespace
+}  // namespace ddp::controller
