@@ -8,6 +8,10 @@
 #include "common/log.h"
 #include "controller/service/controller.h"
 
+namespace {
+constexpr int kExitLostLeadership = 3;  // 1: could not start; 2: bad flags
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace ddp;
   using namespace ddp::controller;
@@ -28,7 +32,16 @@ int main(int argc, char** argv) {
   sigaddset(&stopSignals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stopSignals, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
-  auto controller = Controller::start(*config);
+  ControllerHooks hooks;
+  // Note [Fencing on leadership loss] (kubernetes_runtime.h): a replica that lost the lease
+  // exits at once, without stopping anything, so Kubernetes restarts it as a standby.
+  hooks.onLostLeadership = [] {
+    DDP_LOG(Error) << "ddp-controller: lost leadership: exiting (status " << kExitLostLeadership
+                   << ") so that Kubernetes restarts this replica as a standby";
+    std::fflush(nullptr);
+    ::_exit(kExitLostLeadership);
+  };
+  auto controller = Controller::start(*config, hooks);
   if (!controller.isOk()) {
     std::fprintf(stderr, "ddp-controller: %s\n", controller.status().toString().c_str());
     return 1;

@@ -46,6 +46,7 @@ Status makeDirs(const std::string& dir) {
 // --launcher kubernetes: the API server from the in-cluster configuration (or --kube-server),
 // the launcher, leader election and the DDPJob reconciler (docs/KUBERNETES.md).
 Result<std::unique_ptr<kube::KubernetesRuntime>> startKubernetes(const ControllerConfig& config,
+                                                                 const ControllerHooks& hooks,
                                                                  Launcher::ExitCallback onExit) {
   kube::KubernetesRuntimeOptions ko;
   if (config.kubeServer.empty()) {
@@ -59,6 +60,7 @@ Result<std::unique_ptr<kube::KubernetesRuntime>> startKubernetes(const Controlle
   ko.leaseName = config.leaderElectionLease;
   ko.identity = config.podName.empty() ? "ddp-controller-" + std::to_string(::getpid()) : config.podName;
   ko.onExit = std::move(onExit);
+  ko.onLostLeadership = hooks.onLostLeadership;
   return kube::KubernetesRuntime::create(ko);
 }
 
@@ -129,7 +131,7 @@ struct Controller::Impl {
 Controller::Controller(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Controller::~Controller() { stop(); }
 
-Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config) {
+Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config, ControllerHooks hooks) {
   DDP_RETURN_IF_ERROR(config.validate());
   auto impl = std::make_unique<Impl>();
   Impl* p = impl.get();
@@ -177,7 +179,7 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config) {
   if (config.launcher == "external") {
     p->launcher = std::make_unique<ExternalLauncher>();
   } else if (config.launcher == "kubernetes") {
-    DDP_ASSIGN_OR_RETURN(p->kube, startKubernetes(config, lo.onExit));
+    DDP_ASSIGN_OR_RETURN(p->kube, startKubernetes(config, hooks, lo.onExit));
     p->launcher = p->kube->takeLauncher();
   } else {
     DDP_ASSIGN_OR_RETURN(auto local, LocalLauncher::create(lo));
@@ -206,7 +208,10 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config) {
   mr.token = p->token;
   mr.open = config.metricsOpen;
   installMetricsRoute(p->router, std::move(mr));
-  DDP_RETURN_IF_ERROR(p->jobs->start());
+  // Note [Standby replicas] (kubernetes_runtime.h): under leader election the jobs start when
+  // this replica leads.
+  const bool deferJobs = p->kube && p->kube->electsLeader();
+  if (!deferJobs) DDP_RETURN_IF_ERROR(p->jobs->start());
   p->ready = true;
   if (p->kube) {
     JobManager* jobs = p->jobs.get();
@@ -216,10 +221,22 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config) {
     calls.cancel = [jobs](const std::string& n) { return jobs->cancel(n); };
     calls.remove = [jobs](const std::string& n, Deadline d) { return jobs->remove(n, d); };
     calls.scale = [jobs](const std::string& n, int workers) { return jobs->scale(n, workers, "spec.workers.count"); };
-    p->kube->start(calls, [jobs](const std::string& n) -> std::optional<JobSpec> {
-      auto s = jobs->spec(n);
-      return s.isOk() ? std::optional<JobSpec>(*s) : std::nullopt;
-    });
+    calls.events = [jobs](const std::string& n) { return jobs->events(n); };
+    calls.fail = [jobs](const std::string& n, const std::string& reason, const std::string& message) {
+      return jobs->fail(n, reason, message);
+    };
+    calls.replaceWorkers = [jobs](const std::string& n, const std::vector<std::string>& ids) {
+      return jobs->replaceWorkers(n, ids);
+    };
+    std::function<Status()> onLeading;
+    if (deferJobs) onLeading = [jobs] { return jobs->start(); };
+    p->kube->start(
+        calls,
+        [jobs](const std::string& n) -> std::optional<JobSpec> {
+          auto s = jobs->spec(n);
+          return s.isOk() ? std::optional<JobSpec>(*s) : std::nullopt;
+        },
+        std::move(onLeading));
   }
   {
     std::lock_guard<std::mutex> lock(p->exitMu);

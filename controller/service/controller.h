@@ -8,6 +8,7 @@
 // stop() joins them all. Running workers are not stopped by stop() (unless the config ties them
 // to this process).
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,9 +22,17 @@ namespace ddp::controller {
 class JobManager;
 class Launcher;
 
+// What the embedding program decides (ddp-controller's main, tests), not configuration.
+struct ControllerHooks {
+  // --launcher kubernetes with leader election: this replica lost the lease (Note [Fencing on
+  // leadership loss] in kubernetes_runtime.h). Runs on the leader elector's thread; main exits
+  // the process non-zero. Unset: the reconciler stops, the rest keeps running.
+  std::function<void()> onLostLeadership;
+};
+
 class Controller {
  public:
-  static Result<std::unique_ptr<Controller>> start(ControllerConfig config);
+  static Result<std::unique_ptr<Controller>> start(ControllerConfig config, ControllerHooks hooks = {});
   ~Controller();
   Controller(const Controller&) = delete;
   Controller& operator=(const Controller&) = delete;

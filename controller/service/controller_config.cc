@@ -81,7 +81,9 @@ std::string controllerUsage() {
          "(DDP_CONTROLLER_LISTEN, DDP_CONTROLLER_STATE_DIR, DDP_CONTROLLER_TOKEN_FILE, ...).\n"
          "The API token is read from --token-file, or generated in STATE_DIR/token (mode 0600).\n"
          "GET /metrics (Prometheus text) needs that token too, unless --metrics-open; a finished\n"
-         "job's series stay --metrics-retention seconds (900).\n";
+         "job's series stay --metrics-retention seconds (900).\n"
+         "With --launcher kubernetes and --leader-election-lease, a replica that loses the lease\n"
+         "exits at once with status 3 (Kubernetes restarts it as a standby).\n";
 }
 
 Status ControllerConfig::validate() const {

@@ -18,7 +18,8 @@
 //   --watch-namespace NS     DDP_CONTROLLER_WATCH_NAMESPACE (kubernetes: DDPJobs and worker
 //                            pods; default: the controller's own namespace)
 //   --leader-election-lease NAME DDP_CONTROLLER_LEADER_ELECTION_LEASE (kubernetes: elect a
-//                            leader on this Lease; "": a single replica)
+//                            leader on this Lease; "": a single replica; a leader that loses
+//                            it exits with status 3, see ddp-controller's main)
 //   --kube-server URL        DDP_CONTROLLER_KUBE_SERVER (kubernetes, development and tests: this
 //                            API server instead of the in-cluster configuration)
 //   POD_NAME (environment)   this replica's identity in leader election

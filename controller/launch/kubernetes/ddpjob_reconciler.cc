@@ -1,7 +1,9 @@
 #include "controller/launch/kubernetes/ddpjob_reconciler.h"
 
 #include "common/clock.h"
+#include "common/job_spec_kubernetes.h"
 #include "common/log.h"
+#include "controller/launch/kubernetes/gang_schedule.h"
 
 namespace ddp::controller::kube {
 namespace {
@@ -12,6 +14,25 @@ using nlohmann::json;
 // exited and the kubelet has said so; cleanPodPolicy Running gives it this long before it counts
 // as "still running" and is deleted.
 constexpr int64_t kPodExitGraceMs = 30'000;
+
+const json& runPolicyOf(const json& ddpJob) {
+  static const json kNone = json::object();
+  const json& spec = ddpJob.contains("spec") ? ddpJob["spec"] : kNone;
+  const json& k = spec.is_object() && spec.contains("kubernetes") ? spec["kubernetes"] : kNone;
+  return k.is_object() && k.contains("runPolicy") && k["runPolicy"].is_object() ? k["runPolicy"] : kNone;
+}
+
+// The slot of a worker pod "<job>-worker-<slot>"; nullopt for another name.
+std::optional<int> slotOfPod(const std::string& job, const std::string& pod) {
+  const std::string prefix = job + "-worker-";
+  if (pod.rfind(prefix, 0) != 0 || pod.size() == prefix.size()) return std::nullopt;
+  int slot = 0;
+  for (size_t i = prefix.size(); i < pod.size(); ++i) {
+    if (pod[i] < '0' || pod[i] > '9' || slot > 1'000'000) return std::nullopt;
+    slot = slot * 10 + (pod[i] - '0');
+  }
+  return slot;
+}
 
 }  // namespace
 
@@ -24,7 +45,7 @@ std::optional<int> desiredWorkerCount(const json& ddpJob) {
 }
 
 DdpJobReconciler::DdpJobReconciler(KubeClient& client, DdpJobReconcilerOptions options, JobCalls jobs)
-    : client_(client), options_(std::move(options)), jobs_(std::move(jobs)) {
+    : client_(client), options_(std::move(options)), jobs_(std::move(jobs)), recorder_(client, options_.instance) {
   ResourceWatcherOptions wo;
   wo.collectionPath = options_.watchNamespace.empty()
                           ? "/apis/ddp.dev/v1/ddpjobs"
@@ -94,8 +115,8 @@ void DdpJobReconciler::writeStatus(const std::string& name, Tracked& t, const js
     DDP_LOG(Warning) << "kubernetes: status of DDPJob " << t.ns << "/" << name << ": " << r.status().message();
     return;
   }
-  t.written = status;
-  t.writtenAt = std::chrono::steady_clock::now();
+  t.p.written = status;
+  t.p.writtenAt = std::chrono::steady_clock::now();
 }
 
 void DdpJobReconciler::reconcile(const std::string& name, Tracked& t) {
@@ -106,41 +127,150 @@ void DdpJobReconciler::reconcile(const std::string& name, Tracked& t) {
     }
     return;
   }
-  if (!t.submitted) {
+  if (!t.p.submitted) {
     auto existing = jobs_.get(name);
     if (existing.isOk()) {
-      t.submitted = true;  // known already (a restarted controller)
+      t.p.submitted = true;  // known already (a restarted controller): Note [Mirrored events]
+      t.p.eventMark = {unixMillisNow(), 0};
+    } else if (finishedBefore(t.object)) {
+      reconcileFinishedBefore(name, t);
+      return;
     } else {
-      if (t.refusedGeneration == t.generation) return;
+      if (t.p.refusedGeneration == t.generation) return;
       std::vector<SpecError> errors;
       auto spec = parseJobSpec(t.object.dump(), &errors);  // JSON is YAML
       Result<JobRecord> rec = spec.isOk() ? jobs_.submit(*spec) : Result<JobRecord>(spec.status());
       if (!rec.isOk()) {
-        t.refusedGeneration = t.generation;
+        t.p.refusedGeneration = t.generation;
+        (void)recorder_.record(subject(name, t), kEventWarning, "InvalidSpec", rec.status().message());
         writeStatus(name, t, invalidJobStatus(rec.status().message(), t.generation, unixMillisNow()));
         return;
       }
-      t.submitted = true;
+      t.p.submitted = true;
     }
   }
   auto rec = jobs_.get(name);
   if (!rec.isOk()) return;
+  mirrorEvents(name, t, *rec);
   applyScale(name, t, *rec);
-  const json desired = ddpJobStatus(*rec, t.generation);
-  if (statusWriteDue(t.written, t.writtenAt, desired, std::chrono::steady_clock::now())) writeStatus(name, t, desired);
-  // The run policy (spec.kubernetes.runPolicy).
-  const json& policy = t.object.value("spec", json::object()).value("kubernetes", json::object()).value("runPolicy", json::object());
+  json desired = ddpJobStatus(*rec, t.generation);
+  if (t.p.failure) desired = withFailure(desired, t.p.failure->reason, t.p.failure->message, t.p.failure->atMs);
+  if (statusWriteDue(t.p.written, t.p.writtenAt, desired, std::chrono::steady_clock::now())) writeStatus(name, t, desired);
+  const json& policy = runPolicyOf(t.object);
+  enforceDeadline(name, t, *rec, policy);
+  enforceSchedule(name, t, *rec, policy);
+  if (!isTerminal(rec->phase)) return;
   const int64_t now = unixMillisNow();
-  if (!isTerminal(rec->phase) && policy.contains("activeDeadlineSeconds") && rec->startMs > 0 &&
-      now - rec->startMs >= policy["activeDeadlineSeconds"].get<int64_t>() * 1000) {
-    DDP_LOG(Info) << "kubernetes: job " << name << " passed activeDeadlineSeconds: cancelling it";
-    (void)jobs_.cancel(name);
+  if (!t.p.cleaned) t.p.cleaned = cleanPods(name, t, policy.value("cleanPodPolicy", "Running"), now - rec->completionMs);
+  deleteAfterTtl(name, t, policy, rec->completionMs);
+}
+
+void DdpJobReconciler::reconcileFinishedBefore(const std::string& name, const Tracked& t) {
+  const json& status = t.object.value("status", json::object());
+  const std::optional<int64_t> completion = parseRfc3339Ms(status.value("completionTime", ""));
+  if (completion) deleteAfterTtl(name, t, runPolicyOf(t.object), *completion);
+}
+
+void DdpJobReconciler::deleteAfterTtl(const std::string& name, const Tracked& t, const json& policy,
+                                      int64_t completionMs) {
+  if (!policy.contains("ttlSecondsAfterFinished") || completionMs <= 0) return;
+  if (unixMillisNow() - completionMs < policy["ttlSecondsAfterFinished"].get<int64_t>() * 1000) return;
+  Status st = client_.remove(jobPath(t, name));
+  if (!st.isOk() && st.code() != StatusCode::kNotFound) DDP_LOG(Warning) << "kubernetes: ttl of " << name << ": " << st.message();
+}
+
+void DdpJobReconciler::mirrorEvents(const std::string& name, Tracked& t, const JobRecord& rec) {
+  if (!jobs_.events || t.p.eventsDone) return;
+  const TimePoint now = std::chrono::steady_clock::now();
+  if (t.p.eventsPhase == rec.phase && now - t.p.eventsPolledAt < options_.eventPollInterval) return;
+  auto all = jobs_.events(name);
+  if (!all.isOk()) return;
+  t.p.eventsPolledAt = now;
+  t.p.eventsPhase = rec.phase;
+  for (const JobEvent& e : eventsPast(*all, &t.p.eventMark)) (void)recorder_.record(subject(name, t), e);
+  // The record said finished: its last events were stored before (JobManager::events persists).
+  t.p.eventsDone = isTerminal(rec.phase);
+}
+
+void DdpJobReconciler::enforceDeadline(const std::string& name, Tracked& t, const JobRecord& rec, const json& policy) {
+  if (isTerminal(rec.phase) || t.p.deadlinePassed || rec.createdMs <= 0) return;
+  if (!policy.contains("activeDeadlineSeconds") || !policy["activeDeadlineSeconds"].is_number_integer()) return;
+  const int64_t deadline = policy["activeDeadlineSeconds"].get<int64_t>();
+  if (unixMillisNow() - rec.createdMs < deadline * 1000) return;
+  const std::string message = "the job passed activeDeadlineSeconds (" + std::to_string(deadline) +
+                              " s since it was accepted, " + jobPhaseName(rec.phase) + "): cancelling it";
+  DDP_LOG(Info) << "kubernetes: job " << name << ": " << message;
+  auto r = jobs_.cancel(name);
+  if (!r.isOk() && r.status().code() != StatusCode::kFailedPrecondition) {
+    DDP_LOG(Warning) << "kubernetes: cancelling " << name << ": " << r.status().message();
+    return;  // tried again on the next tick
   }
-  if (isTerminal(rec->phase) && !t.cleaned) t.cleaned = cleanPods(name, t, policy.value("cleanPodPolicy", "Running"), now - rec->completionMs);
-  if (isTerminal(rec->phase) && policy.contains("ttlSecondsAfterFinished") && rec->completionMs > 0 &&
-      now - rec->completionMs >= policy["ttlSecondsAfterFinished"].get<int64_t>() * 1000) {
-    Status st = client_.remove(jobPath(t, name));
-    if (!st.isOk() && st.code() != StatusCode::kNotFound) DDP_LOG(Warning) << "kubernetes: ttl of " << name << ": " << st.message();
+  t.p.deadlinePassed = true;
+  (void)recorder_.record(subject(name, t), kEventWarning, "DeadlineExceeded", message);
+}
+
+void DdpJobReconciler::enforceSchedule(const std::string& name, Tracked& t, const JobRecord& rec, const json& policy) {
+  if (isTerminal(rec.phase) || t.p.failure) return;
+  const TimePoint steadyNow = std::chrono::steady_clock::now();
+  if (steadyNow < t.p.podsNextList) return;
+  t.p.podsNextList = steadyNow + options_.podListInterval;
+  const json& sp = policy.value("schedulingPolicy", json::object());
+  const int64_t timeoutSeconds = sp.value("scheduleTimeoutSeconds", kDefaultScheduleTimeoutSeconds);
+  const bool retry = sp.value("onScheduleTimeout", "Fail") == "Retry";
+  auto list = client_.get("/api/v1/namespaces/" + t.ns + "/pods?labelSelector=" + std::string(kJobLabel) + "%3D" + name);
+  if (!list.isOk()) return;
+  const int64_t now = unixMillisNow();
+  std::vector<PodSchedule> pods;
+  std::map<std::string, int64_t> seen;
+  for (const json& pod : list->value("items", json::array())) {
+    PodSchedule p = podScheduleOf(pod);
+    auto it = t.p.podSeen.find(p.uid);
+    p.sinceMs = it == t.p.podSeen.end() ? now : it->second;
+    seen[p.uid] = p.sinceMs;
+    pods.push_back(std::move(p));
+  }
+  t.p.podSeen = std::move(seen);
+  const GangVerdict v = decideGang(pods, now, timeoutSeconds * 1000);
+  // Every pod ran: only a replacement can wait again; looked at less often.
+  if (v.state == GangState::kOk) t.p.podsNextList = steadyNow + 10 * options_.podListInterval;
+  if (v.state != GangState::kTimedOut) return;
+  for (const PodSchedule& p : v.notRunning) t.p.podSeen[p.uid] = now;  // the wait starts over
+  if (!retry) {
+    (void)recorder_.record(subject(name, t), kEventWarning, "ScheduleTimeout", v.message + "; failing the job");
+    failJob(name, t, "ScheduleTimeout", v.message);
+    return;
+  }
+  std::vector<std::string> workers;
+  for (const PodSchedule& p : v.notRunning) {
+    if (std::optional<int> slot = slotOfPod(name, p.name)) workers.push_back(workerIdFor(name, *slot));
+  }
+  if (!jobs_.replaceWorkers) {
+    (void)recorder_.record(subject(name, t), kEventWarning, "ScheduleTimeout",
+                           v.message + "; onScheduleTimeout Retry: this controller cannot replace pods, they keep "
+                                       "waiting for the scheduler (the timeout starts over)");
+    return;
+  }
+  (void)recorder_.record(subject(name, t), kEventWarning, "ScheduleTimeout",
+                         v.message + "; onScheduleTimeout Retry: deleting them to create them again");
+  Status st = jobs_.replaceWorkers(name, workers);
+  if (!st.isOk()) {
+    DDP_LOG(Warning) << "kubernetes: job " << name << ": replacing its waiting pods: " << st.message();
+    (void)recorder_.record(subject(name, t), kEventWarning, "ScheduleRetryFailed", st.message());
+  }
+}
+
+void DdpJobReconciler::failJob(const std::string& name, Tracked& t, const std::string& reason,
+                               const std::string& message) {
+  DDP_LOG(Info) << "kubernetes: job " << name << " failed: " << reason << ": " << message;
+  if (jobs_.fail) {
+    auto r = jobs_.fail(name, reason, message);
+    if (r.isOk() || r.status().code() == StatusCode::kFailedPrecondition) return;
+    DDP_LOG(Warning) << "kubernetes: failing job " << name << ": " << r.status().message() << "; cancelling it";
+  }
+  t.p.failure = Progress::Failure{reason, message, unixMillisNow()};
+  auto r = jobs_.cancel(name);
+  if (!r.isOk() && r.status().code() != StatusCode::kFailedPrecondition) {
+    DDP_LOG(Warning) << "kubernetes: cancelling job " << name << ": " << r.status().message();
   }
 }
 
@@ -148,22 +278,24 @@ void DdpJobReconciler::applyScale(const std::string& name, Tracked& t, const Job
   if (!jobs_.scale || isTerminal(rec.phase)) return;
   const std::optional<int> desired = desiredWorkerCount(t.object);
   if (!desired) return;
-  if (t.appliedCount < 0) {  // the count the job was submitted (or last scaled) with
+  if (t.p.appliedCount < 0) {  // the count the job was submitted (or last scaled) with
     auto spec = parseJobSpec(rec.specYaml);
     if (!spec.isOk()) return;
-    t.appliedCount = spec->workers.count;
+    t.p.appliedCount = spec->workers.count;
   }
-  if (*desired == t.appliedCount || *desired == t.refusedCount) return;
+  if (*desired == t.p.appliedCount || *desired == t.p.refusedCount) return;
   auto r = jobs_.scale(name, *desired);
   if (r.isOk()) {
     DDP_LOG(Info) << "kubernetes: DDPJob " << t.ns << "/" << name << " scaled to " << *desired << " worker(s)";
-    t.appliedCount = *desired;
+    t.p.appliedCount = *desired;
     return;
   }
   // The workers of the last scale-down are still stopping: asked again on the next tick.
   if (r.status().code() == StatusCode::kFailedPrecondition) return;
-  t.refusedCount = *desired;
+  t.p.refusedCount = *desired;
   DDP_LOG(Warning) << "kubernetes: DDPJob " << t.ns << "/" << name << ": scale refused: " << r.status().message();
+  (void)recorder_.record(subject(name, t), kEventWarning, "ScaleRefused",
+                         "spec.workers.count " + std::to_string(*desired) + ": " + r.status().message());
 }
 
 bool DdpJobReconciler::cleanPods(const std::string& name, const Tracked& t, const std::string& policy,
@@ -209,13 +341,7 @@ void DdpJobReconciler::reconcileAll() {
       continue;
     }
     // Keep what the watch changed meanwhile; take over what reconcile() learnt.
-    it->second.submitted = t.submitted;
-    it->second.refusedGeneration = t.refusedGeneration;
-    it->second.cleaned = t.cleaned;
-    it->second.written = t.written;
-    it->second.writtenAt = t.writtenAt;
-    it->second.appliedCount = t.appliedCount;
-    it->second.refusedCount = t.refusedCount;
+    it->second.p = std::move(t.p);
   }
 }
 

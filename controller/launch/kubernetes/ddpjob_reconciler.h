@@ -2,12 +2,33 @@
 // DdpJobReconciler: turns DDPJob resources into the controller's jobs and keeps their status, in
 // the style of Kubeflow's trainer: a watch (ResourceWatcher) marks DDPJobs to look at; each tick
 // reconciles each one: get its job, submit it when it is new (a document the validation refuses
-// gets phase Failed and a Valid=False condition naming every error's field path), write the
-// status when due (Note [Status writes] in ddpjob_status.h: a merge patch of the status
-// subresource), cancel it past spec.kubernetes.runPolicy.activeDeadlineSeconds, delete its pods
-// per cleanPodPolicy once it finished (Running: those not yet ended 30 s after; All; None), delete the
-// DDPJob ttlSecondsAfterFinished after it finished; a deleted DDPJob removes its job (the
-// launcher deletes its pods, Service and Secret). Only the leader runs one (LeaderElector).
+// gets phase Failed and a Valid=False condition naming every error's field path; a DDPJob whose
+// status says it already finished is left alone: Note [Finished before]), mirror the job's events
+// as Kubernetes Events (Note [Mirrored events] in kube_events.h), write the status when due (Note
+// [Status writes] in ddpjob_status.h: a merge patch of the status subresource), carry out the run
+// policy (Note [Run policy]), and delete the DDPJob ttlSecondsAfterFinished after it finished; a
+// deleted DDPJob removes its job (the launcher deletes its pods, Service and Secret). Only the
+// leader runs one (LeaderElector).
+//
+// Note [Run policy]
+// spec.kubernetes.runPolicy, as Kubeflow's trainer has it:
+//  - activeDeadlineSeconds counts from the job's acceptance (JobRecord::createdMs), so a job
+//    stuck Pending expires too; past it: a Warning Event DeadlineExceeded and a cancel.
+//  - schedulingPolicy (Note [Schedule timeout] in gang_schedule.h): the job's pods are listed at
+//    most every podListInterval while it has not finished; when the gang timed out, a Warning
+//    Event ScheduleTimeout names the waiting pods and why, then onScheduleTimeout Fail fails the
+//    job with reason ScheduleTimeout (JobCalls::fail; unset: the job is cancelled and the
+//    DDPJob's status says Failed, reason ScheduleTimeout), or Retry deletes and recreates the pods
+//    not running (JobCalls::replaceWorkers; unset: they are left to the scheduler and the wait
+//    starts over), the new pods with a new timeout.
+//  - cleanPodPolicy once the job finished: Running deletes the pods not yet ended 30 s after;
+//    All every pod; None none (pods a stopping job's launcher deleted are gone anyway).
+//
+// Note [Finished before]
+// A new leader starts with the job table it finds (an emptyDir: none). A DDPJob whose written
+// status is Succeeded, Failed or Cancelled for its current spec (finishedBefore() in
+// ddpjob_status.h) and that has no job in the table is not submitted again: it is left as it is,
+// and its ttlSecondsAfterFinished counts from status.completionTime (none: it stays).
 // Thread model: start() starts the watch thread and one tick thread, which does every API write
 // and every call into the jobs; stop() joins both. ownerOf() is thread-safe.
 
@@ -26,6 +47,7 @@
 #include "common/job_spec.h"
 #include "controller/launch/kubernetes/ddpjob_status.h"
 #include "controller/launch/kubernetes/kube_client.h"
+#include "controller/launch/kubernetes/kube_events.h"
 #include "controller/launch/kubernetes/resource_watcher.h"
 #include "controller/launch/kubernetes/worker_objects.h"
 #include "controller/store/job_record.h"
@@ -40,6 +62,14 @@ struct JobCalls {
   std::function<Status(const std::string&, Deadline)> remove;
   // Sets the job's worker count (Note [Elastic membership]); unset: scaling is not applied.
   std::function<Result<JobRecord>(const std::string&, int)> scale;
+  // The job's events, oldest first (Note [Mirrored events]); unset: none are mirrored.
+  std::function<Result<std::vector<JobEvent>>(const std::string&)> events;
+  // Fails the job with this condition reason and message, stopping its workers (Note [Run
+  // policy]); unset: the reconciler cancels it and writes the failure into the DDPJob's status.
+  std::function<Result<JobRecord>(const std::string& job, const std::string& reason, const std::string& message)> fail;
+  // Deletes these workers' pods and creates them again without failing the job (a schedule
+  // timeout's Retry, Note [Run policy]); unset: Retry leaves the pods to the scheduler.
+  std::function<Status(const std::string& job, const std::vector<std::string>& workerIds)> replaceWorkers;
 };
 
 // spec.workers.count of a DDPJob object (what `kubectl scale ddpj NAME --replicas=N`, the scale
@@ -50,6 +80,12 @@ struct DdpJobReconcilerOptions {
   std::string watchNamespace;  // "" : every namespace
   Duration tick = std::chrono::seconds(1);
   int watchTimeoutSeconds = 300;
+  // A non-finished job's pods are listed for the schedule timeout at most this often (every
+  // tenth time as often once all of them ran).
+  Duration podListInterval = std::chrono::seconds(3);
+  // A job's events are looked at this often (and at each phase change) to mirror them.
+  Duration eventPollInterval = std::chrono::seconds(2);
+  std::string instance = kEventComponent;  // the Events' reportingInstance (the replica)
 };
 
 class DdpJobReconciler {
@@ -65,18 +101,34 @@ class DdpJobReconciler {
   void reconcileAll();
 
  private:
+  // What reconcile() learns about a DDPJob (kept across ticks; the watch never changes it).
+  struct Progress {
+    bool submitted = false;
+    int64_t refusedGeneration = -1;  // the generation whose refusal was written
+    bool cleaned = false;            // cleanPodPolicy carried out after the job finished
+    nlohmann::json written;          // the status last written (null: none)
+    TimePoint writtenAt{};
+    int appliedCount = -1;           // the worker count the job has (-1: not looked at yet)
+    int refusedCount = -1;           // a count the job refused (not asked again)
+    EventMark eventMark;             // Note [Mirrored events]
+    TimePoint eventsPolledAt{};
+    std::optional<JobPhase> eventsPhase;  // the phase at the last look at the events
+    bool eventsDone = false;              // the finished job's last events were mirrored
+    bool deadlinePassed = false;          // activeDeadlineSeconds acted on
+    TimePoint podsNextList{};  // when to list the job's pods again
+    std::map<std::string, int64_t> podSeen;  // pod uid -> when first listed (unix ms)
+    struct Failure {
+      std::string reason, message;
+      int64_t atMs = 0;
+    };
+    std::optional<Failure> failure;  // failed by the reconciler through a cancel (JobCalls::fail unset)
+  };
   struct Tracked {
     std::string ns, uid;
     int64_t generation = 0;
     nlohmann::json object;
     bool deleted = false;
-    bool submitted = false;
-    int64_t refusedGeneration = -1;  // the generation whose refusal was written
-    bool cleaned = false;            // cleanPodPolicy carried out after the job finished
-    nlohmann::json written;          // the status last written (null: none)
-    int appliedCount = -1;           // the worker count the job has (-1: not looked at yet)
-    int refusedCount = -1;           // a count the job refused (not asked again)
-    TimePoint writtenAt{};
+    Progress p;
   };
   void onEvent(const WatchEvent& e);
   void reconcile(const std::string& name, Tracked& t);
@@ -87,11 +139,23 @@ class DdpJobReconciler {
   // `sinceCompletionMs`: how long ago the job ended (pods still Running get kPodExitGraceMs to
   // exit on their own under policy Running). True once nothing is left to delete.
   bool cleanPods(const std::string& name, const Tracked& t, const std::string& policy, int64_t sinceCompletionMs);
+  // Posts the job's events not mirrored yet (Note [Mirrored events]).
+  void mirrorEvents(const std::string& name, Tracked& t, const JobRecord& rec);
+  // Note [Run policy]: activeDeadlineSeconds and the schedule timeout.
+  void enforceDeadline(const std::string& name, Tracked& t, const JobRecord& rec, const nlohmann::json& policy);
+  void enforceSchedule(const std::string& name, Tracked& t, const JobRecord& rec, const nlohmann::json& policy);
+  // Fails the job (JobCalls::fail, or a cancel and the failure in the DDPJob's status).
+  void failJob(const std::string& name, Tracked& t, const std::string& reason, const std::string& message);
+  // A DDPJob left alone (Note [Finished before]): only its TTL applies.
+  void reconcileFinishedBefore(const std::string& name, const Tracked& t);
+  void deleteAfterTtl(const std::string& name, const Tracked& t, const nlohmann::json& policy, int64_t completionMs);
+  EventSubject subject(const std::string& name, const Tracked& t) const { return {t.ns, name, t.uid}; }
   std::string jobPath(const Tracked& t, const std::string& name) const;
 
   KubeClient& client_;
   const DdpJobReconcilerOptions options_;
   const JobCalls jobs_;
+  KubeEventRecorder recorder_;
   std::unique_ptr<ResourceWatcher> watcher_;
   mutable std::mutex mu_;
   std::condition_variable cv_;

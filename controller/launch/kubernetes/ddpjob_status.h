@@ -14,6 +14,9 @@
 // subresource.
 // Thread model: pure functions.
 
+#include <optional>
+#include <string>
+
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
@@ -29,6 +32,20 @@ nlohmann::json ddpJobStatus(const JobRecord& record, int64_t observedGeneration)
 // The status of a DDPJob the controller refused: phase Failed, condition Valid False naming
 // every error.
 nlohmann::json invalidJobStatus(const std::string& errors, int64_t observedGeneration, int64_t nowMs);
+
+// `status` (ddpJobStatus) of a job the reconciler failed itself while the controller's record
+// says otherwise (a schedule timeout carried out as a cancel: JobCalls::fail unset): phase
+// Failed, `message`, condition Failed True with `reason` (replacing a Cancelled condition).
+nlohmann::json withFailure(nlohmann::json status, const std::string& reason, const std::string& message,
+                           int64_t atMs);
+
+// Note [Finished before]: whether a DDPJob's written status says it finished (Succeeded, Failed,
+// Cancelled) for its current spec, so a new leader leaves it alone; a refusal (condition Valid
+// False) of an older generation does not count: the edited spec is looked at again.
+bool finishedBefore(const nlohmann::json& ddpJob);
+
+// "2026-01-02T03:04:05Z" / "...05.678Z" as milliseconds since the Unix epoch; nullopt otherwise.
+std::optional<int64_t> parseRfc3339Ms(const std::string& text);
 
 // Whether to write `desired` now, given what was last written (null: nothing yet) and when.
 bool statusWriteDue(const nlohmann::json& written, TimePoint writtenAt, const nlohmann::json& desired, TimePoint now);

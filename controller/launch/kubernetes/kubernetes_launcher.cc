@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <csignal>
+#include <thread>
 
 #include "common/log.h"
+#include "common/secret.h"
 
 namespace ddp::controller::kube {
 namespace {
@@ -15,7 +17,7 @@ std::string label(const json& pod, const char* key) {
   return labels.value(key, "");
 }
 
-// A LogStream over text fetched once (the pod log API; following is polled by the caller).
+// A LogStream over text fetched once (the pod log API; following: PodLogFollowStream).
 class TextLogStream final : public LogStream {
  public:
   explicit TextLogStream(std::string text) : text_(std::move(text)) {}
@@ -30,6 +32,33 @@ class TextLogStream final : public LogStream {
   std::string text_;
   bool done_ = false;
 };
+
+std::string base64(const std::string& in) {
+  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < in.size(); i += 3) {
+    uint32_t v = static_cast<unsigned char>(in[i]) << 16;
+    if (i + 1 < in.size()) v |= static_cast<unsigned char>(in[i + 1]) << 8;
+    if (i + 2 < in.size()) v |= static_cast<unsigned char>(in[i + 2]);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += i + 2 < in.size() ? kAlphabet[v & 63] : '=';
+  }
+  return out;
+}
+
+// Whether the job's token Secret holds `token`: the API server answers with base64 `data`; an
+// object as written (stringData) is taken too.
+bool secretHoldsToken(const json& secret, const std::string& token) {
+  const json data = secret.value("data", json::object());
+  if (data.contains(kTokenKey) && data[kTokenKey].is_string()) {
+    return secretEquals(base64(token), data[kTokenKey].get<std::string>());
+  }
+  const json stringData = secret.value("stringData", json::object());
+  return stringData.contains(kTokenKey) && stringData[kTokenKey].is_string() &&
+         secretEquals(token, stringData[kTokenKey].get<std::string>());
+}
 
 }  // namespace
 
@@ -95,6 +124,7 @@ void KubernetesLauncher::reapLoop() {
 }
 
 std::string KubernetesLauncher::podsPath() const { return "/api/v1/namespaces/" + options_.nameSpace + "/pods"; }
+std::string KubernetesLauncher::secretsPath() const { return "/api/v1/namespaces/" + options_.nameSpace + "/secrets"; }
 
 Status KubernetesLauncher::ready() const {
   if (!pods_->synced()) return unavailable("kubernetes: the pod watch has not synced yet: " + pods_->lastError().message());
@@ -117,8 +147,15 @@ Result<WorkerObjectsInput> KubernetesLauncher::inputFor(const JobLaunch& launch)
 Status KubernetesLauncher::ensureWorkers(const JobLaunch& job) {
   DDP_RETURN_IF_ERROR(validateJobName(job.jobName));
   DDP_ASSIGN_OR_RETURN(WorkerObjectsInput in, inputFor(job));
+  bool checked = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(job.jobName);
+    checked = it != jobs_.end() && it->second.incarnationChecked && it->second.launch.env.jobToken == job.env.jobToken;
+  }
+  if (!checked) DDP_RETURN_IF_ERROR(replaceOtherIncarnation(in));
   const std::string ns = "/api/v1/namespaces/" + options_.nameSpace;
-  for (auto [collection, object] : {std::pair{ns + "/secrets", buildTokenSecret(in)},
+  for (auto [collection, object] : {std::pair{secretsPath(), buildTokenSecret(in)},
                                     std::pair{ns + "/services", buildHeadlessService(in)}}) {
     auto r = client_.create(collection, object);
     if (!r.isOk() && r.status().code() != StatusCode::kAlreadyExists) return r.status();
@@ -128,12 +165,53 @@ Status KubernetesLauncher::ensureWorkers(const JobLaunch& job) {
     std::lock_guard<std::mutex> lock(mu_);
     Job& j = jobs_[job.jobName];
     j.launch = job;
+    j.incarnationChecked = true;
     for (int s = 0; s < job.workers; ++s) {
       if (!j.slots[s].created) toCreate.push_back(s);
     }
   }
   for (int s : toCreate) DDP_RETURN_IF_ERROR(createPod(job.jobName, s));
   return Status::ok();
+}
+
+Status KubernetesLauncher::replaceOtherIncarnation(const WorkerObjectsInput& in) {
+  const std::string& job = in.launch.jobName;
+  auto secret = client_.get(secretsPath() + "/" + tokenSecretName(job));
+  if (!secret.isOk() && secret.status().code() == StatusCode::kNotFound) return Status::ok();  // a new job
+  if (!secret.isOk()) return secret.status();
+  if (secretHoldsToken(*secret, in.launch.env.jobToken)) return Status::ok();  // this incarnation's
+  DDP_LOG(Warning) << "kubernetes: job " << job << ": its Secret and pods are of another incarnation of the job "
+                   << "(e.g. a previous leader's); replacing them (Note [Job incarnations])";
+  DDP_RETURN_IF_ERROR(deleteJobPods(job));
+  Status st = client_.remove(secretsPath() + "/" + tokenSecretName(job));
+  if (!st.isOk() && st.code() != StatusCode::kNotFound) return st;
+  return Status::ok();
+}
+
+Status KubernetesLauncher::deleteJobPods(const std::string& job) {
+  const std::string list = podsPath() + "?labelSelector=" + std::string(kJobLabel) + "%3D" + job;
+  const Deadline deadline = Deadline::after(options_.replaceTimeout);
+  for (bool first = true;; first = false) {
+    DDP_ASSIGN_OR_RETURN(json pods, client_.get(list));
+    const json items = pods.value("items", json::array());
+    if (items.empty()) return Status::ok();
+    if (deadline.expired()) {
+      return unavailable("kubernetes: job " + job + ": " + std::to_string(items.size()) + " pods of another incarnation " +
+                         "still there after " + formatDuration(options_.replaceTimeout));
+    }
+    for (const json& pod : items) {
+      const json& meta = pod["metadata"];
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        jobs_[job].stalePods.insert(meta.value("uid", ""));
+      }
+      if (!first && meta.contains("deletionTimestamp")) continue;  // on its way
+      // At once (grace 0): a fresh pod of the same name can be created only when it is gone.
+      Status st = client_.remove(podsPath() + "/" + meta.value("name", "") + "?gracePeriodSeconds=0");
+      if (!st.isOk() && st.code() != StatusCode::kNotFound) return st;
+    }
+    std::this_thread::sleep_for(std::min<Duration>(std::chrono::milliseconds(200), deadline.remaining()));
+  }
 }
 
 Status KubernetesLauncher::adoptJob(const JobLaunch& job) {
@@ -243,6 +321,8 @@ void KubernetesLauncher::onPodEvent(const WatchEvent& e) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(job);
     if (it == jobs_.end()) return;  // not a job of this controller (or forgotten)
+    // Another incarnation's pod (Note [Job incarnations]): not a worker of this job.
+    if (it->second.stalePods.count(e.object.value("metadata", json::object()).value("uid", ""))) return;
     Slot& s = it->second.slots[slot];
     if (!s.ended) {
       s.ended = true;
@@ -277,6 +357,16 @@ Result<std::unique_ptr<LogStream>> KubernetesLauncher::openLog(const std::string
     std::optional<int> slot = slotOfWorkerId(job, workerId);
     if (!slot) return notFound("kubernetes: " + workerId + " is not a worker of job " + job);
     slots.push_back(*slot);
+  }
+  if (options.follow) {
+    PodLogStreamOptions fo;
+    fo.podsPath = podsPath();
+    fo.job = job;
+    fo.slots = slots;
+    fo.prefixLines = workerId.empty();
+    fo.tailLines = options.tailLines;
+    fo.pollInterval = options_.logPollInterval;
+    return std::unique_ptr<LogStream>(new PodLogFollowStream(client_, std::move(fo)));
   }
   std::string text;
   for (int slot : slots) {

@@ -1,20 +1,36 @@
 #pragma once
 // KubernetesLauncher: the Launcher (controller/launch/launcher.h) that runs a job's workers as
 // pods (Note [Worker pods] in worker_objects.h). ensureWorkers creates the job's token Secret,
-// headless Service and one pod per slot that never had one (an existing object is kept:
-// idempotent); killWorker and replaceWorker delete a worker's pod (replaceWorker then creates a
-// fresh pod in the slot once the old one is gone, unless replacements are held); stopJob gives
-// the job's running pods `grace` to end by themselves (the controller has told their workers to
-// stop) and deletes those still running then, so pods that end on their own stay for their logs
+// headless Service and one pod per slot that never had one (an object of this incarnation of the
+// job is kept: idempotent; objects of another incarnation are replaced, Note [Job incarnations]);
+// killWorker and replaceWorker delete a worker's pod (replaceWorker then creates a fresh pod in
+// the slot once the old one is gone, unless replacements are held); stopJob gives the job's
+// running pods `grace` to end by themselves (the controller has told their workers to stop) and
+// deletes those still running then, so pods that end on their own stay for their logs
 // (cleanPodPolicy decides about them); forgetJob deletes the pods, Service and Secret at once;
-// logs come from the pod log API. A pod watch (ResourceWatcher on the pods labelled ddp.dev/job) reports each worker pod
-// that ended (phase Succeeded or Failed, or deleted while running) once through the exit
-// callback, with the container's exit code (pid 0: pods have no pid the controller knows).
-// ready() is the pod watch having synced and, with leader election, this replica leading.
-// Not here yet: the DDPJob reconcile loop (DDPJob resources to jobs, status written back), the
-// schedule timeout, cleanPodPolicy and TTL (docs/KUBERNETES.md).
+// logs come from the pod log API (following: pod_log_stream.h). A pod watch (ResourceWatcher on
+// the pods labelled ddp.dev/job) reports each worker pod that ended (phase Succeeded or Failed,
+// or deleted while running) once through the exit callback, with the container's exit code
+// (pid 0: pods have no pid the controller knows). ready() is the pod watch having synced and,
+// with leader election, this replica leading. The DDPJob reconcile loop, the schedule timeout,
+// cleanPodPolicy, deadlines and TTL are the reconciler's (ddpjob_reconciler.h).
+//
+// Note [Job incarnations]
+// A job's objects are named after the job, so objects made for an earlier incarnation of the job
+// can still be there when a job of that name is launched: a new leader whose job table (an
+// emptyDir per replica) did not hold the job re-submits the running DDPJob as a new job, with a
+// new worker token; the old pods still carry the old token and dial the old controller's
+// rendezvous. The token tells the incarnations apart: the first ensureWorkers of a job in this
+// launcher reads the job's Secret, and when its token is not this launch's, deletes every pod
+// labelled ddp.dev/job=<job> (at once, and waits until they are gone, kReplaceTimeout), then
+// the Secret, and creates the Secret and fresh pods; the watch's events for the deleted pods are
+// not reported as exits of the new job. Same token: everything stays (a relaunch or scale of the
+// same job). adoptJob (a restarted controller with its durable job table) reads nothing. The
+// fresh workers resume from the last committed checkpoint on the checkpoint volume.
+//
 // Thread model: thread-safe; the exit callback runs on the pod watch's thread; one more thread
-// deletes the pods stopJob gave a grace period (joined by the destructor).
+// deletes the pods stopJob gave a grace period (joined by the destructor). ensureWorkers blocks
+// for at most kReplaceTimeout plus the API calls' own deadlines.
 
 #include <functional>
 #include <map>
@@ -29,11 +45,15 @@
 #include "common/job_spec.h"
 #include "controller/launch/kubernetes/kube_client.h"
 #include "controller/launch/kubernetes/leader_elector.h"
+#include "controller/launch/kubernetes/pod_log_stream.h"
 #include "controller/launch/kubernetes/resource_watcher.h"
 #include "controller/launch/kubernetes/worker_objects.h"
 #include "controller/launch/launcher.h"
 
 namespace ddp::controller::kube {
+
+// How long ensureWorkers waits for the pods of another incarnation to be gone.
+inline constexpr Duration kReplaceTimeout = std::chrono::seconds(30);
 
 struct KubernetesLauncherOptions {
   std::string nameSpace;     // where the worker objects go
@@ -45,6 +65,8 @@ struct KubernetesLauncherOptions {
   Launcher::ExitCallback onExit;
   const LeaderElector* elector = nullptr;  // readiness; nullptr: no leader election
   int podWatchTimeoutSeconds = 300;
+  Duration replaceTimeout = kReplaceTimeout;  // Note [Job incarnations]
+  Duration logPollInterval = kLogPollInterval;  // following a log (pod_log_stream.h)
 };
 
 class KubernetesLauncher final : public Launcher {
@@ -79,14 +101,20 @@ class KubernetesLauncher final : public Launcher {
     JobLaunch launch;
     std::map<int, Slot> slots;
     bool holdReplacements = false;
+    bool incarnationChecked = false;  // Note [Job incarnations]: this launch's token was checked
+    std::set<std::string> stalePods;  // uids of another incarnation's pods: their events are not exits
   };
 
   KubernetesLauncher(KubeClient& client, KubernetesLauncherOptions options);
   void onPodEvent(const WatchEvent& e);
   void reapLoop();
   Status createPod(const std::string& job, int slot);  // mu_ not held
+  // Note [Job incarnations]: replaces the objects of another incarnation of `in`'s job. mu_ not held.
+  Status replaceOtherIncarnation(const WorkerObjectsInput& in);
+  Status deleteJobPods(const std::string& job);  // every pod labelled with the job, at once; waits
   Status deletePod(const std::string& job, int slot, std::optional<int64_t> graceSeconds);
   std::string podsPath() const;
+  std::string secretsPath() const;
   Result<WorkerObjectsInput> inputFor(const JobLaunch& launch) const;
 
   KubeClient& client_;

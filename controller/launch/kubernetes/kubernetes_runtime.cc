@@ -1,5 +1,7 @@
 #include "controller/launch/kubernetes/kubernetes_runtime.h"
 
+#include "common/log.h"
+
 namespace ddp::controller::kube {
 
 Result<std::unique_ptr<KubernetesRuntime>> KubernetesRuntime::create(KubernetesRuntimeOptions options) {
@@ -14,8 +16,9 @@ Result<std::unique_ptr<KubernetesRuntime>> KubernetesRuntime::create(KubernetesR
     eo.nameSpace = options.kube.nameSpace.empty() ? options.nameSpace : options.kube.nameSpace;
     eo.leaseName = options.leaseName;
     eo.identity = options.identity;
+    eo.timing = options.leaseTiming;
     eo.onStartedLeading = [self] { self->startReconciler(); };
-    eo.onStoppedLeading = [self] { self->stopReconciler(); };
+    eo.onStoppedLeading = [self] { self->stoppedLeading(); };
     DDP_ASSIGN_OR_RETURN(r->elector_, LeaderElector::create(*r->client_, eo));
   }
   KubernetesLauncherOptions lo;
@@ -39,21 +42,34 @@ KubernetesRuntime::~KubernetesRuntime() { stop(); }
 
 std::unique_ptr<Launcher> KubernetesRuntime::takeLauncher() { return std::move(launcher_); }
 
-void KubernetesRuntime::start(JobCalls jobs, std::function<std::optional<JobSpec>(const std::string&)> specOf) {
+void KubernetesRuntime::start(JobCalls jobs, std::function<std::optional<JobSpec>(const std::string&)> specOf,
+                              std::function<Status()> onLeading) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     jobs_ = std::move(jobs);
     specOf_ = std::move(specOf);
   }
+  onLeading_ = std::move(onLeading);
   if (elector_) elector_->start();
   else startReconciler();
 }
 
 void KubernetesRuntime::startReconciler() {
+  if (onLeading_ && !led_) {
+    // Note [Standby replicas]. Not under mu_: the job manager's start calls the launcher,
+    // which asks specOf (mu_).
+    led_ = true;
+    if (Status st = onLeading_(); !st.isOk()) {
+      DDP_LOG(Error) << "leader election: " << options_.identity << " leads but could not start its jobs: "
+                     << st.toString() << "; the reconciler does not start";
+      return;
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   if (reconciler_) return;
   DdpJobReconcilerOptions ro;
   ro.watchNamespace = options_.nameSpace;
+  ro.instance = options_.identity;  // the Events' reportingInstance: this replica's pod name
   reconciler_ = std::make_unique<DdpJobReconciler>(*client_, ro, jobs_);
   reconciler_->start();
 }
@@ -67,7 +83,18 @@ void KubernetesRuntime::stopReconciler() {
   if (r) r->stop();
 }
 
+void KubernetesRuntime::stoppedLeading() {
+  // Note [Fencing on leadership loss].
+  if (!stopping_.load()) {
+    DDP_LOG(Error) << "leader election: " << options_.identity << " lost the lease " << options_.leaseName
+                   << "; another replica may lead now, so this one must not touch worker objects any more";
+    if (options_.onLostLeadership) options_.onLostLeadership();
+  }
+  stopReconciler();
+}
+
 void KubernetesRuntime::stop() {
+  stopping_ = true;
   if (elector_) elector_->stop();  // releases the lease; stops the reconciler through the callback
   stopReconciler();
 }

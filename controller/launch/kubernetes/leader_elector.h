@@ -31,6 +31,8 @@ struct LeaderElectorOptions {
   std::string identity;   // this replica (its pod name)
   LeaseTiming timing;
   std::function<void()> onStartedLeading;  // on the elector's thread
+  // On the elector's thread for a loss, on stop()'s thread for stop()'s release (the caller tells
+  // them apart: Note [Fencing on leadership loss] in kubernetes_runtime.h).
   std::function<void()> onStoppedLeading;
 };
 

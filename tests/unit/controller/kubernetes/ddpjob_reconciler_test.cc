@@ -8,7 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <mutex>
 #include <thread>
+
+#include "controller/api/job_json.h"
 
 #include "controller/jobs/job_manager.h"
 #include "controller/launch/kubernetes/kubernetes_launcher.h"
@@ -79,17 +83,26 @@ class KubernetesReconcilerTest : public testing::FakeApiTest {
     jo.stopGrace = std::chrono::seconds(1);
     jobs_ = std::make_unique<JobManager>(jo, *store_, *launcher_);
     ASSERT_TRUE(jobs_->start().isOk());
-    JobCalls calls;
-    calls.submit = [this](const JobSpec& s) { return jobs_->submit(s); };
-    calls.get = [this](const std::string& n) { return jobs_->get(n); };
-    calls.cancel = [this](const std::string& n) { return jobs_->cancel(n); };
-    calls.remove = [this](const std::string& n, Deadline d) { return jobs_->remove(n, d); };
-    calls.scale = [this](const std::string& n, int w) { return jobs_->scale(n, w, "spec.workers.count"); };
+    calls_.submit = [this](const JobSpec& s) { return jobs_->submit(s); };
+    calls_.get = [this](const std::string& n) { return jobs_->get(n); };
+    calls_.cancel = [this](const std::string& n) { return jobs_->cancel(n); };
+    calls_.remove = [this](const std::string& n, Deadline d) { return jobs_->remove(n, d); };
+    calls_.scale = [this](const std::string& n, int w) { return jobs_->scale(n, w, "spec.workers.count"); };
+    calls_.events = [this](const std::string& n) { return jobs_->events(n); };
+    restartReconciler();
+  }
+  // A fresh reconciler with calls_ (and none of the last one's state).
+  void restartReconciler() {
+    if (reconciler_) reconciler_->stop();
     DdpJobReconcilerOptions ro;
     ro.watchNamespace = "ml";
     ro.tick = std::chrono::milliseconds(50);
-    reconciler_ = std::make_unique<DdpJobReconciler>(*client_, ro, calls);
-    reconciler_->start();
+    ro.podListInterval = std::chrono::milliseconds(100);
+    ro.eventPollInterval = std::chrono::milliseconds(100);
+    ro.instance = "ddp-0";
+    auto next = std::make_unique<DdpJobReconciler>(*client_, ro, calls_);
+    next->start();
+    reconciler_ = std::move(next);
   }
   void TearDown() override {
     if (reconciler_) reconciler_->stop();
@@ -107,6 +120,28 @@ class KubernetesReconcilerTest : public testing::FakeApiTest {
     return testing::waitUntil(cond, std::chrono::milliseconds(100) * tenths);
   }
 
+  // The Kubernetes Events recorded with this reason.
+  std::vector<json> kubeEvents(const std::string& reason) {
+    std::vector<json> out;
+    for (const json& e : api_.objects("events", "ml")) {
+      if (e.value("reason", "") == reason) out.push_back(e);
+    }
+    return out;
+  }
+
+  // Writes a pod's status as the kubelet or scheduler would (MODIFIED for the watches).
+  void setPodStatus(const std::string& pod, const json& status) {
+    auto o = api_.object("pods", "ml", pod);
+    ASSERT_TRUE(o.has_value()) << pod;
+    (*o)["status"] = status;
+    api_.put("pods", "ml", *o);
+  }
+  static json unschedulable() {
+    return {{"phase", "Pending"},
+            {"conditions", json::array({{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"},
+                                         {"message", "0/3 nodes are available: 3 Insufficient nvidia.com/gpu."}}})}};
+  }
+
   json statusOf(const std::string& name) {
     auto o = api_.object(kJobs, "ml", name);
     return o ? o->value("status", json::object()) : json::object();
@@ -117,6 +152,7 @@ class KubernetesReconcilerTest : public testing::FakeApiTest {
   std::unique_ptr<KubernetesLauncher> launcher_;
   std::unique_ptr<JobManager> jobs_;
   std::unique_ptr<DdpJobReconciler> reconciler_;
+  JobCalls calls_;
 };
 
 TEST_F(KubernetesReconcilerTest, ADdpJobBecomesAJobWithPodsAndAStatus) {
@@ -160,10 +196,254 @@ TEST_F(KubernetesReconcilerTest, DeletingTheDdpJobRemovesTheJobAndItsObjects) {
 TEST_F(KubernetesReconcilerTest, AFinishedDdpJobIsDeletedAfterItsTtl) {
   api_.put(kJobs, "ml", ddpJob("fm", R"(,"kubernetes":{"runPolicy":{"ttlSecondsAfterFinished":0}})"));
   ASSERT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; }));
+  // The status is written once submit() returned, i.e. once the launcher finished creating the
+  // pods: a cancel before that loses a pod's stop (TheCancelOfAJobStillLaunchingStopsEveryPod).
+  ASSERT_TRUE(waitUntil([&] { return statusOf("fm").contains("phase"); }));
   ASSERT_TRUE(jobs_->cancel("fm").isOk());  // the pods are deleted; the job ends Cancelled
   EXPECT_TRUE(waitUntil([&] { return !api_.object(kJobs, "ml", "fm").has_value(); }, 100))
       << jobPhaseName(jobs_->get("fm")->phase) << " " << jobs_->get("fm")->completionMs << " " << statusOf("fm");
   EXPECT_TRUE(waitUntil([&] { return !jobs_->get("fm").isOk(); }, 100));
+}
+
+// A cancel that comes while the launcher is still creating the job's pods (the pods exist,
+// JobManager::submit has not returned) must still stop every pod. FAKED: the API server answers
+// the pod creates 300 ms late. (The cancel's stopJob knows only the pods created so far:
+// JobManager::launch() stops the job again once every pod exists.)
+TEST_F(KubernetesReconcilerTest, TheCancelOfAJobStillLaunchingStopsEveryPod) {
+  api_.delayCreateReplies("pods", std::chrono::milliseconds(300));
+  // A long heartbeat window: the kill of workers silent past it while stopping (Note [Stopping
+  // an unresponsive worker]) would end the lost pod 50 s later and hide the loss.
+  api_.put(kJobs, "ml", ddpJob("fm", R"(,"timeouts":{"heartbeatSeconds":10,"heartbeatMisses":5,"hangSeconds":120,"collectiveSeconds":180})"));
+  ASSERT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; }));
+  ASSERT_TRUE(jobs_->cancel("fm").isOk());
+  EXPECT_TRUE(waitUntil([&] { return jobs_->get("fm").isOk() && jobs_->get("fm")->phase == JobPhase::kCancelled; }, 150))
+      << jobPhaseName(jobs_->get("fm")->phase) << ", pods left: " << api_.objects("pods", "ml").size();
+}
+
+// Note [Mirrored events]: the job's own events appear on the DDPJob, each once, with the
+// DDPJob as involvedObject.
+TEST_F(KubernetesReconcilerTest, TheJobsEventsBecomeKubernetesEventsOnTheDdpJob) {
+  const json created = api_.put(kJobs, "ml", ddpJob("fm"));
+  ASSERT_TRUE(waitUntil([&] { return !kubeEvents("Created").empty(); })) << api_.objects("events", "ml").size();
+  const json e = kubeEvents("Created")[0];
+  EXPECT_EQ(e["involvedObject"]["kind"], "DDPJob");
+  EXPECT_EQ(e["involvedObject"]["apiVersion"], "ddp.dev/v1");
+  EXPECT_EQ(e["involvedObject"]["name"], "fm");
+  EXPECT_EQ(e["involvedObject"]["namespace"], "ml");
+  EXPECT_EQ(e["involvedObject"]["uid"], created["metadata"]["uid"]);
+  EXPECT_EQ(e["type"], "Normal");
+  EXPECT_EQ(e["count"], 1);
+  EXPECT_EQ(e["source"]["component"], "ddp-controller");
+  EXPECT_EQ(e["reportingComponent"], "ddp-controller");
+  EXPECT_EQ(e["reportingInstance"], "ddp-0");
+  EXPECT_EQ(e["message"], "job created with 2 worker(s)");
+  // Cancelled: the cancel's events follow, and nothing is posted twice.
+  ASSERT_TRUE(waitUntil([&] { return statusOf("fm").contains("phase"); }));
+  ASSERT_TRUE(jobs_->cancel("fm").isOk());
+  ASSERT_TRUE(waitUntil([&] { return !kubeEvents("JobCancelled").empty(); }, 100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(kubeEvents("Created").size(), 1u);
+  EXPECT_EQ(kubeEvents("CancelRequested").size(), 1u);
+  EXPECT_EQ(kubeEvents("JobCancelled").size(), 1u);
+}
+
+// A controller that restarts with its job table does not post the old events again.
+TEST_F(KubernetesReconcilerTest, ARestartedReconcilerDoesNotRepostOldEvents) {
+  api_.put(kJobs, "ml", ddpJob("fm"));
+  ASSERT_TRUE(waitUntil([&] { return !kubeEvents("Created").empty(); }));
+  restartReconciler();
+  ASSERT_TRUE(waitUntil([&] { return statusOf("fm").contains("phase"); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // several ticks of the new one
+  EXPECT_EQ(kubeEvents("Created").size(), 1u);
+  ASSERT_TRUE(jobs_->cancel("fm").isOk());  // new events are mirrored
+  EXPECT_TRUE(waitUntil([&] { return kubeEvents("CancelRequested").size() == 1; }));
+}
+
+TEST_F(KubernetesReconcilerTest, ARefusedDdpJobGetsAWarningEvent) {
+  api_.put(kJobs, "ml", ddpJob("bad", R"(,"optimizer":{"type":"sgd","lr":-1})"));
+  ASSERT_TRUE(waitUntil([&] { return !kubeEvents("InvalidSpec").empty(); }));
+  const json e = kubeEvents("InvalidSpec")[0];
+  EXPECT_EQ(e["type"], "Warning");
+  EXPECT_NE(e["message"].get<std::string>().find("spec.optimizer.lr"), std::string::npos) << e;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_EQ(kubeEvents("InvalidSpec").size(), 1u);
+}
+
+// Note [Run policy]: onScheduleTimeout Fail. The pods never run (the scheduler says why); after
+// the timeout a Warning Event names them and the reason, and the job fails. JobCalls::fail is
+// unset here (the reconciler's fallback): the job is cancelled and the DDPJob says Failed.
+TEST_F(KubernetesReconcilerTest, AGangThatIsNotScheduledInTimeFailsTheJob) {
+  api_.put(kJobs, "ml", ddpJob("fm", R"(,"kubernetes":{"runPolicy":{"schedulingPolicy":{"scheduleTimeoutSeconds":1}}})"));
+  ASSERT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; }));
+  setPodStatus("fm-worker-0", unschedulable());
+  setPodStatus("fm-worker-1", unschedulable());
+  ASSERT_TRUE(waitUntil([&] { return !kubeEvents("ScheduleTimeout").empty(); }, 50));
+  const std::string message = kubeEvents("ScheduleTimeout")[0]["message"];
+  EXPECT_EQ(kubeEvents("ScheduleTimeout")[0]["type"], "Warning");
+  EXPECT_NE(message.find("fm-worker-0 Pending (Unschedulable: 0/3 nodes are available: 3 Insufficient nvidia.com/gpu.)"),
+            std::string::npos) << message;
+  EXPECT_NE(message.find("fm-worker-1"), std::string::npos) << message;
+  ASSERT_TRUE(waitUntil([&] { return statusOf("fm").value("phase", "") == "Failed"; }));
+  const json s = statusOf("fm");
+  bool failed = false;
+  for (const json& c : s["conditions"]) {
+    failed = failed || (c["type"] == "Failed" && c["status"] == "True" && c["reason"] == "ScheduleTimeout");
+  }
+  EXPECT_TRUE(failed) << s;
+  EXPECT_NE(s["message"].get<std::string>().find("fm-worker-0"), std::string::npos) << s;
+  // The job ends and its pods go (cleanPodPolicy Running: they never ran).
+  EXPECT_TRUE(waitUntil([&] { return jobs_->get("fm").isOk() && isTerminal(jobs_->get("fm")->phase); }, 150));
+  EXPECT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").empty(); }, 100));
+  EXPECT_EQ(statusOf("fm")["phase"], "Failed");
+  EXPECT_EQ(kubeEvents("ScheduleTimeout").size(), 1u);
+}
+
+// With JobCalls::fail set (the controller's wiring: JobManager::fail), the schedule timeout
+// fails the job itself: Failed with reason ScheduleTimeout, no cancel, and its pods go.
+TEST_F(KubernetesReconcilerTest, AScheduleTimeoutFailsTheJobThroughJobCallsFail) {
+  std::atomic<int> calls{0};
+  calls_.fail = [&](const std::string& job, const std::string& reason, const std::string& message) {
+    ++calls;
+    return jobs_->fail(job, reason, message);
+  };
+  restartReconciler();
+  api_.put(kJobs, "ml", ddpJob("fm", R"(,"kubernetes":{"runPolicy":{"schedulingPolicy":{"scheduleTimeoutSeconds":1,"onScheduleTimeout":"Fail"}}})"));
+  ASSERT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; }));
+  setPodStatus("fm-worker-0", unschedulable());
+  ASSERT_TRUE(waitUntil([&] { return jobs_->get("fm").isOk() && isTerminal(jobs_->get("fm")->phase); }, 50));
+  const JobRecord rec = *jobs_->get("fm");
+  EXPECT_EQ(rec.phase, JobPhase::kFailed);
+  const JobCondition* failed = rec.findCondition(kConditionFailed);
+  ASSERT_NE(failed, nullptr);
+  EXPECT_EQ(failed->reason, "ScheduleTimeout");
+  EXPECT_NE(failed->message.find("fm-worker-0 Pending (Unschedulable"), std::string::npos) << failed->message;
+  EXPECT_EQ(rec.findCondition(kConditionCancelled), nullptr);
+  EXPECT_EQ(calls.load(), 1);
+  ASSERT_TRUE(waitUntil([&] { return statusOf("fm").value("phase", "") == "Failed"; }));
+  EXPECT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").empty(); }, 100));
+}
+
+// onScheduleTimeout Retry: the pods not running are replaced (new pods, new uids), the others
+// stay, and the timeout starts over for the new pods. JobCalls::replaceWorkers is the
+// controller's wiring (JobManager::replaceWorkers): no failure, no restart counted.
+TEST_F(KubernetesReconcilerTest, AGangThatIsNotScheduledInTimeIsRetried) {
+  std::atomic<int> replaced{0};
+  calls_.replaceWorkers = [&](const std::string& job, const std::vector<std::string>& ids) {
+    DDP_RETURN_IF_ERROR(jobs_->replaceWorkers(job, ids));
+    replaced += static_cast<int>(ids.size());
+    return Status::ok();
+  };
+  restartReconciler();
+  api_.put(kJobs, "ml", ddpJob("fm", R"(,"kubernetes":{"runPolicy":{"schedulingPolicy":{"scheduleTimeoutSeconds":1,"onScheduleTimeout":"Retry"}}})"));
+  ASSERT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; }));
+  setPodStatus("fm-worker-0", unschedulable());
+  setPodStatus("fm-worker-1", {{"phase", "Running"}});
+  const std::string uid0 = (*api_.object("pods", "ml", "fm-worker-0"))["metadata"]["uid"];
+  const std::string uid1 = (*api_.object("pods", "ml", "fm-worker-1"))["metadata"]["uid"];
+  ASSERT_TRUE(waitUntil([&] { return replaced.load() == 1; }, 50));
+  ASSERT_TRUE(waitUntil([&] {
+    auto p = api_.object("pods", "ml", "fm-worker-0");
+    return p && (*p)["metadata"]["uid"] != uid0;
+  }));
+  EXPECT_EQ((*api_.object("pods", "ml", "fm-worker-1"))["metadata"]["uid"], uid1);  // the running one stays
+  ASSERT_FALSE(kubeEvents("ScheduleTimeout").empty());
+  EXPECT_NE(kubeEvents("ScheduleTimeout")[0]["message"].get<std::string>().find("Retry"), std::string::npos);
+  EXPECT_NE(kubeEvents("ScheduleTimeout")[0]["message"].get<std::string>().find("fm-worker-0"), std::string::npos);
+  EXPECT_EQ(kubeEvents("ScheduleTimeout")[0]["message"].get<std::string>().find("fm-worker-1"), std::string::npos);
+  // The new pod gets a whole timeout of its own, then is replaced again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(replaced.load(), 1);
+  EXPECT_TRUE(waitUntil([&] { return replaced.load() == 2; }, 30));
+  EXPECT_FALSE(isTerminal(jobs_->get("fm")->phase)) << jobPhaseName(jobs_->get("fm")->phase);
+  EXPECT_EQ(jobs_->get("fm")->restarts, 0);
+  auto events = jobs_->events("fm");
+  ASSERT_TRUE(events.isOk());
+  int replacing = 0;
+  for (const auto& e : *events) replacing += e.reason == "ReplacingWorker";
+  EXPECT_EQ(replacing, 2);
+}
+
+// Pods that run in time: nothing happens.
+TEST_F(KubernetesReconcilerTest, AGangScheduledInTimeIsLeftAlone) {
+  api_.put(kJobs, "ml", ddpJob("fm", R"(,"kubernetes":{"runPolicy":{"schedulingPolicy":{"scheduleTimeoutSeconds":1}}})"));
+  ASSERT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; }));
+  setPodStatus("fm-worker-0", {{"phase", "Running"}});
+  setPodStatus("fm-worker-1", {{"phase", "Running"}});
+  std::this_thread::sleep_for(std::chrono::milliseconds(1800));
+  EXPECT_TRUE(kubeEvents("ScheduleTimeout").empty());
+  EXPECT_FALSE(isTerminal(jobs_->get("fm")->phase));
+  EXPECT_EQ(api_.objects("pods", "ml").size(), 2u);
+}
+
+// Note [Run policy]: activeDeadlineSeconds counts from the job's acceptance, so a job whose pods
+// never run expires too.
+TEST_F(KubernetesReconcilerTest, APendingJobPastItsActiveDeadlineIsCancelled) {
+  api_.put(kJobs, "ml", ddpJob("fm", R"(,"kubernetes":{"runPolicy":{"activeDeadlineSeconds":1}})"));
+  ASSERT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; }));
+  ASSERT_TRUE(waitUntil([&] { return !kubeEvents("DeadlineExceeded").empty(); }, 50));
+  const json e = kubeEvents("DeadlineExceeded")[0];
+  EXPECT_EQ(e["type"], "Warning");
+  EXPECT_NE(e["message"].get<std::string>().find("activeDeadlineSeconds (1 s since it was accepted, Pending)"),
+            std::string::npos) << e;
+  EXPECT_EQ(jobs_->get("fm")->startMs, 0);  // it never ran
+  EXPECT_TRUE(waitUntil([&] { return jobs_->get("fm")->phase == JobPhase::kCancelled; }, 150))
+      << jobPhaseName(jobs_->get("fm")->phase);
+  EXPECT_EQ(kubeEvents("DeadlineExceeded").size(), 1u);
+}
+
+// Note [Finished before]: a new leader with an empty job table leaves a finished DDPJob alone.
+TEST_F(KubernetesReconcilerTest, AFinishedDdpJobIsNotSubmittedAgainByANewLeader) {
+  for (const char* phase : {"Succeeded", "Failed", "Cancelled"}) {
+    const std::string name = std::string("done-") + (phase[0] == 'S' ? "s" : phase[0] == 'F' ? "f" : "c");
+    json job = ddpJob(name);
+    job["status"] = {{"phase", phase}, {"observedGeneration", 1}, {"completionTime", "2026-01-01T00:00:00Z"}};
+    api_.put(kJobs, "ml", job);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_TRUE(api_.objects("pods", "ml").empty());
+  for (const char* name : {"done-s", "done-f", "done-c"}) {
+    EXPECT_FALSE(jobs_->get(name).isOk()) << name;
+    EXPECT_EQ(statusOf(name)["completionTime"], "2026-01-01T00:00:00Z") << name;  // not rewritten
+  }
+}
+
+TEST_F(KubernetesReconcilerTest, AFinishedDdpJobLeftAloneStillHasItsTtl) {
+  json job = ddpJob("done", R"(,"kubernetes":{"runPolicy":{"ttlSecondsAfterFinished":60}})");
+  job["status"] = {{"phase", "Succeeded"}, {"observedGeneration", 1}, {"completionTime", rfc3339(unixMillisNow() - 61'000)}};
+  api_.put(kJobs, "ml", job);
+  json fresh = ddpJob("fresh", R"(,"kubernetes":{"runPolicy":{"ttlSecondsAfterFinished":60}})");
+  fresh["status"] = {{"phase", "Failed"}, {"observedGeneration", 1}, {"completionTime", rfc3339(unixMillisNow())}};
+  api_.put(kJobs, "ml", fresh);
+  EXPECT_TRUE(waitUntil([&] { return !api_.object(kJobs, "ml", "done").has_value(); }));
+  EXPECT_TRUE(api_.object(kJobs, "ml", "fresh").has_value());
+  EXPECT_FALSE(jobs_->get("done").isOk());
+  EXPECT_TRUE(api_.objects("pods", "ml").empty());
+}
+
+// A refusal of an older spec is not "finished": the edited DDPJob is submitted.
+TEST_F(KubernetesReconcilerTest, AnEditedRefusedDdpJobIsLookedAtAgain) {
+  json job = ddpJob("fm");
+  job["metadata"]["generation"] = 2;
+  job["status"] = invalidJobStatus("spec.optimizer.lr: must be > 0", 1, unixMillisNow());
+  api_.put(kJobs, "ml", job);
+  EXPECT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; }));
+}
+
+// cleanPodPolicy None: the pods of a finished job stay (for their logs); All: they go.
+TEST_F(KubernetesReconcilerTest, CleanPodPolicyNoneKeepsTheFinishedJobsPods) {
+  api_.put(kJobs, "ml", ddpJob("keep", R"(,"kubernetes":{"runPolicy":{"cleanPodPolicy":"None"}})"));
+  api_.put(kJobs, "ml", ddpJob("drop", R"(,"kubernetes":{"runPolicy":{"cleanPodPolicy":"All"}})"));
+  ASSERT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 4; }));
+  ASSERT_TRUE(waitUntil([&] { return statusOf("keep").contains("phase") && statusOf("drop").contains("phase"); }));
+  const json failed = {{"phase", "Failed"},
+                       {"containerStatuses", json::array({{{"name", "worker"}, {"state", {{"terminated", {{"exitCode", 3}}}}}}})}};
+  for (const char* pod : {"keep-worker-0", "keep-worker-1", "drop-worker-0", "drop-worker-1"}) setPodStatus(pod, failed);
+  ASSERT_TRUE(waitUntil([&] { return statusOf("keep").value("phase", "") == "Failed"; }, 100)) << statusOf("keep");
+  ASSERT_TRUE(waitUntil([&] { return statusOf("drop").value("phase", "") == "Failed"; }, 100)) << statusOf("drop");
+  EXPECT_TRUE(waitUntil([&] { return !api_.object("pods", "ml", "drop-worker-0") && !api_.object("pods", "ml", "drop-worker-1"); }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_TRUE(api_.object("pods", "ml", "keep-worker-0").has_value());
+  EXPECT_TRUE(api_.object("pods", "ml", "keep-worker-1").has_value());
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "tests/unit/controller/kubernetes/fake_kube_api_server.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <condition_variable>
 #include <set>
 #include <thread>
@@ -140,10 +141,41 @@ struct FakeKubeApiServer::State {
   std::string token;
   std::vector<std::string> requests;
   std::map<std::string, std::string> logs;
+  std::map<std::string, std::vector<std::string>> logStamps;  // one per line of logs[key]
+  int64_t logLines = 0;                                      // lines stamped so far
+
+  // Stamps the lines of `text` (appended to logs[key]) with the next fake instants.
+  void stampLog(const std::string& key, const std::string& text) {
+    for (size_t start = 0; start < text.size();) {
+      const size_t nl = text.find('\n', start);
+      start = nl == std::string::npos ? text.size() : nl + 1;
+      const int64_t ms = ++logLines, secs = ms / 1000;
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "2025-01-01T%02d:%02d:%02d.%09dZ", static_cast<int>(secs / 3600 % 24),
+                    static_cast<int>(secs / 60 % 60), static_cast<int>(secs % 60), static_cast<int>(ms % 1000 * 1000000));
+      logStamps[key].push_back(buf);
+    }
+  }
+  // The log with each line stamped, from `since` on ("" : all).
+  std::string stampedLog(const std::string& key, const std::string& since) {
+    const std::string& text = logs[key];
+    const std::vector<std::string>& stamps = logStamps[key];
+    std::string out;
+    size_t line = 0;
+    for (size_t start = 0; start < text.size(); ++line) {
+      const size_t nl = text.find('\n', start);
+      const size_t end = nl == std::string::npos ? text.size() : nl + 1;
+      const std::string stamp = line < stamps.size() ? stamps[line] : "";
+      if (since.empty() || stamp >= since) out += stamp + " " + text.substr(start, end - start);
+      start = end;
+    }
+    return out;
+  }
   int64_t uids = 0;
   bool stopping = false;
   bool watchesUnavailable = false;
   std::set<std::string> interfere;  // "resource ns/name": bump before the next write
+  std::map<std::string, Duration> createDelay;  // resource -> delay of a create's reply
   std::thread reaper;  // ends watches past their timeoutSeconds
 
   // Every method below: mu held.
@@ -349,6 +381,9 @@ void FakeKubeApiServer::State::handle(http::Request& req, std::shared_ptr<http::
   const std::string key = t->ns + "/" + t->name;
   if (req.method == "GET" && t->sub == "log") {
     if (!store["pods"].count(key)) return (void)out->reply(statusResponse(404, "NotFound", "pods \"" + t->name + "\" not found"));
+    if (req.queryValue("timestamps").value_or("") == "true") {
+      return (void)out->reply(http::Response::text(200, stampedLog(key, req.queryValue("sinceTime").value_or(""))));
+    }
     return (void)out->reply(http::Response::text(200, logs[key]));
   }
   if (t->custom && t->sub == "scale" && !t->name.empty()) return (void)out->reply(scale(*t, req));
@@ -368,7 +403,14 @@ void FakeKubeApiServer::State::handle(http::Request& req, std::shared_ptr<http::
   }
   if (req.method == "POST" && t->name.empty() && !t->ns.empty()) {
     json body = json::parse(req.body, nullptr, false);
-    return (void)out->reply(create(*t, std::move(body)));
+    http::Response created = create(*t, std::move(body));
+    auto delay = createDelay.find(t->resource);
+    if (delay != createDelay.end()) {
+      const Duration d = delay->second;
+      lock.unlock();
+      std::this_thread::sleep_for(d);
+    }
+    return (void)out->reply(std::move(created));
   }
   if (t->name.empty()) return (void)out->reply(statusResponse(405, "MethodNotAllowed", req.method + " on a collection"));
   auto it = store[t->resource].find(key);
@@ -532,9 +574,22 @@ int64_t FakeKubeApiServer::resourceVersion() const {
   return state_->rv;
 }
 
+void FakeKubeApiServer::delayCreateReplies(const std::string& resource, Duration delay) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->createDelay[resource] = delay;
+}
+
 void FakeKubeApiServer::setPodLog(const std::string& ns, const std::string& pod, const std::string& text) {
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->logs[ns + "/" + pod] = text;
+  state_->logStamps.erase(ns + "/" + pod);
+  state_->stampLog(ns + "/" + pod, text);
+}
+
+void FakeKubeApiServer::appendPodLog(const std::string& ns, const std::string& pod, const std::string& text) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->logs[ns + "/" + pod] += text;
+  state_->stampLog(ns + "/" + pod, text);
 }
 
 }  // namespace ddp::controller::kube::testing

@@ -32,6 +32,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/clock.h"
 #include "common/http/http_server.h"
 #include "common/status.h"
 
@@ -69,8 +70,17 @@ class FakeKubeApiServer {
   // "METHOD path?query" of every request so far, in order.
   std::vector<std::string> requests() const;
   int64_t resourceVersion() const;
-  // Text served by GET .../pods/{name}/log.
+  // Replies to POSTs (creates) of `resource` wait `delay` after the object is stored (other
+  // clients see it at once): widens the window between a create and its caller hearing of it.
+  void delayCreateReplies(const std::string& resource, Duration delay);
+  // Text served by GET .../pods/{name}/log. With timestamps=true each line comes stamped as the
+  // kubelet stamps it ("2025-01-01T00:00:00.000000001Z line": RFC 3339, nanoseconds, fixed width;
+  // FAKED: a counter that moves on by 1 ms per line set or appended, not the wall clock), and
+  // sinceTime=STAMP leaves out the lines stamped before STAMP (that instant's are kept, as the
+  // kubelet keeps them). Every other log query parameter (tailLines too) is ignored.
   void setPodLog(const std::string& ns, const std::string& pod, const std::string& text);
+  // Appends whole lines to the pod's log (a running container writing more).
+  void appendPodLog(const std::string& ns, const std::string& pod, const std::string& text);
 
   struct State;
 

@@ -2,7 +2,8 @@
 // watch streams) and the kubelet: the test itself moves pods to Running / Failed by writing
 // their status, as a kubelet would. Checks: objects created once per slot, exits reported once
 // with the container's exit code, replacement of one worker's pod (held and released), merged
-// logs through the pod log API, stop and cleanup, readiness.
+// logs through the pod log API (and followed), stop and cleanup, readiness, and the objects of
+// another incarnation of a job replaced (Note [Job incarnations]).
 #include "controller/launch/kubernetes/kubernetes_launcher.h"
 
 #include <gtest/gtest.h>
@@ -38,6 +39,7 @@ class KubernetesLauncherTest : public testing::FakeApiTest {
       std::lock_guard<std::mutex> lock(mu_);
       exits_.push_back(e);
     };
+    o.logPollInterval = std::chrono::milliseconds(20);
     auto l = KubernetesLauncher::create(*client_, o);
     ASSERT_TRUE(l.isOk()) << l.status();
     launcher_ = std::move(*l);
@@ -73,6 +75,34 @@ class KubernetesLauncherTest : public testing::FakeApiTest {
   std::string podUid(int slot) {
     auto p = api_.object("pods", "ml", "fm-worker-" + std::to_string(slot));
     return p ? (*p)["metadata"]["uid"].get<std::string>() : "";
+  }
+
+  // An object left by another controller (another incarnation of job fm): a worker pod of `slot`.
+  void oldPod(int slot) {
+    const std::string name = "fm-worker-" + std::to_string(slot);
+    api_.put("pods", "ml", {{"apiVersion", "v1"}, {"kind", "Pod"},
+                            {"metadata", {{"name", name}, {"labels", {{"app.kubernetes.io/name", "ddp-worker"},
+                                                                      {"ddp.dev/job", "fm"},
+                                                                      {"ddp.dev/slot", std::to_string(slot)}}}}},
+                            {"spec", {{"containers", json::array({{{"name", "worker"}, {"image", "old"}}})}}},
+                            {"status", {{"phase", "Running"}}}});
+  }
+  // The job's token Secret as the API server returns it: `data` in base64.
+  void oldSecret(const std::string& base64Token) {
+    api_.put("secrets", "ml", {{"apiVersion", "v1"}, {"kind", "Secret"},
+                               {"metadata", {{"name", "fm-worker-token"}, {"labels", {{"ddp.dev/job", "fm"}}}}},
+                               {"data", {{"token", base64Token}}}});
+  }
+
+  // Reads a followed log until it returned `want` (concatenated), at most 5 s.
+  std::string readUntil(LogStream& s, const std::string& want) {
+    std::string got;
+    testing::waitUntil([&] {
+      auto chunk = s.read(Deadline::after(std::chrono::milliseconds(50)));
+      if (chunk.isOk()) got += *chunk;
+      return got.size() >= want.size();
+    });
+    return got;
   }
 
   JobSpec spec_;
@@ -155,6 +185,80 @@ TEST_F(KubernetesLauncherTest, LogsComeFromThePodLogApi) {
   EXPECT_EQ(*(*all)->read(Deadline::after(std::chrono::seconds(1))), "[w0] step 1\n[w0] step 2\n[w1] step 1\n");
   const auto r = api_.requests();
   EXPECT_NE(std::find(r.begin(), r.end(), "GET /api/v1/namespaces/ml/pods/fm-worker-0/log?container=worker"), r.end());
+}
+
+TEST_F(KubernetesLauncherTest, AFollowedLogReturnsNewLinesAsTheyAreWritten) {
+  ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());
+  api_.setPodLog("ml", "fm-worker-0", "step 1\nstep 2\n");
+  LogOptions follow;
+  follow.follow = true;
+  auto one = launcher_->openLog("fm", "fm-w0", follow);
+  ASSERT_TRUE(one.isOk()) << one.status();
+  EXPECT_EQ(readUntil(**one, "step 1\nstep 2\n"), "step 1\nstep 2\n");
+  auto quiet = (*one)->read(Deadline::after(std::chrono::milliseconds(60)));
+  ASSERT_TRUE(quiet.isOk());
+  EXPECT_EQ(*quiet, "");  // nothing new: nothing repeated
+  EXPECT_FALSE((*one)->done());
+  api_.appendPodLog("ml", "fm-worker-0", "step 3\n");
+  EXPECT_EQ(readUntil(**one, "step 3\n"), "step 3\n");
+  // The pod is replaced: the fresh pod's log starts over, and the follower carries on with it.
+  api_.setPodLog("ml", "fm-worker-0", "resumed from step 2\n");
+  EXPECT_EQ(readUntil(**one, "resumed from step 2\n"), "resumed from step 2\n");
+  const auto r = api_.requests();
+  EXPECT_TRUE(std::any_of(r.begin(), r.end(), [](const std::string& q) {
+    return q.find("GET /api/v1/namespaces/ml/pods/fm-worker-0/log?container=worker&timestamps=true&sinceTime=2025-") == 0;
+  }));
+  // Every worker, merged: a pod that has no log yet is skipped until it has one.
+  auto all = launcher_->openLog("fm", "", follow);
+  ASSERT_TRUE(all.isOk());
+  EXPECT_EQ(readUntil(**all, "[w0] resumed from step 2\n"), "[w0] resumed from step 2\n");
+  api_.appendPodLog("ml", "fm-worker-1", "step 9\n");
+  EXPECT_EQ(readUntil(**all, "[w1] step 9\n"), "[w1] step 9\n");
+}
+
+TEST_F(KubernetesLauncherTest, ObjectsOfAnotherIncarnationOfTheJobAreReplaced) {
+  // A previous leader ran job fm: its Secret holds another token, its pods run (one in a slot
+  // this launch does not have).
+  oldSecret("b2xkLXRva2Vu");  // "old-token"
+  oldPod(0);
+  oldPod(1);
+  oldPod(5);
+  const std::string old0 = podUid(0), old1 = podUid(1);
+  ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());
+  auto secret = api_.object("secrets", "ml", "fm-worker-token");
+  ASSERT_TRUE(secret.has_value());
+  EXPECT_EQ((*secret)["stringData"]["token"], "tok");
+  EXPECT_FALSE(secret->contains("data"));  // replaced, not the old object
+  EXPECT_FALSE(podUid(0).empty());
+  EXPECT_NE(podUid(0), old0);
+  EXPECT_NE(podUid(1), old1);
+  EXPECT_EQ((*api_.object("pods", "ml", "fm-worker-0"))["spec"]["containers"][0]["image"], "ddp-service:0.1.0");
+  EXPECT_FALSE(api_.object("pods", "ml", "fm-worker-5").has_value());
+  EXPECT_EQ(api_.objects("pods", "ml").size(), 2u);
+  const auto r = api_.requests();
+  EXPECT_NE(std::find(r.begin(), r.end(), "DELETE /api/v1/namespaces/ml/pods/fm-worker-1?gracePeriodSeconds=0"), r.end());
+  // The old pods' deletion is not an exit of this job's workers.
+  EXPECT_EQ(waitForExits(1, 30).size(), 0u);
+  // A relaunch of the same incarnation (a scale, a retry) keeps everything and reads nothing.
+  const std::string new0 = podUid(0);
+  const size_t requests = api_.requests().size();
+  ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());
+  EXPECT_EQ(podUid(0), new0);
+  for (size_t i = requests; i < api_.requests().size(); ++i) {
+    EXPECT_EQ(api_.requests()[i].find("GET /api/v1/namespaces/ml/secrets"), std::string::npos);
+  }
+}
+
+TEST_F(KubernetesLauncherTest, ObjectsOfTheSameIncarnationAreKept) {
+  // This job's objects, made before this launcher started (e.g. by this controller before a
+  // restart): the Secret holds this launch's token, so the pod stays.
+  oldSecret("dG9r");  // "tok"
+  oldPod(0);
+  const std::string uid0 = podUid(0);
+  ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());
+  EXPECT_EQ(podUid(0), uid0);
+  EXPECT_FALSE(podUid(1).empty());  // the missing slot is filled
+  EXPECT_EQ((*api_.object("secrets", "ml", "fm-worker-token"))["data"]["token"], "dG9r");
 }
 
 TEST_F(KubernetesLauncherTest, StopDeletesThePodsStillRunningAfterTheGraceAndForgetDeletesEverything) {
