@@ -315,6 +315,18 @@ bool JobManager::isFinished(const std::string& name) {
   return job == nullptr || isTerminal(job->record.phase);
 }
 
+Result<JobManager::Live*> JobManager::unfinished(const std::string& name) {
+  Live* job = find(name);
+  if (job == nullptr) {
+    DDP_ASSIGN_OR_RETURN(auto rec, store_.get(name));  // NotFound: never submitted
+    return failedPrecondition("job " + name + " already finished (" + jobPhaseName(rec.phase) + ")");
+  }
+  if (isTerminal(job->record.phase)) {
+    return failedPrecondition("job " + name + " already finished (" + jobPhaseName(job->record.phase) + ")");
+  }
+  return job;
+}
+
 Result<JobRecord> JobManager::cancel(const std::string& name) {
   DDP_RETURN_IF_ERROR(changesAllowed());
   bool stopNow = false;
@@ -322,14 +334,7 @@ Result<JobRecord> JobManager::cancel(const std::string& name) {
   std::vector<std::string> signal;  // workers to tell at once (SIGTERM: checkpoint and stop)
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Live* job = find(name);
-    if (job == nullptr) {
-      DDP_ASSIGN_OR_RETURN(auto rec, store_.get(name));
-      return failedPrecondition("job " + name + " already finished (" + jobPhaseName(rec.phase) + ")");
-    }
-    if (isTerminal(job->record.phase)) {
-      return failedPrecondition("job " + name + " already finished (" + jobPhaseName(job->record.phase) + ")");
-    }
+    DDP_ASSIGN_OR_RETURN(Live * job, unfinished(name));
     if (!job->cancelRequested) {
       job->cancelRequested = true;
       job->cancelAt = clock_.now();
@@ -375,14 +380,7 @@ Duration JobManager::cancelStopGrace() const {
 Result<JobRecord> JobManager::fail(const std::string& name, const std::string& reason, const std::string& message) {
   DDP_RETURN_IF_ERROR(changesAllowed());
   std::lock_guard<std::mutex> lock(mu_);
-  Live* job = find(name);
-  if (job == nullptr) {
-    DDP_ASSIGN_OR_RETURN(auto rec, store_.get(name));
-    return failedPrecondition("job " + name + " already finished (" + jobPhaseName(rec.phase) + ")");
-  }
-  if (isTerminal(job->record.phase)) {
-    return failedPrecondition("job " + name + " already finished (" + jobPhaseName(job->record.phase) + ")");
-  }
+  DDP_ASSIGN_OR_RETURN(Live * job, unfinished(name));
   transition(*job, JobPhase::kFailed, reason, message);
   job->stopPending = true;  // the ticker stops its workers
   return job->record;

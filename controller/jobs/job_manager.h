@@ -195,6 +195,9 @@ class JobManager {
   std::vector<std::string> unresponsiveWhileStopping(Live& job, TimePoint now);
   void handleExit(const WorkerExit& exit);
   void launch(Live& job);
+  // The live job, not finished yet: FailedPrecondition when it finished, NotFound when it was
+  // never submitted. Requires mu_.
+  Result<Live*> unfinished(const std::string& name);
   // The grace a cancel gives workers that were not training yet (nothing to checkpoint).
   Duration cancelStopGrace() const;
   JobLaunch jobLaunchOf(const Live& job) const;

@@ -392,6 +392,17 @@ Status SqliteJobStore::remove(const std::string& name) {
   return txn.commit();
 }
 
+Status SqliteJobStore::keepNewest(const std::string& table, const std::string& orderColumn, int64_t jobId,
+                                  int64_t keep) {
+  // Deletes from the (keep+1)-th newest row down.
+  DDP_ASSIGN_OR_RETURN(SqliteStatement trim,
+                       db_->prepare("DELETE FROM " + table + " WHERE job_id = ?1 AND " + orderColumn + " <= (SELECT " +
+                                    orderColumn + " FROM " + table + " WHERE job_id = ?1 ORDER BY " + orderColumn +
+                                    " DESC LIMIT 1 OFFSET ?2)"));
+  trim.bind(1, jobId).bind(2, keep);
+  return trim.run();
+}
+
 Status SqliteJobStore::appendEvent(const std::string& name, const JobEvent& event) {
   std::lock_guard<std::mutex> lock(mu_);
   DDP_ASSIGN_OR_RETURN(SqliteTransaction txn,
@@ -405,13 +416,7 @@ Status SqliteJobStore::appendEvent(const std::string& name, const JobEvent& even
     insert.bind(5, event.message);
     DDP_RETURN_IF_ERROR(insert.run());
   }
-  // Keeps the newest kMaxEventsPerJob: deletes from the (cap+1)-th newest down.
-  DDP_ASSIGN_OR_RETURN(
-      SqliteStatement trim,
-      db_->prepare("DELETE FROM events WHERE job_id = ?1 AND id <= (SELECT id FROM events "
-                   "WHERE job_id = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)"));
-  trim.bind(1, id).bind(2, int64_t{kMaxEventsPerJob});
-  DDP_RETURN_IF_ERROR(trim.run());
+  DDP_RETURN_IF_ERROR(keepNewest("events", "id", id, kMaxEventsPerJob));
   return txn.commit();
 }
 
@@ -511,13 +516,7 @@ Status SqliteJobStore::putFlightRecord(const std::string& name, int64_t timeMs, 
     stmt.bind(1, id).bind(2, timeMs).bind(3, recordJson);
     DDP_RETURN_IF_ERROR(stmt.run());
   }
-  // Keeps the newest kMaxFlightRecordsPerJob.
-  DDP_ASSIGN_OR_RETURN(
-      SqliteStatement trim,
-      db_->prepare("DELETE FROM flight_records WHERE job_id = ?1 AND time_ms <= (SELECT time_ms FROM "
-                   "flight_records WHERE job_id = ?1 ORDER BY time_ms DESC LIMIT 1 OFFSET ?2)"));
-  trim.bind(1, id).bind(2, int64_t{kMaxFlightRecordsPerJob});
-  DDP_RETURN_IF_ERROR(trim.run());
+  DDP_RETURN_IF_ERROR(keepNewest("flight_records", "time_ms", id, kMaxFlightRecordsPerJob));
   return txn.commit();
 }
 

@@ -105,6 +105,8 @@ class SqliteJobStore final : public JobStore {
   Result<int64_t> jobId(const std::string& name);
   Result<JobRecord> readJob(SqliteStatement& row);
   Status decodeError(const std::string& job, const Status& st) const;
+  // Keeps the job's newest `keep` rows of `table` (newest: the highest `orderColumn`).
+  Status keepNewest(const std::string& table, const std::string& orderColumn, int64_t jobId, int64_t keep);
 
   const std::string path_;
   std::mutex mu_;                  // guards db_ (the connection and its statements)
