@@ -161,6 +161,9 @@ void ApiServer::install(http::Router& router) {
   router.add("GET", "/healthz", [](Request&, Res res) { sendJson(*res, 200, R"({"status":"ok"})"); });
   router.add("GET", "/readyz", [this](Request&, Res res) {
     Status st = launcher_.ready();
+    // A leader whose job manager is still loading its table (Note [Standby replicas]) is not
+    // ready either: a worker's request would find no job.
+    if (st.isOk()) st = jobs_.changesAllowed();
     if (!st.isOk()) return sendJson(*res, 503, json{{"status", "not ready"}, {"reason", st.message()}}.dump());
     sendJson(*res, 200, R"({"status":"ready"})");
   });

@@ -122,6 +122,8 @@ class JobManager {
   // Unavailable: a standby replica (Note [Standby replicas] in kubernetes_runtime.h).
   Status start();
   void stop();
+  // Unavailable before start() (Note [Standby replicas]); /readyz answers it too.
+  Status changesAllowed() const;
 
   // Launcher exit reports (any thread).
   void onWorkerExit(const WorkerExit& exit);
@@ -253,8 +255,6 @@ class JobManager {
 
   std::atomic<bool> stopping_{false};
   std::atomic<bool> started_{false};
-  // Unavailable before start() (Note [Standby replicas]).
-  Status changesAllowed() const;
   std::mutex tickMu_;  // guards exitsPending_
   bool exitsPending_ = false;
   std::condition_variable tickCv_;

@@ -369,6 +369,7 @@ TEST_F(JobManagerStopTest, BeforeStartEveryChangeIsUnavailableAndNoWorkerIsTouch
   JobManagerOptions o;
   o.tick = std::chrono::milliseconds(2);
   JobManager standby(o, *store_, launcher_, clock_);
+  EXPECT_EQ(standby.changesAllowed().code(), StatusCode::kUnavailable);  // /readyz: 503
   auto spec = jobs_->spec(kJob);
   ASSERT_TRUE(spec.isOk());
   JobSpec other = *spec;
@@ -389,6 +390,7 @@ TEST_F(JobManagerStopTest, BeforeStartEveryChangeIsUnavailableAndNoWorkerIsTouch
   EXPECT_EQ(launcher_.stops(), 0);
   EXPECT_TRUE(launcher_.replaced().empty());
   ASSERT_TRUE(standby.start().isOk());  // it leads now
+  EXPECT_TRUE(standby.changesAllowed().isOk());
   EXPECT_TRUE(standby.cancel(kJob).isOk());
   standby.stop();
 }
