@@ -48,7 +48,9 @@ class FaultHarness {
  public:
   // `launcher`: "local" (the controller starts the workers) or "external" (startWorker does).
   // `listenHost`: where the controller listens ("0.0.0.0": every address of this namespace).
-  explicit FaultHarness(const std::string& launcher = "local", const std::string& listenHost = "127.0.0.1") {
+  // `stopGrace`: how long a stopping job's workers get before SIGTERM/SIGKILL.
+  explicit FaultHarness(const std::string& launcher = "local", const std::string& listenHost = "127.0.0.1",
+                        Duration stopGrace = std::chrono::seconds(5)) {
     char t[] = "/tmp/ddp-fault-XXXXXX";
     dir_ = ::mkdtemp(t);
     controller::ControllerConfig c;
@@ -57,7 +59,7 @@ class FaultHarness {
     c.stateDir = dir_ + "/state";
     c.workerBinary = kFaultBin + "/ddp-worker";
     c.persistEvery = std::chrono::milliseconds(200);
-    c.stopGrace = std::chrono::seconds(5);
+    c.stopGrace = stopGrace;
     c.logLevel = log::Level::kWarning;
     c.launcher = launcher;
     auto started = controller::Controller::start(c);

@@ -142,103 +142,26 @@ TEST(RecoveryFaultTest, PowerSgdStateSurvivesRecoveryFromAKillAndAHangBitwise) {
 // Note [Stopping an unresponsive worker]: Ctrl-C / cancel of a job with a SIGSTOPped worker.
 // The controller's stop grace is 30 s (the default), but the stopped worker is SIGKILLed as soon
 // as its heartbeat is older than the job's heartbeat window (1 s x 3), and the job is Cancelled
-// within seconds. The harness's controller has a 5 s grace, so this test starts its own.
-class LongGraceController {
- public:
-  LongGraceController() {
-    char t[] = "/tmp/ddp-fault-grace-XXXXXX";
-    dir_ = ::mkdtemp(t);
-    controller::ControllerConfig c;
-    c.listenHost = "127.0.0.1";
-    c.listenPort = 0;
-    c.stateDir = dir_ + "/state";
-    c.workerBinary = test::kFaultBin + "/ddp-worker";
-    c.persistEvery = std::chrono::milliseconds(200);
-    c.stopGrace = std::chrono::seconds(30);
-    c.logLevel = log::Level::kWarning;
-    auto started = controller::Controller::start(c);
-    if (started.isOk()) controller_ = std::move(*started);
-  }
-  ~LongGraceController() {
-    if (stoppedPid_ > 0 && test::processStartTime(stoppedPid_) == stoppedStart_) ::kill(stoppedPid_, SIGCONT);
-    if (controller_) controller_->stop();
-    test::killLauncherWorkers(dir_ + "/state");
-    std::system(("rm -rf " + dir_).c_str());
-  }
-  bool ok() const { return controller_ != nullptr; }
-  controller::JobManager& jobs() { return controller_->jobs(); }
-  const std::string& dir() const { return dir_; }
-  controller::JobRecord record(const std::string& job) {
-    auto r = jobs().get(job);
-    return r.isOk() ? *r : controller::JobRecord{};
-  }
-  std::string describeEvents(const std::string& job) {
-    std::string out;
-    auto e = jobs().events(job);
-    if (e.isOk()) {
-      for (const auto& ev : *e) out += "  " + ev.type + " " + ev.reason + ": " + ev.message + "\n";
-    }
-    return out;
-  }
-  bool hasEvent(const std::string& job, const std::string& reason, std::string* message = nullptr) {
-    auto e = jobs().events(job);
-    if (!e.isOk()) return false;
-    for (const auto& ev : *e) {
-      if (ev.reason != reason) continue;
-      if (message != nullptr) *message = ev.message;
-      return true;
-    }
-    return false;
-  }
-  // SIGSTOP, remembered (pid and start time) so that the destructor SIGCONTs only that process.
-  void stop(int64_t pid) {
-    stoppedPid_ = static_cast<pid_t>(pid);
-    stoppedStart_ = test::processStartTime(pid);
-    ::kill(stoppedPid_, SIGSTOP);
-  }
-
- private:
-  std::string dir_;
-  std::unique_ptr<controller::Controller> controller_;
-  pid_t stoppedPid_ = 0;
-  int64_t stoppedStart_ = 0;
-};
-
-// Polls `pred` every 20 ms until it holds or `seconds` pass.
-bool waitUntil(double seconds, const std::function<bool()>& pred) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < until) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
-}
-
-int64_t pidOf(const controller::JobRecord& r, int rank) {
-  for (const auto& w : r.workers) {
-    if (w.rank == rank) return w.pid;
-  }
-  return 0;
-}
+// within seconds.
 
 TEST(RecoveryFaultTest, CancelWithAStoppedWorkerKillsItWithoutWaitingOutTheGrace) {
-  LongGraceController h;
-  ASSERT_TRUE(h.ok());
+  FaultHarness h("local", "127.0.0.1", std::chrono::seconds(30));  // a long stop grace
+  ASSERT_TRUE(h.ok()) << h.startError();
   auto spec = parseJobSpec(faultJobYaml("ctrlc", h.dir() + "/ckpt", 100000, 3));
   ASSERT_TRUE(spec.isOk()) << spec.status();
   ASSERT_TRUE(h.jobs().submit(*spec).isOk());
-  ASSERT_TRUE(waitUntil(kJobSeconds, [&] {
+  ASSERT_TRUE(h.waitFor(kJobSeconds, [&] {
     auto r = h.record("ctrlc");
     return (r.phase == controller::JobPhase::kRunning && r.progress.step > 50) || controller::isTerminal(r.phase);
   })) << h.describeEvents("ctrlc");
   ASSERT_EQ(h.record("ctrlc").phase, controller::JobPhase::kRunning) << h.describeEvents("ctrlc");
-  const int64_t stopped = pidOf(h.record("ctrlc"), 1);
-  const int64_t healthy = pidOf(h.record("ctrlc"), 0);
+  const int64_t stopped = h.pidOfRank("ctrlc", 1);
+  const int64_t healthy = h.pidOfRank("ctrlc", 0);
   ASSERT_GT(stopped, 0);
   ASSERT_GT(healthy, 0);
-  h.stop(stopped);
+  h.signal(stopped, SIGSTOP);  // continued by the harness if still there at the end
   // Readiness: the kernel reports it stopped ('T'), so it sends no heartbeat from here on.
-  ASSERT_TRUE(waitUntil(5, [&] {
+  ASSERT_TRUE(h.waitFor(5, [&] {
     auto st = controller::readProcStat(stopped);
     return st.isOk() && st->state == 'T';
   }));
@@ -246,15 +169,15 @@ TEST(RecoveryFaultTest, CancelWithAStoppedWorkerKillsItWithoutWaitingOutTheGrace
   // Unresponsive after 3 s) stands down for a cancel, and the stop path must deal with it.
   const auto cancelAt = std::chrono::steady_clock::now();
   ASSERT_TRUE(h.jobs().cancel("ctrlc").isOk());
-  ASSERT_TRUE(waitUntil(25, [&] { return controller::isTerminal(h.record("ctrlc").phase); })) << h.describeEvents("ctrlc");
+  ASSERT_TRUE(h.waitFor(25, [&] { return controller::isTerminal(h.record("ctrlc").phase); })) << h.describeEvents("ctrlc");
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - cancelAt).count();
   std::printf("cancel with a SIGSTOPped worker: Cancelled after %.2f s (stop grace 30 s)\n", seconds);
   EXPECT_EQ(h.record("ctrlc").phase, controller::JobPhase::kCancelled) << h.describeEvents("ctrlc");
   EXPECT_LT(seconds, 10) << "the stopped worker must not cost the stop grace\n" << h.describeEvents("ctrlc");
-  std::string killed;
-  EXPECT_TRUE(h.hasEvent("ctrlc", "UnresponsiveKilled", &killed)) << h.describeEvents("ctrlc");
-  EXPECT_NE(killed.find("worker rank 1 (ctrlc-w1)"), std::string::npos) << killed;
-  EXPECT_FALSE(h.hasEvent("ctrlc", "Unresponsive")) << "no verdict and no restart once cancelled";
+  auto killed = h.event("ctrlc", "UnresponsiveKilled");
+  ASSERT_NE(killed, nullptr) << h.describeEvents("ctrlc");
+  EXPECT_NE(killed->message.find("worker rank 1 (ctrlc-w1)"), std::string::npos) << killed->message;
+  EXPECT_EQ(h.event("ctrlc", "Unresponsive"), nullptr) << "no verdict and no restart once cancelled";
   EXPECT_EQ(h.record("ctrlc").restarts, 0);
   EXPECT_EQ(test::processStartTime(stopped), 0) << "the stopped worker is gone";
   EXPECT_EQ(test::processStartTime(healthy), 0) << "the healthy worker stopped too";
