@@ -23,18 +23,25 @@ using nlohmann::json;
 
 using kube::testing::waitUntil;
 
+// --launcher kubernetes against the fake API server, leader election on Lease ml/ddp-leader, as
+// the pod `podName` (POD_NAME from the downward API).
+Result<ControllerConfig> kubernetesConfig(const std::string& stateDir, const std::string& apiUrl,
+                                          const std::string& podName) {
+  return parseControllerConfig(
+      {"--state-dir", stateDir, "--listen", "127.0.0.1:0", "--launcher", "kubernetes", "--worker-image",
+       "ddp-service:0.1.0", "--watch-namespace", "ml", "--leader-election-lease", "ddp-leader", "--kube-server",
+       apiUrl},
+      [podName](const std::string& name) -> std::optional<std::string> {
+        if (name == "POD_NAME") return podName;
+        return std::nullopt;
+      });
+}
+
 TEST(KubernetesControllerTest, ControllerRunsDdpJobsThroughTheKubernetesLauncher) {
   kube::testing::FakeKubeApiServer api;
   ASSERT_TRUE(api.start().isOk());
   ddp::test::TempDir dir;
-  auto config = parseControllerConfig(
-      {"--state-dir", dir.path(), "--listen", "127.0.0.1:0", "--launcher", "kubernetes", "--worker-image",
-       "ddp-service:0.1.0", "--watch-namespace", "ml", "--leader-election-lease", "ddp-leader", "--kube-server",
-       api.url()},
-      [](const std::string& name) -> std::optional<std::string> {
-        if (name == "POD_NAME") return std::string("ddp-7d9f-abc");
-        return std::nullopt;
-      });
+  auto config = kubernetesConfig(dir.path(), api.url(), "ddp-7d9f-abc");
   ASSERT_TRUE(config.isOk()) << config.status();
   auto controller = Controller::start(*config);
   ASSERT_TRUE(controller.isOk()) << controller.status();
@@ -97,14 +104,7 @@ TEST(KubernetesControllerTest, AStandbyChangesNothingUntilItLeads) {
   } join{renewing, other};
 
   ddp::test::TempDir dir;
-  auto config = parseControllerConfig(
-      {"--state-dir", dir.path(), "--listen", "127.0.0.1:0", "--launcher", "kubernetes", "--worker-image",
-       "ddp-service:0.1.0", "--watch-namespace", "ml", "--leader-election-lease", "ddp-leader", "--kube-server",
-       api.url()},
-      [](const std::string& name) -> std::optional<std::string> {
-        if (name == "POD_NAME") return std::string("ddp-standby");
-        return std::nullopt;
-      });
+  auto config = kubernetesConfig(dir.path(), api.url(), "ddp-standby");
   ASSERT_TRUE(config.isOk()) << config.status();
   auto controller = Controller::start(*config);
   ASSERT_TRUE(controller.isOk()) << controller.status();
