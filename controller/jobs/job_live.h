@@ -1,6 +1,7 @@
 #pragma once
 // The JobManager's live state of one job and its workers (internal to controller/jobs/: shared
-// by job_manager.cc, the job lifecycle, and job_recovery.cc, hang detection and recovery).
+// by job_manager.cc, the job lifecycle, job_stop.cc, job_recovery.cc, hang detection and
+// recovery, and the other job_*.cc).
 // Thread model: every field is guarded by JobManager::mu_.
 
 #include <chrono>
@@ -11,6 +12,8 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "common/clock.h"
 #include "common/http/http_server.h"
@@ -24,6 +27,14 @@
 #include "controller/store/job_record.h"
 
 namespace ddp::controller {
+
+// Answers a waiting request (a long poll) with `status` and a JSON body.
+inline void replyJson(http::Responder& r, int status, const nlohmann::json& body) {
+  http::Response res;
+  res.status = status;
+  res.body = body.dump();
+  r.reply(std::move(res));
+}
 
 // What a fenced worker is told is current: the active generation, or while none is (a round
 // re-forming after a verdict) the one being formed.

@@ -2,11 +2,8 @@
 #include "worker/comm/nccl_backend.h"
 
 #include <chrono>
-#include <condition_variable>
-#include <cstdio>
 #include <memory>
 #include <mutex>
-#include <system_error>
 #include <thread>
 
 #include "common/thread_priority.h"
@@ -21,11 +18,11 @@
 // every call goes through Impl::abortComm: ncclCommAbort runs on a helper thread (with its own
 // DeviceGuard: the current device is per thread) and the caller waits for it up to
 // NcclOptions::abortTimeout (runAbortUnderDeadline in nccl_backend_abort.h, which every build
-// compiles and tests/unit/comm/nccl_backend_test.cc runs with a fake abort that never returns). The helper is detached, unlike every other thread of the project
-// (whose owners stop and join them): joining a hung abort is the very hang being bounded. It
-// shares nothing with the backend but the communicator handle, the device ordinal and a
-// shared_ptr to its own completion flag, so it may finish (or never finish) after the backend
-// is gone. If the abort has not returned in time, options.onAbortHung gets a message naming the
+// compiles and tests/unit/comm/nccl_backend_test.cc runs with a fake abort that never returns).
+// The helper is detached, unlike every other thread of the project (whose owners stop and join
+// them): joining a hung abort is the very hang being bounded. It shares nothing with the backend
+// but the communicator handle, the device ordinal and shared_ptrs to its completion flag and
+// result, so it may finish (or never finish) after the backend is gone. If the abort has not returned in time, options.onAbortHung gets a message naming the
 // communicator and the seconds waited; the default logs it and std::_Exit(kWorkerExitAbortHung):
 // NCCL state wedged inside the process cannot be recovered there, and a worker that exits is
 // replaced (and its peers see it go) instead of hanging. A callback that returns (tests) lets

@@ -22,18 +22,6 @@ const json& runPolicyOf(const json& ddpJob) {
   return k.is_object() && k.contains("runPolicy") && k["runPolicy"].is_object() ? k["runPolicy"] : kNone;
 }
 
-// The slot of a worker pod "<job>-worker-<slot>"; nullopt for another name.
-std::optional<int> slotOfPod(const std::string& job, const std::string& pod) {
-  const std::string prefix = job + "-worker-";
-  if (pod.rfind(prefix, 0) != 0 || pod.size() == prefix.size()) return std::nullopt;
-  int slot = 0;
-  for (size_t i = prefix.size(); i < pod.size(); ++i) {
-    if (pod[i] < '0' || pod[i] > '9' || slot > 1'000'000) return std::nullopt;
-    slot = slot * 10 + (pod[i] - '0');
-  }
-  return slot;
-}
-
 }  // namespace
 
 std::optional<int> desiredWorkerCount(const json& ddpJob) {
@@ -217,7 +205,7 @@ void DdpJobReconciler::enforceSchedule(const std::string& name, Tracked& t, cons
   const json& sp = policy.value("schedulingPolicy", json::object());
   const int64_t timeoutSeconds = sp.value("scheduleTimeoutSeconds", kDefaultScheduleTimeoutSeconds);
   const bool retry = sp.value("onScheduleTimeout", "Fail") == "Retry";
-  auto list = client_.get("/api/v1/namespaces/" + t.ns + "/pods?labelSelector=" + std::string(kJobLabel) + "%3D" + name);
+  auto list = client_.get(podsPath(t) + jobPodsQuery(name));
   if (!list.isOk()) return;
   const int64_t now = unixMillisNow();
   std::vector<PodSchedule> pods;
@@ -242,7 +230,7 @@ void DdpJobReconciler::enforceSchedule(const std::string& name, Tracked& t, cons
   }
   std::vector<std::string> workers;
   for (const PodSchedule& p : v.notRunning) {
-    if (std::optional<int> slot = slotOfPod(name, p.name)) workers.push_back(workerIdFor(name, *slot));
+    if (p.slot >= 0) workers.push_back(workerIdFor(name, p.slot));
   }
   if (!jobs_.replaceWorkers) {
     (void)recorder_.record(subject(name, t), kEventWarning, "ScheduleTimeout",
@@ -301,8 +289,8 @@ void DdpJobReconciler::applyScale(const std::string& name, Tracked& t, const Job
 bool DdpJobReconciler::cleanPods(const std::string& name, const Tracked& t, const std::string& policy,
                                  int64_t sinceCompletionMs) {
   if (policy == "None") return true;
-  const std::string pods = "/api/v1/namespaces/" + t.ns + "/pods";
-  auto list = client_.get(pods + "?labelSelector=" + std::string(kJobLabel) + "%3D" + name);
+  const std::string pods = podsPath(t);
+  auto list = client_.get(pods + jobPodsQuery(name));
   if (!list.isOk()) return false;
   bool done = true;
   for (const json& pod : list->value("items", json::array())) {

@@ -151,6 +151,7 @@ class DdpJobReconciler {
   void deleteAfterTtl(const std::string& name, const Tracked& t, const nlohmann::json& policy, int64_t completionMs);
   EventSubject subject(const std::string& name, const Tracked& t) const { return {t.ns, name, t.uid}; }
   std::string jobPath(const Tracked& t, const std::string& name) const;
+  static std::string podsPath(const Tracked& t) { return "/api/v1/namespaces/" + t.ns + "/pods"; }
 
   KubeClient& client_;
   const DdpJobReconcilerOptions options_;

@@ -1,6 +1,9 @@
 #include "controller/launch/kubernetes/gang_schedule.h"
 
 #include <algorithm>
+#include <cstdlib>
+
+#include "controller/launch/kubernetes/worker_objects.h"
 
 namespace ddp::controller::kube {
 namespace {
@@ -19,6 +22,13 @@ PodSchedule podScheduleOf(const json& pod) {
   const json& status = pod.value("status", json::object());
   p.name = meta.value("name", "");
   p.uid = meta.value("uid", "");
+  const json& labels = meta.value("labels", json::object());
+  if (labels.contains(kSlotLabel) && labels[kSlotLabel].is_string()) {
+    const std::string slot = labels[kSlotLabel].get<std::string>();
+    char* end = nullptr;
+    const long v = std::strtol(slot.c_str(), &end, 10);
+    if (!slot.empty() && *end == '\0' && v >= 0 && v <= 1'000'000) p.slot = static_cast<int>(v);
+  }
   p.terminating = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
   p.phase = status.value("phase", "");
   bool podScheduled = false;

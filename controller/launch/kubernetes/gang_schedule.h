@@ -29,6 +29,7 @@ namespace ddp::controller::kube {
 // What the schedule timeout needs to know about one worker pod.
 struct PodSchedule {
   std::string name, uid;
+  int slot = -1;             // its ddp.dev/slot label (-1: none)
   std::string phase;         // status.phase ("" when the API server has not set one yet)
   bool terminating = false;  // metadata.deletionTimestamp is set
   std::string reason;        // why it is not running yet ("" when unknown)

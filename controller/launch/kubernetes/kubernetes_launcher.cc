@@ -189,7 +189,7 @@ Status KubernetesLauncher::replaceOtherIncarnation(const WorkerObjectsInput& in)
 }
 
 Status KubernetesLauncher::deleteJobPods(const std::string& job) {
-  const std::string list = podsPath() + "?labelSelector=" + std::string(kJobLabel) + "%3D" + job;
+  const std::string list = podsPath() + jobPodsQuery(job);
   const Deadline deadline = Deadline::after(options_.replaceTimeout);
   for (bool first = true;; first = false) {
     DDP_ASSIGN_OR_RETURN(json pods, client_.get(list));
@@ -370,7 +370,7 @@ Result<std::unique_ptr<LogStream>> KubernetesLauncher::openLog(const std::string
   }
   std::string text;
   for (int slot : slots) {
-    std::string path = podsPath() + "/" + workerPodName(job, slot) + "/log?container=" + kWorkerContainer;
+    std::string path = podLogPath(podsPath(), job, slot);
     if (options.tailLines >= 0) path += "&tailLines=" + std::to_string(options.tailLines);
     DDP_ASSIGN_OR_RETURN(KubeResponse r, client_.request("GET", path));
     DDP_RETURN_IF_ERROR(apiStatus(r, "log of " + workerPodName(job, slot)));

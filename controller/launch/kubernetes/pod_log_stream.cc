@@ -30,7 +30,7 @@ Result<std::string> PodLogFollowStream::read(Deadline deadline) {
 
 Result<std::string> PodLogFollowStream::poll(Source& source) {
   const std::string pod = workerPodName(options_.job, source.slot);
-  std::string path = options_.podsPath + "/" + pod + "/log?container=" + kWorkerContainer + "&timestamps=true";
+  std::string path = podLogPath(options_.podsPath, options_.job, source.slot) + "&timestamps=true";
   if (!source.lastStamp.empty()) {
     path += "&sinceTime=" + source.lastStamp;  // [0-9T:.Z-] only: nothing to escape
   } else if (options_.tailLines >= 0) {

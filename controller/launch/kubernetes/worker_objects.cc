@@ -56,6 +56,10 @@ json resources(const JobSpec& spec) {
 
 std::string workerPodName(const std::string& job, int slot) { return job + "-worker-" + std::to_string(slot); }
 std::string tokenSecretName(const std::string& job) { return job + "-worker-token"; }
+std::string jobPodsQuery(const std::string& job) { return "?labelSelector=" + std::string(kJobLabel) + "%3D" + job; }
+std::string podLogPath(const std::string& podsPath, const std::string& job, int slot) {
+  return podsPath + "/" + workerPodName(job, slot) + "/log?container=" + kWorkerContainer;
+}
 
 json buildWorkerPod(const WorkerObjectsInput& in, int slot) {
   const KubernetesSpec& k = in.spec.kubernetes;

@@ -57,6 +57,10 @@ struct WorkerObjectsInput {
 
 std::string workerPodName(const std::string& job, int slot);  // "<job>-worker-<slot>"
 std::string tokenSecretName(const std::string& job);          // "<job>-worker-token"
+// The query that lists a job's worker pods: "?labelSelector=ddp.dev/job%3D<job>".
+std::string jobPodsQuery(const std::string& job);
+// A worker pod's log: "<podsPath>/<job>-worker-<slot>/log?container=worker" (more "&..." may follow).
+std::string podLogPath(const std::string& podsPath, const std::string& job, int slot);
 
 nlohmann::json buildWorkerPod(const WorkerObjectsInput& in, int slot);
 nlohmann::json buildHeadlessService(const WorkerObjectsInput& in);

@@ -91,11 +91,15 @@ TEST(KubernetesGangScheduleTest, PodFieldsFromTheObject) {
   EXPECT_EQ(p.message, "0/3 nodes are available: 1 node(s) had untolerated taint {gpu: true}.");
   EXPECT_EQ(p.sinceMs, 0);
 
-  const json pulling = json::parse(R"({"metadata":{"name":"j-worker-1","uid":"u2","deletionTimestamp":"2026-01-01T00:00:00Z"},
+  EXPECT_EQ(p.slot, -1);  // no ddp.dev/slot label
+
+  const json pulling = json::parse(R"({"metadata":{"name":"j-worker-1","uid":"u2","deletionTimestamp":"2026-01-01T00:00:00Z",
+    "labels":{"ddp.dev/slot":"1"}},
     "status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"True"}],
       "containerStatuses":[{"name":"worker","state":{"waiting":{"reason":"ImagePullBackOff","message":"Back-off pulling image"}}}]}})");
   p = podScheduleOf(pulling);
   EXPECT_TRUE(p.terminating);
+  EXPECT_EQ(p.slot, 1);
   EXPECT_EQ(p.reason, "ImagePullBackOff");
   EXPECT_EQ(p.message, "Back-off pulling image");
 
