@@ -20,16 +20,23 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS="${JOBS:-$(nproc)}"
+# A failed ctest ends with a digest of its failed tests' output (scripts/ctest_failures.sh), so
+# that the end of the run says what went wrong.
+failed() {
+  local rc=$1 dir=$2
+  scripts/ctest_failures.sh "$dir" || true
+  return "$rc"
+}
 
 scripts/setup.sh
-(cd build && ctest --output-on-failure -j "$JOBS" --timeout 900)
+(cd build && ctest --output-on-failure -j "$JOBS" --timeout 900) || failed $? build
 
 if [ "${DDP_TEST_SKIP_CPU_ONLY:-0}" != "1" ]; then
   if [ "$(cat build/ddp_cuda_enabled 2>/dev/null)" = "OFF" ]; then
     echo "test.sh: build/ compiled no CUDA: it is the CPU-only configuration, tested above; build-cpu/ skipped"
   else
     DDP_WITH_CUDA=OFF BUILD_DIR=build-cpu scripts/setup.sh
-    (cd build-cpu && ctest --output-on-failure -j "$JOBS" --timeout 900 -LE '^integration$')
+    (cd build-cpu && ctest --output-on-failure -j "$JOBS" --timeout 900 -LE '^integration$') || failed $? build-cpu
   fi
 fi
 
@@ -78,5 +85,5 @@ if [ "${DDP_TEST_SKIP_ASAN:-0}" != "1" ]; then
     # is shown but is not a finding.
     if grep -qE "ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:" "$f"; then asan_rc=1; fi
   done
-  [ "$asan_rc" -eq 0 ] || exit "$asan_rc"
+  [ "$asan_rc" -eq 0 ] || failed "$asan_rc" build-asan
 fi

@@ -765,7 +765,11 @@ Result<TrainResult> Trainer::Impl::run() {
       result.epochsCompleted = state.epoch;
       if (state.epoch < config.epochs) sampler->setEpoch(static_cast<uint64_t>(state.epoch));
       boundarySampler = sampler->state();
-      if (checkpoints && config.checkpointEachEpoch) DDP_RETURN_IF_ERROR(checkpoint().status());
+      // A periodic checkpoint due at an epoch's last step is taken here, after the epoch ends (the
+      // one in the step loop skips that step so that it records the next epoch's sampler).
+      const bool periodicDue = config.checkpointEverySteps > 0 && state.step % config.checkpointEverySteps == 0 &&
+                               lastCheckpointStep != state.step;
+      if (checkpoints && (config.checkpointEachEpoch || periodicDue)) DDP_RETURN_IF_ERROR(checkpoint().status());
       if (!perStepStopFlag) {
         // Join: the stop request is agreed on at epoch boundaries only.
         int32_t flag = stopRequestedHere() ? 1 : 0;

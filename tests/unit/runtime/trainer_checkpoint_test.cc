@@ -244,5 +244,34 @@ TEST(TrainerCheckpointTest, ResizedRunResumesTheCheckpointItWrote) {
   EXPECT_EQ(resumed[0]->startStep, 8);
 }
 
+// A periodic checkpoint due at an epoch's last step is written (after the epoch ends), not
+// skipped: 256 samples over 2 ranks x 16 are 8 steps an epoch, so everySteps 4 falls on the
+// epoch ends 8 and 16 as well as on 4 and 12. The one at step 8 resumes into epoch 2.
+TEST(TrainerCheckpointTest, APeriodicCheckpointDueAtAnEpochEndIsWritten) {
+  TempDir dir;
+  TrainerConfig c = smallConfig(dir.path());
+  c.checkpointEverySteps = 4;
+  c.keepCheckpoints = 10;
+  c.epochs = 2;
+  auto full = train(2, c);
+  ASSERT_TRUE(full[0].isOk()) << full[0].status();
+  EXPECT_EQ(full[0]->steps, 16);
+  EXPECT_EQ(*CheckpointStore(dir.path()).listSteps(), (std::vector<int64_t>{4, 8, 12, 16}));
+
+  TempDir again;
+  TrainerConfig d = smallConfig(again.path());
+  d.checkpointEverySteps = 4;
+  d.epochs = 2;
+  auto stopped = train(2, d, 9);  // checkpoints 4, 8 (the epoch end), 9 (the stop)
+  ASSERT_TRUE(stopped[0].isOk()) << stopped[0].status();
+  ASSERT_TRUE(std::filesystem::remove_all(again.path() + "/step-000000000009") > 0);
+  auto resumed = train(2, d);
+  ASSERT_TRUE(resumed[0].isOk()) << resumed[0].status();
+  EXPECT_EQ(resumed[0]->startStep, 8);
+  EXPECT_EQ(resumed[0]->steps, 16);
+  EXPECT_EQ(resumed[0]->epochsCompleted, 2);
+  EXPECT_EQ(resumed[0]->testAccuracy, full[0]->testAccuracy) << "the resumed run follows the uninterrupted one";
+}
+
 }  // namespace
 }  // namespace ddp::runtime
