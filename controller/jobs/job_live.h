@@ -144,10 +144,13 @@ inline std::vector<std::string> rejoinSurvivors(JobManager::Live& job, TimePoint
   return alive;
 }
 
-// How long the next round waits for a survivor still tearing down: the last call and one
-// heartbeat window more (a slow teardown on a busy machine must not leave it out).
+// How long the next round waits for a survivor still tearing down: the last call and hangSeconds
+// more. A survivor's teardown lets a checkpoint write in progress finish (fsync) and joins its
+// communicator's threads, which on a busy machine or a slow disk takes seconds; it sends no
+// heartbeat meanwhile (its generation ended). A survivor whose process exits leaves the round at
+// once; one alive but not back after as long as a hang takes to be declared is left out.
 inline Duration survivorWait(const JobSpec& spec) {
-  return seconds(spec.timeouts.lastCallSeconds + spec.timeouts.heartbeatSeconds * spec.timeouts.heartbeatMisses);
+  return seconds(spec.timeouts.lastCallSeconds + spec.timeouts.hangSeconds);
 }
 
 }  // namespace ddp::controller

@@ -395,5 +395,52 @@ TEST_F(JobManagerStopTest, BeforeStartEveryChangeIsUnavailableAndNoWorkerIsTouch
   standby.stop();
 }
 
+// Note [Recovery]: after a verdict the next round waits for a survivor still tearing down (a
+// checkpoint write finishing, its communicator's threads joining: it sends no heartbeat
+// meanwhile) for the last call and hangSeconds (survivorWait), not only the heartbeat window: an
+// elastic job (min 2) loses j-w3; j-w0 and j-w1 are back at once, j-w2 only 4.5 s after the
+// verdict, past lastCall 1 s + the 3 s heartbeat window but within lastCall + hangSeconds 5 s.
+TEST_F(JobManagerStopTest, ASurvivorSlowToTearDownIsWaitedForUpToTheLastCallAndHangSeconds) {
+  const std::string yaml =
+      std::string("apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata:\n  name: ") + kJob +
+      "\nspec:\n  workers: {count: 4, min: 2, max: 4}\n  model: {type: mlp, hidden: [8]}\n"
+      "  data: {dataset: synthetic, batchSize: 8}\n  steps: 1000\n  maxRestarts: 3\n"
+      "  timeouts: {heartbeatSeconds: 1, heartbeatMisses: 3, hangSeconds: 5, collectiveSeconds: 30, "
+      "lastCallSeconds: 1}\n";
+  auto spec = parseJobSpec(yaml);
+  ASSERT_TRUE(spec.isOk()) << spec.status();
+  ASSERT_TRUE(jobs_->submit(*spec).isOk());
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(join("j-w" + std::to_string(i), 100 + i).isOk());
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRunning; })) << jobPhaseName(record().phase);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(beat("j-w" + std::to_string(i), i).isOk());
+
+  WorkerExit e;  // j-w3 crashed (not a kill of the launcher's)
+  e.jobName = kJob;
+  e.workerId = "j-w3";
+  e.pid = 103;
+  e.signaled = true;
+  e.code = SIGSEGV;
+  jobs_->onWorkerExit(e);
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRestarting; })) << allEvents();
+  for (int i = 0; i < 3; ++i) {
+    auto c = beat("j-w" + std::to_string(i), i);
+    ASSERT_TRUE(c.isOk()) << c.status();
+    EXPECT_EQ(c->type, CommandType::kAbort);
+  }
+  ASSERT_TRUE(join("j-w0", 100, 1, "aborted").isOk());
+  ASSERT_TRUE(join("j-w1", 101, 1, "aborted").isOk());
+  for (int i = 0; i < 9; ++i) {  // 4.5 s: the round stays open for j-w2
+    advance(0.5);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));  // the ticker sees each time
+  }
+  EXPECT_EQ(eventsNow("RendezvousClosed").size(), 1u) << "closed without the slow survivor\n" << allEvents();
+  ASSERT_TRUE(join("j-w2", 102, 1, "aborted").isOk());
+  advance(0.1);
+  auto closed = events("RendezvousClosed", 2);
+  ASSERT_EQ(closed.size(), 2u) << allEvents();
+  EXPECT_EQ(closed[1].message, "generation 2 with 3 worker(s)");
+  EXPECT_EQ(record().restarts, 1);
+}
+
 }  // namespace
 }  // namespace ddp::controller
