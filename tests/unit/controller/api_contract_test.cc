@@ -225,7 +225,11 @@ TEST_F(ApiContractTest, CancelDeleteEventsCheckpointsAndLogs) {
   }
   EXPECT_EQ(phase, "Cancelled");
   EXPECT_EQ(post("/v1/jobs/gamma/cancel", "", "application/json", auth_)->status, 409);
-  json ev = json::parse(client_->Get("/v1/jobs/gamma/events", auth_)->body)["events"];
+  json ev;  // written by the job manager's ticker: poll (bounded) for the last one
+  for (int i = 0; i < 200 && (ev.empty() || ev.back()["reason"] != "JobCancelled"); ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ev = json::parse(client_->Get("/v1/jobs/gamma/events", auth_)->body)["events"];
+  }
   ASSERT_FALSE(ev.empty());
   EXPECT_EQ(ev[0]["reason"], "Created");
   EXPECT_EQ(ev.back()["reason"], "JobCancelled");
@@ -371,9 +375,14 @@ TEST_F(ApiContractTest, OnDemandCheckpointRoute) {
   EXPECT_EQ(json::parse(told->body)["command"]["type"], "checkpoint") << told->body;
   auto once = post("/v1/jobs/ckpt/generations/1/heartbeat", hb, "application/json", w);
   EXPECT_EQ(json::parse(once->body)["command"]["type"], "none") << "each member is told once";
-  json ev = json::parse(client_->Get("/v1/jobs/ckpt/events", auth_)->body)["events"];
+  // The job manager's ticker writes events to the table: poll (bounded) for the request's.
+  json ev;
   bool requested = false;
-  for (const auto& e : ev) requested = requested || e["reason"] == "CheckpointRequested";
+  for (int i = 0; i < 200 && !requested; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ev = json::parse(client_->Get("/v1/jobs/ckpt/events", auth_)->body)["events"];
+    for (const auto& e : ev) requested = requested || e["reason"] == "CheckpointRequested";
+  }
   EXPECT_TRUE(requested) << ev.dump();
 
   auto noDir = post("/v1/jobs/nodir/checkpoints", "", "application/json", auth_);
