@@ -130,6 +130,10 @@ struct Trainer::Impl {
   Deadline opDeadline() const { return Deadline::after(config.collectiveTimeout); }
   bool isRank0() const { return backend.rank() == 0; }
   bool printing() const { return io.progress != nullptr; }
+  // spec.checkpoint.everySteps falls on the current step.
+  bool periodicCheckpointDue() const {
+    return config.checkpointEverySteps > 0 && state.step % config.checkpointEverySteps == 0;
+  }
 
   Status setup();
   void planBatch();
@@ -714,8 +718,7 @@ Result<TrainResult> Trainer::Impl::run() {
         logLoss = logCorrect = logCount = 0;
         logStart = SteadyClock::now();
       }
-      if (checkpoints && config.checkpointEverySteps > 0 && state.step % config.checkpointEverySteps == 0 &&
-          sampler->remaining() > 0) {
+      if (checkpoints && periodicCheckpointDue() && sampler->remaining() > 0) {
         DDP_RETURN_IF_ERROR(checkpoint().status());
       }
       if (stopWork) {
@@ -767,8 +770,7 @@ Result<TrainResult> Trainer::Impl::run() {
       boundarySampler = sampler->state();
       // A periodic checkpoint due at an epoch's last step is taken here, after the epoch ends (the
       // one in the step loop skips that step so that it records the next epoch's sampler).
-      const bool periodicDue = config.checkpointEverySteps > 0 && state.step % config.checkpointEverySteps == 0 &&
-                               lastCheckpointStep != state.step;
+      const bool periodicDue = periodicCheckpointDue() && lastCheckpointStep != state.step;
       if (checkpoints && (config.checkpointEachEpoch || periodicDue)) DDP_RETURN_IF_ERROR(checkpoint().status());
       if (!perStepStopFlag) {
         // Join: the stop request is agreed on at epoch boundaries only.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -75,6 +76,17 @@ class ApiContractTest : public ::testing::Test {
   httplib::Result post(const std::string& path, const std::string& body, const std::string& type,
                        const httplib::Headers& h) {
     return client_->Post(path.c_str(), h, body, type.c_str());
+  }
+  // The job's events once `done` holds for them (the job manager's ticker writes them after the
+  // answer that caused them), or as they are after 2 s.
+  json eventsUntil(const std::string& job, const std::function<bool(const json&)>& done) {
+    json events;
+    for (int i = 0; i < 200; ++i) {
+      events = json::parse(client_->Get(("/v1/jobs/" + job + "/events").c_str(), auth_)->body)["events"];
+      if (done(events)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return events;
   }
   json submitOk(const std::string& name, int workers = 2) {
     auto r = post("/v1/jobs", jobYaml(name, workers), "application/yaml", auth_);
@@ -225,11 +237,7 @@ TEST_F(ApiContractTest, CancelDeleteEventsCheckpointsAndLogs) {
   }
   EXPECT_EQ(phase, "Cancelled");
   EXPECT_EQ(post("/v1/jobs/gamma/cancel", "", "application/json", auth_)->status, 409);
-  json ev;  // written by the job manager's ticker: poll (bounded) for the last one
-  for (int i = 0; i < 200 && (ev.empty() || ev.back()["reason"] != "JobCancelled"); ++i) {
-    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    ev = json::parse(client_->Get("/v1/jobs/gamma/events", auth_)->body)["events"];
-  }
+  const json ev = eventsUntil("gamma", [](const json& e) { return !e.empty() && e.back()["reason"] == "JobCancelled"; });
   ASSERT_FALSE(ev.empty());
   EXPECT_EQ(ev[0]["reason"], "Created");
   EXPECT_EQ(ev.back()["reason"], "JobCancelled");
@@ -375,15 +383,14 @@ TEST_F(ApiContractTest, OnDemandCheckpointRoute) {
   EXPECT_EQ(json::parse(told->body)["command"]["type"], "checkpoint") << told->body;
   auto once = post("/v1/jobs/ckpt/generations/1/heartbeat", hb, "application/json", w);
   EXPECT_EQ(json::parse(once->body)["command"]["type"], "none") << "each member is told once";
-  // The job manager's ticker writes events to the table: poll (bounded) for the request's.
-  json ev;
-  bool requested = false;
-  for (int i = 0; i < 200 && !requested; ++i) {
-    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    ev = json::parse(client_->Get("/v1/jobs/ckpt/events", auth_)->body)["events"];
-    for (const auto& e : ev) requested = requested || e["reason"] == "CheckpointRequested";
-  }
-  EXPECT_TRUE(requested) << ev.dump();
+  auto hasRequest = [](const json& events) {
+    for (const auto& e : events) {
+      if (e["reason"] == "CheckpointRequested") return true;
+    }
+    return false;
+  };
+  const json ev = eventsUntil("ckpt", hasRequest);
+  EXPECT_TRUE(hasRequest(ev)) << ev.dump();
 
   auto noDir = post("/v1/jobs/nodir/checkpoints", "", "application/json", auth_);
   EXPECT_EQ(noDir->status, 409);

@@ -100,13 +100,14 @@ class JobManagerStopTest : public ::testing::Test {
     if (jobs_) jobs_->stop();
   }
 
-  // Two workers, heartbeat 1 s x 3 misses, hang 5 s; up to 3 restarts.
-  void submit(const std::string& extra = "") {
+  // Two workers (or `workers`), heartbeat 1 s x 3 misses, hang 5 s (and `timeouts`); up to 3
+  // restarts.
+  void submit(const std::string& extra = "", const std::string& workers = "count: 2", const std::string& timeouts = "") {
     const std::string yaml =
         std::string("apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata:\n  name: ") + kJob +
-        "\nspec:\n  workers: {count: 2}\n  model: {type: mlp, hidden: [8]}\n"
+        "\nspec:\n  workers: {" + workers + "}\n  model: {type: mlp, hidden: [8]}\n"
         "  data: {dataset: synthetic, batchSize: 8}\n  steps: 1000\n  maxRestarts: 3\n"
-        "  timeouts: {heartbeatSeconds: 1, heartbeatMisses: 3, hangSeconds: 5, collectiveSeconds: 30}\n" +
+        "  timeouts: {heartbeatSeconds: 1, heartbeatMisses: 3, hangSeconds: 5, collectiveSeconds: 30" + timeouts + "}\n" +
         extra;
     auto spec = parseJobSpec(yaml);
     ASSERT_TRUE(spec.isOk()) << spec.status();
@@ -144,15 +145,29 @@ class JobManagerStopTest : public ::testing::Test {
     Fenced fenced;
     return jobs_->heartbeat(kJob, g, hb, &fenced);
   }
+  // `killed`: SIGKILLed by the launcher; else exited with `code`.
   void exited(const std::string& id, int64_t pid, bool killed, int code = 0) {
+    ended(id, pid, killed, killed ? SIGKILL : code, killed);
+  }
+  // Ended by `signal` of its own (a crash), not by the launcher.
+  void crashed(const std::string& id, int64_t pid, int signal) { ended(id, pid, true, signal, false); }
+  void ended(const std::string& id, int64_t pid, bool signaled, int code, bool byLauncher) {
     WorkerExit e;
     e.jobName = kJob;
     e.workerId = id;
     e.pid = pid;
-    e.signaled = killed;
-    e.code = killed ? SIGKILL : code;
-    e.killedByLauncher = killed;
+    e.signaled = signaled;
+    e.code = code;
+    e.killedByLauncher = byLauncher;
     jobs_->onWorkerExit(e);
+  }
+  // Rank 0 keeps beating for 4 s while rank 1 is silent: the Unresponsive verdict (window 3 s).
+  void untilRank1IsUnresponsive() {
+    for (int i = 0; i < 4; ++i) {
+      advance(1);
+      ASSERT_TRUE(beat("j-w0", 0).isOk());
+    }
+    ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRestarting; })) << allEvents();
   }
   void advance(double s) {
     clock_.advance(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s)));
@@ -247,11 +262,7 @@ TEST_F(JobManagerStopTest, ACancelKillsAWorkerSilentPastTheHeartbeatWindowAtOnce
 // A verdict's Restarting condition and event name the reason and the rank (Note [Recovery]).
 TEST_F(JobManagerStopTest, UnresponsiveVerdictSetsRestartingWithTheReasonAndTheRank) {
   ASSERT_NO_FATAL_FAILURE(running());
-  for (int i = 0; i < 4; ++i) {
-    advance(1);
-    ASSERT_TRUE(beat("j-w0", 0).isOk());
-  }
-  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRestarting; })) << allEvents();
+  ASSERT_NO_FATAL_FAILURE(untilRank1IsUnresponsive());
   const JobRecord r = record();
   EXPECT_EQ(r.restarts, 1);
   const JobCondition* c = condition(r, kConditionRestarting);
@@ -275,11 +286,7 @@ TEST_F(JobManagerStopTest, UnresponsiveVerdictSetsRestartingWithTheReasonAndTheR
 // (it used to wait for a replacement that never came).
 TEST_F(JobManagerStopTest, ACancelDuringARestartEndsCancelledWithoutAReplacement) {
   ASSERT_NO_FATAL_FAILURE(running());
-  for (int i = 0; i < 4; ++i) {
-    advance(1);
-    ASSERT_TRUE(beat("j-w0", 0).isOk());
-  }
-  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRestarting; })) << allEvents();
+  ASSERT_NO_FATAL_FAILURE(untilRank1IsUnresponsive());
   ASSERT_TRUE(launcher_.replaced().empty()) << "the survivor's flight record is awaited first";
   ASSERT_TRUE(jobs_->cancel(kJob).isOk());
   ASSERT_TRUE(waitFor([&] { return contains(launcher_.signalsTo("j-w1"), SIGKILL); })) << allEvents();
@@ -401,26 +408,12 @@ TEST_F(JobManagerStopTest, BeforeStartEveryChangeIsUnavailableAndNoWorkerIsTouch
 // elastic job (min 2) loses j-w3; j-w0 and j-w1 are back at once, j-w2 only 4.5 s after the
 // verdict, past lastCall 1 s + the 3 s heartbeat window but within lastCall + hangSeconds 5 s.
 TEST_F(JobManagerStopTest, ASurvivorSlowToTearDownIsWaitedForUpToTheLastCallAndHangSeconds) {
-  const std::string yaml =
-      std::string("apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata:\n  name: ") + kJob +
-      "\nspec:\n  workers: {count: 4, min: 2, max: 4}\n  model: {type: mlp, hidden: [8]}\n"
-      "  data: {dataset: synthetic, batchSize: 8}\n  steps: 1000\n  maxRestarts: 3\n"
-      "  timeouts: {heartbeatSeconds: 1, heartbeatMisses: 3, hangSeconds: 5, collectiveSeconds: 30, "
-      "lastCallSeconds: 1}\n";
-  auto spec = parseJobSpec(yaml);
-  ASSERT_TRUE(spec.isOk()) << spec.status();
-  ASSERT_TRUE(jobs_->submit(*spec).isOk());
+  submit("", "count: 4, min: 2, max: 4", ", lastCallSeconds: 1");
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(join("j-w" + std::to_string(i), 100 + i).isOk());
   ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRunning; })) << jobPhaseName(record().phase);
   for (int i = 0; i < 4; ++i) ASSERT_TRUE(beat("j-w" + std::to_string(i), i).isOk());
 
-  WorkerExit e;  // j-w3 crashed (not a kill of the launcher's)
-  e.jobName = kJob;
-  e.workerId = "j-w3";
-  e.pid = 103;
-  e.signaled = true;
-  e.code = SIGSEGV;
-  jobs_->onWorkerExit(e);
+  crashed("j-w3", 103, SIGSEGV);
   ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRestarting; })) << allEvents();
   for (int i = 0; i < 3; ++i) {
     auto c = beat("j-w" + std::to_string(i), i);
