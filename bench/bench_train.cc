@@ -6,7 +6,11 @@
 //   build/bin/bench_train [--json] [--models mlp,cnn] [--workers 1,2,4] [--repeats 3]
 //                         [--mlp-steps 400] [--cnn-steps 120] [--worker-bin PATH]
 //                         [--gpu auto|on|off] [--gpu-models cnn,mlp_wide] [--gpu-steps 500]
-//                         [--gpu-batch 256]
+//                         [--gpu-batch 256] [--data-dir DIR]
+//
+// --models '' leaves the CPU rows out (the GPU check runs only the GPU rows); --data-dir reads
+// the Fashion-MNIST IDX files from DIR instead of the Debian package's folder (the GPU machine
+// has no Debian packages: the GPU bundle carries the first samples, Note [GPU bundle]).
 //
 // GPU rows (Note [bench_train GPU rows]): with a visible CUDA device, the same jobs with
 // `spec.device: cuda` and 1 worker (world size 1, ProcessGroup of Gloo + NCCL): the CNN of the
@@ -94,6 +98,7 @@ struct Options {
   std::vector<std::string> gpuModels = {"cnn", "mlp_wide"};
   int gpuSteps = 500;
   int gpuBatch = 256;
+  std::string dataDir = JobSpec().data.dir;  // the Fashion-MNIST IDX files
   std::optional<CommThreadPriority> operatorPriority;  // this process's DDP_COMM_THREAD_PRIORITY
 };
 
@@ -305,6 +310,7 @@ int main(int argc, char** argv) {
     else if (a == "--gpu-models") o.gpuModels = splitList(next());
     else if (a == "--gpu-steps") o.gpuSteps = std::atoi(next().c_str());
     else if (a == "--gpu-batch") o.gpuBatch = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--data-dir") o.dataDir = next();
     else badArg = true;
   }
   const bool gpuModelsOk = std::all_of(o.gpuModels.begin(), o.gpuModels.end(),
@@ -312,7 +318,7 @@ int main(int argc, char** argv) {
   if (badArg || (o.gpu != "auto" && o.gpu != "on" && o.gpu != "off") || !gpuModelsOk) {
     std::fprintf(stderr, "usage: bench_train [--json] [--models mlp,cnn] [--workers 1,2,4] [--repeats N] "
                          "[--mlp-steps N] [--cnn-steps N] [--worker-bin PATH] [--gpu auto|on|off] "
-                         "[--gpu-models cnn,mlp_wide] [--gpu-steps N] [--gpu-batch N]\n");
+                         "[--gpu-models cnn,mlp_wide] [--gpu-steps N] [--gpu-batch N] [--data-dir DIR]\n");
     return 2;
   }
   auto operatorPriority = runtime::operatorCommPriority(runtime::processEnv());
@@ -339,9 +345,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_train: no worker program at %s (build ddp-worker)\n", o.workerBin.c_str());
     return 2;
   }
-  if (!data::fashionMnistAvailable(JobSpec().data.dir)) {
+  if (!data::fashionMnistAvailable(o.dataDir)) {
     std::fprintf(stderr, "bench_train: the Fashion-MNIST files are not in %s (apt-get install %s)\n",
-                 JobSpec().data.dir.c_str(), data::kFashionMnistPackage);
+                 o.dataDir.c_str(), data::kFashionMnistPackage);
     return 2;
   }
   // The embedded controllers' info lines (phase changes) would only interleave the figures.
@@ -354,6 +360,7 @@ int main(int argc, char** argv) {
   if (gpuRows) {
     for (const auto& m : o.gpuModels) configs.push_back({m, 1, true, benchSpec(m, o.gpuSteps, true, o.gpuBatch)});
   }
+  for (Config& c : configs) c.spec.data.dir = o.dataDir;
   // Round-robin: repeat r of every configuration before repeat r + 1 of any.
   std::vector<std::vector<Sample>> results(configs.size());
   for (int r = 0; r < o.repeats; ++r) {

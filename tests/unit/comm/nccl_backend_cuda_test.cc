@@ -1,12 +1,18 @@
 // NcclBackend on one GPU (world size 1: one GPU cannot host two NCCL ranks). Each op is checked
 // against its closed form for one rank on device buffers, including the f16/bf16 f32-accumulate
-// path, coalescing, abort, and a ProcessGroup mixing an in-process CPU member with NCCL.
+// path, coalescing, abort (also while a kernel holds the stream), and a ProcessGroup mixing an
+// in-process CPU member with NCCL.
 // Skips when no GPU is present.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "tests/support/cuda/spin_kernel.h"
 #include "tests/support/local_backend.h"
 #include "tests/support/recording_backend.h"
 #include "common/store/in_memory_store.h"
@@ -175,6 +181,48 @@ TEST_F(NcclBackendTest, AbortFailsPendingAndFutureOps) {
   EXPECT_EQ(backend_->allreduce(a.view(), ReduceOp::kSum)->wait(Deadline::after(10s)).code(), StatusCode::kAborted);
   EXPECT_EQ(backend_->startCoalescing().code(), StatusCode::kAborted);
   backend_->abort(abortedError("again"));  // idempotent
+}
+
+// The nonblocking communicator aborted while its stream waits behind a kernel that spins on a
+// host flag (the device busy, as in a hung peer's collective): abort() returns within
+// abortTimeout without the hung-abort handler, the queued op fails Aborted within its deadline,
+// and the device is released afterwards.
+TEST(NcclBackendAbortTest, AbortWhileAKernelHoldsTheStreamReturnsWithinItsDeadline) {
+  int n = 0;
+  (void)cudaGetDeviceCount(&n);
+  if (n == 0) GTEST_SKIP() << "no GPU present";
+  InMemoryStore store;
+  std::atomic<int> hung{0};
+  NcclOptions o;
+  o.prefix = "test/abort";
+  o.timeout = std::chrono::seconds(60);
+  o.connectTimeout = std::chrono::seconds(60);
+  o.abortTimeout = std::chrono::seconds(10);
+  o.onAbortHung = [&](const std::string&) { hung.fetch_add(1); };
+  auto created = NcclBackend::create(o, store);
+  ASSERT_TRUE(created.isOk()) << created.status();
+  std::unique_ptr<NcclBackend> backend = std::move(*created);
+  DeviceBuffer a(1 << 20, DType::kF32);
+  ddp::testing::HostFlagSpin spin;
+  ASSERT_TRUE(spin.ok());
+  ASSERT_EQ(spin.launch(cudaStreamLegacy), "");  // stream 0: the backend's ops wait for it
+  const auto started = std::chrono::steady_clock::now();
+  while (!spin.started() && std::chrono::steady_clock::now() - started < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_TRUE(spin.started()) << "the spinning kernel never started";
+  auto w = backend->allreduce(a.view(), ReduceOp::kSum);
+  const auto t0 = std::chrono::steady_clock::now();
+  backend->abort(abortedError("test abort while the stream is held"));
+  const double abortSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(abortSeconds, 10.0);
+  EXPECT_EQ(hung.load(), 0) << "ncclCommAbort did not return within abortTimeout";
+  EXPECT_TRUE(backend->isAborted());
+  EXPECT_EQ(w->wait(Deadline::after(std::chrono::seconds(10))).code(), StatusCode::kAborted);
+  spin.release();
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  backend.reset();
+  RecordProperty("abort_seconds", std::to_string(abortSeconds));
 }
 
 TEST_F(NcclBackendTest, ProcessGroupRoutesCpuToTheCpuMemberAndCudaToNccl) {
