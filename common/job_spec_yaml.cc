@@ -12,6 +12,7 @@
 #include "common/job_spec.h"
 #include "common/job_spec_json.h"
 #include "common/job_spec_parser.h"
+#include "common/utf8.h"
 
 namespace ddp {
 namespace {
@@ -268,9 +269,27 @@ Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* erro
   spec.apiVersion.clear();
   spec.kind.clear();
   std::vector<JsonColumnShift> shifts;  // Note [JSON job documents]
+  if (const size_t bad = invalidUtf8Offset(yaml); bad != std::string_view::npos) {
+    // Note [Invalid UTF-8]: refused before any of it reaches a message or the job table.
+    const TextPosition at = textPosition(yaml, bad);
+    parser.errors.push_back({"", "the job document is not valid UTF-8: " + describeInvalidUtf8(yaml, bad), at.line,
+                             at.column});
+    if (errorsOut) *errorsOut = parser.errors;
+    return specErrorsToStatus(parser.errors);
+  }
   try {
-    YAML::Node doc = YAML::Load(rewriteJsonSurrogatePairs(yaml, &shifts));
-    parser.parse(doc, &spec);
+    std::vector<YAML::Node> docs = YAML::LoadAll(rewriteJsonSurrogatePairs(yaml, &shifts));
+    // A trailing "---" yields an empty document: only documents with content count.
+    docs.erase(std::remove_if(docs.begin(), docs.end(), [](const YAML::Node& d) { return d.IsNull(); }),
+               docs.end());
+    if (docs.size() > 1) {
+      const YAML::Mark at = docs[1].Mark();
+      parser.errors.push_back({"", "the body holds " + std::to_string(docs.size()) +
+                                       " YAML documents; submit one job per document (the second starts here)",
+                               at.line + 1, at.column + 1});
+    } else {
+      parser.parse(docs.empty() ? YAML::Node() : docs[0], &spec);
+    }
   } catch (const YAML::Exception& e) {
     parser.errors.push_back({"", "YAML syntax error: " + e.msg, e.mark.line + 1, e.mark.column + 1});
   }

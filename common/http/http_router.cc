@@ -4,6 +4,7 @@
 #include <set>
 
 #include "common/status.h"
+#include "common/utf8.h"
 
 namespace ddp::http {
 
@@ -90,7 +91,30 @@ Router::Match Router::match(std::string_view method, std::string_view rawPath) c
   return out;
 }
 
+namespace {
+
+// Note [Invalid UTF-8] (common/utf8.cc): a decoded path or query that is not UTF-8 is refused
+// here, before a handler puts it into a message or a JSON document.
+std::string invalidUtf8InTarget(const Request& request) {
+  if (const size_t at = invalidUtf8Offset(request.path); at != std::string::npos) {
+    return "the request path (percent-decoded) is not valid UTF-8 at byte " + std::to_string(at);
+  }
+  for (const auto& [key, value] : request.query) {
+    if (invalidUtf8Offset(key) != std::string::npos || invalidUtf8Offset(value) != std::string::npos) {
+      return "query parameter " + toValidUtf8(key) + " is not valid UTF-8";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 void Router::handle(Request& request, std::shared_ptr<Responder> responder) const {
+  if (std::string bad = invalidUtf8InTarget(request); !bad.empty()) {
+    if (observer_) observer_(request, std::string(), *responder);
+    responder->reply(Response::jsonError(400, bad));
+    return;
+  }
   Match m = match(request.method, request.rawPath());
   if (observer_) observer_(request, m.route != nullptr ? *m.route : std::string(), *responder);
   switch (m.kind) {

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "common/utf8.h"
+
 namespace ddp::http {
 
 namespace {
@@ -127,7 +129,10 @@ const char* reasonPhrase(int status) {
   }
 }
 
-std::string jsonEscape(std::string_view s) {
+std::string jsonEscape(std::string_view raw) {
+  // Ill-formed bytes become U+FFFD: the output is always valid JSON (Note [Invalid UTF-8]).
+  const std::string valid = toValidUtf8(raw);
+  const std::string_view s = valid;
   std::string out;
   out.reserve(s.size() + 8);
   for (char ch : s) {
@@ -144,7 +149,7 @@ std::string jsonEscape(std::string_view s) {
           std::snprintf(buf, sizeof buf, "\\u%04x", c);
           out += buf;
         } else {
-          out.push_back(ch);  // UTF-8 passes through; invalid bytes are the caller's problem
+          out.push_back(ch);
         }
     }
   }

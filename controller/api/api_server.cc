@@ -9,6 +9,7 @@
 #include "common/job_spec.h"
 #include "common/log.h"
 #include "common/secret.h"
+#include "common/utf8.h"
 #include "controller/api/flight_records_json.h"
 #include "controller/api/job_json.h"
 
@@ -394,7 +395,7 @@ void ApiServer::registerWorker(Request& req, Res res) {
     }
     r.leftGeneration = it->get<int64_t>();
   }
-  if (auto it = body.find("reason"); it != body.end() && it->is_string()) r.reason = it->get<std::string>().substr(0, 4096);
+  if (auto it = body.find("reason"); it != body.end() && it->is_string()) r.reason = std::string(utf8Prefix(it->get<std::string>(), 4096));
   Fenced fenced;
   auto g = jobs_.registerWorker(req.params["name"], r, &fenced);
   if (!g.isOk() && g.status().code() == StatusCode::kAborted) {

@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/secret.h"
+#include "common/utf8.h"
 #include "controller/jobs/job_decision.h"
 #include "controller/jobs/job_live.h"
 #include "controller/metrics/worker_figures.h"
@@ -47,7 +48,7 @@ std::string describeFailure(int rank, const WorkerExit& exit) {
   std::string msg = who + " " + how + " (" + exit.workerId + ", pid " + std::to_string(exit.pid) + ")";
   if (!exit.lastLines.empty()) {
     msg += "\nits last lines:";
-    for (const auto& l : exit.lastLines) msg += "\n  " + l;
+    for (const auto& l : exit.lastLines) msg += "\n  " + toValidUtf8(l);  // Note [Invalid UTF-8]
   }
   return msg;
 }

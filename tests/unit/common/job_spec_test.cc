@@ -135,6 +135,28 @@ TEST(JobSpecTest, SyntaxErrorHasLineAndColumn) {
   EXPECT_GT(errors[0].column, 0);
 }
 
+TEST(JobSpecTest, InvalidUtf8IsOneDocumentErrorAtItsByte) {
+  // A name with a byte that is not UTF-8 (Note [Invalid UTF-8]): refused before parsing, located.
+  const std::string doc = "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata:\n  name: j\xFFob\n";
+  auto errors = errorsOf(doc);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].path, "");
+  EXPECT_NE(errors[0].message.find("not valid UTF-8"), std::string::npos) << errors[0].message;
+  EXPECT_NE(errors[0].message.find("byte 55"), std::string::npos) << errors[0].message;
+  EXPECT_EQ(errors[0].line, 4);
+  EXPECT_EQ(errors[0].column, 10);
+}
+
+TEST(JobSpecTest, TwoDocumentsInOneBodyAreRefused) {
+  auto errors = errorsOf(std::string(kMinimal) + "---\n" + kMinimal);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_EQ(errors[0].path, "");
+  EXPECT_NE(errors[0].message.find("2 YAML documents"), std::string::npos) << errors[0].message;
+  EXPECT_GT(errors[0].line, 5) << "located at the second document";
+  // A trailing document marker adds no document.
+  EXPECT_TRUE(parseJobSpec(std::string(kMinimal) + "---\n").isOk());
+}
+
 TEST(JobSpecTest, WrongTypesNameThePathAndExpectedType) {
   auto errors = errorsOf(withSpec("  workers:\n    count: two\n  seed: 1.5\n  join:\n    enabled: maybe\n"));
   const SpecError* count = find(errors, "spec.workers.count");

@@ -208,6 +208,35 @@ TEST_F(ApiContractTest, BadDocumentsAreRefusedWithEveryErrorAndNothingIsStored) 
   EXPECT_EQ(client_->Get("/healthz")->status, 200) << "the server keeps serving";
 }
 
+// Note [Invalid UTF-8]: no byte a client sends yields a 500 or an answer that is not JSON.
+TEST_F(ApiContractTest, InvalidUtf8AndSecondDocumentsAre400NamingWhereNotA500) {
+  auto badName = post("/v1/jobs", jobYaml("j\xFFob"), "application/yaml", auth_);
+  ASSERT_TRUE(badName);
+  EXPECT_EQ(badName->status, 400) << badName->body;
+  json b = json::parse(badName->body);  // throws (fails the test) if the body is not valid JSON
+  ASSERT_FALSE(b["details"].empty());
+  EXPECT_NE(b["details"][0]["message"].get<std::string>().find("not valid UTF-8: invalid UTF-8 at byte 55"), std::string::npos)
+      << b.dump();
+  EXPECT_EQ(b["details"][0]["line"], 4);
+
+  auto badJson = post("/v1/jobs", "{\"metadata\": {\"name\": \"\xC0\xAF\"}}", "application/json", auth_);
+  ASSERT_TRUE(badJson);
+  EXPECT_EQ(badJson->status, 400) << badJson->body;
+
+  auto two = post("/v1/jobs", jobYaml("first") + "---\n" + jobYaml("second"), "application/yaml", auth_);
+  ASSERT_TRUE(two);
+  EXPECT_EQ(two->status, 400) << two->body;
+  EXPECT_NE(two->body.find("2 YAML documents"), std::string::npos) << two->body;
+
+  for (const char* path : {"/v1/jobs/%FF", "/v1/jobs/%ED%A0%80/events", "/v1/jobs?x=%C0%AF"}) {
+    auto r = client_->Get(path, auth_);
+    ASSERT_TRUE(r) << path;
+    EXPECT_EQ(r->status, 400) << path << ": " << r->body;
+    EXPECT_NE(json::parse(r->body)["error"].get<std::string>().find("not valid UTF-8"), std::string::npos) << path;
+  }
+  EXPECT_EQ(json::parse(client_->Get("/v1/jobs", auth_)->body)["jobs"].size(), 0u) << "nothing was stored";
+}
+
 TEST_F(ApiContractTest, CancelDeleteEventsCheckpointsAndLogs) {
   submitOk("gamma");
   auto cps = client_->Get("/v1/jobs/gamma/checkpoints", auth_);
