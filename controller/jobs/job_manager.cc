@@ -146,7 +146,11 @@ Status JobManager::start() {
         if (w.rec.state == "Stopped") w.outcome = WorkerOutcome::kStopped;
         if (w.rec.state == "Failed") w.outcome = WorkerOutcome::kFailed;
         if (!w.processAlive && w.outcome == WorkerOutcome::kRunning && w.rec.rank >= 0) {
+          // Died while no controller watched: an ordinary recoverable fault (verdict Exited,
+          // one restart of the budget, a replacement), as if its exit had been seen now.
           w.outcome = WorkerOutcome::kFailed;
+          w.failureFromExit = true;
+          w.failedAt = now;
           w.message = "worker rank " + std::to_string(w.rec.rank) + " (" + id +
                       ") ended while the controller was away, without reporting that it finished";
         }

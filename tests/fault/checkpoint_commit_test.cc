@@ -16,6 +16,7 @@
 
 #include "common/checkpoint/checkpoint_store.h"
 #include "tests/fault/fault_harness.h"
+#include "tests/fault/rest_job_client.h"
 #include "tests/support/controller_process.h"
 
 namespace ddp {
@@ -70,26 +71,6 @@ TEST(CheckpointCommitTest, ARankThatCannotWriteItsShardLeavesItUncommittedAndThe
   EXPECT_EQ(h.record("shardfail").restarts, 0) << "the job went on without a restart";
 }
 
-// The job's events, over the controller's REST API.
-std::string eventsText(httplib::Client& cli, const httplib::Headers& auth, const std::string& job) {
-  auto r = cli.Get("/v1/jobs/" + job + "/events", auth);
-  if (!r || r->status != 200) return "";
-  std::string out;
-  json j = json::parse(r->body, nullptr, false);
-  if (!j.is_object()) return "";
-  for (const auto& e : j["events"]) {
-    out += "  " + e.value("reason", "") + ": " + e.value("message", "") + "\n";
-  }
-  return out;
-}
-
-std::string phaseOf(httplib::Client& cli, const httplib::Headers& auth, const std::string& job) {
-  auto r = cli.Get("/v1/jobs/" + job, auth);
-  if (!r || r->status != 200) return "";
-  json j = json::parse(r->body, nullptr, false);
-  return j.is_object() ? j["status"].value("phase", "") : "";
-}
-
 // Rank 1's shard of step 40 is written 3 s late. Once rank 0's shard of step 40 is on disk (so
 // it has reported), the controller is SIGKILLed and started again on the same state dir: the
 // new one never saw rank 0's report, so it abandons step 40 and no MANIFEST is written even
@@ -108,23 +89,17 @@ TEST(CheckpointCommitTest, AControllerKilledDuringACommitLeavesNoHalfCommittedCh
     std::string state;
     ~KillWorkers() { test::killLauncherWorkers(state); }
   } killWorkers{state};
-  const std::string hostPort = url.substr(std::string("http://").size());
-  httplib::Client cli(hostPort.substr(0, hostPort.rfind(':')), std::stoi(hostPort.substr(hostPort.rfind(':') + 1)));
-  cli.set_read_timeout(10, 0);
-  std::ifstream tf(state + "/token");
-  std::string token;
-  std::getline(tf, token);
-  const httplib::Headers auth = {{"Authorization", "Bearer " + token}};
+  test::RestJobClient api(url, state);
   const std::string hook =
       "  commHook:\n    type: powerSGD\n    powerSGD:\n      rank: 2\n      startIter: 10\n"
       "      minCompressionRate: 1\n";
   std::string yaml = faultJobYaml("ctlkill", dir, 200000, 3, hook);  // cancelled once recovered
   yaml.replace(yaml.find("keep: 2"), 7, "keep: 99");
-  auto submitted = cli.Post("/v1/jobs", auth, yaml, "application/yaml");
-  ASSERT_TRUE(submitted && submitted->status == 201) << (submitted ? submitted->body : "no answer");
+  std::string answer;
+  ASSERT_EQ(api.submit(yaml, &answer), 201) << answer;
 
   runtime::CheckpointStore store(dir);
-  ASSERT_TRUE(scratch.waitFor(60, [&] { return exists(store.shardPath(40, 0)); })) << eventsText(cli, auth, "ctlkill");
+  ASSERT_TRUE(scratch.waitFor(60, [&] { return exists(store.shardPath(40, 0)); })) << api.events("ctlkill");
   std::this_thread::sleep_for(std::chrono::milliseconds(200));  // its report reaches the controller
   ASSERT_FALSE(exists(store.shardPath(40, 1))) << "rank 1's write is delayed by 3 s";
   first.kill(SIGKILL);
@@ -140,32 +115,22 @@ TEST(CheckpointCommitTest, AControllerKilledDuringACommitLeavesNoHalfCommittedCh
   // when rank 0's question found no job yet (the new controller was still restoring it) rank 0
   // gives the checkpoint up itself. Either way the next one commits and 40 never does.
   ASSERT_TRUE(scratch.waitFor(60, [&] {
-    const std::string ev = eventsText(cli, auth, "ctlkill");
+    const std::string ev = api.events("ctlkill");
     return ev.find("CheckpointAbandoned: checkpoint at step 40") != std::string::npos ||
            ev.find("CheckpointCommitted: checkpoint at step 60") != std::string::npos;
-  })) << eventsText(cli, auth, "ctlkill");
+  })) << api.events("ctlkill");
   EXPECT_FALSE(exists(store.manifestPath(40))) << "no MANIFEST, though rank 1's delayed shard is written by now";
 
   // A recovery now must resume from step 20, not the half-written 40.
   int64_t pid1 = 0;
-  std::string body;
-  ASSERT_TRUE(scratch.waitFor(20, [&] {
-    auto job = cli.Get("/v1/jobs/ctlkill", auth);
-    if (!job || job->status != 200) return false;
-    body = job->body;
-    const json j = json::parse(job->body, nullptr, false);
-    if (!j.is_object()) return false;
-    for (const auto& w : j["status"]["workers"]) {
-      if (w.value("rank", -1) == 1) pid1 = w.value("pid", int64_t{0});
-    }
-    return pid1 > 0;
-  })) << body;
+  ASSERT_TRUE(scratch.waitFor(20, [&] { return (pid1 = api.pidOfRank("ctlkill", 1)) > 0; }))
+      << api.job("ctlkill").dump(2);
   ASSERT_EQ(::kill(static_cast<pid_t>(pid1), SIGKILL), 0);
-  ASSERT_TRUE(scratch.waitFor(60, [&] { return eventsText(cli, auth, "ctlkill").find("Recovered:") != std::string::npos; }))
-      << eventsText(cli, auth, "ctlkill");
+  ASSERT_TRUE(scratch.waitFor(60, [&] { return api.events("ctlkill").find("Recovered:") != std::string::npos; }))
+      << api.events("ctlkill");
   // The resume point: a committed checkpoint (20, or one after 40 that committed before the
   // kill), never the half-written 40.
-  const std::string events = eventsText(cli, auth, "ctlkill");
+  const std::string events = api.events("ctlkill");
   const size_t at = events.find("resumed at step ", events.find("Recovered:"));
   ASSERT_NE(at, std::string::npos) << events;
   const int64_t resumed = std::stoll(events.substr(at + std::string("resumed at step ").size()));
@@ -175,13 +140,12 @@ TEST(CheckpointCommitTest, AControllerKilledDuringACommitLeavesNoHalfCommittedCh
   // Training goes on from there: a checkpoint of the new generation commits; then the job is
   // cancelled (its workers checkpoint and stop).
   ASSERT_TRUE(scratch.waitFor(60, [&] {
-    const std::string ev = eventsText(cli, auth, "ctlkill");
+    const std::string ev = api.events("ctlkill");
     return ev.find("CheckpointCommitted", ev.find("Recovered:")) != std::string::npos;
-  })) << eventsText(cli, auth, "ctlkill");
-  auto cancelled = cli.Post("/v1/jobs/ctlkill/cancel", auth, "", "application/json");
-  ASSERT_TRUE(cancelled && cancelled->status == 200) << (cancelled ? cancelled->body : "no answer");
-  ASSERT_TRUE(scratch.waitFor(60, [&] { return phaseOf(cli, auth, "ctlkill") == "Cancelled"; }))
-      << phaseOf(cli, auth, "ctlkill") << "\n" << eventsText(cli, auth, "ctlkill");
+  })) << api.events("ctlkill");
+  ASSERT_EQ(api.cancel("ctlkill"), 200);
+  ASSERT_TRUE(scratch.waitFor(60, [&] { return api.phase("ctlkill") == "Cancelled"; }))
+      << api.phase("ctlkill") << "\n" << api.events("ctlkill");
   std::ifstream log(state + "/jobs/ctlkill/logs/ctlkill-w0.log");
   const std::string rank0((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
   EXPECT_NE(rank0.find("resumed from " + store.stepDir(resumed)), std::string::npos) << rank0.substr(0, 4000);
