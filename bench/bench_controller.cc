@@ -176,7 +176,7 @@ Result<RendezvousResult> rendezvousRun(const ControllerLoadProcess& ctl, int n) 
   DDP_ASSIGN_OR_RETURN(std::string token, submitJob(ctl, name, n));
   Result<RendezvousResult> res = notFound("");
   {
-    SimulatedWorkers workers({ctl.host(), ctl.port(), name, token, n}, workerOptions());
+    SimulatedWorkers workers({ctl.host(), ctl.workerPort(), name, token, n}, workerOptions());
     res = workers.rendezvous([&ctl] { return ctl.cpuSeconds(); });
   }  // connections closed before the delete
   Status del = deleteJob(ctl, name);
@@ -191,7 +191,7 @@ Result<std::pair<RendezvousResult, HeartbeatResult>> heartbeatRun(const Controll
   DDP_ASSIGN_OR_RETURN(std::string token, submitJob(ctl, name, n));
   Result<std::pair<RendezvousResult, HeartbeatResult>> res = notFound("");
   {
-    SimulatedWorkers workers({ctl.host(), ctl.port(), name, token, n}, workerOptions(keepSamples));
+    SimulatedWorkers workers({ctl.host(), ctl.workerPort(), name, token, n}, workerOptions(keepSamples));
     auto rdzv = workers.rendezvous([&ctl] { return ctl.cpuSeconds(); });
     if (!rdzv.isOk()) {
       res = rdzv.status();

@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::printf("listening on %s\n", (*controller)->url().c_str());
+  std::printf("workers on %s\n", (*controller)->workerUrl().c_str());
   std::fflush(stdout);
   int sig = 0;
   sigwait(&stopSignals, &sig);

@@ -19,6 +19,20 @@ namespace ddp::bench {
 namespace {
 
 constexpr const char* kListeningPrefix = "listening on http://";
+constexpr const char* kWorkersPrefix = "workers on http://";  // the worker listener (Note [Two listeners])
+
+// The port of the line starting with `prefix` in `out` (0 when not there yet, -1 unparsable).
+int portAfter(const std::string& out, const char* prefix, std::string* host) {
+  const size_t at = out.find(prefix);
+  const size_t eol = at == std::string::npos ? std::string::npos : out.find('\n', at);
+  if (eol == std::string::npos) return 0;
+  const std::string hostPort = out.substr(at + std::strlen(prefix), eol - at - std::strlen(prefix));
+  const size_t colon = hostPort.rfind(':');
+  if (colon == std::string::npos) return -1;
+  *host = hostPort.substr(0, colon);
+  const int port = std::atoi(hostPort.c_str() + colon + 1);
+  return port > 0 ? port : -1;
+}
 constexpr auto kPollEvery = std::chrono::milliseconds(10);
 
 std::string readFile(const std::string& path) {
@@ -114,17 +128,11 @@ Status ControllerLoadProcess::awaitListening(Deadline deadline) {
   const std::string outPath = tmpDir_ + "/controller.out";
   for (;;) {
     const std::string out = readFile(outPath);
-    const size_t at = out.find(kListeningPrefix);
-    const size_t eol = at == std::string::npos ? std::string::npos : out.find('\n', at);
-    if (eol != std::string::npos) {
-      const std::string hostPort = out.substr(at + std::strlen(kListeningPrefix), eol - at - std::strlen(kListeningPrefix));
-      const size_t colon = hostPort.rfind(':');
-      if (colon == std::string::npos) return internalError("cannot parse the listen line: " + out.substr(at, eol - at));
-      host_ = hostPort.substr(0, colon);
-      port_ = std::atoi(hostPort.c_str() + colon + 1);
-      if (port_ <= 0) return internalError("cannot parse the listen line: " + out.substr(at, eol - at));
-      return Status::ok();
-    }
+    std::string workerHost;
+    port_ = portAfter(out, kListeningPrefix, &host_);
+    workerPort_ = portAfter(out, kWorkersPrefix, &workerHost);
+    if (port_ < 0 || workerPort_ < 0) return internalError("cannot parse the listen lines: " + out);
+    if (port_ > 0 && workerPort_ > 0) return Status::ok();
     int status = 0;
     if (reapIfExited(&status)) return unavailable("ddp-controller " + describeWait(status) + " before listening");
     if (deadline.expired()) return timeoutError("no '" + std::string(kListeningPrefix) + "...' line on its stdout");

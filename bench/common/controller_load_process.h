@@ -40,6 +40,7 @@ class ControllerLoadProcess {
   pid_t pid() const { return pid_; }
   const std::string& host() const { return host_; }
   int port() const { return port_; }
+  int workerPort() const { return workerPort_; }  // the worker listener (simulated workers use it)
   std::string hostPort() const { return host_ + ":" + std::to_string(port_); }
   const std::string& token() const { return token_; }      // the controller (user API) token
   const std::string& stateDir() const { return stateDir_; }
@@ -62,6 +63,7 @@ class ControllerLoadProcess {
   int exitStatus_ = 0;
   std::string host_;
   int port_ = 0;
+  int workerPort_ = 0;
   std::string token_;
 };
 

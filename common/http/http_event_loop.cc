@@ -73,6 +73,7 @@ struct EventLoop::Connection {
   uint64_t id = 0;
   int fd = -1;
   std::string remote;
+  std::string host;          // remote without the port: its ClientConnectionLimit key
   Phase phase = Phase::kHead;
   std::string in;            // received, not yet consumed
   size_t scanFrom = 0;       // parseRequestHead's resume point
@@ -100,7 +101,12 @@ struct EventLoop::Connection {
 
 EventLoop::EventLoop(const ServerOptions& options, int listenFd, std::shared_ptr<Outbox> outbox, HandlerPool& pool,
                      std::atomic<size_t>& live)
-    : options_(options), listenFd_(listenFd), outbox_(std::move(outbox)), pool_(pool), live_(live) {}
+    : options_(options),
+      listenFd_(listenFd),
+      outbox_(std::move(outbox)),
+      pool_(pool),
+      live_(live),
+      perClient_(options.maxConnectionsPerClient) {}
 
 EventLoop::~EventLoop() {
   for (auto& [id, c] : connections_) {
@@ -182,8 +188,18 @@ void EventLoop::acceptAll(TimePoint now) {
       listenPaused_ = true;
       return;
     }
+    std::string remote = peerAddress(addr);
+    std::string host(hostOfRemote(remote));
+    if (!perClient_.admit(host)) {
+      refuse(fd, "too many connections from " + host + " (at most " +
+                     std::to_string(options_.maxConnectionsPerClient) + " per client address)",
+             "per_client");
+      continue;
+    }
     if (live_.load() >= options_.maxConnections && !evictIdle()) {
-      refuse(fd);
+      perClient_.release(host);
+      refuse(fd, "server at its limit of " + std::to_string(options_.maxConnections) + " connections, none idle",
+             "capacity");
       continue;
     }
     const int one = 1;
@@ -191,12 +207,14 @@ void EventLoop::acceptAll(TimePoint now) {
     auto c = std::make_unique<Connection>();
     c->id = nextId_++;
     c->fd = fd;
-    c->remote = peerAddress(addr);
+    c->remote = std::move(remote);
+    c->host = std::move(host);
     c->interest = EPOLLIN;
     epoll_event ev{};
     ev.events = c->interest;
     ev.data.u64 = c->id;
     if (::epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      perClient_.release(c->host);
       ::close(fd);
       continue;
     }
@@ -207,14 +225,16 @@ void EventLoop::acceptAll(TimePoint now) {
   }
 }
 
-void EventLoop::refuse(int fd) {
+void EventLoop::refuse(int fd, const std::string& why, const char* reason) {
   bool close = true;
-  const std::string bytes = serializeResponse(
-      Response::jsonError(503, "server at its limit of " + std::to_string(options_.maxConnections) +
-                                   " connections, none idle"),
-      &close);
+  const std::string bytes = serializeResponse(Response::jsonError(503, why), &close);
   (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   ::close(fd);
+  dropped(reason);
+}
+
+void EventLoop::dropped(const char* reason) const {
+  if (options_.onDropped) options_.onDropped(reason);
 }
 
 bool EventLoop::evictIdle() {
@@ -363,6 +383,7 @@ void EventLoop::dispatch(Connection& c) {
 }
 
 void EventLoop::fail(Connection& c, int status, const std::string& reason) {
+  dropped(status == 408 ? "timeout" : "malformed");
   leaveIdle(c);
   bool close = true;
   if (c.out.empty()) c.lastWrite = SystemClock::instance().now();
@@ -423,6 +444,7 @@ void EventLoop::closeConnection(Connection& c) {
   if (c.dead) return;
   c.dead = true;
   leaveIdle(c);
+  perClient_.release(c.host);
   ::close(c.fd);  // also leaves the epoll set
   --live_;
   dead_.push_back(c.id);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/http/http_client_limits.h"
 #include "common/http/http_handler_pool.h"
 #include "common/http/http_outbox.h"
 #include "common/http/http_server.h"
@@ -40,7 +41,8 @@ class EventLoop {
   enum class Phase { kHead, kBody, kHandling, kLingering };
 
   void acceptAll(TimePoint now);
-  void refuse(int fd);
+  void refuse(int fd, const std::string& why, const char* reason);
+  void dropped(const char* reason) const;
   bool evictIdle();
   void onEvents(Connection& c, uint32_t events, TimePoint now);
   void onReadable(Connection& c, TimePoint now);
@@ -71,6 +73,7 @@ class EventLoop {
   uint64_t nextId_ = 16;       // ids below 16 name the listening socket and the eventfd
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
   std::list<uint64_t> idle_;   // connections with no request in flight, longest idle first
+  ClientConnectionLimit perClient_;  // connections per client address (maxConnectionsPerClient)
   std::vector<uint64_t> dead_;  // closed during this iteration, destroyed at its end
 };
 

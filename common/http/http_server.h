@@ -94,6 +94,14 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 0;                        // 0: the OS picks a free port (see Server::port())
   size_t maxConnections = 8192;        // at the cap the longest-idle keep-alive connection is closed to admit a new one
+  // Connections one client address may hold at once (0: no limit); past it a new connection
+  // gets 503 and is closed. Counted before the global cap, so one address cannot take it all.
+  size_t maxConnectionsPerClient = 0;
+  // Optional: called on the event-loop thread for each connection the server ends itself:
+  // "capacity" (refused at maxConnections, none idle), "per_client" (refused at
+  // maxConnectionsPerClient), "timeout" (408: the request did not arrive in time), "malformed"
+  // (400, 411, 413, 431, 505). Must be quick (a counter).
+  std::function<void(const char* reason)> onDropped;
   size_t maxHeaderBytes = 16 << 10;    // a longer request head gets 431
   size_t maxBodyBytes = 1 << 20;       // default body limit (413)
   // Optional per-request body limit, asked once the head is parsed (path, query and headers are

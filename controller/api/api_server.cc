@@ -159,15 +159,7 @@ void ApiServer::install(http::Router& router) {
   auto bind = [this](void (ApiServer::*m)(Request&, Res)) {
     return [this, m](Request& req, Res res) { (this->*m)(req, std::move(res)); };
   };
-  router.add("GET", "/healthz", [](Request&, Res res) { sendJson(*res, 200, R"({"status":"ok"})"); });
-  router.add("GET", "/readyz", [this](Request&, Res res) {
-    Status st = launcher_.ready();
-    // A leader whose job manager is still loading its table (Note [Standby replicas]) is not
-    // ready either: a worker's request would find no job.
-    if (st.isOk()) st = jobs_.changesAllowed();
-    if (!st.isOk()) return sendJson(*res, 503, json{{"status", "not ready"}, {"reason", st.message()}}.dump());
-    sendJson(*res, 200, R"({"status":"ready"})");
-  });
+  installWorkerRoutes(router);
   router.add("POST", "/v1/jobs", user(bind(&ApiServer::submit)));
   router.add("GET", "/v1/jobs", user(bind(&ApiServer::list)));
   router.add("GET", "/v1/jobs/{name}", user(bind(&ApiServer::getJob)));
@@ -179,6 +171,21 @@ void ApiServer::install(http::Router& router) {
   router.add("GET", "/v1/jobs/{name}/checkpoints", user(bind(&ApiServer::checkpoints)));
   router.add("POST", "/v1/jobs/{name}/checkpoints", user(bind(&ApiServer::requestCheckpoint)));
   router.add("GET", "/v1/jobs/{name}/flightrecords", user(bind(&ApiServer::flightRecords)));
+}
+
+void ApiServer::installWorkerRoutes(http::Router& router) {
+  auto bind = [this](void (ApiServer::*m)(Request&, Res)) {
+    return [this, m](Request& req, Res res) { (this->*m)(req, std::move(res)); };
+  };
+  router.add("GET", "/healthz", [](Request&, Res res) { sendJson(*res, 200, R"({"status":"ok"})"); });
+  router.add("GET", "/readyz", [this](Request&, Res res) {
+    Status st = launcher_.ready();
+    // A leader whose job manager is still loading its table (Note [Standby replicas]) is not
+    // ready either: a worker's request would find no job.
+    if (st.isOk()) st = jobs_.changesAllowed();
+    if (!st.isOk()) return sendJson(*res, 503, json{{"status", "not ready"}, {"reason", st.message()}}.dump());
+    sendJson(*res, 200, R"({"status":"ready"})");
+  });
   router.add("POST", "/v1/jobs/{name}/workers", worker(bind(&ApiServer::registerWorker)));
   router.add("GET", "/v1/jobs/{name}/workers/{id}/assignment", worker(bind(&ApiServer::assignment)));
   router.add("POST", "/v1/jobs/{name}/generations/{g}/heartbeat", worker(bind(&ApiServer::heartbeat)));

@@ -42,7 +42,10 @@ class ApiServer {
   ApiServer& operator=(const ApiServer&) = delete;
 
   // Adds every route to `router`.
+  // Every route (the public listener).
   void install(http::Router& router);
+  // The workers' routes and the health probes (the worker listener, Note [Two listeners]).
+  void installWorkerRoutes(http::Router& router);
   // The body limit of a request by its route (for http::ServerOptions::bodyLimit).
   size_t bodyLimit(const http::Request& head) const;
   // Joins follower and task threads (after the HTTP server stopped).

@@ -38,6 +38,11 @@ ControllerMetrics::ControllerMetrics(MetricsOptions options, const Clock& clock)
   // The scrape route's own series, so that the controller families exist from the first scrape.
   families_.httpRequests.Add({{"route", "GET /metrics"}, {"code", "200"}});
   families_.httpSeconds.Add({{"route", "GET /metrics"}}, httpBuckets());
+  for (const char* listener : {"public", "worker"}) {  // present at 0, for rate() and alerts
+    for (const char* reason : {"capacity", "per_client", "timeout", "malformed"}) {
+      families_.httpDropped.Add({{"listener", listener}, {"reason", reason}});
+    }
+  }
 }
 
 ControllerMetrics::~ControllerMetrics() {
@@ -208,6 +213,10 @@ void ControllerMetrics::httpRequest(const std::string& route, int code, double s
   const std::string label = route.empty() ? "unmatched" : route;
   families_.httpRequests.Add({{"route", label}, {"code", std::to_string(code)}}).Increment();
   families_.httpSeconds.Add({{"route", label}}, httpBuckets()).Observe(seconds);
+}
+
+void ControllerMetrics::httpDropped(const std::string& listener, const std::string& reason) {
+  families_.httpDropped.Add({{"listener", listener}, {"reason", reason}}).Increment();  // no lock: as above
 }
 
 }  // namespace ddp::controller

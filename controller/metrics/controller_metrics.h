@@ -69,6 +69,7 @@ class ControllerMetrics final : public MetricsSink {
   void checkpointCommitted(const std::string& job, int64_t bytes) override;
   void checkpointFailed(const std::string& job) override;
   void httpRequest(const std::string& route, int code, double seconds) override;
+  void httpDropped(const std::string& listener, const std::string& reason) override;
 
  private:
   struct LastFigures {

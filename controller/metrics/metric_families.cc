@@ -74,6 +74,8 @@ MetricFamilies::MetricFamilies(Registry& r)
       checkpointFailures(counter(r, "ddp_checkpoint_failures_total", "Checkpoints that failed.")),
       httpRequests(counter(r, "ddp_http_requests_total", "HTTP requests answered, by route and status code.")),
       httpSeconds(histogram(r, "ddp_http_request_seconds", "Seconds from a request's arrival to its answer.")),
+      httpDropped(counter(r, "ddp_http_connections_dropped_total",
+                          "Connections the server ended itself: refused at a cap, or a request timed out or malformed.")),
       info(gauge(r, "ddp_controller_info", "The controller's version (value 1).")) {}
 
 }  // namespace ddp::controller

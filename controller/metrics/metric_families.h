@@ -59,6 +59,7 @@ struct MetricFamilies {
   // controller
   Family<Counter>& httpRequests;      // {route,code}
   Family<Histogram>& httpSeconds;     // {route}
+  Family<Counter>& httpDropped;       // {listener,reason}
   Family<Gauge>& info;                // {version}
 };
 

@@ -7,14 +7,18 @@
 
 namespace ddp::controller {
 
-void installMetricsRoute(http::Router& router, MetricsRoute route) {
-  auto r = std::make_shared<MetricsRoute>(std::move(route));
-  router.setObserver([r](const http::Request&, const std::string& name, http::Responder& res) {
-    const TimePoint start = r->clock->now();
-    res.onAnswer([r, name, start](int status) {
-      r->metrics->httpRequest(name, status, std::chrono::duration<double>(r->clock->now() - start).count());
+void observeRequests(http::Router& router, MetricsSink* metrics, const Clock* clock) {
+  router.setObserver([metrics, clock](const http::Request&, const std::string& name, http::Responder& res) {
+    const TimePoint start = clock->now();
+    res.onAnswer([metrics, clock, name, start](int status) {
+      metrics->httpRequest(name, status, std::chrono::duration<double>(clock->now() - start).count());
     });
   });
+}
+
+void installMetricsRoute(http::Router& router, MetricsRoute route) {
+  auto r = std::make_shared<MetricsRoute>(std::move(route));
+  observeRequests(router, r->metrics, r->clock);
   router.add("GET", "/metrics", [r](http::Request& req, std::shared_ptr<http::Responder> res) {
     if (!r->open) {
       const std::string presented = bearerToken(req);

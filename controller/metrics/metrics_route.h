@@ -28,5 +28,7 @@ struct MetricsRoute {
 };
 
 void installMetricsRoute(http::Router& router, MetricsRoute route);
+// Only the observer (a router without /metrics: the worker listener's).
+void observeRequests(http::Router& router, MetricsSink* metrics, const Clock* clock = &SystemClock::instance());
 
 }  // namespace ddp::controller

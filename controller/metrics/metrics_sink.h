@@ -83,6 +83,9 @@ class MetricsSink {
   // --- controller
   // An answered HTTP request: `route` is "METHOD /pattern" ("" when no route matched).
   virtual void httpRequest(const std::string& route, int code, double seconds) = 0;
+  // A connection the server ended itself (http::ServerOptions::onDropped): `listener` "public" or
+  // "worker", `reason` capacity | per_client | timeout | malformed.
+  virtual void httpDropped(const std::string& listener, const std::string& reason) = 0;
 };
 
 class NullMetricsSink final : public MetricsSink {
@@ -101,6 +104,7 @@ class NullMetricsSink final : public MetricsSink {
   void checkpointCommitted(const std::string&, int64_t) override {}
   void checkpointFailed(const std::string&) override {}
   void httpRequest(const std::string&, int, double) override {}
+  void httpDropped(const std::string&, const std::string&) override {}
 };
 
 }  // namespace ddp::controller

@@ -10,8 +10,6 @@
 #include <deque>
 #include <fstream>
 
-#include "common/http/http_router.h"
-#include "common/http/http_server.h"
 #include "common/log.h"
 #include "common/secret.h"
 #include "common/store/store_service.h"
@@ -23,6 +21,7 @@
 #include "controller/launch/local_launcher.h"
 #include "controller/metrics/controller_metrics.h"
 #include "controller/metrics/metrics_route.h"
+#include "controller/service/listeners.h"
 #include "controller/store/sqlite_job_store.h"
 
 namespace ddp::controller {
@@ -112,16 +111,10 @@ struct Controller::Impl {
   std::unique_ptr<JobManager> jobs;
   std::unique_ptr<comm::StoreService> storeService;
   std::unique_ptr<ApiServer> api;
-  http::Router router;
-  std::unique_ptr<http::Server> server;
-  std::string url;
+  std::unique_ptr<Listeners> listeners;  // Note [Two listeners]
 
   // Launcher exits may arrive before the job manager exists (re-adoption at start).
   std::mutex exitMu;
-  // Set once the routes are installed and the job manager restored its jobs: until then every
-  // request gets 503 (which workers retry), not a 404 that a restarted controller's workers
-  // would take for "no such job".
-  std::atomic<bool> ready{false};
   JobManager* exitSink = nullptr;
   std::deque<WorkerExit> earlyExits;
 
@@ -141,28 +134,17 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config, C
   DDP_ASSIGN_OR_RETURN(p->token, loadOrCreateToken(p->tokenFile, config.tokenFile.empty()));
   DDP_ASSIGN_OR_RETURN(p->store, SqliteJobStore::open(config.stateDir + "/jobs.db"));
 
-  // The server first (its port is the workers' controller URL), routes installed before start.
+  // The servers first (the worker port is the workers' controller URL); until the routes are
+  // installed and the job manager restored its jobs every request gets 503 (which workers
+  // retry), not a 404 that a restarted controller's workers would take for "no such job".
   p->storeService = std::make_unique<comm::StoreService>();
-  http::ServerOptions so;
-  so.host = config.listenHost;
-  so.port = config.listenPort;
-  so.handlerThreads = config.handlerThreads;
-  so.maxBodyBytes = config.maxJobBytes;
-  so.bodyLimit = [p](const http::Request& head) { return p->api ? p->api->bodyLimit(head) : p->config.maxJobBytes; };
-  // The worker routes never block (short locks, then a reply or a kept long poll): they run on
-  // the event loop itself, which at thousands of heartbeats a second saves most of the
-  // controller's CPU (two thread hand-offs per request).
-  so.runInline = [](const http::Request& req) { return isWorkerRoute(req); };
-  p->server = std::make_unique<http::Server>(so, [p](http::Request& req, std::shared_ptr<http::Responder> res) {
-    if (!p->ready.load()) {
-      res->reply(http::Response::jsonError(503, "the controller is starting"));
-      return;
-    }
-    p->router.handle(req, std::move(res));
-  });
-  DDP_RETURN_IF_ERROR(p->server->start());
-  const std::string host = config.listenHost.find(':') != std::string::npos ? "[" + config.listenHost + "]" : config.listenHost;
-  p->url = "http://" + host + ":" + std::to_string(p->server->port());
+  MetricsOptions mo;
+  mo.retention = config.metricsRetention;
+  p->metrics = std::make_unique<ControllerMetrics>(mo);
+  p->listeners = std::make_unique<Listeners>(
+      p->config, [p](const http::Request& head) { return p->api ? p->api->bodyLimit(head) : p->config.maxJobBytes; },
+      *p->metrics);
+  DDP_RETURN_IF_ERROR(p->listeners->start());
 
   LocalLauncherOptions lo;
   lo.stateDir = config.stateDir;
@@ -187,32 +169,31 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config, C
   }
 
   JobManagerOptions jo;
-  jo.controllerUrl = config.advertiseUrl.empty() ? p->url : config.advertiseUrl;
+  jo.controllerUrl = config.advertiseUrl.empty() ? p->listeners->workerUrl() : config.advertiseUrl;
   jo.persistEvery = config.persistEvery;
   jo.stopGrace = config.stopGrace;
   jo.workerLogFormat = config.workerLogFormat;
   jo.workerCheckpointDir = config.workerCheckpointDir;
   jo.commThreadPriority = config.commThreadPriority;
-  MetricsOptions mo;
-  mo.retention = config.metricsRetention;
-  p->metrics = std::make_unique<ControllerMetrics>(mo);
   jo.metrics = p->metrics.get();
   p->jobs = std::make_unique<JobManager>(jo, *p->store, *p->launcher);
   ApiOptions ao;
   ao.maxJobBytes = config.maxJobBytes;
   p->api = std::make_unique<ApiServer>(ao, p->token, *p->jobs, *p->launcher, *p->storeService);
-  p->api->install(p->router);
+  p->api->install(p->listeners->publicRouter());
+  p->api->installWorkerRoutes(p->listeners->workerRouter());
+  observeRequests(p->listeners->workerRouter(), p->metrics.get());
   MetricsRoute mr;
   mr.metrics = p->metrics.get();
   mr.gauges = [p] { return p->jobs->gauges(); };
   mr.token = p->token;
   mr.open = config.metricsOpen;
-  installMetricsRoute(p->router, std::move(mr));
+  installMetricsRoute(p->listeners->publicRouter(), std::move(mr));
   // Note [Standby replicas] (kubernetes_runtime.h): under leader election the jobs start when
   // this replica leads.
   const bool deferJobs = p->kube && p->kube->electsLeader();
   if (!deferJobs) DDP_RETURN_IF_ERROR(p->jobs->start());
-  p->ready = true;
+  p->listeners->setReady();
   if (p->kube) {
     JobManager* jobs = p->jobs.get();
     kube::JobCalls calls;
@@ -250,7 +231,7 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config, C
 void Controller::stop() {
   if (!impl_ || impl_->stopped) return;
   impl_->stopped = true;
-  impl_->server->stop();  // no more requests; pending long polls see closed connections
+  impl_->listeners->stop();  // no more requests; pending long polls see closed connections
   impl_->api->stop();
   if (impl_->kube) impl_->kube->stop();  // the reconciler calls into the jobs: first
   {
@@ -262,8 +243,10 @@ void Controller::stop() {
   impl_->kube.reset();      // after the launcher, which uses its API client
 }
 
-std::string Controller::url() const { return impl_->url; }
-int Controller::port() const { return impl_->server->port(); }
+std::string Controller::url() const { return impl_->listeners->publicUrl(); }
+int Controller::port() const { return impl_->listeners->publicPort(); }
+std::string Controller::workerUrl() const { return impl_->listeners->workerUrl(); }
+int Controller::workerPort() const { return impl_->listeners->workerPort(); }
 const std::string& Controller::token() const { return impl_->token; }
 const std::string& Controller::tokenFile() const { return impl_->tokenFile; }
 JobManager& Controller::jobs() { return *impl_->jobs; }

@@ -1,7 +1,7 @@
 #pragma once
 // Controller: ddp-controller's parts wired together (docs/CONTROLLER.md): the state dir, the
 // API token, the SQLite job store, the local launcher, the job manager, the store service and
-// the HTTP server with the API routes. Used by ddp-controller's main, in process by
+// two HTTP servers: the public one with the API routes, and the workers' (listeners.h). Used by ddp-controller's main, in process by
 // `ddpctl run`, and by tests.
 // Thread model: start() and stop() from one thread; the parts run their own threads (the HTTP
 // event loop and handlers, the job manager's ticker, the launcher's monitor, log followers);
@@ -39,8 +39,10 @@ class Controller {
 
   void stop();
 
-  std::string url() const;             // "http://host:port" as bound
+  std::string url() const;             // "http://host:port" as bound: the public (user) listener
   int port() const;
+  std::string workerUrl() const;       // the workers' listener (Note [Two listeners])
+  int workerPort() const;
   const std::string& token() const;    // the controller (user API) token
   const std::string& tokenFile() const;
   JobManager& jobs();

@@ -15,6 +15,8 @@ struct Option {
   const char* env;
 };
 constexpr Option kListen{"--listen", "DDP_CONTROLLER_LISTEN"};
+constexpr Option kWorkerListen{"--worker-listen", "DDP_CONTROLLER_WORKER_LISTEN"};
+constexpr Option kPerClient{"--max-connections-per-client", "DDP_CONTROLLER_MAX_CONNECTIONS_PER_CLIENT"};
 constexpr Option kStateDir{"--state-dir", "DDP_CONTROLLER_STATE_DIR"};
 constexpr Option kTokenFile{"--token-file", "DDP_CONTROLLER_TOKEN_FILE"};
 constexpr Option kWorkerBin{"--worker-bin", "DDP_CONTROLLER_WORKER_BIN"};
@@ -29,7 +31,7 @@ constexpr Option kLeaderLease{"--leader-election-lease", "DDP_CONTROLLER_LEADER_
 constexpr Option kKubeServer{"--kube-server", "DDP_CONTROLLER_KUBE_SERVER"};
 constexpr Option kMetricsOpen{"--metrics-open", "DDP_CONTROLLER_METRICS_OPEN"};  // a switch
 constexpr Option kMetricsRetention{"--metrics-retention", "DDP_CONTROLLER_METRICS_RETENTION"};
-constexpr Option kAll[] = {kListen,       kStateDir,     kTokenFile,   kWorkerBin,     kAdvertise,
+constexpr Option kAll[] = {kListen,       kWorkerListen, kPerClient,   kStateDir,     kTokenFile,   kWorkerBin,     kAdvertise,
                            kMaxJobBytes,  kHandlerThreads, kLogLevel,  kLauncher,      kWorkerImage,
                            kWatchNamespace, kLeaderLease, kKubeServer, kMetricsOpen,  kMetricsRetention};
 
@@ -45,6 +47,17 @@ Status parseInt(const std::string& text, const Option& o, int64_t lo, int64_t hi
     return invalidArgument(describe(o) + ": " + text + " is not in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   }
   *out = v;
+  return Status::ok();
+}
+
+Status parseHostPort(const std::string& v, const Option& o, std::string* host, int* port) {
+  auto colon = v.rfind(':');
+  if (colon == std::string::npos || colon == 0) return invalidArgument(describe(o) + ": '" + v + "' is not HOST:PORT");
+  *host = v.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') *host = host->substr(1, host->size() - 2);
+  int64_t p = 0;
+  DDP_RETURN_IF_ERROR(parseInt(v.substr(colon + 1), o, 0, 65535, &p));
+  *port = static_cast<int>(p);
   return Status::ok();
 }
 
@@ -68,7 +81,8 @@ std::string programDir() {
 }
 
 std::string controllerUsage() {
-  return "usage: ddp-controller --state-dir DIR [--listen HOST:PORT] [--token-file FILE]\n"
+  return "usage: ddp-controller --state-dir DIR [--listen HOST:PORT] [--worker-listen HOST:PORT]\n"
+         "                      [--max-connections-per-client N] [--token-file FILE]\n"
          "                      [--worker-bin PATH] [--advertise-url URL] [--max-job-bytes N]\n"
          "                      [--handler-threads N] [--log-level debug|info|warning|error]\n"
          "                      [--launcher local|external|kubernetes] [--worker-image IMAGE]\n"
@@ -76,7 +90,11 @@ std::string controllerUsage() {
          "                      [--metrics-open] [--metrics-retention SECONDS]\n"
          "The training service: REST job API, rendezvous, store and heartbeats for workers, and\n"
          "a local launcher that runs workers on this host. Prints `listening on http://HOST:PORT`\n"
-         "when ready; SIGTERM stops it (running workers keep running and are re-adopted by the\n"
+         "and `workers on http://HOST:PORT` when ready. Workers reach it on --worker-listen (their\n"
+         "routes and /healthz, /readyz; default: the --listen host, the port an earlier start on\n"
+         "this state dir used, else any) and are told --advertise-url (default: that address);\n"
+         "users on --listen, which takes at most --max-connections-per-client (1024; 0: no cap)\n"
+         "connections from one address. SIGTERM stops it (running workers keep running and are re-adopted by the\n"
          "next start on the same state dir). Every flag falls back to DDP_CONTROLLER_<NAME>\n"
          "(DDP_CONTROLLER_LISTEN, DDP_CONTROLLER_STATE_DIR, DDP_CONTROLLER_TOKEN_FILE, ...).\n"
          "The API token is read from --token-file, or generated in STATE_DIR/token (mode 0600).\n"
@@ -90,6 +108,11 @@ Status ControllerConfig::validate() const {
   if (stateDir.empty()) return invalidArgument(describe(kStateDir) + ": required (where jobs, logs and the token live)");
   if (listenHost.empty()) return invalidArgument(describe(kListen) + ": empty host");
   if (listenPort < 0 || listenPort > 65535) return invalidArgument(describe(kListen) + ": port out of range");
+  if (workerListenPort < 0 || workerListenPort > 65535) return invalidArgument(describe(kWorkerListen) + ": port out of range");
+  if (workerListenPort != 0 && workerListenPort == listenPort && (workerListenHost.empty() || workerListenHost == listenHost)) {
+    return invalidArgument(describe(kWorkerListen) + ": the workers need a port of their own, not --listen's " +
+                           std::to_string(listenPort));
+  }
   if (maxJobBytes < 1024) return invalidArgument(describe(kMaxJobBytes) + ": must be at least 1024");
   if (handlerThreads < 1 || handlerThreads > 256) return invalidArgument(describe(kHandlerThreads) + ": must be in [1, 256]");
   if (persistEvery <= Duration::zero()) return invalidArgument("persistEvery must be > 0");
@@ -133,22 +156,19 @@ Result<ControllerConfig> parseControllerConfig(const std::vector<std::string>& a
     return env(o.env);
   };
   ControllerConfig c;
-  if (auto v = get(kListen)) {
-    auto colon = v->rfind(':');
-    if (colon == std::string::npos || colon == 0) return invalidArgument(describe(kListen) + ": '" + *v + "' is not HOST:PORT");
-    c.listenHost = v->substr(0, colon);
-    if (c.listenHost.size() >= 2 && c.listenHost.front() == '[' && c.listenHost.back() == ']') {
-      c.listenHost = c.listenHost.substr(1, c.listenHost.size() - 2);
-    }
-    int64_t port = 0;
-    DDP_RETURN_IF_ERROR(parseInt(v->substr(colon + 1), kListen, 0, 65535, &port));
-    c.listenPort = static_cast<int>(port);
+  if (auto v = get(kListen)) DDP_RETURN_IF_ERROR(parseHostPort(*v, kListen, &c.listenHost, &c.listenPort));
+  if (auto v = get(kWorkerListen)) {
+    DDP_RETURN_IF_ERROR(parseHostPort(*v, kWorkerListen, &c.workerListenHost, &c.workerListenPort));
   }
   if (auto v = get(kStateDir)) c.stateDir = *v;
   if (auto v = get(kTokenFile)) c.tokenFile = *v;
   if (auto v = get(kWorkerBin)) c.workerBinary = *v;
   if (auto v = get(kAdvertise)) c.advertiseUrl = *v;
   int64_t n = 0;
+  if (auto v = get(kPerClient)) {
+    DDP_RETURN_IF_ERROR(parseInt(*v, kPerClient, 0, 1 << 20, &n));
+    c.maxConnectionsPerClient = static_cast<size_t>(n);
+  }
   if (auto v = get(kMaxJobBytes)) {
     DDP_RETURN_IF_ERROR(parseInt(*v, kMaxJobBytes, 1024, int64_t{1} << 30, &n));
     c.maxJobBytes = static_cast<size_t>(n);

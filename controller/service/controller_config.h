@@ -46,7 +46,12 @@ struct ControllerConfig {
   std::string stateDir;
   std::string tokenFile;          // empty: STATE_DIR/token
   std::string workerBinary;       // empty: ddp-worker next to the running program
-  std::string advertiseUrl;       // empty: http://listenHost:boundPort
+  // The workers' listener (Note [Two listeners] in listeners.cc): empty host = listenHost; port
+  // 0 = the one recorded in the state dir by an earlier start, else one the OS picks.
+  std::string workerListenHost;
+  int workerListenPort = 0;
+  std::string advertiseUrl;       // the workers' controller URL; empty: http://workerHost:boundWorkerPort
+  size_t maxConnectionsPerClient = 1024;  // public listener only; 0: no cap
   size_t maxJobBytes = 1u << 20;
   int handlerThreads = 4;
   log::Level logLevel = log::Level::kInfo;

@@ -48,9 +48,11 @@ class FaultHarness {
  public:
   // `launcher`: "local" (the controller starts the workers) or "external" (startWorker does).
   // `listenHost`: where the controller listens ("0.0.0.0": every address of this namespace).
-  // `stopGrace`: how long a stopping job's workers get before SIGTERM/SIGKILL.
+  // `stopGrace`: how long a stopping job's workers get before SIGTERM/SIGKILL. `configure`
+  // changes the rest of the controller's configuration.
   explicit FaultHarness(const std::string& launcher = "local", const std::string& listenHost = "127.0.0.1",
-                        Duration stopGrace = std::chrono::seconds(5)) {
+                        Duration stopGrace = std::chrono::seconds(5),
+                        const std::function<void(controller::ControllerConfig&)>& configure = nullptr) {
     char t[] = "/tmp/ddp-fault-XXXXXX";
     dir_ = ::mkdtemp(t);
     controller::ControllerConfig c;
@@ -62,6 +64,7 @@ class FaultHarness {
     c.stopGrace = stopGrace;
     c.logLevel = log::Level::kWarning;
     c.launcher = launcher;
+    if (configure) configure(c);
     auto started = controller::Controller::start(c);
     if (started.isOk()) {
       controller_ = std::move(*started);
@@ -93,6 +96,7 @@ class FaultHarness {
   const std::string& startError() const { return startError_; }
   const std::string& dir() const { return dir_; }
   int port() const { return controller_->port(); }
+  int workerPort() const { return controller_->workerPort(); }  // Note [Two listeners]
   controller::JobManager& jobs() { return controller_->jobs(); }
   controller::Controller& controller() { return *controller_; }
 
@@ -153,7 +157,7 @@ class FaultHarness {
   // How startWorker starts a worker; the defaults start it as the local launcher would.
   struct WorkerStart {
     std::vector<std::string> prefix;  // argv before the worker binary (`ip netns exec NS`: it execs)
-    std::string controllerUrl;        // empty: the controller's own URL
+    std::string controllerUrl;        // empty: the controller's worker URL
     std::string advertiseAddress;     // empty: the worker's default (127.0.0.1)
     std::string logName;              // empty: the worker id (DIR/<logName>.log)
   };
@@ -165,7 +169,7 @@ class FaultHarness {
     std::vector<std::string> args = how.prefix;
     args.push_back(kFaultBin + "/ddp-worker");
     std::vector<std::string> env = {
-        "DDP_CONTROLLER_URL=" + (how.controllerUrl.empty() ? controller_->url() : how.controllerUrl),
+        "DDP_CONTROLLER_URL=" + (how.controllerUrl.empty() ? controller_->workerUrl() : how.controllerUrl),
         "DDP_JOB_NAME=" + job, "DDP_JOB_TOKEN=" + record(job).workerToken, "DDP_WORKER_ID=" + workerId};
     if (!how.advertiseAddress.empty()) env.push_back("DDP_ADVERTISE_ADDR=" + how.advertiseAddress);
     const size_t set = env.size();  // this process's environment, less the names set above

@@ -51,7 +51,7 @@ TEST(NetnsFaultTest, AWorkerWhoseLinkIsCutIsNamedUnresponsiveFencedAndReplacedFr
   auto on = [&](int node, const std::string& logName) {
     FaultHarness::WorkerStart s;
     s.prefix = net.execPrefix(node);
-    s.controllerUrl = "http://" + net.gateway(node) + ":" + std::to_string(h.port());
+    s.controllerUrl = "http://" + net.gateway(node) + ":" + std::to_string(h.workerPort());
     s.advertiseAddress = net.address(node);
     s.logName = logName;
     return s;

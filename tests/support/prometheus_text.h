@@ -122,6 +122,7 @@ inline const std::vector<FamilySpec>& controllerFamilies() {
       {"ddp_checkpoint_failures_total", "counter", {"job"}},
       {"ddp_http_requests_total", "counter", {"route", "code"}},
       {"ddp_http_request_seconds", "histogram", {"route"}},
+      {"ddp_http_connections_dropped_total", "counter", {"listener", "reason"}},
       {"ddp_controller_info", "gauge", {"version"}},
   };
   return f;

@@ -74,6 +74,32 @@ TEST(ControllerConfigTest, MetricsOpenIsASwitchAndRetentionIsSeconds) {
   EXPECT_NE(negative.status().message().find("--metrics-retention"), std::string::npos) << negative.status();
 }
 
+TEST(ControllerConfigTest, TheWorkerListenerAndThePerClientCap) {
+  auto d = parseControllerConfig({"--state-dir", "/s"}, envOf({}));
+  ASSERT_TRUE(d.isOk()) << d.status();
+  EXPECT_EQ(d->workerListenHost, "");  // the --listen host
+  EXPECT_EQ(d->workerListenPort, 0);   // recorded in the state dir, else any
+  EXPECT_EQ(d->maxConnectionsPerClient, 1024u);
+  auto c = parseControllerConfig({"--state-dir", "/s", "--listen", "0.0.0.0:8080", "--worker-listen", "[::]:8081",
+                                  "--max-connections-per-client", "0"},
+                                 envOf({}));
+  ASSERT_TRUE(c.isOk()) << c.status();
+  EXPECT_EQ(c->workerListenHost, "::");
+  EXPECT_EQ(c->workerListenPort, 8081);
+  EXPECT_EQ(c->maxConnectionsPerClient, 0u);
+  auto env = parseControllerConfig({"--state-dir", "/s"}, envOf({{"DDP_CONTROLLER_WORKER_LISTEN", "10.0.0.1:9000"}}));
+  ASSERT_TRUE(env.isOk()) << env.status();
+  EXPECT_EQ(env->workerListenPort, 9000);
+  auto same = parseControllerConfig({"--state-dir", "/s", "--listen", "0.0.0.0:8080", "--worker-listen", "0.0.0.0:8080"},
+                                    envOf({}));
+  ASSERT_FALSE(same.isOk());
+  EXPECT_NE(same.status().message().find("--worker-listen / DDP_CONTROLLER_WORKER_LISTEN: the workers need a port of their own"),
+            std::string::npos) << same.status();
+  auto bad = parseControllerConfig({"--state-dir", "/s", "--worker-listen", "nohost"}, envOf({}));
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("is not HOST:PORT"), std::string::npos) << bad.status();
+}
+
 TEST(ControllerLayeringTest, TheControllerLinksNoGlooNcclCudaOrBlas) {
   const std::string cmd = std::string("ldd ") + DDP_TEST_BIN_DIR + "/ddp-controller 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -352,6 +353,78 @@ TEST(HttpServerTest, AtTheConnectionCapTheLongestIdleConnectionMakesRoom) {
   auto r = busy.readResponse();
   ASSERT_TRUE(r);
   EXPECT_EQ(r->body, "/park/c");
+}
+
+// Note [Two listeners]: half-sent requests from one address hold at most
+// maxConnectionsPerClient connections; the next from that address is refused with 503 at once,
+// and each connection the server ends itself is reported to onDropped with its reason.
+TEST(HttpServerTest, OneAddressHoldsAtMostItsPerClientConnectionsAndDropsAreReported) {
+  Parking p;
+  ServerOptions o = smallOptions();
+  o.maxConnections = 100;
+  o.maxConnectionsPerClient = 4;
+  o.requestTimeout = std::chrono::milliseconds(300);
+  std::mutex mu;
+  std::map<std::string, int> drops;
+  o.onDropped = [&](const char* reason) {
+    std::lock_guard<std::mutex> lock(mu);
+    ++drops[reason];
+  };
+  Server server(o, p.handler());
+  ASSERT_TRUE(server.start().isOk());
+  std::vector<std::unique_ptr<RawConnection>> partial;
+  for (int i = 0; i < 4; ++i) {
+    partial.push_back(std::make_unique<RawConnection>(server.port()));
+    ASSERT_TRUE(partial.back()->send("GET /slow HTTP/1.1\r\nHo"));
+  }
+  RawConnection fifth(server.port());
+  auto refused = fifth.readResponse(std::chrono::seconds(3));
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_NE(refused->body.find("too many connections from 127.0.0.1 (at most 4 per client address)"),
+            std::string::npos) << refused->body;
+  // The half-sent ones time out (408); then the address may connect again.
+  for (auto& c : partial) {
+    auto r = c->readResponse(std::chrono::seconds(3));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 408);
+    EXPECT_TRUE(c->waitForClose());
+  }
+  for (int i = 0; i < 50 && server.connectionCount() > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  RawConnection again(server.port());
+  EXPECT_EQ(get(again, "/again").substr(0, 3), "200");
+  RawConnection bad(server.port());
+  ASSERT_TRUE(bad.send("NONSENSE\r\n\r\n"));
+  auto malformed = bad.readResponse();
+  ASSERT_TRUE(malformed);
+  EXPECT_EQ(malformed->status, 400);
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(drops["per_client"], 1);
+  EXPECT_EQ(drops["timeout"], 4);
+  EXPECT_EQ(drops["malformed"], 1);
+  EXPECT_EQ(drops["capacity"], 0);
+}
+
+TEST(HttpServerTest, RefusalsAtTheGlobalCapAreReportedAsCapacity) {
+  Parking p;
+  ServerOptions o = smallOptions();
+  o.maxConnections = 2;
+  std::atomic<int> capacity{0};
+  o.onDropped = [&](const char* reason) {
+    if (std::string(reason) == "capacity") capacity.fetch_add(1);
+  };
+  Server server(o, p.handler());
+  ASSERT_TRUE(server.start().isOk());
+  RawConnection a(server.port()), b(server.port());
+  ASSERT_TRUE(a.send("GET /park/a HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(b.send("GET /park/b HTTP/1.1\r\n\r\n"));
+  ASSERT_TRUE(p.waitParked(2));  // both in flight: none idle to evict
+  RawConnection c(server.port());
+  auto r = c.readResponse(std::chrono::seconds(3));
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 503);
+  EXPECT_EQ(capacity.load(), 1);
+  EXPECT_EQ(p.releaseAll(), 2u);
 }
 
 TEST(HttpServerTest, ClientGoingAwayClosesItsDeferredResponder) {
