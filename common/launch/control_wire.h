@@ -20,6 +20,10 @@ bool parseCommandType(std::string_view text, CommandType* out);
 
 // A worker process's exit status: 0 finished well (or stopped on request); 2 bad configuration
 // (flags, environment, the spec, a refused token: no restart can fix it); 1 any other failure.
+// The header that carries a worker's incarnation nonce on every call after its registration
+// (Note [Worker incarnations] in controller/jobs/worker_claim.cc).
+inline constexpr const char* kIncarnationHeader = "X-DDP-Incarnation";
+
 inline constexpr int kWorkerExitOk = 0;
 inline constexpr int kWorkerExitFailure = 1;
 inline constexpr int kWorkerExitBadConfig = 2;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/job_spec.h"
+#include "common/launch/control_wire.h"
 #include "common/log.h"
 #include "common/secret.h"
 #include "common/utf8.h"
@@ -45,6 +46,9 @@ void sendStatus(Responder& r, const Status& st) {
   }
   sendError(r, code, st.message());
 }
+
+// The worker's incarnation nonce (Note [Worker incarnations]); "" when the call has none.
+std::string incarnationOf(const Request& req) { return req.header(wire::kIncarnationHeader); }
 
 bool parseInt64(const std::string& s, int64_t* out) {
   if (s.empty()) return false;
@@ -403,13 +407,15 @@ void ApiServer::registerWorker(Request& req, Res res) {
     r.leftGeneration = it->get<int64_t>();
   }
   if (auto it = body.find("reason"); it != body.end() && it->is_string()) r.reason = std::string(utf8Prefix(it->get<std::string>(), 4096));
+  r.incarnation = incarnationOf(req);
   Fenced fenced;
-  auto g = jobs_.registerWorker(req.params["name"], r, &fenced);
+  std::string incarnation;
+  auto g = jobs_.registerWorker(req.params["name"], r, &fenced, &incarnation);
   if (!g.isOk() && g.status().code() == StatusCode::kAborted) {
     return sendJson(*res, 410, json{{"error", "stale generation"}, {"generation", fenced.current}}.dump());
   }
   if (!g.isOk()) return sendStatus(*res, g.status());
-  sendJson(*res, 200, json{{"workerId", r.workerId}, {"generation", *g}}.dump());
+  sendJson(*res, 200, json{{"workerId", r.workerId}, {"generation", *g}, {"incarnation", incarnation}}.dump());
 }
 
 void ApiServer::assignment(Request& req, Res res) {
@@ -424,7 +430,7 @@ void ApiServer::assignment(Request& req, Res res) {
     if (!parseInt64(*a, &after) || after < 0) return sendError(*res, 400, "after '" + *a + "' must be an integer >= 0");
   }
   jobs_.awaitAssignment(req.params["name"], req.params["id"], std::chrono::milliseconds(waitMs), withPeers, after,
-                        std::move(res));
+                        std::move(res), incarnationOf(req));
 }
 
 void ApiServer::storeOp(Request& req, Res res) {
@@ -446,6 +452,7 @@ void ApiServer::heartbeat(Request& req, Res res) {
   if (!parseInt64(req.params["g"], &g)) return sendError(*res, 400, "generation '" + req.params["g"] + "' is not an integer");
   auto hb = parseHeartbeat(req.body);
   if (!hb.isOk()) return sendStatus(*res, hb.status());
+  hb->incarnation = incarnationOf(req);
   Fenced fenced;
   auto cmd = jobs_.heartbeat(req.params["name"], g, *hb, &fenced);
   if (!cmd.isOk()) {

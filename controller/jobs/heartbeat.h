@@ -25,6 +25,7 @@ struct HeartbeatCheckpoint {
 
 struct Heartbeat {
   std::string workerId;
+  std::string incarnation;  // from the X-DDP-Incarnation header ("" unchecked; Note [Worker incarnations])
   int rank = -1;
   std::string state = "Running";  // wire::workerStateName(): Running | Succeeded | Failed | Stopped
   int64_t step = 0, totalSteps = 0, epoch = 0, epochs = 0;

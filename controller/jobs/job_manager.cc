@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/secret.h"
 #include "common/utf8.h"
+#include "controller/jobs/worker_claim.h"
 #include "controller/jobs/job_decision.h"
 #include "controller/jobs/job_live.h"
 #include "controller/metrics/worker_figures.h"
@@ -22,6 +23,36 @@ using nlohmann::json;
 
 
 constexpr Duration kHeartbeatScan = std::chrono::milliseconds(250);
+
+// Note [Worker incarnations] (worker_claim.cc): may `req` take the slot `w` holds now?
+Status claimSlot(const JobSpec& spec, const WorkerState& w, const RegisterRequest& req, TimePoint now) {
+  SlotHolder h;
+  h.incarnation = w.incarnation;
+  h.processAlive = w.processAlive;
+  h.replacing = w.replacing;
+  h.running = w.outcome == WorkerOutcome::kRunning;
+  h.lastSeen = w.lastSeen;
+  h.pid = w.rec.pid;
+  const Duration fresh = seconds(1.5 * spec.timeouts.heartbeatSeconds);
+  const std::string held = "worker id " + req.workerId + " is held by pid " + std::to_string(w.rec.pid) + ", heard " +
+                           formatDuration(now - w.lastSeen) + " ago";
+  switch (decideClaim(h, req.incarnation, now, fresh)) {
+    case ClaimVerdict::kAccept: return Status::ok();
+    case ClaimVerdict::kWait: return unavailable(held + ", not yet seen gone: retry");
+    case ClaimVerdict::kRefuse:
+      return alreadyExists(held + ", a live process: the registration of pid " + std::to_string(req.pid) +
+                           " is refused (one process per worker id)");
+  }
+  return Status::ok();
+}
+
+// Whether a call presenting `incarnation` may act for `w`'s slot (adopting it after a restart).
+bool holdsSlot(WorkerState& w, const std::string& incarnation) {
+  bool adopt = false;
+  if (!incarnationMatches(w.incarnation, incarnation, &adopt)) return false;
+  if (adopt) w.incarnation = incarnation;
+  return true;
+}
 
 RendezvousConfig rendezvousConfig(const JobSpec& spec) {
   RendezvousConfig c;
@@ -334,7 +365,10 @@ bool JobManager::workerTokenMatches(const std::string& name, const std::string& 
   return secretEquals(expected, token);
 }
 
-Result<int64_t> JobManager::registerWorker(const std::string& name, const RegisterRequest& req, Fenced* fenced) {
+Result<int64_t> JobManager::registerWorker(const std::string& name, const RegisterRequest& req, Fenced* fenced,
+                                           std::string* incarnation) {
+  std::string ignored;
+  if (incarnation == nullptr) incarnation = &ignored;
   if (req.workerId.empty() || req.workerId.size() > 253) return invalidArgument("workerId: required, at most 253 characters");
   std::lock_guard<std::mutex> lock(mu_);
   Live* job = find(name);
@@ -368,6 +402,7 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
       job->dirty = true;
       evaluate(*job);
     }
+    *incarnation = w.incarnation;
     return job->rdzv->nextGeneration();
   }
   if (req.leftGeneration > 0 && !job->rdzv->isCurrent(req.leftGeneration) &&
@@ -380,6 +415,17 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
               std::to_string(req.leftGeneration) + ", which ended without it: refused");
     return abortedError("stale generation " + std::to_string(req.leftGeneration));
   }
+  if (Status claim = claimSlot(job->spec, w, req, now); !claim.isOk()) {
+    if (claim.code() == StatusCode::kAlreadyExists) {
+      DDP_LOG(Warning) << "job " << name << ": " << claim.message();
+      event(*job, kEventWarning, "DuplicateWorkerRefused", claim.message());
+    }
+    return claim;
+  }
+  if (w.incarnation.empty() || w.incarnation != req.incarnation) {
+    DDP_ASSIGN_OR_RETURN(w.incarnation, randomHex(16));
+  }
+  *incarnation = w.incarnation;
   w.rec.id = req.workerId;
   w.rec.host = req.host;
   w.rec.advertiseAddress = req.advertiseAddress;
@@ -471,7 +517,8 @@ void JobManager::wakeAssignments(Live& job) {
 }
 
 void JobManager::awaitAssignment(const std::string& name, const std::string& workerId, Duration wait,
-                                 bool withPeers, int64_t after, std::shared_ptr<http::Responder> responder) {
+                                 bool withPeers, int64_t after, std::shared_ptr<http::Responder> responder,
+                                 const std::string& incarnation) {
   std::lock_guard<std::mutex> lock(mu_);
   Live* job = find(name);
   if (job == nullptr) return replyJson(*responder, 404, {{"error", "job " + name + " is not running"}});
@@ -482,6 +529,10 @@ void JobManager::awaitAssignment(const std::string& name, const std::string& wor
   auto known = job->workers.find(workerId);
   if (known == job->workers.end()) {
     return replyJson(*responder, 404, {{"error", "worker " + workerId + " is not registered with job " + name}});
+  }
+  if (!holdsSlot(known->second, incarnation)) {
+    return replyJson(*responder, 410, {{"error", "stale incarnation: worker id " + workerId + " is held by another process"},
+                                       {"generation", fencingGeneration(*job->rdzv)}});
   }
   known->second.lastSeen = clock_.now();  // polling is a sign of life too
   const auto& active = job->rdzv->active();
@@ -528,6 +579,10 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
     return notFound("worker " + hb.workerId + " is not a member of generation " + std::to_string(g));
   }
   WorkerState& w = it->second;
+  if (!holdsSlot(w, hb.incarnation)) {
+    fenced->current = fencingGeneration(*job->rdzv);
+    return abortedError("stale incarnation: worker id " + hb.workerId + " is held by another process");
+  }
   w.lastSeen = clock_.now();
   w.rec.lastHeartbeatMs = wallMs();
   if (hb.step != w.rec.step) w.stepChangedAt = w.lastSeen;

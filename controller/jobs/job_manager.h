@@ -89,6 +89,9 @@ struct RegisterRequest {
   // left and why (Note [Recovery]); 0: a plain registration.
   int64_t leftGeneration = 0;
   std::string reason;
+  // The incarnation the registering process already holds ("" for a new process; Note [Worker
+  // incarnations] in worker_claim.cc).
+  std::string incarnation;
 };
 
 // Rank 0's phase-2 report (Note [Two-phase checkpoint commit]): the MANIFEST it wrote, or why
@@ -166,11 +169,15 @@ class JobManager {
   bool workerTokenMatches(const std::string& job, const std::string& token);
   // Aborted carrying Fenced when the worker left a generation that a verdict blamed it for (a
   // replacement holds its place now: Note [Recovery]).
-  Result<int64_t> registerWorker(const std::string& job, const RegisterRequest& req, Fenced* fenced);
+  // `incarnation` receives the slot's nonce the worker sends on later calls. AlreadyExists when a
+  // live process holds the id; Unavailable while its holder may be gone but is not seen gone.
+  Result<int64_t> registerWorker(const std::string& job, const RegisterRequest& req, Fenced* fenced,
+                                 std::string* incarnation = nullptr);
   // Replies 200 with the assignment once the worker's round closed (a generation after `after`),
   // 204 after `wait`. The peers list (O(world size) per answer) only when asked for.
+  // `incarnation`: the poller's nonce ("" unchecked); another than the slot's is fenced (410).
   void awaitAssignment(const std::string& job, const std::string& workerId, Duration wait, bool withPeers,
-                       int64_t after, std::shared_ptr<http::Responder> responder);
+                       int64_t after, std::shared_ptr<http::Responder> responder, const std::string& incarnation = "");
   // The key space of the job's generation `g`; Aborted carrying Fenced when stale.
   Result<std::shared_ptr<comm::KeySpace>> keySpace(const std::string& job, int64_t g, Fenced* fenced);
   Result<Command> heartbeat(const std::string& job, int64_t g, const Heartbeat& hb, Fenced* fenced);

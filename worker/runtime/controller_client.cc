@@ -89,7 +89,11 @@ Result<ControllerClient::Reply> ControllerClient::send(Method method, const std:
   if (deadline.expired()) {
     return timeoutError("controller at " + options_.url + ": the deadline passed before " + what + " was sent");
   }
-  const httplib::Headers headers = {{"Authorization", "Bearer " + options_.token}};
+  httplib::Headers headers = {{"Authorization", "Bearer " + options_.token}};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!incarnation_.empty()) headers.emplace(wire::kIncarnationHeader, incarnation_);
+  }
   Duration backoff = options_.initialBackoff;
   int attempts = 0;
   std::string lastError;
@@ -120,7 +124,11 @@ Status ControllerClient::replyError(const Reply& reply, const std::string& what)
   const std::string from = "controller at " + options_.url + " refused " + what + " (HTTP " +
                            std::to_string(reply.status) + "): " + text;
   switch (reply.status) {
-    case 410: return abortedError(std::string(kFencedPrefix) + ", current " + errorField(reply.body, "generation"));
+    case 410: {
+      const std::string why = serverError(reply.body);
+      return abortedError(std::string(kFencedPrefix) + ", current " + errorField(reply.body, "generation") +
+                          (why.empty() || why == "stale generation" ? "" : ": " + why));
+    }
     case 401: return failedPrecondition(from + " (check the job token: DDP_JOB_TOKEN / --token-file)");
     case 404: return notFound(from);
     default: break;
@@ -135,9 +143,17 @@ Result<Registration> ControllerClient::registerWorker(const std::string& host, c
   const std::string what = "registration of worker " + options_.workerId;
   const std::string body = encodeRegistrationRequest(options_.workerId, host, advertiseAddress, pid, rejoin);
   DDP_ASSIGN_OR_RETURN(Reply r, send(Method::kPost, jobPath() + "/workers", body, deadline, deadline.remaining(), what));
+  if (r.status == 409) {
+    return failedPrecondition("controller at " + options_.url + " refused " + what + ": " + serverError(r.body) +
+                              ": this process stops (another one holds the worker id)");
+  }
   if (r.status != 200 && r.status != 201) return replyError(r, what);
   auto reg = decodeRegistration(r.body);
   if (!reg.isOk()) return internalError("controller at " + options_.url + ": " + reg.status().message());
+  if (!reg->incarnation.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    incarnation_ = reg->incarnation;
+  }
   return reg;
 }
 

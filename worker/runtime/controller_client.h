@@ -11,7 +11,11 @@
 // the assignment is read-only, a repeated heartbeat is just a fresher report), so a request is
 // retried even when it may have reached the server.
 // Status mapping (the server's "error" text is kept in the message):
-//   410 -> Aborted "fenced: stale generation, current G" (isFenced())
+//   410 -> Aborted "fenced: stale generation, current G: <why>" (isFenced())
+//   409 on the registration -> FailedPrecondition: another live process holds this worker id
+//     (Note [Worker incarnations] in controller/jobs/worker_claim.cc); the worker exits
+// After its registration every request also carries X-DDP-Incarnation, the nonce the controller
+// issued (kept by the client; the same process keeps it across generations).
 //   409 on the assignment -> OutOfRange "job finished: state S" (jobFinished(), Note below)
 //   401 -> FailedPrecondition; 404 -> NotFound; other 4xx -> InvalidArgument;
 //   other 5xx -> Internal; an answer that does not decode -> Internal.
@@ -22,12 +26,13 @@
 // OutOfRange with the message "job finished: state <S>" (kJobFinishedPrefix) so that no other
 // failure can be mistaken for it; jobFinished() recognises it and gives the state.
 //
-// Thread model: thread-safe and stateless between calls (each request opens its own connection),
-// so the heartbeat thread and the main thread may use one client at once. JSON codecs are pure.
+// Thread model: thread-safe (each request opens its own connection; the incarnation is guarded
+// by a mutex), so the heartbeat thread and the main thread may use one client at once. JSON codecs are pure.
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -60,6 +65,7 @@ struct Rejoin {
 struct Registration {
   std::string workerId;
   int64_t generation = 0;  // the round it joined, or will join
+  std::string incarnation;  // this process's hold on the worker id ("" from an older controller)
 };
 
 struct PeerInfo {
@@ -238,6 +244,8 @@ class ControllerClient {
   const ControllerClientOptions options_;
   const std::string host_;
   const int port_;
+  mutable std::mutex mu_;
+  mutable std::string incarnation_;  // guarded by mu_: set by the first registration's answer
 };
 
 }  // namespace ddp::runtime

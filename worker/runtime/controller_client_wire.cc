@@ -185,6 +185,7 @@ Result<Registration> decodeRegistration(std::string_view json) {
   Registration r;
   DDP_RETURN_IF_ERROR(f.getString("workerId", &r.workerId));
   DDP_RETURN_IF_ERROR(f.getInt("generation", &r.generation));
+  if (auto it = j.find("incarnation"); it != j.end() && it->is_string()) r.incarnation = it->get<std::string>();
   return r;
 }
 

@@ -10,6 +10,8 @@
 #include "controller/jobs/job_manager.h"
 
 #include <gtest/gtest.h>
+
+#include <map>
 #include <signal.h>
 
 #include <algorithm>
@@ -120,9 +122,17 @@ class JobManagerStopTest : public ::testing::Test {
     r.pid = pid;
     r.leftGeneration = leftGeneration;
     r.reason = why;
+    // As a worker does: the process keeps the incarnation its first registration got and sends
+    // it again (Note [Worker incarnations]); a new pid is a new process.
+    auto held = incarnations_.find(id);
+    if (held != incarnations_.end() && held->second.first == pid) r.incarnation = held->second.second;
     Fenced fenced;
-    return jobs_->registerWorker(kJob, r, &fenced);
+    std::string incarnation;
+    auto g = jobs_->registerWorker(kJob, r, &fenced, &incarnation);
+    if (g.isOk()) incarnations_[id] = {pid, incarnation};
+    return g;
   }
+  std::map<std::string, std::pair<int64_t, std::string>> incarnations_;  // worker id -> (pid, nonce)
   // Both workers registered: generation 1 is Running.
   void running() {
     submit();
