@@ -1,5 +1,7 @@
 #include "controller/jobs/checkpoint_ledger.h"
 
+#include <algorithm>
+
 namespace ddp::controller {
 
 const char* commitDecisionName(CommitDecision d) {
@@ -16,6 +18,7 @@ void CheckpointLedger::decide(const Key& key, Entry& e, CommitDecision d, std::s
   e.verdict.decision = d;
   e.verdict.reason = std::move(reason);
   e.decidedAt = now;
+  decided_.insert(key);
   if (d == CommitDecision::kCommit) {
     e.verdict.shards.clear();
     for (const auto& [rank, r] : e.reports) e.verdict.shards.push_back(r);
@@ -46,6 +49,10 @@ CheckpointVerdict CheckpointLedger::report(int64_t generation, int64_t step, int
     return e.verdict;  // a repeated request (the client retries): nothing new
   }
   e.reports[r.rank] = r;
+  int64_t& last = lastReported_[{generation, r.rank}];
+  last = std::max(last, step);
+  abandonSkipped(generation, now, changes);
+  if (e.verdict.decision != CommitDecision::kPending) return e.verdict;
   if (!r.ok) {
     decide(key, e, CommitDecision::kAbandon,
            "rank " + std::to_string(r.rank) + " could not write its shard: " + (r.error.empty() ? "no reason given" : r.error),
@@ -54,6 +61,13 @@ CheckpointVerdict CheckpointLedger::report(int64_t generation, int64_t step, int
     decide(key, e, CommitDecision::kCommit, "", now, changes);
   }
   return e.verdict;
+}
+
+void CheckpointLedger::relearn(int64_t generation, int64_t step, int worldSize, const ShardReport& r, TimePoint now,
+                               std::vector<LedgerChange>* changes) {
+  if (decided_.count({generation, step}) != 0) return;
+  std::string problem;  // a different repeat of a report already held changes nothing
+  (void)report(generation, step, worldSize, r, now, changes, &problem);
 }
 
 CheckpointVerdict CheckpointLedger::decision(int64_t generation, int64_t step, TimePoint now,
@@ -81,6 +95,21 @@ CheckpointVerdict CheckpointLedger::decision(int64_t generation, int64_t step, T
   return e.verdict;
 }
 
+void CheckpointLedger::abandonSkipped(int64_t generation, TimePoint now, std::vector<LedgerChange>* changes) {
+  for (auto& [key, e] : entries_) {
+    if (key.first != generation || e.verdict.decision != CommitDecision::kPending) continue;
+    for (int rank = 0; rank < e.worldSize; ++rank) {
+      auto last = lastReported_.find({generation, rank});
+      if (e.reports.count(rank) != 0 || last == lastReported_.end() || last->second <= key.second) continue;
+      decide(key, e, CommitDecision::kAbandon,
+             "rank " + std::to_string(rank) + " reported step " + std::to_string(last->second) + " but never step " +
+                 std::to_string(key.second) + " (its report was lost: the controller restarted during the checkpoint)",
+             now, changes);
+      break;
+    }
+  }
+}
+
 void CheckpointLedger::endGeneration(int64_t generation, const std::string& why, TimePoint now,
                                      std::vector<LedgerChange>* changes) {
   for (auto& [key, e] : entries_) {
@@ -88,6 +117,8 @@ void CheckpointLedger::endGeneration(int64_t generation, const std::string& why,
     decide(key, e, CommitDecision::kAbandon, "generation " + std::to_string(key.first) + " ended: " + why,
            now, changes);
   }
+  std::erase_if(lastReported_, [&](const auto& kv) { return kv.first.first <= generation; });
+  std::erase_if(decided_, [&](const Key& k) { return k.first < generation; });
 }
 
 void CheckpointLedger::expire(TimePoint now, std::vector<LedgerChange>* changes) {

@@ -19,12 +19,21 @@
 //  - not every rank reported within `commitTimeout` of the first report;
 //  - rank 0 asks about a checkpoint whose rank-0 report the ledger does not hold (the
 //    controller restarted in between and lost phase 1: Note [Controller state and
-//    persistence]); rank 0 always reports before it asks.
+//    persistence]); rank 0 always reports before it asks;
+//  - a rank reports a later step of the same generation without having reported this one: its
+//    report of this one was lost (a controller restart between two ranks' reports). A rank
+//    writes its shards one after another and reports each when written, so its reports arrive in
+//    step order. Without this, rank 0 (waiting for the decision before its next checkpoint)
+//    blocked until commitTimeout and was blamed by the hang detector. Every heartbeat repeats
+//    the last report the rank delivered (relearn()), so a controller restarted after a rank
+//    reported its latest checkpoint learns it again: the checkpoints before it that the rank
+//    never reported (to this controller) are abandoned, and the latest one can still commit.
 // A decision once made never changes; decided entries are forgotten after `forgetAfter`.
 // Thread model: not thread-safe; the JobManager calls it under its mutex.
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <utility>
@@ -74,6 +83,11 @@ class CheckpointLedger {
   // same rank) are answered with the entry's verdict unchanged and `*problem` set.
   CheckpointVerdict report(int64_t generation, int64_t step, int worldSize, const ShardReport& r, TimePoint now,
                            std::vector<LedgerChange>* changes, std::string* problem);
+  // A report a rank's heartbeat repeats (the last one it delivered): recorded as report() does
+  // unless the checkpoint was decided before, here (forgotten or not). A controller restarted
+  // since it was first sent learns it again.
+  void relearn(int64_t generation, int64_t step, int worldSize, const ShardReport& r, TimePoint now,
+               std::vector<LedgerChange>* changes);
   // Rank 0's question. An entry without rank 0's report is abandoned (see the Note).
   CheckpointVerdict decision(int64_t generation, int64_t step, TimePoint now, std::vector<LedgerChange>* changes);
   // Abandons every pending checkpoint of generations up to and including `generation`.
@@ -95,9 +109,14 @@ class CheckpointLedger {
 
   void decide(const Key& key, Entry& e, CommitDecision d, std::string reason, TimePoint now,
               std::vector<LedgerChange>* changes);
+  // Abandons the pending checkpoints of `generation` that a rank skipped: it reported a later
+  // step without reporting theirs (in either order of arrival).
+  void abandonSkipped(int64_t generation, TimePoint now, std::vector<LedgerChange>* changes);
 
   LedgerConfig config_;
   std::map<Key, Entry> entries_;
+  std::map<std::pair<int64_t, int>, int64_t> lastReported_;  // (generation, rank) -> its latest step reported
+  std::set<Key> decided_;  // every decision of the live generations (entries_ forgets them)
 };
 
 }  // namespace ddp::controller

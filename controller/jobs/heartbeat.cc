@@ -69,6 +69,23 @@ Result<Heartbeat> parseHeartbeat(const std::string& body) {
     DDP_RETURN_IF_ERROR(field(*it, "path", &c.path));
     h.checkpoint = c;
   }
+  if (auto it = j.find("lastShard"); it != j.end() && it->is_object()) {
+    HeartbeatShard s;
+    DDP_RETURN_IF_ERROR(field(*it, "generation", &s.generation));
+    DDP_RETURN_IF_ERROR(field(*it, "step", &s.step));
+    DDP_RETURN_IF_ERROR(field(*it, "rank", &s.report.rank));
+    DDP_RETURN_IF_ERROR(field(*it, "ok", &s.report.ok));
+    if (s.report.ok) {
+      int64_t bytes = 0, crc = 0;
+      DDP_RETURN_IF_ERROR(field(*it, "bytes", &bytes));
+      DDP_RETURN_IF_ERROR(field(*it, "crc", &crc));
+      s.report.bytes = static_cast<uint64_t>(bytes);
+      s.report.crc = static_cast<uint32_t>(crc);
+    } else if (auto e = it->find("error"); e != it->end() && e->is_string()) {
+      s.report.error = e->get<std::string>();
+    }
+    h.lastShard = s;
+  }
   if (auto it = j.find("collectives"); it != j.end() && it->is_array()) {
     for (const auto& e : *it) {
       if (!e.is_object()) return invalidArgument("heartbeat: 'collectives' entries must be objects");

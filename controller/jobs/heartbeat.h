@@ -12,6 +12,7 @@
 
 #include "common/launch/control_wire.h"
 #include "common/status.h"
+#include "controller/jobs/checkpoint_ledger.h"
 #include "controller/jobs/flight_records.h"
 #include "controller/jobs/hang_detector.h"
 
@@ -21,6 +22,14 @@ struct HeartbeatCheckpoint {
   int64_t step = 0;
   int64_t bytes = 0;
   std::string path;
+};
+
+// The last shard report the worker delivered (a controller restarted since may have lost it:
+// Note [Two-phase checkpoint commit]).
+struct HeartbeatShard {
+  int64_t generation = 0;
+  int64_t step = 0;
+  ShardReport report;
 };
 
 struct Heartbeat {
@@ -33,6 +42,7 @@ struct Heartbeat {
   std::optional<double> testAccuracy;
   std::map<std::string, double> counters;  // samples, steps, stepSeconds, commBytes, ...
   std::optional<HeartbeatCheckpoint> checkpoint;
+  std::optional<HeartbeatShard> lastShard;
   std::vector<CollectiveView> collectives;  // per backend: last issued, oldest unfinished
   std::vector<FlightOp> flightRecord;       // sent in answer to the `flightRecord` command
   std::string message;

@@ -33,6 +33,14 @@ void JobManager::noteLedgerChanges(Live& job, const std::vector<LedgerChange>& c
   }
 }
 
+void JobManager::relearnShardReport(Live& job, int64_t g, const HeartbeatShard& shard) {
+  if (!job.rdzv->active() || job.rdzv->active()->generation != g) return;
+  if (shard.step <= job.lastCheckpointStep) return;  // committed (the catalog says so)
+  std::vector<LedgerChange> changes;
+  ledger(job).relearn(g, shard.step, job.rdzv->active()->worldSize(), shard.report, clock_.now(), &changes);
+  noteLedgerChanges(job, changes);
+}
+
 void JobManager::expireCheckpoints(Live& job, TimePoint now) {
   if (!job.ledger) return;
   std::vector<LedgerChange> changes;

@@ -587,6 +587,9 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
   w.rec.lastHeartbeatMs = wallMs();
   if (hb.step != w.rec.step) w.stepChangedAt = w.lastSeen;
   w.rec.step = hb.step;
+  if (hb.lastShard && hb.lastShard->generation == g && hb.lastShard->report.rank == w.rec.rank) {
+    relearnShardReport(*job, g, *hb.lastShard);  // Note [Two-phase checkpoint commit]: after a restart
+  }
   w.collectives = hb.collectives;
   if (!hb.final() && !hb.message.empty() && hb.message != w.lastWarning) {
     w.lastWarning = hb.message;

@@ -231,6 +231,8 @@ class JobManager {
   // job_checkpoints.cc: the job's ledger (made on first use) and its decisions as events.
   CheckpointLedger& ledger(Live& job);
   void noteLedgerChanges(Live& job, const std::vector<LedgerChange>& changes);
+  // A shard report a heartbeat repeats, recorded if this controller never got it (a restart).
+  void relearnShardReport(Live& job, int64_t g, const HeartbeatShard& shard);
   void expireCheckpoints(Live& job, TimePoint now);
   // Flight records (job_flight_records.cc): a verdict on `round` asks its live members.
   void requestFlightRecords(Live& job, const RendezvousRound& round, const HangVerdict& verdict);

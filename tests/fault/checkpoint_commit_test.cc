@@ -156,5 +156,54 @@ TEST(CheckpointCommitTest, AControllerKilledDuringACommitLeavesNoHalfCommittedCh
   second.kill(SIGTERM);
 }
 
+// Rank 0's shard of step 40 is written 3 s late; rank 1's is written and reported at once, to
+// the first controller, which is then SIGKILLed; a new one starts on the same state dir. It
+// never saw rank 1's report of 40, which will not come again: once rank 1 reports step 60, step
+// 40 is abandoned with no verdict (before: the new controller waited for it up to
+// collectiveSeconds while rank 0 blocked before its next checkpoint, and the hang detector
+// blamed rank 0), and training goes on without a restart.
+TEST(CheckpointCommitTest, AControllerRestartBetweenTwoRanksReportsBlamesNoRank) {
+  FaultHarness scratch;  // only for its temporary directory, worker cleanup and waitFor
+  const std::string state = scratch.dir() + "/state2";
+  const std::string dir = scratch.dir() + "/ckpt";
+  test::ControllerProcess first(state, {"DDP_TEST_CHECKPOINT_FAULT=0:40:delay:3"});
+  const std::string url = first.start();
+  ASSERT_FALSE(url.empty()) << "ddp-controller did not start";
+  struct KillWorkers {
+    std::string state;
+    ~KillWorkers() { test::killLauncherWorkers(state); }
+  } killWorkers{state};
+  test::RestJobClient api(url, state);
+  std::string answer;
+  ASSERT_EQ(api.submit(faultJobYaml("lostreport", dir, 200000, 3), &answer), 201) << answer;
+  runtime::CheckpointStore store(dir);
+  ASSERT_TRUE(scratch.waitFor(60, [&] { return exists(store.shardPath(40, 1)); })) << api.events("lostreport");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // its report reaches the controller
+  ASSERT_FALSE(exists(store.shardPath(40, 0))) << "rank 0's write is delayed by 3 s";
+  first.kill(SIGKILL);
+
+  test::ControllerProcess second(state);
+  std::string url2;
+  for (int i = 0; i < 50 && url2.empty(); ++i) {  // the port may take a moment to be free again
+    url2 = second.start("127.0.0.1:" + url.substr(url.rfind(':') + 1));
+    if (url2.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(url2, url);
+  ASSERT_TRUE(scratch.waitFor(60, [&] {
+    const std::string ev = api.events("lostreport");
+    return ev.find("CheckpointCommitted: checkpoint at step 80") != std::string::npos;
+  })) << api.events("lostreport");
+  const std::string events = api.events("lostreport");
+  EXPECT_NE(events.find("rank 1 reported step 60 but never step 40"), std::string::npos) << events;
+  EXPECT_EQ(events.find("CollectiveStuck"), std::string::npos) << events;
+  const nlohmann::json job = api.job("lostreport");
+  EXPECT_EQ(job["status"]["restarts"], 0) << job.dump(2);
+  EXPECT_EQ(job["status"]["phase"], "Running") << job.dump(2);
+  EXPECT_FALSE(exists(store.manifestPath(40)));
+  ASSERT_EQ(api.cancel("lostreport"), 200);
+  ASSERT_TRUE(scratch.waitFor(60, [&] { return api.phase("lostreport") == "Cancelled"; })) << api.events("lostreport");
+  second.kill(SIGTERM);
+}
+
 }  // namespace
 }  // namespace ddp

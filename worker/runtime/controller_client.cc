@@ -198,7 +198,12 @@ Result<HeartbeatAnswer> ControllerClient::heartbeat(int64_t generation, const He
                                                     Deadline deadline) const {
   const std::string what = "heartbeat of worker " + options_.workerId;
   const std::string path = jobPath() + "/generations/" + std::to_string(generation) + "/heartbeat";
-  DDP_ASSIGN_OR_RETURN(Reply r, send(Method::kPost, path, encodeHeartbeatReport(report), deadline, deadline.remaining(), what));
+  HeartbeatReport withShard = report;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!withShard.lastShard) withShard.lastShard = lastShard_;
+  }
+  DDP_ASSIGN_OR_RETURN(Reply r, send(Method::kPost, path, encodeHeartbeatReport(withShard), deadline, deadline.remaining(), what));
   if (r.status != 200) return replyError(r, what);
   auto a = decodeHeartbeatAnswer(r.body);
   if (!a.isOk()) return internalError("controller at " + options_.url + ": " + a.status().message());
@@ -218,6 +223,7 @@ class ControllerCheckpointChannel final : public CheckpointChannel {
  public:
   ControllerCheckpointChannel(const ControllerClient& client, int64_t generation)
       : client_(client),
+        generation_(generation),
         base_(client.jobPath() + "/generations/" + std::to_string(generation) + "/checkpoints/") {}
 
   Result<CommitVerdictWire> reportShard(int64_t step, const ShardOutcome& o, Deadline deadline) override {
@@ -225,6 +231,10 @@ class ControllerCheckpointChannel final : public CheckpointChannel {
     DDP_ASSIGN_OR_RETURN(ControllerClient::Reply r,
                          client_.send(ControllerClient::Method::kPost, base_ + std::to_string(step) + "/shards",
                                       encodeShardOutcome(o), deadline, deadline.remaining(), what));
+    if (r.status == 200) {
+      std::lock_guard<std::mutex> lock(client_.mu_);
+      client_.lastShard_ = LastShardReport{generation_, step, o};
+    }
     return verdict(r, what);
   }
 
@@ -253,6 +263,7 @@ class ControllerCheckpointChannel final : public CheckpointChannel {
   }
 
   const ControllerClient& client_;
+  const int64_t generation_;
   const std::string base_;
 };
 

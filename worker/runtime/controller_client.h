@@ -131,6 +131,14 @@ struct CheckpointReport {
   bool operator==(const CheckpointReport&) const = default;
 };
 
+// The last phase-1 shard report this process delivered (Note [Two-phase checkpoint commit]):
+// heartbeats repeat it, so a controller that restarted after receiving it learns it again.
+struct LastShardReport {
+  int64_t generation = 0;
+  int64_t step = 0;
+  ShardOutcome outcome;
+};
+
 struct HeartbeatReport {
   std::string workerId;
   int rank = -1;
@@ -146,6 +154,7 @@ struct HeartbeatReport {
   std::vector<CollectiveInFlight> collectives;
   std::vector<FlightOpReport> flightRecord;  // only in answer to the `flightRecord` command
   std::optional<CheckpointReport> checkpoint;
+  std::optional<LastShardReport> lastShard;  // filled in by ControllerClient::heartbeat
   std::string message;
   std::map<std::string, double> ext;  // figures later versions add
 };
@@ -246,6 +255,7 @@ class ControllerClient {
   const int port_;
   mutable std::mutex mu_;
   mutable std::string incarnation_;  // guarded by mu_: set by the first registration's answer
+  mutable std::optional<LastShardReport> lastShard_;  // guarded by mu_: set by a delivered report
 };
 
 }  // namespace ddp::runtime

@@ -253,6 +253,12 @@ std::string encodeHeartbeatReport(const HeartbeatReport& r) {
                    {"message", r.message},
                    {"ext", ext}};
   if (!r.flightRecord.empty()) j["flightRecord"] = encodeFlightRecord(r.flightRecord);
+  if (r.lastShard) {
+    Json shard = Json::parse(encodeShardOutcome(r.lastShard->outcome));
+    shard["generation"] = r.lastShard->generation;
+    shard["step"] = r.lastShard->step;
+    j["lastShard"] = shard;
+  }
   return dump(j);
 }
 
@@ -280,6 +286,22 @@ Result<HeartbeatReport> decodeHeartbeatReport(std::string_view json) {
   }
   if (const Json* a = f.array("flightRecord")) {
     DDP_RETURN_IF_ERROR(decodeFlightRecord(*a, f.at("flightRecord"), &r.flightRecord));
+  }
+  if (const Json* s = f.object("lastShard")) {
+    Fields sf(*s, f.at("lastShard"));
+    LastShardReport last;
+    DDP_RETURN_IF_ERROR(sf.getInt("generation", &last.generation));
+    DDP_RETURN_IF_ERROR(sf.getInt("step", &last.step));
+    DDP_RETURN_IF_ERROR(sf.getInt("rank", &last.outcome.rank));
+    last.outcome.ok = s->value("ok", false);
+    int64_t bytes = 0, crc = 0;
+    DDP_RETURN_IF_ERROR(sf.getInt("bytes", &bytes, false));
+    DDP_RETURN_IF_ERROR(sf.getInt("crc", &crc, false));
+    last.outcome.entry = {static_cast<uint64_t>(bytes), static_cast<uint32_t>(crc)};
+    DDP_RETURN_IF_ERROR(sf.getString("error", &last.outcome.error, false));
+    DDP_RETURN_IF_ERROR(sf.getDouble("snapshotSeconds", &last.outcome.snapshotSeconds, false));
+    DDP_RETURN_IF_ERROR(sf.getDouble("writeSeconds", &last.outcome.writeSeconds, false));
+    r.lastShard = std::move(last);
   }
   if (const Json* e = f.object("ext")) {
     for (auto it = e->begin(); it != e->end(); ++it) {

@@ -146,6 +146,72 @@ TEST(CheckpointLedgerTest, AskingWithoutRankZerosReportAbandons) {
   EXPECT_EQ(l.report(3, 50, 1, ok(0), at(3), &changes, &problem).decision, CommitDecision::kAbandon);
 }
 
+// A controller restart lost rank 1's report of step 40 (it reached the old controller); the
+// new one holds only rank 0's. Rank 1's report of step 60 proves the one of 40 will never come:
+// 40 is abandoned at once (rank 0, waiting for it before its next checkpoint, goes on) and 60
+// commits; another generation's checkpoints are not touched.
+TEST(CheckpointLedgerTest, ALaterReportOfARankAbandonsTheStepItNeverReported) {
+  CheckpointLedger l(config());
+  std::vector<LedgerChange> changes;
+  std::string problem;
+  l.report(3, 40, 2, ok(0), at(0), &changes, &problem);
+  l.report(2, 20, 2, ok(0), at(0), &changes, &problem);  // an older generation's: left alone
+  EXPECT_EQ(l.decision(3, 40, at(0.1), &changes).decision, CommitDecision::kPending);
+  ASSERT_TRUE(changes.empty());
+  l.report(3, 60, 2, ok(1), at(1), &changes, &problem);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].step, 40);
+  EXPECT_EQ(changes[0].verdict.decision, CommitDecision::kAbandon);
+  EXPECT_EQ(changes[0].verdict.reason,
+            "rank 1 reported step 60 but never step 40 (its report was lost: the controller restarted during the "
+            "checkpoint)");
+  EXPECT_EQ(l.decision(3, 40, at(1.1), &changes).decision, CommitDecision::kAbandon);
+  EXPECT_EQ(l.report(3, 60, 2, ok(0), at(1.2), &changes, &problem).decision, CommitDecision::kCommit);
+  EXPECT_EQ(l.decision(2, 20, at(1.3), &changes).decision, CommitDecision::kPending);
+  EXPECT_TRUE(problem.empty()) << problem;
+}
+
+// The same when rank 1's later report arrives first (rank 0's shard of 40 was written late): the
+// entry rank 0's report of 40 creates is abandoned at once.
+TEST(CheckpointLedgerTest, AReportOfAStepARankAlreadyPassedIsAbandonedAtOnce) {
+  CheckpointLedger l(config());
+  std::vector<LedgerChange> changes;
+  std::string problem;
+  l.report(3, 60, 2, ok(1), at(0), &changes, &problem);
+  EXPECT_EQ(l.report(3, 40, 2, ok(0), at(1), &changes, &problem).decision, CommitDecision::kAbandon);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_NE(changes[0].verdict.reason.find("rank 1 reported step 60 but never step 40"), std::string::npos);
+  EXPECT_EQ(l.report(3, 60, 2, ok(0), at(1.2), &changes, &problem).decision, CommitDecision::kCommit);
+  // A new generation starts afresh.
+  l.endGeneration(3, "verdict", at(2), &changes);
+  l.report(4, 20, 2, ok(0), at(3), &changes, &problem);
+  EXPECT_EQ(l.decision(4, 20, at(3.1), &changes).decision, CommitDecision::kPending);
+}
+
+// After a restart rank 1's reports of 40 and 60 both went to the old controller; rank 1 waits
+// in a collective for rank 0 (which waits for 40's decision), so its heartbeat's repeat of its
+// last report (60) is all the new controller hears: 40 is abandoned, and 60 commits once rank 0
+// reports it. A decided checkpoint is never reopened by a repeat.
+TEST(CheckpointLedgerTest, AHeartbeatsRepeatOfTheLastReportIsRelearnedOnce) {
+  CheckpointLedger l(config());
+  std::vector<LedgerChange> changes;
+  std::string problem;
+  l.report(5, 40, 2, ok(0), at(0), &changes, &problem);
+  l.relearn(5, 60, 2, ok(1), at(1), &changes);
+  ASSERT_EQ(changes.size(), 1u);
+  EXPECT_EQ(changes[0].step, 40);
+  EXPECT_EQ(changes[0].verdict.decision, CommitDecision::kAbandon);
+  l.relearn(5, 60, 2, ok(1), at(2), &changes);  // the next heartbeat: nothing new
+  EXPECT_EQ(changes.size(), 1u);
+  EXPECT_EQ(l.report(5, 60, 2, ok(0), at(3), &changes, &problem).decision, CommitDecision::kCommit);
+  EXPECT_TRUE(problem.empty()) << problem;
+  // Long after, the entries are forgotten; a repeat of 60 opens nothing again.
+  l.expire(at(1000), &changes);
+  EXPECT_EQ(l.size(), 0u);
+  l.relearn(5, 60, 2, ok(1), at(1001), &changes);
+  EXPECT_EQ(l.size(), 0u);
+}
+
 TEST(CheckpointLedgerTest, WorldOfOneCommitsOnItsOwnReport) {
   CheckpointLedger l(config());
   std::vector<LedgerChange> changes;
