@@ -43,6 +43,11 @@ inline constexpr int kMaxWorkersPerJob = 4096;
 inline constexpr size_t kMaxJobDocumentBytes = 1 << 20;
 // Upper bound of every spec.timeouts.*Seconds (7 days).
 inline constexpr double kMaxTimeoutSeconds = 7 * 24 * 3600;
+// The smallest timing values validation takes: a heartbeat at most 10 times a second, a last
+// call of at least 10 ms, every other timeout at least a second.
+inline constexpr double kMinHeartbeatSeconds = 0.1;
+inline constexpr double kMinLastCallSeconds = 0.01;
+inline constexpr double kMinTimeoutSeconds = 1;
 // spec.timeouts.heartbeatMisses lies in [1, kMaxHeartbeatMisses].
 inline constexpr int kMaxHeartbeatMisses = 1000;
 

@@ -390,27 +390,29 @@ void checkRun(const JobSpec& s, Checker& c) {
   c.check(s.maxRestarts >= 0, "spec.maxRestarts", "must be >= 0");
 }
 
-// Each *Seconds in (0, kMaxTimeoutSeconds]; heartbeatSeconds x heartbeatMisses < hangSeconds <
-// collectiveSeconds (TimeoutsSpec).
+// Each *Seconds in [its minimum, kMaxTimeoutSeconds]; heartbeatSeconds x heartbeatMisses <
+// hangSeconds < collectiveSeconds (TimeoutsSpec). The minimums keep a value the service can
+// act on: a heartbeat every 1e-300 s (or 0.1 ms) was accepted, then failed every worker.
 void checkTimeouts(const TimeoutsSpec& t, Checker& c) {
   const std::string p = "spec.timeouts.";
-  auto seconds = [&](const char* name, double v) {
+  auto seconds = [&](const char* name, double v, double min) {
     const std::string path = p + name;
-    return c.finite(v, path) && c.check(v > 0, path, "must be > 0") &&
+    return c.finite(v, path) &&
+           c.check(v >= min, path, "must be >= " + num(min) + " s, got " + num(v)) &&
            c.check(v <= kMaxTimeoutSeconds, path,
                    "must be <= " + num(kMaxTimeoutSeconds) + " (7 days), got " + num(v));
   };
-  const bool heartbeat = seconds("heartbeatSeconds", t.heartbeatSeconds);
+  const bool heartbeat = seconds("heartbeatSeconds", t.heartbeatSeconds, kMinHeartbeatSeconds);
   const bool misses = c.check(t.heartbeatMisses >= 1 && t.heartbeatMisses <= kMaxHeartbeatMisses,
                               p + "heartbeatMisses",
                               "must be an integer in [1, " + std::to_string(kMaxHeartbeatMisses) +
                                   "], got " + std::to_string(t.heartbeatMisses));
-  seconds("lastCallSeconds", t.lastCallSeconds);
-  const bool hang = seconds("hangSeconds", t.hangSeconds);
-  seconds("progressSeconds", t.progressSeconds);
-  seconds("controllerSeconds", t.controllerSeconds);
-  const bool collective = seconds("collectiveSeconds", t.collectiveSeconds);
-  seconds("rendezvousSeconds", t.rendezvousSeconds);
+  seconds("lastCallSeconds", t.lastCallSeconds, kMinLastCallSeconds);
+  const bool hang = seconds("hangSeconds", t.hangSeconds, kMinTimeoutSeconds);
+  seconds("progressSeconds", t.progressSeconds, kMinTimeoutSeconds);
+  seconds("controllerSeconds", t.controllerSeconds, kMinTimeoutSeconds);
+  const bool collective = seconds("collectiveSeconds", t.collectiveSeconds, kMinTimeoutSeconds);
+  seconds("rendezvousSeconds", t.rendezvousSeconds, kMinTimeoutSeconds);
   const std::string rule =
       " (the rule: heartbeatSeconds x heartbeatMisses < hangSeconds < collectiveSeconds)";
   if (heartbeat && misses && hang) {

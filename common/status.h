@@ -26,6 +26,8 @@ enum class StatusCode {
   kDataLoss,            // corrupt file, checksum mismatch
   kInternal,            // transport error, invariant broken in a dependency
   kUnimplemented,       // capability not present in this build (e.g. CUDA off)
+  kPermissionDenied,    // a resource that belongs to another (job, user) or may not be used
+  kResourceExhausted,   // memory (or another finite resource) not available
 };
 
 const char* statusCodeName(StatusCode code);
@@ -67,6 +69,8 @@ inline Status unavailable(std::string m) { return {StatusCode::kUnavailable, std
 inline Status dataLoss(std::string m) { return {StatusCode::kDataLoss, std::move(m)}; }
 inline Status internalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 inline Status unimplemented(std::string m) { return {StatusCode::kUnimplemented, std::move(m)}; }
+inline Status permissionDenied(std::string m) { return {StatusCode::kPermissionDenied, std::move(m)}; }
+inline Status resourceExhausted(std::string m) { return {StatusCode::kResourceExhausted, std::move(m)}; }
 
 // Result<T>: a T or a non-ok Status.
 template <typename T>

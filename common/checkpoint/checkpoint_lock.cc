@@ -179,7 +179,7 @@ Result<CheckpointLock> CheckpointLock::acquire(const std::string& dir, const std
     if (err != EWOULDBLOCK) return sysError("cannot lock the checkpoint directory lock", path, err);
     auto holder = readHolder(dir);
     if (holder.isOk() && holder->job != job) {
-      return failedPrecondition("checkpoint directory " + dir + " is in use by " + holder->describe() + ": job '" +
+      return permissionDenied("checkpoint directory " + dir + " is in use by " + holder->describe() + ": job '" +
                                 job + "' cannot share it (" + path +
                                 " is held); wait until that job ends or use another checkpoint directory");
     }

@@ -62,12 +62,12 @@ std::string CheckpointStore::manifestPath(int64_t step) const {
 
 Status CheckpointStore::checkWritable(const std::string& tag) const {
   if (Status st = makeDirs(root_); !st.isOk()) {
-    return failedPrecondition("checkpoint directory " + root_ + " cannot be created: " + st.message());
+    return permissionDenied("checkpoint directory " + root_ + " cannot be created: " + st.message());
   }
   const std::string probe = root_ + "/" + kProbePrefix + tag;
   Status st = writeFileAtomic(probe, "checkpoint directory write probe\n");
   if (st.isOk() && ::unlink(probe.c_str()) != 0) st = unavailable("remove " + probe + ": " + std::strerror(errno));
-  if (!st.isOk()) return failedPrecondition("checkpoint directory " + root_ + " is not writable: " + st.message());
+  if (!st.isOk()) return permissionDenied("checkpoint directory " + root_ + " is not writable: " + st.message());
   return Status::ok();
 }
 
@@ -77,7 +77,7 @@ Status CheckpointStore::checkOwnership(const JobIdentity& job) const {
     auto m = readManifest(*it);
     if (!m.isOk()) continue;  // partial or damaged: says nothing about whose it is
     if (isOwnCheckpoint(matchJob(*m, job))) continue;
-    return failedPrecondition(foreignReason(root_, manifestPath(*it), *m, job));
+    return permissionDenied(foreignReason(root_, manifestPath(*it), *m, job));
   }
   return Status::ok();
 }

@@ -42,6 +42,8 @@ void sendStatus(Responder& r, const Status& st) {
     case StatusCode::kFailedPrecondition: code = 409; break;
     case StatusCode::kUnavailable: code = 503; break;
     case StatusCode::kTimeout: code = 504; break;
+    case StatusCode::kPermissionDenied: code = 403; break;
+    case StatusCode::kResourceExhausted: code = 507; break;
     default: break;
   }
   sendError(r, code, st.message());

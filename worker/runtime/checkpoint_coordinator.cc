@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <limits>
+#include <vector>
 
 #include "common/log.h"
 #include "common/secret.h"
@@ -54,12 +56,30 @@ void CheckpointCoordinator::release() {
 
 Status CheckpointCoordinator::prepare(Deadline deadline) {
   Status mine = prepareHere(deadline);
-  DDP_ASSIGN_OR_RETURN(int64_t failedRank, agreeMin(mine.isOk() ? kNoFailedRank : backend_.rank(), deadline));
-  if (failedRank == kNoFailedRank) return Status::ok();
+  // The lowest failed rank, and whether its failure is one no restart can fix (another job's
+  // directory, no write access: PermissionDenied), which every rank then reports alike.
+  const bool permanent = mine.code() == StatusCode::kPermissionDenied;
+  const int64_t mineCode = mine.isOk() ? kNoFailedRank : 2 * int64_t{backend_.rank()} + (permanent ? 0 : 1);
+  DDP_ASSIGN_OR_RETURN(int64_t failed, agreeMin(mineCode, deadline));
+  if (failed == kNoFailedRank) return Status::ok();
   lock_.reset();  // this job does not start: let the directory go
+  // Every rank reports the failed rank's own reason (whichever exit the controller sees first
+  // becomes the job's condition).
+  const int root = static_cast<int>(failed / 2);
+  DDP_ASSIGN_OR_RETURN(std::string why, shareMessage(root, mine.message(), deadline));
   if (!mine.isOk()) return mine;
-  return failedPrecondition("checkpoint directory " + store_.root() + ": rank " + std::to_string(failedRank) +
-                            " cannot use it (see its log)");
+  why = "rank " + std::to_string(root) + ": " + why;
+  return failed % 2 == 0 ? permissionDenied(why) : failedPrecondition(why);
+}
+
+Result<std::string> CheckpointCoordinator::shareMessage(int root, const std::string& mine, Deadline deadline) {
+  constexpr size_t kBytes = 1024;
+  std::vector<int32_t> buf(kBytes / 4, 0);
+  if (backend_.rank() == root) std::memcpy(buf.data(), mine.data(), std::min(mine.size(), kBytes - 1));
+  auto w = backend_.broadcast(comm::viewOf(buf.data(), buf.size()), root, optsFor(deadline));
+  DDP_RETURN_IF_ERROR(w->wait(deadline));
+  const char* text = reinterpret_cast<const char*>(buf.data());
+  return std::string(text, strnlen(text, kBytes - 1));
 }
 
 Result<int64_t> CheckpointCoordinator::agreeMin(int64_t value, Deadline deadline) {
@@ -157,13 +177,13 @@ Result<LatestLoad> CheckpointCoordinator::loadLatest(Deadline deadline) {
       step = *chosen;
     } else {
       findStatus = chosen.status();
-      step = findStatus.code() == StatusCode::kFailedPrecondition ? kRefused : kUnreadable;
+      step = findStatus.code() == StatusCode::kPermissionDenied ? kRefused : kUnreadable;
     }
   }
   DDP_ASSIGN_OR_RETURN(step, broadcastFromZero(step, deadline));
   if (step == kUnreadable || step == kRefused) {
     if (!findStatus.isOk()) return findStatus;
-    return step == kRefused ? failedPrecondition("rank 0 refused the checkpoint directory " + store_.root() +
+    return step == kRefused ? permissionDenied("rank 0 refused the checkpoint directory " + store_.root() +
                                                  ": it holds another job's checkpoints (see rank 0's log)")
                             : unavailable("rank 0 could not read the checkpoint directory " + store_.root());
   }

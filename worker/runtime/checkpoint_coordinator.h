@@ -118,6 +118,8 @@ class CheckpointCoordinator {
   Result<int64_t> chooseStep(std::optional<std::string>* startOverWarning) const;
   Result<int64_t> agreeMin(int64_t value, Deadline deadline);
   Result<int64_t> broadcastFromZero(int64_t value, Deadline deadline);
+  // `root`'s text (at most 1023 bytes) on every rank.
+  Result<std::string> shareMessage(int root, const std::string& mine, Deadline deadline);
 
   CheckpointStore store_;
   comm::Backend& backend_;

@@ -79,9 +79,21 @@ Outcome failed(const Status& st, int code) {
   return {code, WorkerState::kFailed, st.message()};
 }
 
+// Failures no restart can fix: the job fails at once (exit kWorkerExitBadConfig) with the reason
+// instead of using every restart on them: a bad spec or file, a missing capability, a checkpoint
+// directory that belongs to another job or cannot be written (PermissionDenied), memory the
+// model cannot get (ResourceExhausted).
 bool isConfigError(const Status& st) {
-  return st.code() == StatusCode::kInvalidArgument || st.code() == StatusCode::kNotFound ||
-         st.code() == StatusCode::kUnimplemented;
+  switch (st.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kUnimplemented:
+    case StatusCode::kPermissionDenied:
+    case StatusCode::kResourceExhausted:
+      return true;
+    default:
+      return false;
+  }
 }
 
 std::string hostName() {

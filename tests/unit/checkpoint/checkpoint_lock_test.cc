@@ -60,7 +60,7 @@ TEST(CheckpointLockTest, AnotherJobIsRefusedNamingTheHolderWhileTheFirstHoldsIt)
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(5)) << "another job is refused at once";
   ASSERT_FALSE(second.isOk());
   const Status& st = second.status();
-  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st;
   EXPECT_TRUE(contains(st.message(), "checkpoint directory " + dir.path() + " is in use by job 'job-a'")) << st;
   EXPECT_TRUE(contains(st.message(), "pid " + std::to_string(::getpid()))) << st;
   EXPECT_TRUE(contains(st.message(), "run " + first->holder().runId)) << st;

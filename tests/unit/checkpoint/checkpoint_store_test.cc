@@ -316,7 +316,7 @@ TEST(CheckpointStoreTest, OwnershipRefusesAnotherJobsOrAnotherSpecsCheckpoint) {
 
   writeCheckpoint(store, 20, 2, JobIdentity{"mnist-b", kJob.specHash});
   Status st = store.checkOwnership(kJob);
-  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st;
   EXPECT_TRUE(contains(st.message(), store.root())) << st;
   EXPECT_TRUE(contains(st.message(), "job 'mnist-b'")) << st;
   EXPECT_TRUE(contains(st.message(), "this job 'job'")) << st;
@@ -325,7 +325,7 @@ TEST(CheckpointStoreTest, OwnershipRefusesAnotherJobsOrAnotherSpecsCheckpoint) {
 
   writeCheckpoint(store, 30, 2, JobIdentity{"job", 0xabc});
   st = store.checkOwnership(kJob);
-  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st;
   EXPECT_TRUE(contains(st.message(), store.root())) << st;
   EXPECT_TRUE(contains(st.message(), "step 30")) << st;
   EXPECT_TRUE(contains(st.message(), "written by job 'job' with a different spec")) << st;
@@ -336,7 +336,7 @@ TEST(CheckpointStoreTest, OwnershipRefusesAnotherJobsOrAnotherSpecsCheckpoint) {
   downgradeManifestToVersion1(store, 10);
   EXPECT_TRUE(store.checkOwnership(kJob).isOk());
   st = store.checkOwnership(JobIdentity{"other", kJob.specHash});
-  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st;
   EXPECT_TRUE(contains(st.message(), "version-1")) << st;
   // A partial or damaged checkpoint says nothing about whose it is.
   ASSERT_TRUE(store.writeShard(makeShard(40, 0, 2)).isOk());
@@ -358,7 +358,7 @@ TEST(CheckpointStoreTest, CheckWritableFailsUnderARegularFileNamingTheDirectory)
   ASSERT_TRUE(writeFileAtomic(dir.path() + "/file", "x").isOk());
   CheckpointStore store(dir.path() + "/file/ckpt");
   Status st = store.checkWritable("rank-0");
-  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st;
   EXPECT_TRUE(contains(st.message(), "checkpoint directory " + store.root())) << st;
   EXPECT_TRUE(contains(st.message(), "Not a directory")) << st;
 }
@@ -375,7 +375,7 @@ TEST(CheckpointStoreTest, CheckWritableFailsOnAReadOnlyDirectoryNamingIt) {
   CheckpointStore store(ro);
   Status st = store.checkWritable("rank-0");
   ::chmod(ro.c_str(), 0700);
-  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
+  EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st;
   EXPECT_TRUE(contains(st.message(), "checkpoint directory " + ro + " is not writable")) << st;
   EXPECT_TRUE(contains(st.message(), "Permission denied")) << st;
 }

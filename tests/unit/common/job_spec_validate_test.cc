@@ -246,14 +246,18 @@ TEST(JobSpecValidateTest, TimeoutsParseWithDefaultsAndBounds) {
       {"collectiveSeconds: 1e12", "spec.timeouts.collectiveSeconds", "must be <= 604800 (7 days)"},
       {"rendezvousSeconds: 604800.5", "spec.timeouts.rendezvousSeconds", "must be <= 604800"},
       {"progressSeconds: 1e7", "spec.timeouts.progressSeconds", "must be <= 604800"},
-      {"lastCallSeconds: 0", "spec.timeouts.lastCallSeconds", "must be > 0"},
-      {"controllerSeconds: -1", "spec.timeouts.controllerSeconds", "must be > 0"},
-      {"heartbeatSeconds: 0", "spec.timeouts.heartbeatSeconds", "must be > 0"},
+      {"lastCallSeconds: 0", "spec.timeouts.lastCallSeconds", "must be >= 0.01 s, got 0"},
+      {"controllerSeconds: -1", "spec.timeouts.controllerSeconds", "must be >= 1 s, got -1"},
+      {"heartbeatSeconds: 0", "spec.timeouts.heartbeatSeconds", "must be >= 0.1 s"},
+      // Accepted before, then every worker failed (issue: 1e-300 and 0.0001).
+      {"heartbeatSeconds: 1e-300", "spec.timeouts.heartbeatSeconds", "must be >= 0.1 s"},
+      {"heartbeatSeconds: 0.0001", "spec.timeouts.heartbeatSeconds", "must be >= 0.1 s, got 0.0001"},
+      {"progressSeconds: 0.5", "spec.timeouts.progressSeconds", "must be >= 1 s, got 0.5"},
       {"heartbeatMisses: 0", "spec.timeouts.heartbeatMisses", "must be an integer in [1, 1000]"},
       {"heartbeatMisses: 1001", "spec.timeouts.heartbeatMisses", "must be an integer in [1, 1000]"},
       {"heartbeatMisses: 2.5", "spec.timeouts.heartbeatMisses", "expected an integer"},
-      {"hangSeconds: -5", "spec.timeouts.hangSeconds", "must be > 0"},  // no ordering error too
-      {"collectiveSeconds: -5", "spec.timeouts.collectiveSeconds", "must be > 0"},
+      {"hangSeconds: -5", "spec.timeouts.hangSeconds", "must be >= 1 s"},  // no ordering error too
+      {"collectiveSeconds: -5", "spec.timeouts.collectiveSeconds", "must be >= 1 s"},
       {"hangSecs: 5", "spec.timeouts.hangSecs", "unknown field"},
   };
   for (const Case& c : cases) {

@@ -149,7 +149,7 @@ TEST(CheckpointCoordinatorTest, AnotherJobsCheckpointIsRefusedOnEveryRankNamingB
     });
     for (const auto* results : {&prepared, &loaded}) {
       const Status& r0 = (*results)[0];
-      EXPECT_EQ(r0.code(), StatusCode::kFailedPrecondition) << r0;
+      EXPECT_EQ(r0.code(), StatusCode::kPermissionDenied) << r0;
       EXPECT_TRUE(contains(r0.message(), "checkpoint directory " + dir.path())) << r0;
       EXPECT_TRUE(contains(r0.message(), "use a fresh checkpoint directory")) << r0;
       if (me.name == "job-b") {
@@ -158,7 +158,7 @@ TEST(CheckpointCoordinatorTest, AnotherJobsCheckpointIsRefusedOnEveryRankNamingB
         EXPECT_TRUE(contains(r0.message(), "written by job 'job-a' with a different spec")) << r0;
       }
       const Status& r1 = (*results)[1];
-      EXPECT_EQ(r1.code(), StatusCode::kFailedPrecondition) << r1;
+      EXPECT_EQ(r1.code(), StatusCode::kPermissionDenied) << r1;
       EXPECT_TRUE(contains(r1.message(), dir.path())) << r1;
     }
   }
@@ -185,9 +185,10 @@ TEST(CheckpointCoordinatorTest, SecondJobIsRefusedWhileTheFirstHoldsTheDirectory
       CheckpointCoordinator c(dir.path(), b, JobIdentity{"job-b", 1}, 3);
       results[static_cast<size_t>(rank)] = c.prepare(tenSeconds());
     });
-    EXPECT_EQ(results[0].code(), StatusCode::kFailedPrecondition) << results[0];
+    EXPECT_EQ(results[0].code(), StatusCode::kPermissionDenied) << results[0];
     EXPECT_TRUE(contains(results[0].message(), "is in use by job 'job-a'")) << results[0];
-    EXPECT_TRUE(contains(results[1].message(), "rank 0 cannot use it")) << results[1];
+    EXPECT_TRUE(contains(results[1].message(), "rank 0: checkpoint directory " + dir.path() + " is in use by job 'job-a'"))
+        << results[1];
     // The first job ends (trainer destroyed): the directory is free again, in the same process.
     holder.reset();
     comm::runLocalRanks(1, [&](int, comm::Backend& b) {
@@ -236,7 +237,7 @@ TEST(CheckpointCoordinatorTest, UnwritableDirectoryFailsPrepareOnEveryRankNaming
     results[static_cast<size_t>(rank)] = c.prepare(tenSeconds());
   });
   for (const Status& st : results) {
-    EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
+    EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st;
     EXPECT_TRUE(contains(st.message(), "checkpoint directory " + bad)) << st;
     EXPECT_TRUE(contains(st.message(), "Not a directory")) << st;
   }
@@ -258,7 +259,7 @@ TEST(CheckpointCoordinatorTest, ReadOnlyDirectoryFailsPrepareNamingIt) {
   });
   ::chmod(ro.c_str(), 0700);
   for (const Status& st : results) {
-    EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
+    EXPECT_EQ(st.code(), StatusCode::kPermissionDenied) << st;
     EXPECT_TRUE(contains(st.message(), "checkpoint directory " + ro + " is not writable")) << st;
     EXPECT_TRUE(contains(st.message(), "Permission denied")) << st;
   }

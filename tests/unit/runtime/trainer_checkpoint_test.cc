@@ -71,7 +71,7 @@ TEST(TrainerCheckpointTest, JobRefusesAnotherJobsCheckpointAndResumesItsOwn) {
   b.job = "job-b";
   for (const auto& r : train(2, b)) {
     ASSERT_FALSE(r.isOk());
-    EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status();
     EXPECT_TRUE(contains(r.status().message(), dir.path())) << r.status();
   }
   const Status refused = train(2, b)[0].status();
@@ -80,7 +80,7 @@ TEST(TrainerCheckpointTest, JobRefusesAnotherJobsCheckpointAndResumesItsOwn) {
   TrainerConfig changed = a;
   changed.optimizer.lr = 0.1f;
   const Status otherSpec = train(2, changed)[0].status();
-  EXPECT_EQ(otherSpec.code(), StatusCode::kFailedPrecondition) << otherSpec;
+  EXPECT_EQ(otherSpec.code(), StatusCode::kPermissionDenied) << otherSpec;
   EXPECT_TRUE(contains(otherSpec.message(), "checkpoint directory " + dir.path())) << otherSpec;
   EXPECT_TRUE(contains(otherSpec.message(), "written by job 'job-a' with a different spec")) << otherSpec;
   EXPECT_TRUE(contains(otherSpec.message(), "use a fresh checkpoint directory")) << otherSpec;
@@ -187,10 +187,11 @@ TEST(TrainerCheckpointTest, DirectoryIsLockedForTheTrainersLifetime) {
     TrainerConfig b = a;
     b.job = "job-b";
     auto refused = train(2, b);
-    for (const auto& r : refused) EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status();
+    for (const auto& r : refused) EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status();
     EXPECT_TRUE(contains(refused[0].status().message(), "checkpoint directory " + dir.path() + " is in use by job 'job-a'"))
         << refused[0].status();
-    EXPECT_TRUE(contains(refused[1].status().message(), "rank 0 cannot use it")) << refused[1].status();
+    EXPECT_TRUE(contains(refused[1].status().message(), "rank 0: checkpoint directory " + dir.path() + " is in use by job 'job-a'"))
+        << refused[1].status();
 
     // The same job while the first still holds it: waits, then says so.
     const Status twice = train(1, a)[0].status();
@@ -212,7 +213,7 @@ TEST(TrainerCheckpointTest, UnwritableCheckpointDirectoryFailsTheStart) {
   const std::string bad = dir.path() + "/file/ckpt";  // under a regular file: fails for root too
   for (const auto& r : train(2, smallConfig(bad))) {
     ASSERT_FALSE(r.isOk());
-    EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition) << r.status();
+    EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status();
     EXPECT_TRUE(contains(r.status().message(), "checkpoint directory " + bad)) << r.status();
     EXPECT_TRUE(contains(r.status().message(), "Not a directory")) << r.status();
   }
