@@ -30,6 +30,7 @@ void JobManager::noteLedgerChanges(Live& job, const std::vector<LedgerChange>& c
     DDP_LOG(Warning) << "job " << job.record.name << ": " << message;
     event(job, kEventWarning, "CheckpointAbandoned", message);
     metrics_.checkpointFailed(job.record.name);
+    noteCheckpointOutcome(job, false, "CheckpointAbandoned", message);
   }
 }
 
@@ -86,10 +87,11 @@ Status JobManager::reportCommit(const std::string& name, int64_t g, const Commit
   if (job == nullptr) return notFound("job " + name + " is not running");
   const std::string at = "checkpoint at step " + std::to_string(report.step);
   if (!report.ok) {
-    event(*job, kEventWarning, "CheckpointFailed",
-          at + " (generation " + std::to_string(g) + ") is not committed: rank 0 could not write the manifest: " +
-              report.error);
+    const std::string message =
+        at + " (generation " + std::to_string(g) + ") is not committed: rank 0 could not write the manifest: " + report.error;
+    event(*job, kEventWarning, "CheckpointFailed", message);
     metrics_.checkpointFailed(name);
+    noteCheckpointOutcome(*job, false, "CheckpointFailed", message);
     return Status::ok();
   }
   metrics_.checkpointPhase(name, CheckpointPhase::kCommit, report.seconds);
@@ -107,7 +109,15 @@ Status JobManager::reportCommit(const std::string& name, int64_t g, const Commit
   event(*job, kEventNormal, "CheckpointCommitted",
         at + " committed (" + std::to_string(report.bytes) + " bytes, manifest written " + secs +
             " s after every rank reported)");
+  noteCheckpointOutcome(*job, true, "CheckpointCommitted", at + " committed");
   return Status::ok();
+}
+
+void JobManager::noteCheckpointOutcome(Live& job, bool committed, const std::string& reason, const std::string& message) {
+  // Note [Checkpoints failing]: the condition appears with the first failure and turns False at
+  // the next commit; a job whose checkpoints never failed has none.
+  if (committed && job.record.findCondition(kConditionCheckpointsFailing) == nullptr) return;
+  if (job.record.setCondition(kConditionCheckpointsFailing, !committed, reason, message, wallMs())) job.dirty = true;
 }
 
 }  // namespace ddp::controller

@@ -233,6 +233,8 @@ class JobManager {
   void noteLedgerChanges(Live& job, const std::vector<LedgerChange>& changes);
   // A shard report a heartbeat repeats, recorded if this controller never got it (a restart).
   void relearnShardReport(Live& job, int64_t g, const HeartbeatShard& shard);
+  // The CheckpointsFailing condition after a checkpoint committed or failed.
+  void noteCheckpointOutcome(Live& job, bool committed, const std::string& reason, const std::string& message);
   void expireCheckpoints(Live& job, TimePoint now);
   // Flight records (job_flight_records.cc): a verdict on `round` asks its live members.
   void requestFlightRecords(Live& job, const RendezvousRound& round, const HangVerdict& verdict);

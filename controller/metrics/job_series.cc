@@ -23,6 +23,7 @@ JobSeries::JobSeries(MetricFamilies& f, std::string job)
       checkpointBytes(f.checkpointBytes.Add({{"job", job}})),
       checkpointsCommitted(f.checkpointsCommitted.Add({{"job", job}})),
       checkpointFailures(f.checkpointFailures.Add({{"job", job}})),
+      checkpointsFailing(f.checkpointsFailing.Add({{"job", job}})),
       f_(f),
       job_(std::move(job)) {
   compression.Set(1);
@@ -55,6 +56,7 @@ JobSeries::~JobSeries() {
   f_.checkpointBytes.Remove(&checkpointBytes);
   f_.checkpointsCommitted.Remove(&checkpointsCommitted);
   f_.checkpointFailures.Remove(&checkpointFailures);
+  f_.checkpointsFailing.Remove(&checkpointsFailing);
   for (auto& [state, g] : workers_) f_.workers.Remove(g);
   for (auto* g : heartbeatAges_) f_.heartbeatAge.Remove(g);
   for (auto& [reason, c] : hangs_) f_.hangs.Remove(c);

@@ -59,6 +59,7 @@ class JobSeries {
   prometheus::Counter& checkpointBytes;
   prometheus::Counter& checkpointsCommitted;
   prometheus::Counter& checkpointFailures;
+  prometheus::Gauge& checkpointsFailing;  // failed in a row since the last commit
 
  private:
   MetricFamilies& f_;

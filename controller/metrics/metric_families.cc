@@ -72,6 +72,8 @@ MetricFamilies::MetricFamilies(Registry& r)
       checkpointBytes(counter(r, "ddp_checkpoint_bytes_total", "Bytes of committed checkpoints.")),
       checkpointsCommitted(counter(r, "ddp_checkpoints_committed_total", "Checkpoints committed.")),
       checkpointFailures(counter(r, "ddp_checkpoint_failures_total", "Checkpoints that failed.")),
+      checkpointsFailing(gauge(r, "ddp_job_checkpoints_failing",
+                               "Checkpoints that failed in a row since the job's last commit (0 after a commit).")),
       httpRequests(counter(r, "ddp_http_requests_total", "HTTP requests answered, by route and status code.")),
       httpSeconds(histogram(r, "ddp_http_request_seconds", "Seconds from a request's arrival to its answer.")),
       httpDropped(counter(r, "ddp_http_connections_dropped_total",

@@ -56,6 +56,7 @@ struct MetricFamilies {
   Family<Counter>& checkpointBytes;      // {job}
   Family<Counter>& checkpointsCommitted;
   Family<Counter>& checkpointFailures;
+  Family<Gauge>& checkpointsFailing;    // {job}
   // controller
   Family<Counter>& httpRequests;      // {route,code}
   Family<Histogram>& httpSeconds;     // {route}

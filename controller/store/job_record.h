@@ -28,6 +28,9 @@ inline constexpr const char* kConditionRestarting = "Restarting";
 inline constexpr const char* kConditionSucceeded = "Succeeded";
 inline constexpr const char* kConditionFailed = "Failed";
 inline constexpr const char* kConditionCancelled = "Cancelled";
+// True while the job's checkpoints fail (the last attempt was not committed), with the last
+// error; False again (reason CheckpointCommitted) once one commits. Absent if none ever failed.
+inline constexpr const char* kConditionCheckpointsFailing = "CheckpointsFailing";
 
 // Event types (JobEvent::type).
 inline constexpr const char* kEventNormal = "Normal";

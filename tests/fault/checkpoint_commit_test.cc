@@ -69,6 +69,42 @@ TEST(CheckpointCommitTest, ARankThatCannotWriteItsShardLeavesItUncommittedAndThe
   EXPECT_EQ(steps, (std::vector<int64_t>{20, 60, 80, 100, 120})) << "the catalog holds the committed ones only";
   EXPECT_NE(h.event("shardfail", "CheckpointCommitted"), nullptr);
   EXPECT_EQ(h.record("shardfail").restarts, 0) << "the job went on without a restart";
+  // Note [Checkpoints failing]: True after step 40's failure, False once a later one committed.
+  const controller::JobRecord record = h.record("shardfail");
+  const controller::JobCondition* failing = record.findCondition("CheckpointsFailing");
+  ASSERT_NE(failing, nullptr);
+  EXPECT_FALSE(failing->status);
+  EXPECT_EQ(failing->reason, "CheckpointCommitted");
+}
+
+// The last checkpoint of the job fails (rank 1's shard of step 60, the final one): the job still
+// ends Succeeded, but its status says its checkpoints are failing, with the error, and the
+// ddp_job_checkpoints_failing gauge is 1 (issue: only events and a counter showed it).
+TEST(CheckpointCommitTest, AJobWhoseLastCheckpointFailedSaysSoInItsStatus) {
+  ::setenv("DDP_TEST_CHECKPOINT_FAULT", "1:60:fail", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("DDP_TEST_CHECKPOINT_FAULT"); }
+  } unset;
+  FaultHarness h;
+  ASSERT_TRUE(h.ok()) << h.startError();
+  ASSERT_TRUE(h.submit(faultJobYaml("lastfail", h.dir() + "/ckpt", 60, 0)).isOk());
+  ASSERT_TRUE(h.waitPhase("lastfail", "Succeeded", 120)) << h.describeEvents("lastfail");
+  ASSERT_TRUE(h.waitFor(10, [&] {
+    const controller::JobRecord now = h.record("lastfail");
+    const controller::JobCondition* c = now.findCondition("CheckpointsFailing");
+    return c != nullptr && c->status;
+  })) << h.describeEvents("lastfail");
+  const controller::JobRecord r = h.record("lastfail");
+  const controller::JobCondition* failing = r.findCondition("CheckpointsFailing");
+  ASSERT_NE(failing, nullptr);
+  EXPECT_EQ(failing->reason, "CheckpointAbandoned");
+  EXPECT_NE(failing->message.find("rank 1 could not write its shard: fault injection"), std::string::npos)
+      << failing->message;
+  httplib::Client cli("127.0.0.1", h.port());
+  auto m = cli.Get("/metrics", {{"Authorization", "Bearer " + h.controller().token()}});
+  ASSERT_TRUE(m && m->status == 200);
+  EXPECT_NE(m->body.find("ddp_job_checkpoints_failing{job=\"lastfail\"} 1"), std::string::npos)
+      << m->body.substr(0, 3000);
 }
 
 // Rank 1's shard of step 40 is written 3 s late. Once rank 0's shard of step 40 is on disk (so

@@ -123,6 +123,7 @@ inline const std::vector<FamilySpec>& controllerFamilies() {
       {"ddp_http_requests_total", "counter", {"route", "code"}},
       {"ddp_http_request_seconds", "histogram", {"route"}},
       {"ddp_http_connections_dropped_total", "counter", {"listener", "reason"}},
+      {"ddp_job_checkpoints_failing", "gauge", {"job"}},
       {"ddp_controller_info", "gauge", {"version"}},
   };
   return f;

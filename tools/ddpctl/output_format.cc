@@ -128,12 +128,28 @@ std::string renderTable(const Table& table, int indent) {
   return out;
 }
 
+namespace {
+
+// The PHASE text: the phase, and "(checkpoints failing)" while the CheckpointsFailing condition
+// is True (a job whose checkpoints all failed still ends Succeeded: its last words say so).
+std::string phaseText(const Json& job, const std::string& fallback) {
+  std::string phase = text(job, {"status", "phase"}).value_or(fallback);
+  for (const Json& c : arrayOrEmpty(find(job, {"status", "conditions"}))) {
+    if (text(c, {"type"}).value_or("") == "CheckpointsFailing" && text(c, {"status"}).value_or("") == "True") {
+      phase += " (checkpoints failing)";
+    }
+  }
+  return phase;
+}
+
+}  // namespace
+
 Table jobTable(const Json& jobs, int64_t nowUnix, bool wide) {
   Table t;
   t.header = {"NAME", "PHASE", "WORKERS", "STEP", "PROGRESS", "LOSS", "ACCURACY", "AGE"};
   if (wide) t.header.insert(t.header.end(), {"GENERATION", "RESTARTS", "ETA"});
   for (const Json& job : arrayOrEmpty(&jobs)) {
-    const std::string phase = text(job, {"status", "phase"}).value_or("-");
+    const std::string phase = phaseText(job, "-");
     std::optional<double> fraction = progressFraction(job);
     std::vector<std::string> row = {
         text(job, {"metadata", "name"}).value_or("-"),
@@ -406,7 +422,7 @@ std::string describeJob(const Json& job, const Json& events, int64_t nowUnix, co
   const std::string created = text(job, {"metadata", "creationTimestamp"}).value_or("");
   const std::string age = ageSince(job, {"metadata", "creationTimestamp"}, nowUnix);
   out += labelLine("Created", created.empty() ? "" : created + " (" + age + " ago)");
-  out += labelLine("Phase", text(job, {"status", "phase"}).value_or(""));
+  out += labelLine("Phase", phaseText(job, ""));
   out += labelLine("Started", text(job, {"status", "startTime"}).value_or(""));
   out += labelLine("Completed", text(job, {"status", "completionTime"}).value_or(""));
   auto gen = integer(job, {"status", "generation"});

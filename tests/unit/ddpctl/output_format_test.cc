@@ -82,6 +82,23 @@ TEST(JobTable, FullJobAndJobWithMissingFields) {
             "bare            -         -         -          -          -        -          -\n");
 }
 
+// A job whose last checkpoint failed says so beside its phase (its CheckpointsFailing condition
+// is True); a False one (a commit since) adds nothing.
+TEST(JobTable, APhaseWithFailingCheckpointsSaysSo) {
+  Json failing = runningJob();
+  failing["status"]["phase"] = "Succeeded";
+  failing["status"]["conditions"] = Json::parse(
+      R"([{"type": "Succeeded", "status": "True"},
+          {"type": "CheckpointsFailing", "status": "True", "reason": "CheckpointAbandoned", "message": "disk full"}])");
+  Json recovered = failing;
+  recovered["metadata"]["name"] = "recovered";
+  recovered["status"]["conditions"][1]["status"] = "False";
+  Table t = jobTable(Json::array({failing, recovered}), kCreated + 300, false);
+  ASSERT_EQ(t.rows.size(), 2u);
+  EXPECT_EQ(t.rows[0][1], "Succeeded (checkpoints failing)");
+  EXPECT_EQ(t.rows[1][1], "Succeeded");
+}
+
 TEST(JobTable, NullsEmptyListsAndWrongTypesShowDashes) {
   Json job = Json::parse(R"({"metadata": {"name": "odd", "creationTimestamp": "not a time"},
                              "spec": {"workers": {"count": "two"}},
