@@ -565,6 +565,20 @@ void ApiServer::checkpointCommit(Request& req, Res res) {
     if (!field(body, "onDisk", &onDisk, *res)) return;
     c.onDisk = std::move(onDisk);
   }
+  if (auto it = body.find("onDiskDetail"); it != body.end() && it->is_array()) {
+    for (const json& d : *it) {
+      if (!d.is_object() || !d.contains("step") || !d["step"].is_number_integer()) {
+        return sendError(*res, 400, "onDiskDetail: each entry needs an integer step");
+      }
+      CheckpointRecord r;
+      r.step = d["step"].get<int64_t>();
+      r.bytes = d.value("bytes", int64_t{0});
+      r.worldSize = d.value("worldSize", 0);
+      r.timeMs = d.value("createdMs", int64_t{0});
+      r.path = d.value("path", "");
+      c.onDiskRecords.push_back(std::move(r));
+    }
+  }
   Status st = jobs_.reportCommit(req.params["name"], g, c);
   if (!st.isOk()) return sendStatus(*res, st);
   sendJson(*res, 200, R"({"recorded":true})");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "common/checkpoint/checkpoint_catalog.h"
 #include "common/log.h"
 #include "controller/jobs/job_live.h"
 #include "controller/jobs/job_manager.h"
@@ -30,7 +31,7 @@ void JobManager::noteLedgerChanges(Live& job, const std::vector<LedgerChange>& c
     DDP_LOG(Warning) << "job " << job.record.name << ": " << message;
     event(job, kEventWarning, "CheckpointAbandoned", message);
     metrics_.checkpointFailed(job.record.name);
-    noteCheckpointOutcome(job, false, "CheckpointAbandoned", message);
+    noteCheckpointOutcome(job, c.step, false, "CheckpointAbandoned", message);
   }
 }
 
@@ -40,6 +41,30 @@ void JobManager::relearnShardReport(Live& job, int64_t g, const HeartbeatShard& 
   std::vector<LedgerChange> changes;
   ledger(job).relearn(g, shard.step, job.rdzv->active()->worldSize(), shard.report, clock_.now(), &changes);
   noteLedgerChanges(job, changes);
+}
+
+void JobManager::reconcileCatalogs(const std::vector<JobRecord>& records) {
+  if (!options_.catalogFromDisk) return;
+  for (const JobRecord& rec : records) {
+    auto spec = parseJobSpec(rec.specYaml);
+    if (!spec.isOk()) continue;
+    const std::string dir = options_.workerCheckpointDir.empty() ? spec->checkpoint.dir : options_.workerCheckpointDir;
+    if (dir.empty()) continue;
+    auto onDisk = runtime::listCommitted(runtime::CheckpointStore(dir), rec.name);
+    if (!onDisk.isOk()) {
+      DDP_LOG(Warning) << "job " << rec.name << ": checkpoint catalog not reconciled with " << dir << ": "
+                       << onDisk.status().message();
+      continue;
+    }
+    std::vector<int64_t> steps;
+    Status st = Status::ok();
+    for (const runtime::CommittedCheckpoint& c : *onDisk) {
+      steps.push_back(c.step);
+      if (st.isOk()) st = store_.addCheckpoint(rec.name, {c.step, c.createdUnixMs, c.bytes, c.worldSize, c.path});
+    }
+    if (st.isOk()) st = store_.retainCheckpoints(rec.name, steps);
+    if (!st.isOk()) DDP_LOG(Warning) << "job " << rec.name << ": checkpoint catalog: " << st.message();
+  }
 }
 
 void JobManager::expireCheckpoints(Live& job, TimePoint now) {
@@ -91,7 +116,7 @@ Status JobManager::reportCommit(const std::string& name, int64_t g, const Commit
         at + " (generation " + std::to_string(g) + ") is not committed: rank 0 could not write the manifest: " + report.error;
     event(*job, kEventWarning, "CheckpointFailed", message);
     metrics_.checkpointFailed(name);
-    noteCheckpointOutcome(*job, false, "CheckpointFailed", message);
+    noteCheckpointOutcome(*job, report.step, false, "CheckpointFailed", message);
     return Status::ok();
   }
   metrics_.checkpointPhase(name, CheckpointPhase::kCommit, report.seconds);
@@ -103,20 +128,30 @@ Status JobManager::reportCommit(const std::string& name, int64_t g, const Commit
     std::vector<int64_t> onDisk = *report.onDisk;
     if (std::find(onDisk.begin(), onDisk.end(), report.step) == onDisk.end()) onDisk.push_back(report.step);
     job->pendingCatalog = std::move(onDisk);
+    // Note [Catalog follows the disk]: earlier commits a restart kept out of the catalog.
+    for (const CheckpointRecord& r : report.onDiskRecords) {
+      if (r.step != report.step) job->pendingCheckpoints.push_back(r);
+    }
   }
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.2f", report.seconds);
   event(*job, kEventNormal, "CheckpointCommitted",
         at + " committed (" + std::to_string(report.bytes) + " bytes, manifest written " + secs +
             " s after every rank reported)");
-  noteCheckpointOutcome(*job, true, "CheckpointCommitted", at + " committed");
+  noteCheckpointOutcome(*job, report.step, true, "CheckpointCommitted", at + " committed");
   return Status::ok();
 }
 
-void JobManager::noteCheckpointOutcome(Live& job, bool committed, const std::string& reason, const std::string& message) {
+void JobManager::noteCheckpointOutcome(Live& job, int64_t step, bool committed, const std::string& reason,
+                                       const std::string& message) {
   // Note [Checkpoints failing]: the condition appears with the first failure and turns False at
-  // the next commit; a job whose checkpoints never failed has none.
+  // the next commit of a later step (reports arrive out of order: rank 0's commit report of an
+  // earlier step can follow a later step's failure); a job whose checkpoints never failed has none.
   if (committed && job.record.findCondition(kConditionCheckpointsFailing) == nullptr) return;
+  if (committed && step < job.lastFailedCheckpointStep) return;
+  if (!committed) job.lastFailedCheckpointStep = std::max(job.lastFailedCheckpointStep, step);
+  job.checkpointFailuresInARow = committed ? 0 : job.checkpointFailuresInARow + 1;
+  metrics_.checkpointsFailing(job.record.name, job.checkpointFailuresInARow);
   if (job.record.setCondition(kConditionCheckpointsFailing, !committed, reason, message, wallMs())) job.dirty = true;
 }
 

@@ -93,6 +93,8 @@ struct JobManager::Live {
   std::optional<std::vector<int64_t>> pendingCatalog;
   std::optional<CheckpointLedger> ledger;  // made on first use, from the spec's timeouts
   int64_t lastCheckpointStep = -1;
+  int64_t lastFailedCheckpointStep = -1;  // Note [Checkpoints failing]
+  int checkpointFailuresInARow = 0;        // Note [Checkpoints failing]
   // The part of every assignment of the active generation after the rank, built once when the
   // round closes: world size, generation, spec, and (second form) peers. O(N) per generation.
   std::string assignmentTail;

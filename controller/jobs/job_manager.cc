@@ -124,6 +124,7 @@ JobManager::Live* JobManager::find(const std::string& name) {
 
 Status JobManager::start() {
   DDP_ASSIGN_OR_RETURN(auto records, store_.list());
+  reconcileCatalogs(records);
   std::vector<Live*> relaunch;
   std::vector<JobLaunch> adopt;  // running jobs: their replacements start like their first workers
   {

@@ -78,6 +78,9 @@ struct JobManagerOptions {
   Duration stopGrace = std::chrono::seconds(30);  // cancel: heartbeat `stop`, then SIGTERM/SIGKILL
   std::string workerLogFormat;                 // DDP_LOG_FORMAT for workers ("" = the job's)
   std::string workerCheckpointDir;             // DDP_CHECKPOINT_DIR override ("" = the job's)
+  // The workers share this process's filesystem (the local launcher): at start each job's
+  // checkpoint catalog is set to what its directory holds (Note [Catalog follows the disk]).
+  bool catalogFromDisk = false;
   std::string commThreadPriority;              // DDP_COMM_THREAD_PRIORITY ("" = the job's)
   MetricsSink* metrics = nullptr;              // what happens, for /metrics (nullptr: nothing)
 };
@@ -105,6 +108,8 @@ struct CommitReport {
   double seconds = 0;          // from the decision to the MANIFEST on disk
   // Steps of the job's complete checkpoints after retention; empty: not listed (catalog kept).
   std::optional<std::vector<int64_t>> onDisk;
+  // Those checkpoints as catalog rows (Note [Catalog follows the disk]); empty: only `onDisk`.
+  std::vector<CheckpointRecord> onDiskRecords;
 };
 
 // What a worker route's caller gets when the request names a stale generation (410).
@@ -234,7 +239,10 @@ class JobManager {
   // A shard report a heartbeat repeats, recorded if this controller never got it (a restart).
   void relearnShardReport(Live& job, int64_t g, const HeartbeatShard& shard);
   // The CheckpointsFailing condition after a checkpoint committed or failed.
-  void noteCheckpointOutcome(Live& job, bool committed, const std::string& reason, const std::string& message);
+  // At start: each stored job's catalog set to its checkpoint directory (options.catalogFromDisk).
+  void reconcileCatalogs(const std::vector<JobRecord>& records);
+  void noteCheckpointOutcome(Live& job, int64_t step, bool committed, const std::string& reason,
+                             const std::string& message);
   void expireCheckpoints(Live& job, TimePoint now);
   // Flight records (job_flight_records.cc): a verdict on `round` asks its live members.
   void requestFlightRecords(Live& job, const RendezvousRound& round, const HangVerdict& verdict);

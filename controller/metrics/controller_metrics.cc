@@ -198,7 +198,6 @@ void ControllerMetrics::checkpointPhase(const std::string& job, CheckpointPhase 
 void ControllerMetrics::checkpointCommitted(const std::string& job, int64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (JobSeries* s = series(job)) {
-    s->checkpointsFailing.Set(0);
     s->checkpointsCommitted.Increment();
     s->checkpointBytes.Increment(static_cast<double>(std::max<int64_t>(0, bytes)));
   }
@@ -206,10 +205,12 @@ void ControllerMetrics::checkpointCommitted(const std::string& job, int64_t byte
 
 void ControllerMetrics::checkpointFailed(const std::string& job) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (JobSeries* s = series(job)) {
-    s->checkpointFailures.Increment();
-    s->checkpointsFailing.Increment();
-  }
+  if (JobSeries* s = series(job)) s->checkpointFailures.Increment();
+}
+
+void ControllerMetrics::checkpointsFailing(const std::string& job, int count) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (JobSeries* s = series(job)) s->checkpointsFailing.Set(count);
 }
 
 void ControllerMetrics::httpRequest(const std::string& route, int code, double seconds) {

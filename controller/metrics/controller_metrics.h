@@ -70,6 +70,7 @@ class ControllerMetrics final : public MetricsSink {
   void checkpointFailed(const std::string& job) override;
   void httpRequest(const std::string& route, int code, double seconds) override;
   void httpDropped(const std::string& listener, const std::string& reason) override;
+  void checkpointsFailing(const std::string& job, int count) override;
 
  private:
   struct LastFigures {

@@ -79,6 +79,8 @@ class MetricsSink {
   // A checkpoint was committed (its bytes: what the ranks reported writing).
   virtual void checkpointCommitted(const std::string& job, int64_t bytes) = 0;
   virtual void checkpointFailed(const std::string& job) = 0;
+  // Checkpoints failed in a row since the last commit (Note [Checkpoints failing]).
+  virtual void checkpointsFailing(const std::string& job, int count) = 0;
 
   // --- controller
   // An answered HTTP request: `route` is "METHOD /pattern" ("" when no route matched).
@@ -103,6 +105,7 @@ class NullMetricsSink final : public MetricsSink {
   void checkpointPhase(const std::string&, CheckpointPhase, double) override {}
   void checkpointCommitted(const std::string&, int64_t) override {}
   void checkpointFailed(const std::string&) override {}
+  void checkpointsFailing(const std::string&, int) override {}
   void httpRequest(const std::string&, int, double) override {}
   void httpDropped(const std::string&, const std::string&) override {}
 };

@@ -175,6 +175,7 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config, C
   jo.workerLogFormat = config.workerLogFormat;
   jo.workerCheckpointDir = config.workerCheckpointDir;
   jo.commThreadPriority = config.commThreadPriority;
+  jo.catalogFromDisk = config.launcher == "local";
   jo.metrics = p->metrics.get();
   p->jobs = std::make_unique<JobManager>(jo, *p->store, *p->launcher);
   ApiOptions ao;

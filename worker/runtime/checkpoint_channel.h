@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/checkpoint/checkpoint_catalog.h"
 #include "common/checkpoint/checkpoint_format.h"
 #include "common/clock.h"
 #include "common/status.h"
@@ -43,6 +44,8 @@ struct CommitOutcome {
   // The job's complete checkpoints after retention; empty when the directory could not be listed
   // (then the controller's catalog is left as it is).
   std::optional<std::vector<int64_t>> onDisk;
+  // The same checkpoints with their sizes (Note [Catalog follows the disk]); empty when unknown.
+  std::vector<CommittedCheckpoint> onDiskDetail;
 };
 
 class CheckpointChannel {

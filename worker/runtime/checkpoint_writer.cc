@@ -187,7 +187,15 @@ void CheckpointWriter::commit(WrittenCheckpoint* out, const std::vector<Manifest
       DDP_LOG(Warning) << "checkpoint retention: " << st;
     }
     auto own = store_.ownCommittedSteps(config_.job);
-    if (own.isOk()) c.onDisk = std::move(*own);
+    if (own.isOk()) {
+      auto detail = listCommitted(store_, config_.job.name);
+      if (detail.isOk()) {
+        for (const CommittedCheckpoint& d : *detail) {
+          if (std::find(own->begin(), own->end(), d.step) != own->end()) c.onDiskDetail.push_back(d);
+        }
+      }
+      c.onDisk = std::move(*own);
+    }
   }
   if (Status st = channel_.reportCommit(out->step, c, Deadline::after(config_.requestTimeout)); !st.isOk()) {
     // The MANIFEST is the commit point; the controller's catalog catches up with the next one.

@@ -359,6 +359,14 @@ std::string encodeShardOutcome(const ShardOutcome& o) {
 std::string encodeCommitOutcome(const CommitOutcome& o) {
   Json j{{"ok", o.ok}, {"seconds", number(o.seconds)}};
   if (o.onDisk) j["onDisk"] = *o.onDisk;
+  if (!o.onDiskDetail.empty()) {
+    Json detail = Json::array();
+    for (const CommittedCheckpoint& d : o.onDiskDetail) {
+      detail.push_back(Json{{"step", d.step}, {"bytes", d.bytes}, {"worldSize", d.worldSize},
+                            {"createdMs", d.createdUnixMs}, {"path", d.path}});
+    }
+    j["onDiskDetail"] = detail;
+  }
   if (o.ok) {
     j["bytes"] = o.bytes;
     j["path"] = o.path;
