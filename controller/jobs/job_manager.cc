@@ -285,6 +285,7 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
                            launcher_.name() + " launcher can start (" + std::to_string(launcher_.maxWorkersPerJob()) +
                            ")");
   }
+  DDP_RETURN_IF_ERROR(options_.paths.check("spec.checkpoint.dir", spec.checkpoint.dir));
   JobRecord rec;
   rec.name = spec.name;
   DDP_ASSIGN_OR_RETURN(rec.uid, randomHex(16));

@@ -60,6 +60,7 @@
 #include "common/status.h"
 #include "common/store/store_service.h"
 #include "controller/jobs/checkpoint_ledger.h"
+#include "controller/jobs/path_policy.h"
 #include "controller/jobs/hang_detector.h"
 #include "controller/jobs/heartbeat.h"
 #include "controller/launch/launcher.h"
@@ -81,6 +82,8 @@ struct JobManagerOptions {
   // The workers share this process's filesystem (the local launcher): at start each job's
   // checkpoint catalog is set to what its directory holds (Note [Catalog follows the disk]).
   bool catalogFromDisk = false;
+  // Where jobs may point their workers (Note [Allowed path roots]).
+  PathPolicy paths;
   std::string commThreadPriority;              // DDP_COMM_THREAD_PRIORITY ("" = the job's)
   MetricsSink* metrics = nullptr;              // what happens, for /metrics (nullptr: nothing)
 };

@@ -176,6 +176,12 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config, C
   jo.workerCheckpointDir = config.workerCheckpointDir;
   jo.commThreadPriority = config.commThreadPriority;
   jo.catalogFromDisk = config.launcher == "local";
+  std::vector<std::string> roots = config.allowedPathRoots;
+  if (roots.empty()) {
+    roots = defaultPathRoots(config.stateDir, config.tmpDir.c_str());
+    DDP_RETURN_IF_ERROR(makeDirs(roots.front()));  // STATE_DIR/checkpoints
+  }
+  jo.paths = PathPolicy(roots, config.stateDir);
   jo.metrics = p->metrics.get();
   p->jobs = std::make_unique<JobManager>(jo, *p->store, *p->launcher);
   ApiOptions ao;

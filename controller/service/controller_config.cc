@@ -3,6 +3,7 @@
 #include <limits.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <map>
@@ -16,6 +17,7 @@ struct Option {
 };
 constexpr Option kListen{"--listen", "DDP_CONTROLLER_LISTEN"};
 constexpr Option kWorkerListen{"--worker-listen", "DDP_CONTROLLER_WORKER_LISTEN"};
+constexpr Option kPathRoots{"--allowed-path-roots", "DDP_CONTROLLER_ALLOWED_PATH_ROOTS"};
 constexpr Option kPerClient{"--max-connections-per-client", "DDP_CONTROLLER_MAX_CONNECTIONS_PER_CLIENT"};
 constexpr Option kStateDir{"--state-dir", "DDP_CONTROLLER_STATE_DIR"};
 constexpr Option kTokenFile{"--token-file", "DDP_CONTROLLER_TOKEN_FILE"};
@@ -31,7 +33,7 @@ constexpr Option kLeaderLease{"--leader-election-lease", "DDP_CONTROLLER_LEADER_
 constexpr Option kKubeServer{"--kube-server", "DDP_CONTROLLER_KUBE_SERVER"};
 constexpr Option kMetricsOpen{"--metrics-open", "DDP_CONTROLLER_METRICS_OPEN"};  // a switch
 constexpr Option kMetricsRetention{"--metrics-retention", "DDP_CONTROLLER_METRICS_RETENTION"};
-constexpr Option kAll[] = {kListen,       kWorkerListen, kPerClient,   kStateDir,     kTokenFile,   kWorkerBin,     kAdvertise,
+constexpr Option kAll[] = {kListen,       kWorkerListen, kPerClient,   kPathRoots,   kStateDir,     kTokenFile,   kWorkerBin,     kAdvertise,
                            kMaxJobBytes,  kHandlerThreads, kLogLevel,  kLauncher,      kWorkerImage,
                            kWatchNamespace, kLeaderLease, kKubeServer, kMetricsOpen,  kMetricsRetention};
 
@@ -82,7 +84,8 @@ std::string programDir() {
 
 std::string controllerUsage() {
   return "usage: ddp-controller --state-dir DIR [--listen HOST:PORT] [--worker-listen HOST:PORT]\n"
-         "                      [--max-connections-per-client N] [--token-file FILE]\n"
+         "                      [--max-connections-per-client N] [--allowed-path-roots DIR:DIR]\n"
+         "                      [--token-file FILE]\n"
          "                      [--worker-bin PATH] [--advertise-url URL] [--max-job-bytes N]\n"
          "                      [--handler-threads N] [--log-level debug|info|warning|error]\n"
          "                      [--launcher local|external|kubernetes] [--worker-image IMAGE]\n"
@@ -94,7 +97,9 @@ std::string controllerUsage() {
          "routes and /healthz, /readyz; default: the --listen host, the port an earlier start on\n"
          "this state dir used, else any) and are told --advertise-url (default: that address);\n"
          "users on --listen, which takes at most --max-connections-per-client (1024; 0: no cap)\n"
-         "connections from one address. SIGTERM stops it (running workers keep running and are re-adopted by the\n"
+         "connections from one address. A job's checkpoint.dir must lie under one of\n"
+         "--allowed-path-roots (colon-separated absolute directories; default STATE_DIR/checkpoints\n"
+         "and $TMPDIR or /tmp). SIGTERM stops it (running workers keep running and are re-adopted by the\n"
          "next start on the same state dir). Every flag falls back to DDP_CONTROLLER_<NAME>\n"
          "(DDP_CONTROLLER_LISTEN, DDP_CONTROLLER_STATE_DIR, DDP_CONTROLLER_TOKEN_FILE, ...).\n"
          "The API token is read from --token-file, or generated in STATE_DIR/token (mode 0600).\n"
@@ -161,6 +166,18 @@ Result<ControllerConfig> parseControllerConfig(const std::vector<std::string>& a
     DDP_RETURN_IF_ERROR(parseHostPort(*v, kWorkerListen, &c.workerListenHost, &c.workerListenPort));
   }
   if (auto v = get(kStateDir)) c.stateDir = *v;
+  if (auto v = env("TMPDIR"); v && !v->empty() && v->front() == '/') c.tmpDir = *v;
+  if (auto v = get(kPathRoots)) {
+    for (size_t from = 0; from <= v->size();) {
+      const size_t colon = std::min(v->find(':', from), v->size());
+      const std::string root = v->substr(from, colon - from);
+      if (!root.empty()) {
+        if (root.front() != '/') return invalidArgument(describe(kPathRoots) + ": '" + root + "' is not an absolute path");
+        c.allowedPathRoots.push_back(root);
+      }
+      from = colon + 1;
+    }
+  }
   if (auto v = get(kTokenFile)) c.tokenFile = *v;
   if (auto v = get(kWorkerBin)) c.workerBinary = *v;
   if (auto v = get(kAdvertise)) c.advertiseUrl = *v;

@@ -52,6 +52,10 @@ struct ControllerConfig {
   int workerListenPort = 0;
   std::string advertiseUrl;       // the workers' controller URL; empty: http://workerHost:boundWorkerPort
   size_t maxConnectionsPerClient = 1024;  // public listener only; 0: no cap
+  // Where jobs may point their workers (Note [Allowed path roots]); empty: STATE_DIR/checkpoints
+  // and tmpDir.
+  std::vector<std::string> allowedPathRoots;
+  std::string tmpDir = "/tmp";  // the system's temporary folder ($TMPDIR)
   size_t maxJobBytes = 1u << 20;
   int handlerThreads = 4;
   log::Level logLevel = log::Level::kInfo;

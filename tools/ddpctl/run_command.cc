@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 
 #include "common/job_spec.h"
@@ -309,6 +310,10 @@ int runCommand(const std::vector<std::string>& argv) {
     say(spec.status().message());
     return kExitUsage;
   }
+  // Note [Allowed path roots]: the user's own directories, named as the user would, from here.
+  if (!spec->checkpoint.dir.empty() && spec->checkpoint.dir.front() != '/') {
+    spec->checkpoint.dir = std::filesystem::absolute(spec->checkpoint.dir).lexically_normal().string();
+  }
   auto config = runtime::trainerConfigFromJobSpec(*spec);
   if (!config.isOk()) {
     say(a.jobFile + ": " + config.status().message());
@@ -363,6 +368,7 @@ int runCommand(const std::vector<std::string>& argv) {
   cc.stopGrace = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(a.graceSeconds));
   cc.workerLogFormat = logFormat;
   cc.workerCheckpointDir = a.checkpointDir;
+  cc.allowedPathRoots = {"/"};  // any directory of the user's, but the embedded state dir
   if (commPriority) cc.commThreadPriority = commThreadPriorityName(*commPriority);
   cc.persistEvery = std::chrono::seconds(5);
   int code = kExitFailed;

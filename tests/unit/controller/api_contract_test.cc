@@ -237,6 +237,25 @@ TEST_F(ApiContractTest, InvalidUtf8AndSecondDocumentsAre400NamingWhereNotA500) {
   EXPECT_EQ(json::parse(client_->Get("/v1/jobs", auth_)->body)["jobs"].size(), 0u) << "nothing was stored";
 }
 
+// Note [Allowed path roots]: a job may not point its workers at /etc, a relative path or the
+// controller's own state dir; a directory under the temporary folder (a default root) is fine.
+TEST_F(ApiContractTest, CheckpointDirectoriesOutsideTheAllowedRootsAreRefusedNamingTheField) {
+  const std::string base = jobYaml("confined");
+  for (const std::string& dir : {std::string("/etc"), std::string("relative/ckpt"), ctl_->tokenFile() + "-dir"}) {
+    SCOPED_TRACE(dir);
+    auto r = post("/v1/jobs", base + "  checkpoint: {dir: " + dir + ", everySteps: 5}\n", "application/yaml", auth_);
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << r->body;
+    json d = json::parse(r->body)["details"];
+    ASSERT_EQ(d.size(), 1u) << r->body;
+    EXPECT_EQ(d[0]["path"], "spec.checkpoint.dir") << r->body;
+  }
+  auto ok = post("/v1/jobs", base + "  checkpoint: {dir: " + dir_.path() + "/ckpt, everySteps: 5}\n",
+                 "application/yaml", auth_);
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 201) << ok->body;
+}
+
 TEST_F(ApiContractTest, CancelDeleteEventsCheckpointsAndLogs) {
   submitOk("gamma");
   auto cps = client_->Get("/v1/jobs/gamma/checkpoints", auth_);
