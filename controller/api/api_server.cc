@@ -408,6 +408,10 @@ void ApiServer::registerWorker(Request& req, Res res) {
     }
     r.leftGeneration = it->get<int64_t>();
   }
+  if (auto it = body.find("lastStep"); it != body.end()) {
+    if (!it->is_number_integer()) return sendError(*res, 400, "lastStep must be an integer");
+    r.lastStep = it->get<int64_t>();
+  }
   if (auto it = body.find("reason"); it != body.end() && it->is_string()) r.reason = std::string(utf8Prefix(it->get<std::string>(), 4096));
   r.incarnation = incarnationOf(req);
   Fenced fenced;

@@ -107,6 +107,11 @@ struct JobManager::Live {
   TimePoint generationStart{};
   int64_t abortedGeneration = 0;       // the generation a verdict ended
   std::set<std::string> survivors;     // its members that get `abort` (not 410)
+  // Note [Recovery figures]: whose communicator abort of `abortsGeneration` was counted, and
+  // the step each survivor said it had completed when it rejoined.
+  int64_t abortsGeneration = 0;
+  std::set<std::string> abortsCounted;
+  std::map<std::string, int64_t> stepAtRejoin;
   std::vector<std::string> toReplace;  // culprits whose replacement is due at replaceAt
   TimePoint replaceAt{};
   bool recovering = false;             // waiting for every member to finish a step

@@ -397,7 +397,8 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
       w.leftAt = now;
       w.leftMessage = req.reason.empty() ? "no reason given" : req.reason;
       w.lastSeen = now;
-      metrics_.communicatorAborted(name);
+      countAbort(*job, req.workerId, req.leftGeneration);
+      if (req.lastStep >= 0) job->stepAtRejoin[req.workerId] = req.lastStep;
       event(*job, kEventWarning, "CommunicatorAborted",
             "worker rank " + std::to_string(w.rec.rank) + " (" + req.workerId + ") left generation " +
                 std::to_string(req.leftGeneration) + ": " + w.leftMessage);
@@ -416,6 +417,12 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
           "worker " + req.workerId + " (pid " + std::to_string(req.pid) + ") tried to rejoin after generation " +
               std::to_string(req.leftGeneration) + ", which ended without it: refused");
     return abortedError("stale generation " + std::to_string(req.leftGeneration));
+  }
+  if (req.leftGeneration > 0 && req.leftGeneration == job->abortedGeneration) {
+    // A survivor of a verdict rejoining: its own abort counts (it may never have been told to by
+    // a heartbeat), and so does the step it stopped at.
+    countAbort(*job, req.workerId, req.leftGeneration);
+    if (req.lastStep >= 0) job->stepAtRejoin[req.workerId] = req.lastStep;
   }
   if (Status claim = claimSlot(job->spec, w, req, now); !claim.isOk()) {
     if (claim.code() == StatusCode::kAlreadyExists) {
@@ -569,7 +576,7 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
       auto it = job->workers.find(hb.workerId);
       if (it != job->workers.end()) it->second.lastSeen = clock_.now();
       if (flightRecordCommand(*job, g, hb)) return Command{CommandType::kFlightRecord, 0};
-      metrics_.communicatorAborted(name);
+      countAbort(*job, hb.workerId, g);
       return Command{CommandType::kAbort, 0};
     }
     if (g == job->abortedGeneration && awaitingFlightRecords(*job)) return Command{};  // not fenced yet

@@ -98,6 +98,9 @@ struct RegisterRequest {
   // The incarnation the registering process already holds ("" for a new process; Note [Worker
   // incarnations] in worker_claim.cc).
   std::string incarnation;
+  // With leftGeneration: the last step this worker completed in it (-1 unknown; Note [Recovery
+  // figures] in job_recovery.cc).
+  int64_t lastStep = -1;
 };
 
 // Rank 0's phase-2 report (Note [Two-phase checkpoint commit]): the MANIFEST it wrote, or why
@@ -244,6 +247,8 @@ class JobManager {
   // The CheckpointsFailing condition after a checkpoint committed or failed.
   // At start: each stored job's catalog set to its checkpoint directory (options.catalogFromDisk).
   void reconcileCatalogs(const std::vector<JobRecord>& records);
+  // Counts `workerId`'s communicator abort of generation `g` once (Note [Recovery figures]).
+  void countAbort(Live& job, const std::string& workerId, int64_t g);
   void noteCheckpointOutcome(Live& job, int64_t step, bool committed, const std::string& reason,
                              const std::string& message);
   void expireCheckpoints(Live& job, TimePoint now);

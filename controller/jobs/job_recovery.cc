@@ -130,20 +130,42 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
   job.dirty = true;
   std::string who = culprits.empty() ? "no worker is replaced" : "replacing";
   for (const auto& id : culprits) who += " " + id;
-  int64_t reached = 0;
+  // Note [Recovery figures]: heartbeats lag; a committed checkpoint proves the step was reached,
+  // and the survivors say where they stopped when they rejoin (noteRecovered uses that).
+  int64_t reached = std::max<int64_t>(0, job.lastCheckpointStep);
   for (const auto& id : round.members) reached = std::max(reached, job.workers[id].rec.step);
   const int64_t from = std::max<int64_t>(0, job.lastCheckpointStep);
   job.stepAtVerdict = reached;
+  job.stepAtRejoin.clear();
   // The workers decide where they resume (Note [Healing from live peers] in
   // worker/runtime/peer_state.h): from a survivor's own state when one holds it whole, else from
   // the last committed checkpoint. The Recovered event says which step it was.
   event(job, kEventWarning, "Restarting",
         "restart " + std::to_string(restart) + " of " + std::to_string(job.spec.maxRestarts) + " after " + reason +
-            ": generation " + std::to_string(round.generation) + " ended at step " + std::to_string(reached) + "; " +
+            ": generation " + std::to_string(round.generation) + " ended at step " + std::to_string(reached) +
+            " or later (the survivors report their last step when they rejoin); " +
             who + "; " + std::to_string(job.survivors.size()) +
             " survivor(s) rejoin without restarting; resuming from a survivor's state, or else from step " +
             std::to_string(from) + " (last committed checkpoint)");
   if (job.rdzv->active()) wakeAssignments(job);
+}
+
+// Note [Recovery figures]
+// ddp_aborts_total counts each worker's communicator abort of a generation once, whichever way
+// the controller learns of it: the worker rejoining after aborting on its own (a peer died), a
+// heartbeat answered `abort`, or a survivor rejoining after a verdict (it may abort on its own
+// before any heartbeat tells it to: counting only the heartbeat path missed it). The Restarting
+// event cannot know where the generation ended: heartbeats lag by up to an interval (one said
+// 565 while checkpoint 600 had committed). So it gives a lower bound (the last heartbeats and the
+// last committed checkpoint), each survivor reports the last step it completed when it rejoins,
+// and the Recovered event computes "ended at" and "steps redone" from those and the step the new
+// generation resumed at.
+void JobManager::countAbort(Live& job, const std::string& workerId, int64_t g) {
+  if (g != job.abortsGeneration) {
+    job.abortsGeneration = g;
+    job.abortsCounted.clear();
+  }
+  if (job.abortsCounted.insert(workerId).second) metrics_.communicatorAborted(job.record.name);
 }
 
 void JobManager::noteRecovered(Live& job, const std::string& workerId, const Heartbeat& hb) {
@@ -158,8 +180,16 @@ void JobManager::noteRecovered(Live& job, const std::string& workerId, const Hea
   const double secs = std::chrono::duration<double>(clock_.now() - job.verdictAt).count();
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f", secs);
-  const std::string resumed = "resumed at step " + std::to_string(resumedAt) + " (steps redone: " +
-                              std::to_string(std::max<int64_t>(0, job.stepAtVerdict - resumedAt)) + ")";
+  // Note [Recovery figures]: where the generation ended is the last step a rank completed, as the
+  // rejoining survivors reported it; without one (every rank replaced), the verdict's estimate.
+  int64_t ended = job.stepAtVerdict;
+  if (!job.stepAtRejoin.empty()) {
+    ended = 0;
+    for (const auto& [id, step] : job.stepAtRejoin) ended = std::max(ended, step);
+  }
+  const std::string resumed = "the last generation ended at step " + std::to_string(ended) + ", resumed at step " +
+                              std::to_string(resumedAt) +
+                              " (steps redone: " + std::to_string(std::max<int64_t>(0, ended - resumedAt)) + ")";
   if (job.plannedChange) {
     // A membership change (Note [Elastic membership]): not a recovery, no ddp_recovery_seconds.
     event(job, kEventNormal, "Resumed",

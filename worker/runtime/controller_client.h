@@ -60,6 +60,7 @@ inline constexpr const char* kFencedPrefix = "fenced: stale generation";
 struct Rejoin {
   int64_t leftGeneration = 0;  // 0: a first registration
   std::string reason;
+  int64_t lastStep = -1;       // the last step completed in the left generation (-1 unknown)
 };
 
 struct Registration {

@@ -175,6 +175,7 @@ std::string encodeRegistrationRequest(const std::string& workerId, const std::st
   if (rejoin.leftGeneration > 0) {
     j["leftGeneration"] = rejoin.leftGeneration;
     j["reason"] = rejoin.reason;
+    if (rejoin.lastStep >= 0) j["lastStep"] = rejoin.lastStep;
   }
   return dump(j);
 }

@@ -458,7 +458,10 @@ int runWorker(int argc, char** argv) {
     }
     const int64_t left = assignment->generation;
     const Deadline deadline = Deadline::after(rejoinTimeout);
-    auto reg = (*client)->registerWorker(hostName(), config->advertiseAddress, ::getpid(), deadline, Rejoin{left, why});
+    // Note [Recovery figures]: where this rank stopped (its state at its last step boundary).
+    const int64_t lastStep = carried.has_value() && carried->generation == left ? carried->step : -1;
+    auto reg = (*client)->registerWorker(hostName(), config->advertiseAddress, ::getpid(), deadline,
+                                         Rejoin{left, why, lastStep});
     if (!reg.isOk()) {
       if (auto code = finishedJobExit(reg.status())) return *code;
       return fail(reg.status().withContext("rejoining after generation " + std::to_string(left)), kWorkerExitFailure);

@@ -8,6 +8,8 @@
 // Thread model: the test's thread, the JobManager's ticker; FakeLauncher's calls are guarded by
 // its mutex.
 #include "controller/jobs/job_manager.h"
+#include "controller/metrics/controller_metrics.h"
+#include "tests/support/prometheus_text.h"
 
 #include <gtest/gtest.h>
 
@@ -95,6 +97,7 @@ class JobManagerStopTest : public ::testing::Test {
     o.tick = std::chrono::milliseconds(2);
     o.stopGrace = std::chrono::seconds(30);
     o.persistEvery = std::chrono::milliseconds(10);
+    o.metrics = &metrics_;
     jobs_ = std::make_unique<JobManager>(o, *store_, launcher_, clock_);
     ASSERT_TRUE(jobs_->start().isOk());
   }
@@ -115,8 +118,10 @@ class JobManagerStopTest : public ::testing::Test {
     ASSERT_TRUE(spec.isOk()) << spec.status();
     ASSERT_TRUE(jobs_->submit(*spec).isOk());
   }
-  Result<int64_t> join(const std::string& id, int64_t pid, int64_t leftGeneration = 0, const std::string& why = "") {
+  Result<int64_t> join(const std::string& id, int64_t pid, int64_t leftGeneration = 0, const std::string& why = "",
+                       int64_t lastStep = -1) {
     RegisterRequest r;
+    r.lastStep = lastStep;
     r.workerId = id;
     r.host = "127.0.0.1";
     r.pid = pid;
@@ -231,6 +236,7 @@ class JobManagerStopTest : public ::testing::Test {
 
   testing::TempDir dir_{"job_manager_stop_test"};
   FakeClock clock_;
+  ControllerMetrics metrics_;  // declared before the JobManager that reports to it
   FakeLauncher launcher_;
   std::unique_ptr<SqliteJobStore> store_;
   std::unique_ptr<JobManager> jobs_;
@@ -306,6 +312,39 @@ TEST_F(JobManagerStopTest, ACancelDuringARestartEndsCancelledWithoutAReplacement
   ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kCancelled; }))
       << jobPhaseName(record().phase) << "\n" << allEvents();
   EXPECT_TRUE(launcher_.replaced().empty());
+}
+
+// Note [Recovery figures]: the survivor of an Exited verdict aborts on its own before any
+// heartbeat tells it to; its abort counts once (also when a heartbeat then says `abort`), and the
+// Recovered event takes where the generation ended from the step it reports when it rejoins (57
+// here, while its last heartbeat said 10), not from the stale heartbeats.
+TEST_F(JobManagerStopTest, AbortsCountOncePerWorkerAndStepsRedoneComeFromTheRejoin) {
+  ASSERT_NO_FATAL_FAILURE(running());
+  exited("j-w1", 101, /*killed=*/false, /*code=*/1);
+  ASSERT_TRUE(waitFor([&] { return launcher_.replaced().size() == 1; })) << allEvents();
+  ASSERT_TRUE(join("j-w0", 100, 1, "peer gone", /*lastStep=*/57).isOk());  // the survivor, on its own
+  auto told = beat("j-w0", 0, 1);  // a late heartbeat of generation 1 is answered abort
+  ASSERT_TRUE(join("j-w1", 201).isOk());  // the replacement
+  ASSERT_TRUE(waitFor([&] { return record().generation == 2; })) << allEvents();
+  advance(0.3);
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRunning; })) << allEvents();
+  for (const auto& [id, rank] : {std::pair<std::string, int>{"j-w0", 0}, {"j-w1", 1}}) {
+    Heartbeat hb;
+    hb.workerId = id;
+    hb.rank = rank;
+    hb.step = 55;  // resumed at 50 (a checkpoint or a survivor's state), 5 steps done since
+    hb.totalSteps = 1000;
+    hb.counters["steps"] = 5;
+    Fenced fenced;
+    ASSERT_TRUE(jobs_->heartbeat(kJob, 2, hb, &fenced).isOk());
+  }
+  ASSERT_TRUE(waitFor([&] { return allEvents().find("Recovered:") != std::string::npos; })) << allEvents();
+  const std::string events = allEvents();
+  EXPECT_NE(events.find("the last generation ended at step 57, resumed at step 50 (steps redone: 7)"),
+            std::string::npos) << events;
+  const test::PromText t = test::PromText::parse(metrics_.scrape({}));
+  EXPECT_EQ(t.value("ddp_aborts_total", {{"job", "j"}}), 1) << "one survivor, one abort"
+                                                           << (told.isOk() ? "" : told.status().toString());
 }
 
 // The same after an Exited verdict whose replacement waits out a restart backoff (restart 2:
