@@ -327,21 +327,30 @@ namespace {
 
 class CpuLayerOps final : public LayerOps {
  public:
+  explicit CpuLayerOps(size_t maxAllocationBytes) : maxAllocationBytes_(maxAllocationBytes) {}
   Device device() const override { return Device::cpu(); }
-  Status status() const override { return Status::ok(); }
-  Status synchronize() override { return Status::ok(); }
+  Status status() const override { return status_; }
+  Status synchronize() override { return status_; }
 
-  void* allocate(size_t bytes) override {
+  void* allocate(size_t bytes, const char* what) override {
+    if (!status_.isOk()) return nullptr;
     // 64-byte alignment keeps BLAS and vector loops on whole cache lines.
-    size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-    return std::aligned_alloc(64, rounded);
+    const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+    void* p = maxAllocationBytes_ != 0 && rounded > maxAllocationBytes_ ? nullptr : std::aligned_alloc(64, rounded);
+    if (p == nullptr) {
+      char gib[32];
+      std::snprintf(gib, sizeof gib, "%.1f", static_cast<double>(bytes) / (1u << 30));
+      status_ = resourceExhausted(std::string("cannot allocate ") + (what != nullptr ? what : "a buffer") + ": " +
+                                  std::to_string(bytes) + " bytes (" + gib + " GiB) of host memory");
+    }
+    return p;
   }
   void release(void* p) override { std::free(p); }
-  void copyToDevice(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
-  void copyToHost(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
-  void copyOnDevice(void* dst, const void* src, size_t bytes) override { copy(dst, src, bytes); }
+  void copyToDevice(void* dst, const void* src, size_t bytes) override { copyIfOk(dst, src, bytes); }
+  void copyToHost(void* dst, const void* src, size_t bytes) override { copyIfOk(dst, src, bytes); }
+  void copyOnDevice(void* dst, const void* src, size_t bytes) override { copyIfOk(dst, src, bytes); }
   void fillZero(void* p, size_t bytes) override {
-    if (bytes) std::memset(p, 0, bytes);
+    if (bytes && status_.isOk()) std::memset(p, 0, bytes);
   }
 
   void gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b,
@@ -394,16 +403,21 @@ class CpuLayerOps final : public LayerOps {
   }
 
  private:
-  static void copy(void* dst, const void* src, size_t bytes) {
-    if (bytes && dst != src) std::memmove(dst, src, bytes);
+  void copyIfOk(void* dst, const void* src, size_t bytes) const {
+    if (bytes && dst != src && status_.isOk()) std::memmove(dst, src, bytes);
   }
+
+  const size_t maxAllocationBytes_;
+  Status status_;  // the first allocation failure (Note [Sticky device errors])
 };
 
 }  // namespace
 
-std::unique_ptr<LayerOps> makeCpuLayerOps(int threads) {
-  setCpuThreads(threads);
-  return std::make_unique<CpuLayerOps>();
+std::unique_ptr<LayerOps> makeCpuLayerOps(int threads) { return makeCpuLayerOps(CpuOpsOptions{threads, 0}); }
+
+std::unique_ptr<LayerOps> makeCpuLayerOps(const CpuOpsOptions& options) {
+  setCpuThreads(options.threads);
+  return std::make_unique<CpuLayerOps>(options.maxAllocationBytes);
 }
 
 #if !defined(DDP_WITH_CUDA)
@@ -426,11 +440,11 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
-void DeviceBuffer::reserve(size_t bytes) {
+void DeviceBuffer::reserve(size_t bytes, const char* what) {
   if (bytes <= bytes_ && data_ != nullptr) return;
   DDP_CHECK(ops_ != nullptr);
   reset();
-  data_ = ops_->allocate(bytes);
+  data_ = ops_->allocate(bytes, what);
   bytes_ = data_ ? bytes : 0;
 }
 

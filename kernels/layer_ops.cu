@@ -250,10 +250,11 @@ class CudaLayerOps final : public LayerOps {
     return status_;
   }
 
-  void* allocate(size_t bytes) override {
+  void* allocate(size_t bytes, const char* what) override {
     if (!ok()) return nullptr;
     void* p = nullptr;
-    check(cudaMalloc(&p, bytes > 0 ? bytes : 1), ("cudaMalloc " + std::to_string(bytes) + " bytes").c_str());
+    check(cudaMalloc(&p, bytes > 0 ? bytes : 1),
+          ("cudaMalloc " + std::to_string(bytes) + " bytes" + (what != nullptr ? std::string(" for ") + what : "")).c_str());
     return ok() ? p : nullptr;
   }
   void release(void* p) override {

@@ -14,7 +14,8 @@
 // Ops return void so that layer code stays readable; a CUDA failure (launch, cuBLAS, memory) is
 // recorded in the LayerOps object as its first error and every later op is skipped.
 // Callers check `status()` once per step (Module::forwardBackward does) and turn it into a
-// Status with context. The CPU implementation cannot fail once its buffers are allocated.
+// Status with context. The CPU implementation fails only to allocate (out of memory, or past
+// CpuOpsOptions::maxAllocationBytes); the same sticky status then skips every later op.
 
 #include <cstddef>
 #include <cstdint>
@@ -102,8 +103,10 @@ class LayerOps {
   // Waits for queued device work (no-op on CPU).
   virtual Status synchronize() = 0;
 
-  // Device memory. allocate returns nullptr (and records an error) on failure.
-  virtual void* allocate(size_t bytes) = 0;
+  // Device memory. allocate returns nullptr on failure and records ResourceExhausted naming
+  // `what` (a tensor's name, when the caller has one) and the size; once an error is recorded
+  // every later op is skipped (Note [Sticky device errors]), so nothing touches a null buffer.
+  virtual void* allocate(size_t bytes, const char* what = nullptr) = 0;
   virtual void release(void* p) = 0;
   virtual void copyToDevice(void* dst, const void* hostSrc, size_t bytes) = 0;
   virtual void copyToHost(void* hostDst, const void* src, size_t bytes) = 0;
@@ -136,6 +139,13 @@ class LayerOps {
 
 // The CPU implementation (OpenBLAS with `threads` threads; 0 keeps the current setting).
 std::unique_ptr<LayerOps> makeCpuLayerOps(int threads = 0);
+struct CpuOpsOptions {
+  int threads = 0;
+  // A single allocation above this fails as if the memory were not there (0: no limit): tests
+  // inject an allocation failure with it (a real giant malloc aborts under AddressSanitizer).
+  size_t maxAllocationBytes = 0;
+};
+std::unique_ptr<LayerOps> makeCpuLayerOps(const CpuOpsOptions& options);
 // The CUDA implementation on device `index`; Unimplemented in a build without CUDA,
 // Unavailable when no GPU is present.
 Result<std::unique_ptr<LayerOps>> makeCudaLayerOps(int index = 0);
@@ -155,7 +165,7 @@ class DeviceBuffer {
 
   void setOps(LayerOps* ops) { reset(); ops_ = ops; }
   // Grows to at least `bytes` (contents are lost on growth); never shrinks.
-  void reserve(size_t bytes);
+  void reserve(size_t bytes, const char* what = nullptr);  // `what` names it in an allocation error
   void reset();
   void* data() const { return data_; }
   float* f32() const { return static_cast<float*>(data_); }

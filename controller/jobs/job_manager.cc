@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/secret.h"
 #include "common/utf8.h"
+#include "controller/jobs/memory_estimate.h"
 #include "controller/jobs/worker_claim.h"
 #include "controller/jobs/job_decision.h"
 #include "controller/jobs/job_live.h"
@@ -286,6 +287,11 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
                            ")");
   }
   DDP_RETURN_IF_ERROR(options_.paths.check("spec.checkpoint.dir", spec.checkpoint.dir));
+  {  // Note [Memory estimate]
+    const auto limit = spec.kubernetes.resources.limits.find("memory");
+    const std::string podLimit = limit == spec.kubernetes.resources.limits.end() ? "" : limit->second;
+    DDP_RETURN_IF_ERROR(checkWorkerMemory(spec, launcher_.workerMemory(spec.workers.max, podLimit)));
+  }
   JobRecord rec;
   rec.name = spec.name;
   DDP_ASSIGN_OR_RETURN(rec.uid, randomHex(16));

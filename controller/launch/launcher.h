@@ -66,6 +66,14 @@ class LogStream {
   virtual bool done() const = 0;  // the end was reached (read returns OutOfRange from now on)
 };
 
+// The memory one worker of a job may use (Note [Memory estimate] in controller/jobs), and what
+// says so: "this machine's 31.2 GiB shared by 4 workers", or the pod limit's field.
+struct WorkerMemoryBudget {
+  int64_t bytes = 0;
+  std::string source;
+  std::string field;  // the spec field a refusal names ("" : spec.model)
+};
+
 class Launcher {
  public:
   using ExitCallback = std::function<void(const WorkerExit&)>;
@@ -74,6 +82,13 @@ class Launcher {
   virtual std::string name() const = 0;    // "local"
   virtual Status ready() const = 0;        // for /readyz
   virtual int maxWorkersPerJob() const = 0;  // the validator refuses workers.count above this
+  // The memory each of `workers` workers started with `kubernetesLimit` (the spec's
+  // resources.limits.memory, "" when none) may use; nullopt when unknown (nothing is checked).
+  virtual std::optional<WorkerMemoryBudget> workerMemory(int workers, const std::string& kubernetesLimit) const {
+    (void)workers;
+    (void)kubernetesLimit;
+    return std::nullopt;
+  }
 
   // Every slot 0..workers-1 has a live worker: starts each slot that never had one. Idempotent.
   // A slot whose worker exited is NOT refilled by this call: the controller asks for that with

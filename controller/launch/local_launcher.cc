@@ -173,6 +173,18 @@ void LocalLauncher::wakeMonitor() {
   (void)n;
 }
 
+std::optional<WorkerMemoryBudget> LocalLauncher::workerMemory(int workers, const std::string&) const {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || pageSize <= 0 || workers <= 0) return std::nullopt;
+  const int64_t total = static_cast<int64_t>(pages) * pageSize;
+  char gib[32];
+  std::snprintf(gib, sizeof gib, "%.1f GiB", static_cast<double>(total) / (int64_t{1} << 30));
+  return WorkerMemoryBudget{total / workers,
+                            "this machine's " + std::string(gib) + " of memory shared by " + std::to_string(workers) +
+                                " worker(s)",
+                            ""};
+}
+
 Status LocalLauncher::ready() const {
   if (stopping_.load()) return unavailable("the local launcher is shutting down");
   if (::access(options_.workerBinary.c_str(), X_OK) != 0) {

@@ -100,6 +100,8 @@ class LocalLauncher final : public Launcher {
   std::string name() const override { return "local"; }
   Status ready() const override;
   int maxWorkersPerJob() const override { return maxWorkers_; }
+  // This machine's physical memory, shared by the job's workers.
+  std::optional<WorkerMemoryBudget> workerMemory(int workers, const std::string& kubernetesLimit) const override;
   Status ensureWorkers(const JobLaunch& job) override;
   Status adoptJob(const JobLaunch& job) override;
   Status killWorker(const std::string& job, const std::string& workerId, int signal) override;

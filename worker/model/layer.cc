@@ -25,8 +25,8 @@ void ParamStorage::allocate(kernels::LayerOps* ops, std::string name, Shape shap
   param.device = ops->device();
   data.setOps(ops);
   grad.setOps(ops);
-  data.reserve(param.bytes());
-  grad.reserve(param.bytes());
+  data.reserve(param.bytes(), param.name.c_str());
+  grad.reserve(param.bytes(), (param.name + ".grad").c_str());
   ops->fillZero(data.data(), param.bytes());
   ops->fillZero(grad.data(), param.bytes());
   param.data = data.data();

@@ -3,7 +3,9 @@
 namespace ddp::model {
 
 Result<std::unique_ptr<kernels::LayerOps>> makeLayerOps(const ModelOptions& options) {
-  if (options.device.isCpu()) return kernels::makeCpuLayerOps(options.cpuThreads);
+  if (options.device.isCpu()) {
+    return kernels::makeCpuLayerOps(kernels::CpuOpsOptions{options.cpuThreads, options.maxAllocationBytes});
+  }
   return kernels::makeCudaLayerOps(options.device.index);
 }
 

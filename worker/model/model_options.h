@@ -14,6 +14,7 @@ struct ModelOptions {
   Device device = Device::cpu();
   uint64_t seed = 0;      // deterministic init: same seed -> bitwise same parameters
   int cpuThreads = 1;     // OpenBLAS threads (process-wide); 0 leaves the current setting
+  size_t maxAllocationBytes = 0;  // CPU: kernels::CpuOpsOptions (tests inject a failure); 0 none
 };
 
 // The LayerOps for options.device (CPU, or CUDA when built with it and a GPU is present).

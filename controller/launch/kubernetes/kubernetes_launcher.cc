@@ -126,6 +126,14 @@ void KubernetesLauncher::reapLoop() {
 std::string KubernetesLauncher::podsPath() const { return "/api/v1/namespaces/" + options_.nameSpace + "/pods"; }
 std::string KubernetesLauncher::secretsPath() const { return "/api/v1/namespaces/" + options_.nameSpace + "/secrets"; }
 
+std::optional<WorkerMemoryBudget> KubernetesLauncher::workerMemory(int, const std::string& limit) const {
+  if (limit.empty()) return std::nullopt;
+  auto bytes = parseKubernetesQuantity(limit);
+  if (!bytes.isOk() || *bytes <= 0) return std::nullopt;  // the spec's validation names a bad quantity
+  return WorkerMemoryBudget{static_cast<int64_t>(*bytes), "the worker pod's memory limit " + limit,
+                            "spec.kubernetes.resources.limits.memory"};
+}
+
 Status KubernetesLauncher::ready() const {
   if (!pods_->synced()) return unavailable("kubernetes: the pod watch has not synced yet: " + pods_->lastError().message());
   if (options_.elector) return options_.elector->readiness();

@@ -256,6 +256,21 @@ TEST_F(ApiContractTest, CheckpointDirectoriesOutsideTheAllowedRootsAreRefusedNam
   EXPECT_EQ(ok->status, 201) << ok->body;
 }
 
+// Note [Memory estimate]: a model no worker of this machine can hold is refused at submission,
+// naming spec.model, instead of failing every worker (issue: hidden [100000000], signal 11).
+TEST_F(ApiContractTest, AModelTooLargeForTheWorkersIsRefusedAtSubmission) {
+  std::string yaml = jobYaml("huge");
+  yaml.replace(yaml.find("hidden: [8]"), 11, "hidden: [100000000]");
+  auto r = post("/v1/jobs", yaml, "application/yaml", auth_);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 400) << r->body;
+  json d = json::parse(r->body)["details"];
+  ASSERT_EQ(d.size(), 1u) << r->body;
+  EXPECT_EQ(d[0]["path"], "spec.model") << r->body;
+  EXPECT_NE(d[0]["message"].get<std::string>().find("of memory shared by 2 worker(s)"), std::string::npos) << r->body;
+  EXPECT_EQ(ctl_->jobs().get("huge").status().code(), StatusCode::kNotFound) << "nothing stored";
+}
+
 TEST_F(ApiContractTest, CancelDeleteEventsCheckpointsAndLogs) {
   submitOk("gamma");
   auto cps = client_->Get("/v1/jobs/gamma/checkpoints", auth_);

@@ -60,6 +60,27 @@ void checkModelGradients(Module& m, const Batch& b, int batch) {
   }
 }
 
+// An allocation the memory cannot hold (injected: a single allocation above 1 MiB fails, as a
+// real giant malloc would abort under AddressSanitizer) is a ResourceExhausted error naming the
+// tensor and its size, not a segfault in the memset after it (issue: hidden [100000000]).
+TEST(ModelsTest, AnAllocationFailureIsResourceExhaustedNamingTheTensor) {
+  MlpConfig c;
+  c.inputs = 784;
+  c.hidden = {100000};
+  c.classes = 10;
+  ModelOptions o;
+  o.maxAllocationBytes = 1 << 20;
+  auto model = buildMlp(c, o);
+  ASSERT_FALSE(model.isOk());
+  EXPECT_EQ(model.status().code(), StatusCode::kResourceExhausted) << model.status();
+  EXPECT_NE(model.status().message().find("cannot allocate fc0.weight: 313600000 bytes (0.3 GiB) of host memory"),
+            std::string::npos)
+      << model.status();
+  o.maxAllocationBytes = 0;  // the same model within the limit builds
+  c.hidden = {16};
+  EXPECT_TRUE(buildMlp(c, o).isOk());
+}
+
 TEST(ModelsTest, MlpGradientsForEveryActivation) {
   for (auto a : {kernels::Activation::kRelu, kernels::Activation::kTanh, kernels::Activation::kGelu}) {
     SCOPED_TRACE(kernels::activationName(a));

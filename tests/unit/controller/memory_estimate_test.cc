@@ -1,0 +1,65 @@
+// Note [Memory estimate]: a worker's memory from its spec, by closed forms, and the refusal that
+// names the field and the figures.
+#include "controller/jobs/memory_estimate.h"
+
+#include <gtest/gtest.h>
+
+namespace ddp::controller {
+namespace {
+
+JobSpec mlp(std::vector<int64_t> hidden) {
+  JobSpec s;
+  s.model.type = ModelType::kMlp;
+  s.model.hidden = std::move(hidden);
+  s.data.dataset = DatasetKind::kFashionMnist;
+  s.data.batchSize = 64;
+  s.optimizer.type = OptimizerType::kSgd;
+  return s;
+}
+
+TEST(MemoryEstimateTest, TheReadmeMlpByClosedForm) {
+  const MemoryEstimate e = estimateWorkerMemory(mlp({256, 256}));
+  const int64_t params = (784 * 256 + 256) + (256 * 256 + 256) + (256 * 10 + 10);
+  EXPECT_EQ(e.parameters, params);
+  EXPECT_EQ(e.modelBytes, 2 * params * 4);
+  EXPECT_EQ(e.bucketBytes, params * 4);
+  EXPECT_EQ(e.optimizerBytes, 0) << "plain SGD keeps no state";
+  EXPECT_EQ(e.activationBytes, 2 * (2 * 256 + 2 * 256 + 2 * 10) * 64 * 4);
+  EXPECT_EQ(e.dataBytes, int64_t{70000} * 784 * 4);
+}
+
+TEST(MemoryEstimateTest, AdamKeepsTwoCopiesAndZeroShardsThem) {
+  JobSpec s = mlp({256});
+  s.optimizer.type = OptimizerType::kAdam;
+  const int64_t params = estimateWorkerMemory(s).parameters;
+  EXPECT_EQ(estimateWorkerMemory(s).optimizerBytes, 2 * params * 4);
+  s.zero = ZeroMode::kZero1;
+  s.workers.count = s.workers.min = s.workers.max = 4;
+  EXPECT_EQ(estimateWorkerMemory(s).optimizerBytes, 2 * params * 4 / 4);
+}
+
+TEST(MemoryEstimateTest, TheDefaultCnnByClosedForm) {
+  JobSpec s = mlp({128});
+  s.model.type = ModelType::kCnn;
+  s.model.convChannels = {8, 16};
+  s.model.kernelSize = 3;
+  // conv 1->8, conv 8->16 (3x3), then 16 x 7 x 7 -> 128 -> 10.
+  EXPECT_EQ(estimateWorkerMemory(s).parameters, (8 * 9 + 8) + (16 * 8 * 9 + 16) + (784 * 128 + 128) + (128 * 10 + 10));
+}
+
+TEST(MemoryEstimateTest, AModelThatCannotFitIsRefusedNamingTheFieldAndTheFigures) {
+  const JobSpec huge = mlp({100000000});
+  WorkerMemoryBudget local{int64_t{32} << 30, "this machine's 32.0 GiB of memory shared by 2 worker(s)", ""};
+  Status st = checkWorkerMemory(huge, local);
+  ASSERT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message().rfind("spec.model: a worker needs at least ", 0), 0u) << st;
+  EXPECT_NE(st.message().find("79500000010 parameters"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("more than this machine's 32.0 GiB"), std::string::npos) << st;
+  WorkerMemoryBudget pod{int64_t{1} << 30, "the worker pod's memory limit 1Gi", "spec.kubernetes.resources.limits.memory"};
+  EXPECT_EQ(checkWorkerMemory(huge, pod).message().rfind("spec.kubernetes.resources.limits.memory: ", 0), 0u);
+  EXPECT_TRUE(checkWorkerMemory(mlp({256, 256}), pod).isOk());
+  EXPECT_TRUE(checkWorkerMemory(huge, std::nullopt).isOk()) << "nothing known: nothing checked";
+}
+
+}  // namespace
+}  // namespace ddp::controller
