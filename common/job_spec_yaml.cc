@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <map>
@@ -13,6 +14,7 @@
 #include "common/job_spec_json.h"
 #include "common/job_spec_parser.h"
 #include "common/utf8.h"
+#include "common/yaml_guard.h"
 
 namespace ddp {
 namespace {
@@ -269,11 +271,33 @@ Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* erro
   spec.apiVersion.clear();
   spec.kind.clear();
   std::vector<JsonColumnShift> shifts;  // Note [JSON job documents]
+  // YAML allows no C0 control character but tab, LF and CR (and no DEL); leading NULs also make
+  // yaml-cpp read the text as UTF-32, whose decoding then yields strings that are not UTF-8.
+  const size_t control = std::find_if(yaml.begin(), yaml.end(), [](char ch) {
+                           const auto c = static_cast<unsigned char>(ch);
+                           return (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F;
+                         }) - yaml.begin();
+  if (control < yaml.size()) {
+    const TextPosition at = textPosition(yaml, control);
+    char code[8];
+    std::snprintf(code, sizeof code, "0x%02X", static_cast<unsigned char>(yaml[control]));
+    parser.errors.push_back({"", "the job document holds a control character (" + std::string(code) + ") at byte " +
+                                     std::to_string(control) + ", which YAML does not allow",
+                             at.line, at.column});
+    if (errorsOut) *errorsOut = parser.errors;
+    return specErrorsToStatus(parser.errors);
+  }
   if (const size_t bad = invalidUtf8Offset(yaml); bad != std::string_view::npos) {
     // Note [Invalid UTF-8]: refused before any of it reaches a message or the job table.
     const TextPosition at = textPosition(yaml, bad);
     parser.errors.push_back({"", "the job document is not valid UTF-8: " + describeInvalidUtf8(yaml, bad), at.line,
                              at.column});
+    if (errorsOut) *errorsOut = parser.errors;
+    return specErrorsToStatus(parser.errors);
+  }
+  if (const YamlGuardError shape = checkYamlShape(yaml); !shape.message.empty()) {
+    // Note [YAML guard]: refused before a tree is built.
+    parser.errors.push_back({"", shape.message, shape.line, shape.column});
     if (errorsOut) *errorsOut = parser.errors;
     return specErrorsToStatus(parser.errors);
   }

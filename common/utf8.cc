@@ -7,6 +7,8 @@
 // sends is refused at the gate with its position (parseJobSpec for the job document,
 // http::Router for the path and query), what comes from elsewhere (worker log lines in a
 // condition message) is repaired with toValidUtf8, and truncations use utf8Prefix.
+// Every JSON the controller's API and job table write is dumped with nlohmann's `replace` error
+// handler besides, so that a byte that slips past all of this still cannot make a 500.
 
 namespace ddp {
 namespace {

@@ -10,8 +10,9 @@
 #                  the CPU-only configuration and this step is skipped.
 #   3. build-asan/ DDP_WITH_CUDA=OFF with AddressSanitizer + UndefinedBehaviorSanitizer
 #                  (DDP_SANITIZE=1 in scripts/setup.sh, -O1) -> builds only the tests under
-#                  tests/unit, tests/kernels and tests/fault (and ddp-worker, ddp-controller,
-#                  which they run) and runs those (ctest -L '^(unit|kernels|fault)$'); the
+#                  tests/unit, tests/kernels, tests/fault and tests/fuzz (and ddp-worker,
+#                  ddp-controller, which they run) and runs those
+#                  (ctest -L '^(unit|kernels|fault|fuzz)$'); the
 #                  integration tests and benchmarks are left out to keep CI time down. Any
 #                  ASan/LSan report fails the run, also one from a process a test started; a
 #                  UBSan report ends the process it happens in (exit 1) and shows in its stderr.
@@ -43,7 +44,7 @@ fi
 if [ "${DDP_TEST_SKIP_ASAN:-0}" != "1" ]; then
   # The targets those tests need: tests/**/X_test.cc is target X_test (tests/CMakeLists.txt);
   # fault tests start ddp-worker (and run ddpctl describe), a controller test inspects ddp-controller.
-  asan_dirs=(tests/unit tests/kernels tests/fault)
+  asan_dirs=(tests/unit tests/kernels tests/fault tests/fuzz)
   asan_targets=(ddp-worker ddp-controller ddpctl)
   for d in "${asan_dirs[@]}"; do
     [ -d "$d" ] || continue
@@ -74,7 +75,7 @@ if [ "${DDP_TEST_SKIP_ASAN:-0}" != "1" ]; then
   (
     export ASAN_OPTIONS="detect_leaks=$detect_leaks:halt_on_error=1:log_path=$san_logs/asan:log_exe_name=1"
     export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
-    cd build-asan && ctest --output-on-failure -j "$JOBS" --timeout 900 -L '^(unit|kernels|fault)$'
+    cd build-asan && ctest --output-on-failure -j "$JOBS" --timeout 900 -L '^(unit|kernels|fault|fuzz)$'
   ) || asan_rc=$?
   for f in "$san_logs"/*; do
     [ -e "$f" ] || continue

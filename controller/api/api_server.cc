@@ -189,7 +189,7 @@ void ApiServer::installWorkerRoutes(http::Router& router) {
     // A leader whose job manager is still loading its table (Note [Standby replicas]) is not
     // ready either: a worker's request would find no job.
     if (st.isOk()) st = jobs_.changesAllowed();
-    if (!st.isOk()) return sendJson(*res, 503, json{{"status", "not ready"}, {"reason", st.message()}}.dump());
+    if (!st.isOk()) return sendJson(*res, 503, json{{"status", "not ready"}, {"reason", st.message()}}.dump(-1, ' ', false, json::error_handler_t::replace));
     sendJson(*res, 200, R"({"status":"ready"})");
   });
   router.add("POST", "/v1/jobs/{name}/workers", worker(bind(&ApiServer::registerWorker)));
@@ -275,7 +275,7 @@ void ApiServer::scale(Request& req, Res res) {
   const json& n = body["workers"];
   if (!n.is_number_integer() || n.get<int64_t>() < 1 || n.get<int64_t>() > kMaxWorkersPerJob) {
     return sendError(*res, 400, "workers: must be an integer from 1 to " + std::to_string(kMaxWorkersPerJob) +
-                                    ", got " + n.dump());
+                                    ", got " + n.dump(-1, ' ', false, json::error_handler_t::replace));
   }
   auto rec = jobs_.scale(req.params["name"], static_cast<int>(n.get<int64_t>()), "workers");
   if (!rec.isOk()) return sendStatus(*res, rec.status());
@@ -287,7 +287,7 @@ void ApiServer::remove(Request& req, Res res) {
   runTask([this, name, res] {
     Status st = jobs_.remove(name, Deadline::after(options_.deleteTimeout));
     if (!st.isOk()) return sendStatus(*res, st);
-    sendJson(*res, 200, json{{"deleted", name}}.dump());
+    sendJson(*res, 200, json{{"deleted", name}}.dump(-1, ' ', false, json::error_handler_t::replace));
   });
 }
 
@@ -300,7 +300,7 @@ void ApiServer::events(Request& req, Res res) {
 void ApiServer::requestCheckpoint(Request& req, Res res) {
   auto step = jobs_.requestCheckpoint(req.params["name"]);
   if (!step.isOk()) return sendStatus(*res, step.status());
-  sendJson(*res, 202, json{{"requested", true}, {"afterStep", *step}}.dump());
+  sendJson(*res, 202, json{{"requested", true}, {"afterStep", *step}}.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 void ApiServer::checkpoints(Request& req, Res res) {
@@ -418,10 +418,10 @@ void ApiServer::registerWorker(Request& req, Res res) {
   std::string incarnation;
   auto g = jobs_.registerWorker(req.params["name"], r, &fenced, &incarnation);
   if (!g.isOk() && g.status().code() == StatusCode::kAborted) {
-    return sendJson(*res, 410, json{{"error", "stale generation"}, {"generation", fenced.current}}.dump());
+    return sendJson(*res, 410, json{{"error", "stale generation"}, {"generation", fenced.current}}.dump(-1, ' ', false, json::error_handler_t::replace));
   }
   if (!g.isOk()) return sendStatus(*res, g.status());
-  sendJson(*res, 200, json{{"workerId", r.workerId}, {"generation", *g}, {"incarnation", incarnation}}.dump());
+  sendJson(*res, 200, json{{"workerId", r.workerId}, {"generation", *g}, {"incarnation", incarnation}}.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 void ApiServer::assignment(Request& req, Res res) {
@@ -446,7 +446,7 @@ void ApiServer::storeOp(Request& req, Res res) {
   auto space = jobs_.keySpace(req.params["name"], g, &fenced);
   if (!space.isOk()) {
     if (space.status().code() == StatusCode::kAborted) {
-      return sendJson(*res, 410, json{{"error", "stale generation"}, {"generation", fenced.current}}.dump());
+      return sendJson(*res, 410, json{{"error", "stale generation"}, {"generation", fenced.current}}.dump(-1, ' ', false, json::error_handler_t::replace));
     }
     return sendStatus(*res, space.status());
   }
@@ -463,7 +463,7 @@ void ApiServer::heartbeat(Request& req, Res res) {
   auto cmd = jobs_.heartbeat(req.params["name"], g, *hb, &fenced);
   if (!cmd.isOk()) {
     if (cmd.status().code() == StatusCode::kAborted) {
-      return sendJson(*res, 410, json{{"error", "stale generation"}, {"generation", fenced.current}}.dump());
+      return sendJson(*res, 410, json{{"error", "stale generation"}, {"generation", fenced.current}}.dump(-1, ' ', false, json::error_handler_t::replace));
     }
     return sendStatus(*res, cmd.status());
   }
@@ -488,7 +488,7 @@ bool checkpointParams(Request& req, Responder& res, int64_t* g, int64_t* step) {
 std::string verdictJson(const CheckpointVerdict& v) {
   json shards = json::array();
   for (const auto& s : v.shards) shards.push_back({{"rank", s.rank}, {"bytes", s.bytes}, {"crc", s.crc}});
-  return json{{"decision", commitDecisionName(v.decision)}, {"reason", v.reason}, {"shards", shards}}.dump();
+  return json{{"decision", commitDecisionName(v.decision)}, {"reason", v.reason}, {"shards", shards}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 // The JSON body of a worker's report, or false after answering 400 naming the field.
@@ -536,7 +536,7 @@ void ApiServer::checkpointShard(Request& req, Res res) {
   auto v = jobs_.reportShard(req.params["name"], g, step, r, &fenced);
   if (!v.isOk()) {
     if (v.status().code() == StatusCode::kAborted) {
-      return sendJson(*res, 410, json{{"error", "stale generation"}, {"generation", fenced.current}}.dump());
+      return sendJson(*res, 410, json{{"error", "stale generation"}, {"generation", fenced.current}}.dump(-1, ' ', false, json::error_handler_t::replace));
     }
     return sendStatus(*res, v.status());
   }

@@ -50,7 +50,7 @@ std::string flightRecordsJson(const std::vector<FlightRecordEvent>& events) {
                  {"summary", summarizeFlightRecords(e)},
                  {"ranks", ranks}});
   }
-  return json{{"flightRecords", a}}.dump();
+  return json{{"flightRecords", a}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace ddp::controller

@@ -107,12 +107,12 @@ std::string rfc3339(int64_t unixMs) {
   return buf;
 }
 
-std::string jobJson(const JobRecord& record) { return jobObject(record).dump(); }
+std::string jobJson(const JobRecord& record) { return jobObject(record).dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::string jobListJson(const std::vector<JobRecord>& records) {
   json jobs = json::array();
   for (const auto& r : records) jobs.push_back(jobObject(r));
-  return json{{"jobs", jobs}}.dump();
+  return json{{"jobs", jobs}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string eventsJson(const std::vector<JobEvent>& events) {
@@ -120,7 +120,7 @@ std::string eventsJson(const std::vector<JobEvent>& events) {
   for (const auto& e : events) {
     a.push_back({{"time", rfc3339(e.timeMs)}, {"type", e.type}, {"reason", e.reason}, {"message", e.message}});
   }
-  return json{{"events", a}}.dump();
+  return json{{"events", a}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string checkpointsJson(const std::vector<CheckpointRecord>& checkpoints) {
@@ -129,7 +129,7 @@ std::string checkpointsJson(const std::vector<CheckpointRecord>& checkpoints) {
     a.push_back({{"step", c.step}, {"time", rfc3339(c.timeMs)}, {"bytes", c.bytes}, {"worldSize", c.worldSize},
                  {"path", c.path}});
   }
-  return json{{"checkpoints", a}}.dump();
+  return json{{"checkpoints", a}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string specErrorsJson(const std::string& error, const std::vector<SpecError>& errors) {
@@ -137,7 +137,7 @@ std::string specErrorsJson(const std::string& error, const std::vector<SpecError
   for (const auto& e : errors) {
     details.push_back({{"path", e.path}, {"message", e.message}, {"line", e.line}, {"column", e.column}});
   }
-  return json{{"error", error}, {"details", details}}.dump();
+  return json{{"error", error}, {"details", details}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 }  // namespace ddp::controller

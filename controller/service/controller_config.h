@@ -52,6 +52,7 @@ struct ControllerConfig {
   int workerListenPort = 0;
   std::string advertiseUrl;       // the workers' controller URL; empty: http://workerHost:boundWorkerPort
   size_t maxConnectionsPerClient = 1024;  // public listener only; 0: no cap
+  Duration requestTimeout = std::chrono::seconds(10);  // a request must arrive within this (408)
   // Where jobs may point their workers (Note [Allowed path roots]); empty: STATE_DIR/checkpoints
   // and tmpDir.
   std::vector<std::string> allowedPathRoots;

@@ -51,6 +51,7 @@ std::unique_ptr<http::Server> Listeners::makeServer(const std::string& host, int
   so.handlerThreads = config_.handlerThreads;
   so.maxBodyBytes = config_.maxJobBytes;
   so.maxConnectionsPerClient = perClient;
+  so.requestTimeout = config_.requestTimeout;
   so.bodyLimit = bodyLimit_;
   // The worker routes never block (short locks, then a reply or a kept long poll): they run on
   // the event loop itself, which at thousands of heartbeats a second saves most of the

@@ -26,7 +26,7 @@ double decodeDouble(const json& j) {
     if (s == "Infinity") return std::numeric_limits<double>::infinity();
     if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
   }
-  throw json::type_error::create(302, "expected a number, \"NaN\" or \"Infinity\", got " + j.dump(),
+  throw json::type_error::create(302, "expected a number, \"NaN\" or \"Infinity\", got " + j.dump(-1, ' ', false, json::error_handler_t::replace),
                                  &j);
 }
 
@@ -69,7 +69,7 @@ std::string conditionsToJson(const std::vector<JobCondition>& conditions) {
                    {"message", c.message},
                    {"lastTransitionMs", c.lastTransitionMs}});
   }
-  return out.dump();
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string workersToJson(const std::vector<WorkerRecord>& workers) {
@@ -85,7 +85,7 @@ std::string workersToJson(const std::vector<WorkerRecord>& workers) {
                    {"lastHeartbeatMs", w.lastHeartbeatMs},
                    {"step", w.step}});
   }
-  return out.dump();
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string progressToJson(const JobProgress& p) {
@@ -97,7 +97,7 @@ std::string progressToJson(const JobProgress& p) {
               {"samplesPerSecond", encodeDouble(p.samplesPerSecond)},
               {"testAccuracy", p.testAccuracy ? encodeDouble(*p.testAccuracy) : json(nullptr)},
               {"etaSeconds", encodeDouble(p.etaSeconds)}};
-  return out.dump();
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 Result<std::vector<JobCondition>> conditionsFromJson(std::string_view text) {

@@ -147,6 +147,23 @@ TEST(JobSpecTest, InvalidUtf8IsOneDocumentErrorAtItsByte) {
   EXPECT_EQ(errors[0].column, 10);
 }
 
+// Found by the fuzz test: leading NULs made yaml-cpp read the text as UTF-32 and hand back strings
+// that are not UTF-8 (a 500 when the error was written as JSON). Control characters are refused
+// first, by position; and anchors, aliases and deep nesting (Note [YAML guard]).
+TEST(JobSpecTest, ControlCharactersAliasesAndDeepNestingAreDocumentErrors) {
+  auto nul = errorsOf(std::string("\0\0\0", 3) + kMinimal);
+  ASSERT_EQ(nul.size(), 1u);
+  EXPECT_NE(nul[0].message.find("control character (0x00) at byte 0"), std::string::npos) << nul[0].message;
+  auto alias = errorsOf(std::string("x: &a [1, 2]\ny: *a\n") + kMinimal);
+  ASSERT_EQ(alias.size(), 1u);
+  EXPECT_NE(alias[0].message.find("not allowed in a job document"), std::string::npos) << alias[0].message;
+  EXPECT_EQ(alias[0].line, 1);
+  auto deep = errorsOf(std::string(200, '[') + std::string(200, ']'));
+  ASSERT_EQ(deep.size(), 1u);
+  EXPECT_NE(deep[0].message.find("nested deeper than 64 levels"), std::string::npos) << deep[0].message;
+  EXPECT_TRUE(parseJobSpec(std::string(kMinimal) + "  # a comment\twith a tab\r\n").isOk());
+}
+
 TEST(JobSpecTest, TwoDocumentsInOneBodyAreRefused) {
   auto errors = errorsOf(std::string(kMinimal) + "---\n" + kMinimal);
   ASSERT_EQ(errors.size(), 1u);
