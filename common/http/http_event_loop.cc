@@ -226,11 +226,11 @@ void EventLoop::acceptAll(TimePoint now) {
 }
 
 void EventLoop::refuse(int fd, const std::string& why, const char* reason) {
+  dropped(reason);  // counted before the client can read the answer
   bool close = true;
   const std::string bytes = serializeResponse(Response::jsonError(503, why), &close);
   (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   ::close(fd);
-  dropped(reason);
 }
 
 void EventLoop::dropped(const char* reason) const {

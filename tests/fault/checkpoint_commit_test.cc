@@ -131,10 +131,7 @@ TEST(CheckpointCommitTest, AControllerKilledDuringACommitLeavesNoHalfCommittedCh
   test::ControllerProcess first(state, {"DDP_TEST_CHECKPOINT_FAULT=1:40:delay:3"});
   const std::string url = first.start();
   ASSERT_FALSE(url.empty()) << "ddp-controller did not start";
-  struct KillWorkers {
-    std::string state;
-    ~KillWorkers() { test::killLauncherWorkers(state); }
-  } killWorkers{state};
+  test::LauncherWorkersKiller killWorkers{state};
   test::RestJobClient api(url, state);
   const std::string hook =
       "  commHook:\n    type: powerSGD\n    powerSGD:\n      rank: 2\n      startIter: 10\n"
@@ -151,11 +148,7 @@ TEST(CheckpointCommitTest, AControllerKilledDuringACommitLeavesNoHalfCommittedCh
   first.kill(SIGKILL);
 
   test::ControllerProcess second(state);
-  std::string url2;
-  for (int i = 0; i < 50 && url2.empty(); ++i) {  // the port may take a moment to be free again
-    url2 = second.start("127.0.0.1:" + url.substr(url.rfind(':') + 1));
-    if (url2.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const std::string url2 = second.restartOn(url);
   ASSERT_EQ(url2, url);
   // Step 40 is decided: normally abandoned by the new controller (a CheckpointAbandoned event);
   // when rank 0's question found no job yet (the new controller was still restoring it) rank 0
@@ -215,10 +208,7 @@ TEST(CheckpointCommitTest, AControllerRestartBetweenTwoRanksReportsBlamesNoRank)
   test::ControllerProcess first(state, {"DDP_TEST_CHECKPOINT_FAULT=0:40:delay:3"});
   const std::string url = first.start();
   ASSERT_FALSE(url.empty()) << "ddp-controller did not start";
-  struct KillWorkers {
-    std::string state;
-    ~KillWorkers() { test::killLauncherWorkers(state); }
-  } killWorkers{state};
+  test::LauncherWorkersKiller killWorkers{state};
   test::RestJobClient api(url, state);
   std::string answer;
   ASSERT_EQ(api.submit(faultJobYaml("lostreport", dir, 200000, 3), &answer), 201) << answer;
@@ -229,11 +219,7 @@ TEST(CheckpointCommitTest, AControllerRestartBetweenTwoRanksReportsBlamesNoRank)
   first.kill(SIGKILL);
 
   test::ControllerProcess second(state);
-  std::string url2;
-  for (int i = 0; i < 50 && url2.empty(); ++i) {  // the port may take a moment to be free again
-    url2 = second.start("127.0.0.1:" + url.substr(url.rfind(':') + 1));
-    if (url2.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
+  const std::string url2 = second.restartOn(url);
   ASSERT_EQ(url2, url);
   ASSERT_TRUE(scratch.waitFor(60, [&] {
     const std::string ev = api.events("lostreport");
@@ -260,10 +246,7 @@ TEST(CheckpointCommitTest, ARestartedControllerSetsTheCatalogToTheDirectory) {
   FaultHarness scratch;
   const std::string state = scratch.dir() + "/state2";
   const std::string dir = scratch.dir() + "/ckpt";
-  struct KillWorkers {
-    std::string state;
-    ~KillWorkers() { test::killLauncherWorkers(state); }
-  } killWorkers{state};
+  test::LauncherWorkersKiller killWorkers{state};
   std::string url;
   {
     test::ControllerProcess first(state);

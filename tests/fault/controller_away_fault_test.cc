@@ -22,23 +22,10 @@ using test::FaultHarness;
 using test::faultJobYaml;
 using test::RestJobClient;
 
-// Starts `ctl` on the port of `url` (which the killed one just left), retrying while it is busy.
-std::string restartOn(test::ControllerProcess& ctl, const std::string& url) {
-  std::string again;
-  for (int i = 0; i < 50 && again.empty(); ++i) {
-    again = ctl.start("127.0.0.1:" + url.substr(url.rfind(':') + 1));
-    if (again.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return again;
-}
-
 TEST(ControllerAwayFaultTest, AWorkerThatDiedWhileTheControllerWasDownIsReplacedNotFatal) {
   FaultHarness scratch;  // its temporary directory, worker cleanup and waitFor
   const std::string state = scratch.dir() + "/state2";
-  struct KillWorkers {
-    std::string state;
-    ~KillWorkers() { test::killLauncherWorkers(state); }
-  } killWorkers{state};
+  test::LauncherWorkersKiller killWorkers{state};
   test::ControllerProcess first(state);
   const std::string url = first.start();
   ASSERT_FALSE(url.empty()) << "ddp-controller did not start";
@@ -54,7 +41,7 @@ TEST(ControllerAwayFaultTest, AWorkerThatDiedWhileTheControllerWasDownIsReplaced
   ASSERT_EQ(::kill(static_cast<pid_t>(pid1), SIGKILL), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   test::ControllerProcess second(state);
-  ASSERT_EQ(restartOn(second, url), url);
+  ASSERT_EQ(second.restartOn(url), url);
 
   ASSERT_TRUE(scratch.waitFor(60, [&] { return api.events("away").find("Recovered:") != std::string::npos; }))
       << api.phase("away") << "\n" << api.events("away");

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace ddp::test {
@@ -53,6 +54,16 @@ class ControllerProcess {
       return "";
     }
     return line.substr(prefix.size());
+  }
+  // Starts on the address of `url`, which a killed controller just left (its port may take a
+  // moment to be free again: retried for up to 5 s). Returns the new URL ("" if it never started).
+  std::string restartOn(const std::string& url) {
+    std::string again;
+    for (int i = 0; i < 50 && again.empty(); ++i) {
+      again = start("127.0.0.1:" + url.substr(url.rfind(':') + 1));
+      if (again.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return again;
   }
   pid_t pid() const { return pid_; }
   // Sends `sig` and reaps the process.

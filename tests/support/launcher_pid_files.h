@@ -33,4 +33,10 @@ inline void killLauncherWorkers(const std::string& stateDir) {
   ::closedir(d);
 }
 
+// Kills them when it goes out of scope (a test's cleanup, also on a failed assertion).
+struct LauncherWorkersKiller {
+  std::string stateDir;
+  ~LauncherWorkersKiller() { killLauncherWorkers(stateDir); }
+};
+
 }  // namespace ddp::test
