@@ -25,12 +25,12 @@ TEST(ConfigErrorFaultTest, AnotherJobsCheckpointDirectoryFailsTheJobAtOnceWithTh
   ASSERT_TRUE(h.waitFor(60, [&] { return controller::isTerminal(h.record("intruder").phase); }))
       << h.describeEvents("intruder");
   const controller::JobRecord r = h.record("intruder");
-  EXPECT_EQ(controller::jobPhaseName(r.phase), "Failed") << h.describeEvents("intruder");
+  EXPECT_EQ(std::string(controller::jobPhaseName(r.phase)), "Failed") << h.describeEvents("intruder");
   EXPECT_EQ(r.restarts, 0) << "no restart is spent on it\n" << h.describeEvents("intruder");
   std::string why;
   for (const auto& c : r.conditions) why += c.type + ": " + c.message + "\n";
   EXPECT_NE(why.find("is in use by job 'owner'"), std::string::npos) << why << h.describeEvents("intruder");
-  EXPECT_EQ(controller::jobPhaseName(h.record("owner").phase), "Running") << h.describeEvents("owner");
+  EXPECT_EQ(std::string(controller::jobPhaseName(h.record("owner").phase)), "Running") << h.describeEvents("owner");
   EXPECT_EQ(h.record("owner").restarts, 0);
   ASSERT_TRUE(h.jobs().cancel("owner").isOk());
   ASSERT_TRUE(h.waitPhase("owner", "Cancelled", 60)) << h.describeEvents("owner");

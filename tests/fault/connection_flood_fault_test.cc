@@ -118,7 +118,7 @@ TEST(ConnectionFloodFaultTest, AJobSucceedsWhileHalfSentRequestsFillThePublicLis
     return controller::isTerminal(h.record("flood").phase);
   });
   ASSERT_TRUE(done) << h.describeEvents("flood");
-  EXPECT_EQ(controller::jobPhaseName(h.record("flood").phase), "Succeeded") << h.describeEvents("flood");
+  EXPECT_EQ(std::string(controller::jobPhaseName(h.record("flood").phase)), "Succeeded") << h.describeEvents("flood");
   EXPECT_EQ(h.record("flood").restarts, 0) << h.describeEvents("flood");
   EXPECT_EQ(answered, probes) << "the probes on the worker listener answered throughout";
   flood.stop();
