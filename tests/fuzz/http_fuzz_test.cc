@@ -16,6 +16,7 @@
 
 #include "controller/jobs/job_manager.h"
 #include "controller/service/controller.h"
+#include "tests/support/stand_in_controller.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/http/raw_http_client.h"
 
@@ -31,26 +32,13 @@ const std::string kJob =
 class HttpFuzzTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string fake = dir_.path() + "/fake-worker.sh";
-    std::ofstream(fake) << "#!/bin/sh\nexec sleep 30\n";
-    ::chmod(fake.c_str(), 0755);
-    ControllerConfig c;
-    c.listenPort = 0;
-    c.stateDir = dir_.path() + "/state";
-    c.workerBinary = fake;
-    c.stopGrace = std::chrono::seconds(1);
-    c.requestTimeout = std::chrono::milliseconds(800);
-    auto ctl = Controller::start(c);
+    auto ctl = test::startStandInController(
+        dir_.path(), [](ControllerConfig& c) { c.requestTimeout = std::chrono::milliseconds(800); });
     ASSERT_TRUE(ctl.isOk()) << ctl.status();
     ctl_ = std::move(*ctl);
   }
   void TearDown() override {
-    if (!ctl_) return;
-    auto jobs = ctl_->jobs().list();
-    if (jobs.isOk()) {
-      for (const auto& j : *jobs) (void)ctl_->launcher().forgetJob(j.name);  // the fake workers, by pid
-    }
-    ctl_->stop();
+    if (ctl_) test::stopStandInController(*ctl_);
   }
   // Sends `bytes` on a fresh connection and returns the answer's status (0: the server closed
   // the connection without one).

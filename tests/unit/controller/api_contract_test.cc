@@ -20,6 +20,7 @@
 #include "controller/jobs/job_manager.h"
 #include "controller/launch/launcher.h"
 #include "controller/service/controller.h"
+#include "tests/support/stand_in_controller.h"
 
 namespace ddp::controller {
 namespace {
@@ -48,15 +49,7 @@ std::string jobYaml(const std::string& name, int workers = 2) {
 class ApiContractTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string fake = dir_.path() + "/fake-worker.sh";
-    std::ofstream(fake) << "#!/bin/sh\necho \"fake worker $DDP_WORKER_ID\"\nexec sleep 60\n";
-    ::chmod(fake.c_str(), 0755);
-    ControllerConfig c;
-    c.listenPort = 0;
-    c.stateDir = dir_.path() + "/state";
-    c.workerBinary = fake;
-    c.stopGrace = std::chrono::seconds(1);
-    auto ctl = Controller::start(c);
+    auto ctl = test::startStandInController(dir_.path());
     ASSERT_TRUE(ctl.isOk()) << ctl.status().toString();
     ctl_ = std::move(*ctl);
     client_ = std::make_unique<httplib::Client>("127.0.0.1", ctl_->port());
@@ -64,14 +57,7 @@ class ApiContractTest : public ::testing::Test {
     auth_ = {{"Authorization", "Bearer " + ctl_->token()}};
   }
   void TearDown() override {
-    if (ctl_) {
-      // Stop the stand-in workers this test's jobs started (by pid, through the launcher).
-      auto jobs = ctl_->jobs().list();
-      if (jobs.isOk()) {
-        for (const auto& j : *jobs) (void)ctl_->launcher().forgetJob(j.name);
-      }
-      ctl_->stop();
-    }
+    if (ctl_) test::stopStandInController(*ctl_);  // its stand-in workers, by pid
   }
   httplib::Result post(const std::string& path, const std::string& body, const std::string& type,
                        const httplib::Headers& h) {
