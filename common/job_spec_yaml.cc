@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -263,16 +264,11 @@ bool overlaps(const std::string& a, const std::string& b) {
   return l.size() == s.size() || l[s.size()] == '.' || l[s.size()] == '[';
 }
 
-}  // namespace
-
-Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* errorsOut) {
-  job_spec_detail::Parser parser;
-  JobSpec spec;
-  spec.apiVersion.clear();
-  spec.kind.clear();
-  std::vector<JsonColumnShift> shifts;  // Note [JSON job documents]
-  // YAML allows no C0 control character but tab, LF and CR (and no DEL); leading NULs also make
-  // yaml-cpp read the text as UTF-32, whose decoding then yields strings that are not UTF-8.
+// The document-level refusals made before YAML reads the text: a control character (YAML allows
+// none but tab, LF and CR, and no DEL; leading NULs also make yaml-cpp read the text as UTF-32,
+// whose decoding yields strings that are not UTF-8), invalid UTF-8 (Note [Invalid UTF-8]), and
+// anchors, aliases or deep nesting (Note [YAML guard]).
+std::optional<SpecError> documentShapeError(std::string_view yaml) {
   const size_t control = std::find_if(yaml.begin(), yaml.end(), [](char ch) {
                            const auto c = static_cast<unsigned char>(ch);
                            return (c < 0x20 && c != '\t' && c != '\n' && c != '\r') || c == 0x7F;
@@ -281,23 +277,31 @@ Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* erro
     const TextPosition at = textPosition(yaml, control);
     char code[8];
     std::snprintf(code, sizeof code, "0x%02X", static_cast<unsigned char>(yaml[control]));
-    parser.errors.push_back({"", "the job document holds a control character (" + std::string(code) + ") at byte " +
-                                     std::to_string(control) + ", which YAML does not allow",
-                             at.line, at.column});
-    if (errorsOut) *errorsOut = parser.errors;
-    return specErrorsToStatus(parser.errors);
+    return SpecError{"", "the job document holds a control character (" + std::string(code) + ") at byte " +
+                             std::to_string(control) + ", which YAML does not allow",
+                     at.line, at.column};
   }
   if (const size_t bad = invalidUtf8Offset(yaml); bad != std::string_view::npos) {
-    // Note [Invalid UTF-8]: refused before any of it reaches a message or the job table.
     const TextPosition at = textPosition(yaml, bad);
-    parser.errors.push_back({"", "the job document is not valid UTF-8: " + describeInvalidUtf8(yaml, bad), at.line,
-                             at.column});
-    if (errorsOut) *errorsOut = parser.errors;
-    return specErrorsToStatus(parser.errors);
+    return SpecError{"", "the job document is not valid UTF-8: " + describeInvalidUtf8(yaml, bad), at.line,
+                     at.column};
   }
   if (const YamlGuardError shape = checkYamlShape(yaml); !shape.message.empty()) {
-    // Note [YAML guard]: refused before a tree is built.
-    parser.errors.push_back({"", shape.message, shape.line, shape.column});
+    return SpecError{"", shape.message, shape.line, shape.column};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* errorsOut) {
+  job_spec_detail::Parser parser;
+  JobSpec spec;
+  spec.apiVersion.clear();
+  spec.kind.clear();
+  std::vector<JsonColumnShift> shifts;  // Note [JSON job documents]
+  if (auto bad = documentShapeError(yaml)) {
+    parser.errors.push_back(std::move(*bad));
     if (errorsOut) *errorsOut = parser.errors;
     return specErrorsToStatus(parser.errors);
   }

@@ -72,6 +72,11 @@ struct WorkerState {
   std::string lastWarning;      // the last Running heartbeat's message, recorded as an event
 };
 
+// After a controller restart: which of `workers` still run (their pids among the launcher's
+// re-adopted `pids`) and how the others ended (job_workers.cc).
+void markWorkersAfterRestart(const std::vector<int64_t>& pids, int64_t generation, TimePoint now,
+                             std::map<std::string, WorkerState>* workers);
+
 struct JobManager::Live {
   JobRecord record;
   JobSpec spec;

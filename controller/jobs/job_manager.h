@@ -247,6 +247,8 @@ class JobManager {
   // The CheckpointsFailing condition after a checkpoint committed or failed.
   // At start: each stored job's catalog set to its checkpoint directory (options.catalogFromDisk).
   void reconcileCatalogs(const std::vector<JobRecord>& records);
+  // The answer to a heartbeat of generation `g`, which is not the current one (mu_ held).
+  Result<Command> staleHeartbeat(Live& job, int64_t g, const Heartbeat& hb, Fenced* fenced);
   // Counts `workerId`'s communicator abort of generation `g` once (Note [Recovery figures]).
   void countAbort(Live& job, const std::string& workerId, int64_t g);
   void noteCheckpointOutcome(Live& job, int64_t step, bool committed, const std::string& reason,

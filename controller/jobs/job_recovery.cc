@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
+#include <set>
 
 #include "common/log.h"
 #include "controller/jobs/job_live.h"
@@ -17,6 +19,35 @@ HangConfig hangConfig(const JobSpec& spec) {
   c.hang = seconds(spec.timeouts.hangSeconds);
   c.progress = seconds(spec.timeouts.progressSeconds);
   return c;
+}
+
+
+// The ids of `verdict`'s culprits among `round`'s members; the others go to `survivors`.
+std::vector<std::string> splitCulprits(const RendezvousRound& round, const HangVerdict& verdict,
+                                       std::set<std::string>* survivors) {
+  std::vector<std::string> culprits;
+  for (int r = 0; r < round.worldSize(); ++r) {
+    const std::string& id = round.members[static_cast<size_t>(r)];
+    if (std::find(verdict.culprits.begin(), verdict.culprits.end(), r) != verdict.culprits.end()) {
+      culprits.push_back(id);
+    } else {
+      survivors->insert(id);
+    }
+  }
+  return culprits;
+}
+
+// Note [Recovery figures]: a lower bound of where the generation ended. Heartbeats lag; a
+// committed checkpoint proves its step was reached; the survivors say where they stopped when
+// they rejoin (noteRecovered uses that).
+int64_t stepReachedAtLeast(const RendezvousRound& round, const std::map<std::string, WorkerState>& workers,
+                           int64_t committed) {
+  int64_t reached = committed;
+  for (const auto& id : round.members) {
+    auto it = workers.find(id);
+    if (it != workers.end()) reached = std::max(reached, it->second.rec.step);
+  }
+  return reached;
 }
 
 }  // namespace
@@ -91,15 +122,7 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
                           ms);
   job.abortedGeneration = round.generation;
   job.survivors.clear();
-  std::vector<std::string> culprits;
-  for (int r = 0; r < round.worldSize(); ++r) {
-    const std::string& id = round.members[static_cast<size_t>(r)];
-    if (std::find(verdict.culprits.begin(), verdict.culprits.end(), r) != verdict.culprits.end()) {
-      culprits.push_back(id);
-    } else {
-      job.survivors.insert(id);
-    }
-  }
+  const std::vector<std::string> culprits = splitCulprits(round, verdict, &job.survivors);
   // The old generation's store goes: its blocked calls fail, and it is fenced from now on.
   for (auto& [g, space] : job.spaces) space->clear("generation " + std::to_string(g) + " ended: " + reason);
   job.spaces.clear();
@@ -130,11 +153,8 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
   job.dirty = true;
   std::string who = culprits.empty() ? "no worker is replaced" : "replacing";
   for (const auto& id : culprits) who += " " + id;
-  // Note [Recovery figures]: heartbeats lag; a committed checkpoint proves the step was reached,
-  // and the survivors say where they stopped when they rejoin (noteRecovered uses that).
-  int64_t reached = std::max<int64_t>(0, job.lastCheckpointStep);
-  for (const auto& id : round.members) reached = std::max(reached, job.workers[id].rec.step);
   const int64_t from = std::max<int64_t>(0, job.lastCheckpointStep);
+  const int64_t reached = stepReachedAtLeast(round, job.workers, from);
   job.stepAtVerdict = reached;
   job.stepAtRejoin.clear();
   // The workers decide where they resume (Note [Healing from live peers] in

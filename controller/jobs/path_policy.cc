@@ -35,7 +35,6 @@ bool under(const std::string& path, const std::string& root) {
 
 PathPolicy::PathPolicy(std::vector<std::string> allowedRoots, std::string stateDir)
     : stateDir_(stateDir.empty() ? "" : canonical(stateDir)) {
-  roots_.clear();  // not the default's "/"
   for (const auto& r : allowedRoots) roots_.push_back(canonical(r));
 }
 

@@ -15,7 +15,7 @@ namespace ddp::controller {
 
 class PathPolicy {
  public:
-  PathPolicy() = default;  // every absolute path (JobManager's default; Controller sets the real one)
+  PathPolicy() : roots_{"/"} {}  // every absolute path (JobManager's default; Controller sets the real one)
   PathPolicy(std::vector<std::string> allowedRoots, std::string stateDir);
 
   // InvalidArgument "FIELD: why" when `path` may not be used; OK for an empty path (unset).
@@ -23,7 +23,7 @@ class PathPolicy {
   const std::vector<std::string>& roots() const { return roots_; }
 
  private:
-  std::vector<std::string> roots_{"/"};  // canonical
+  std::vector<std::string> roots_;  // canonical
   std::string stateDir_;            // canonical
 };
 

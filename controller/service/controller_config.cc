@@ -63,6 +63,20 @@ Status parseHostPort(const std::string& v, const Option& o, std::string* host, i
   return Status::ok();
 }
 
+// "DIR:DIR": absolute directories, empty items skipped.
+Status parsePathRoots(const std::string& v, std::vector<std::string>* out) {
+  for (size_t from = 0; from <= v.size();) {
+    const size_t colon = std::min(v.find(':', from), v.size());
+    const std::string root = v.substr(from, colon - from);
+    if (!root.empty()) {
+      if (root.front() != '/') return invalidArgument(describe(kPathRoots) + ": '" + root + "' is not an absolute path");
+      out->push_back(root);
+    }
+    from = colon + 1;
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 ConfigEnv processConfigEnv() {
@@ -167,17 +181,7 @@ Result<ControllerConfig> parseControllerConfig(const std::vector<std::string>& a
   }
   if (auto v = get(kStateDir)) c.stateDir = *v;
   if (auto v = env("TMPDIR"); v && !v->empty() && v->front() == '/') c.tmpDir = *v;
-  if (auto v = get(kPathRoots)) {
-    for (size_t from = 0; from <= v->size();) {
-      const size_t colon = std::min(v->find(':', from), v->size());
-      const std::string root = v->substr(from, colon - from);
-      if (!root.empty()) {
-        if (root.front() != '/') return invalidArgument(describe(kPathRoots) + ": '" + root + "' is not an absolute path");
-        c.allowedPathRoots.push_back(root);
-      }
-      from = colon + 1;
-    }
-  }
+  if (auto v = get(kPathRoots)) DDP_RETURN_IF_ERROR(parsePathRoots(*v, &c.allowedPathRoots));
   if (auto v = get(kTokenFile)) c.tokenFile = *v;
   if (auto v = get(kWorkerBin)) c.workerBinary = *v;
   if (auto v = get(kAdvertise)) c.advertiseUrl = *v;

@@ -75,8 +75,7 @@ Status Listeners::start() {
   int port = config_.workerListenPort;
   const int recorded = port == 0 ? recordedWorkerPort(config_.stateDir) : 0;
   if (recorded > 0) port = recorded;
-  const std::string host = config_.workerListenHost.empty() ? config_.listenHost : config_.workerListenHost;
-  workerServer_ = makeServer(host, port, worker_, "worker", 0);
+  workerServer_ = makeServer(workerHost(), port, worker_, "worker", 0);
   if (Status st = workerServer_->start(); !st.isOk()) {
     if (recorded == 0) return st;
     return Status(st.code(), st.message() + " (the worker port recorded in " + workerPortFile(config_.stateDir) +
@@ -93,8 +92,9 @@ void Listeners::stop() {
 
 std::string Listeners::publicUrl() const { return urlOf(config_.listenHost, publicServer_->port()); }
 int Listeners::publicPort() const { return publicServer_->port(); }
-std::string Listeners::workerUrl() const {
-  return urlOf(config_.workerListenHost.empty() ? config_.listenHost : config_.workerListenHost, workerServer_->port());
+std::string Listeners::workerUrl() const { return urlOf(workerHost(), workerServer_->port()); }
+std::string Listeners::workerHost() const {
+  return config_.workerListenHost.empty() ? config_.listenHost : config_.workerListenHost;
 }
 int Listeners::workerPort() const { return workerServer_->port(); }
 

@@ -44,6 +44,7 @@ class Listeners {
   int workerPort() const;
 
  private:
+  std::string workerHost() const;  // --worker-listen's host, else --listen's
   std::unique_ptr<http::Server> makeServer(const std::string& host, int port, http::Router& router,
                                            const char* listener, size_t perClient);
 
