@@ -416,6 +416,7 @@ void JobManager::persistFigures(bool force) {
     std::map<int64_t, std::string> flightRecords;
     bool finished = false;
   };
+  std::lock_guard<std::mutex> inOrder(persistMu_);
   std::vector<Write> writes;
   {
     std::lock_guard<std::mutex> lock(mu_);

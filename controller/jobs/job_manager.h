@@ -276,6 +276,9 @@ class JobManager {
   MetricsSink& metrics_;
 
   std::mutex mu_;  // guards jobs_, exits_, flightRecords_
+  // Held across persistFigures (taken before mu_): batches reach the store in the order they
+  // were taken, so an older batch never overwrites a newer one.
+  std::mutex persistMu_;
   std::map<std::string, std::unique_ptr<Live>> jobs_;
   std::map<std::string, std::vector<FlightRecordEvent>> flightRecords_;  // by job; guarded by mu_
   std::deque<WorkerExit> exits_;
