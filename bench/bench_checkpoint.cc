@@ -34,7 +34,7 @@
 
 #include "bench/common/bench_args.h"
 #include "bench/common/json_line.h"
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "controller/jobs/job_manager.h"
 #include "controller/service/controller.h"
 

@@ -64,7 +64,7 @@
 #include <vector>
 
 #include "bench/common/bench_args.h"
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "common/log.h"
 #include "common/process/output_router.h"
 #include "controller/jobs/job_manager.h"

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "common/launch/control_wire.h"
 #include "common/log.h"
 #include "common/secret.h"

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "controller/store/job_record.h"
 
 namespace ddp::controller {

@@ -17,7 +17,7 @@
 
 #include "common/clock.h"
 #include "common/http/http_server.h"
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "common/store/key_space.h"
 #include "controller/jobs/checkpoint_ledger.h"
 #include "controller/jobs/hang_detector.h"

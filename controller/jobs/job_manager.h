@@ -56,7 +56,7 @@
 
 #include "common/clock.h"
 #include "common/http/http_server.h"
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "common/status.h"
 #include "common/store/store_service.h"
 #include "controller/jobs/checkpoint_ledger.h"

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "common/status.h"
 
 namespace ddp::controller {

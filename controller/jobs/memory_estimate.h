@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "common/status.h"
 #include "controller/launch/launcher.h"
 

@@ -1,6 +1,6 @@
 #include "controller/launch/external_launcher.h"
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 
 namespace ddp::controller {
 

@@ -28,7 +28,7 @@
 #include <thread>
 #include <vector>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "controller/jobs/job_manager.h"
 #include "controller/launch/pid_file.h"
 #include "controller/service/controller.h"

@@ -18,7 +18,7 @@
 #include <string>
 
 #include "common/checkpoint/checkpoint_store.h"
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "tests/fault/fault_harness.h"
 #include "worker/model/param_io.h"
 #include "worker/runtime/job_spec_adapter.h"

@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "common/log.h"
 #include "controller/jobs/job_manager.h"
 #include "controller/launch/launcher.h"

@@ -49,7 +49,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "common/status.h"
 #include "worker/runtime/controller_client.h"
 #include "worker/runtime/trainer.h"

@@ -8,7 +8,7 @@
 namespace ddp::runtime {
 
 Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
-  // Note [Trainer refusals] in common/job_spec_validate.cc: a valid spec makes a valid
+  // Note [Trainer refusals] in common/jobspec/job_spec_validate.cc: a valid spec makes a valid
   // TrainerConfig (checked again below), so nothing between here and there refuses.
   DDP_RETURN_IF_ERROR(s.validate());
   TrainerConfig c;

@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "common/status.h"
 #include "common/thread_priority.h"
 #include "worker/runtime/worker_config.h"

@@ -1,7 +1,7 @@
 #pragma once
 // TrainerConfig: everything the Trainer needs. Built from a JobSpec (job_spec_adapter.h) or
 // directly by tests and benchmarks. The choices a job makes (model, dataset, comm hook and
-// wrapper, mixed precision, ZeRO mode) keep the JobSpec's own enums (common/job_spec.h): one
+// wrapper, mixed precision, ZeRO mode) keep the JobSpec's own enums (common/jobspec/job_spec.h): one
 // vocabulary for one choice. What is the trainer's own is here in its own terms: the resolved
 // device, model and dataset shapes, paths, durations, the comm thread priority.
 // Thread model: plain value.
@@ -13,7 +13,7 @@
 
 #include "common/clock.h"
 #include "common/dtype.h"
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "common/status.h"
 #include "common/thread_priority.h"
 #include "worker/data/distributed_sampler.h"

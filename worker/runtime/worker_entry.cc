@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "common/log.h"
 #include "common/store/http_store_client.h"
 #include "kernels/layer_ops.h"

@@ -1,7 +1,7 @@
 #include "controller/launch/kubernetes/ddpjob_reconciler.h"
 
 #include "common/clock.h"
-#include "common/job_spec_kubernetes.h"
+#include "common/jobspec/job_spec_kubernetes.h"
 #include "common/log.h"
 #include "controller/launch/kubernetes/gang_schedule.h"
 

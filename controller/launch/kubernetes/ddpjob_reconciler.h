@@ -44,7 +44,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/clock.h"
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "controller/launch/kubernetes/ddpjob_status.h"
 #include "controller/launch/kubernetes/kube_client.h"
 #include "controller/launch/kubernetes/kube_events.h"

@@ -42,7 +42,7 @@
 #include <string>
 #include <thread>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "controller/launch/kubernetes/kube_client.h"
 #include "controller/launch/kubernetes/leader_elector.h"
 #include "controller/launch/kubernetes/pod_log_stream.h"

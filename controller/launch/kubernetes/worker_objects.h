@@ -26,7 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "controller/launch/launcher.h"
 
 namespace ddp::controller::kube {

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <thread>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "controller/jobs/job_manager.h"
 #include "controller/metrics/controller_metrics.h"
 #include "controller/store/sqlite_job_store.h"

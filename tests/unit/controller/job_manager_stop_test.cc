@@ -22,7 +22,7 @@
 #include <mutex>
 #include <thread>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "controller/store/sqlite_job_store.h"
 #include "tests/unit/controller/fake_launcher.h"
 #include "tests/unit/controller/job_store_test_util.h"

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 #include "controller/jobs/job_manager.h"
 #include "controller/service/controller.h"
 #include "tests/support/controller_process.h"

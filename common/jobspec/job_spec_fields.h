@@ -1,7 +1,7 @@
 #pragma once
 // The field table of a DDPJob document: every field parseJobSpec() accepts, with its type. The
 // parser takes the keys it allows in each mapping from here (an unknown key is an error naming
-// the allowed ones), and the CRD test (tests/unit/common/job_spec_crd_test.cc) walks this table
+// the allowed ones), and the CRD test (tests/unit/jobspec/job_spec_crd_test.cc) walks this table
 // and the CRD's OpenAPI schema (charts/ddp/crds/ddpjobs.ddp.dev.yaml) and fails on any field
 // one has and the other lacks: one source of truth for the document's shape.
 // Thread model: immutable data and pure functions.

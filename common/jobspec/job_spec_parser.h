@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "common/job_spec.h"
-#include "common/job_spec_fields.h"
+#include "common/jobspec/job_spec.h"
+#include "common/jobspec/job_spec_fields.h"
 
 namespace ddp::job_spec_detail {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <utility>
 
-#include "common/job_spec.h"
-#include "common/job_spec_json.h"
-#include "common/job_spec_parser.h"
+#include "common/jobspec/job_spec.h"
+#include "common/jobspec/job_spec_json.h"
+#include "common/jobspec/job_spec_parser.h"
 #include "common/utf8.h"
 #include "common/yaml_guard.h"
 

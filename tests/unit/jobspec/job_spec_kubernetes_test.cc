@@ -1,14 +1,14 @@
 // spec.kubernetes: parsed with the rest of a DDPJob, every error naming its field path and
 // location, unknown fields refused, toYaml() round-trips; Kubernetes quantities and names.
-#include "common/job_spec_kubernetes.h"
+#include "common/jobspec/job_spec_kubernetes.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "common/job_spec.h"
-#include "common/job_spec_fields.h"
-#include "tests/unit/common/job_spec_test_util.h"
+#include "common/jobspec/job_spec.h"
+#include "common/jobspec/job_spec_fields.h"
+#include "tests/unit/jobspec/job_spec_test_util.h"
 
 namespace ddp {
 namespace {

@@ -1,5 +1,5 @@
 // Note [JSON job documents] (job_spec_json.h).
-#include "common/job_spec_json.h"
+#include "common/jobspec/job_spec_json.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,6 +1,6 @@
 // One source of truth for the shape of a DDPJob: the CRD's OpenAPI schema
 // (charts/ddp/crds/ddpjobs.ddp.dev.yaml) and the job spec parser's field table
-// (common/job_spec_fields.cc, from which the parser takes the keys it accepts) must list the same
+// (common/jobspec/job_spec_fields.cc, from which the parser takes the keys it accepts) must list the same
 // fields with the same types. A field added to one and not the other fails here, naming it.
 #include <yaml-cpp/yaml.h>
 
@@ -11,9 +11,9 @@
 #include <map>
 #include <string>
 
-#include "common/job_spec.h"
-#include "common/job_spec_fields.h"
-#include "tests/unit/common/job_spec_test_util.h"
+#include "common/jobspec/job_spec.h"
+#include "common/jobspec/job_spec_fields.h"
+#include "tests/unit/jobspec/job_spec_test_util.h"
 
 namespace ddp {
 namespace {

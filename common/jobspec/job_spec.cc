@@ -1,7 +1,7 @@
 // JobSpec enum spellings, SpecError and the error list as a Status. (Parsing:
 // job_spec_yaml.cc; validation: job_spec_validate.cc; toYaml: job_spec_emit.cc; files:
 // job_spec_file.cc.)
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 
 #include <sstream>
 

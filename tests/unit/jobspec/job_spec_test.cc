@@ -3,14 +3,14 @@
 // field path and location; several errors come back at once; toYaml() round-trips; the JSON
 // form of a document parses the same. (The trainer's refusals, non-finite numbers, timeouts and
 // worker bounds: job_spec_validate_test.cc; reading files: job_spec_file_test.cc.)
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <string>
 
-#include "tests/unit/common/job_spec_test_util.h"
+#include "tests/unit/jobspec/job_spec_test_util.h"
 
 namespace ddp {
 namespace {

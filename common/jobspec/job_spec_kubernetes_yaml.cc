@@ -2,7 +2,7 @@
 #include <string>
 #include <vector>
 
-#include "common/job_spec_parser.h"
+#include "common/jobspec/job_spec_parser.h"
 
 namespace ddp {
 namespace {

@@ -1,6 +1,6 @@
 // spec.kubernetes: enum spellings, Kubernetes quantities and names, and the checks
 // JobSpec::validate() runs on the section.
-#include "common/job_spec_kubernetes.h"
+#include "common/jobspec/job_spec_kubernetes.h"
 
 #include <cctype>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 
 namespace ddp {
 

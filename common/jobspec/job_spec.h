@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "common/job_spec_kubernetes.h"
+#include "common/jobspec/job_spec_kubernetes.h"
 #include "common/status.h"
 #include "common/thread_priority.h"
 

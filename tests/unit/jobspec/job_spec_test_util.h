@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "common/job_spec.h"
+#include "common/jobspec/job_spec.h"
 
 namespace ddp::spec_test {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "common/job_spec.h"
-#include "tests/unit/common/job_spec_test_util.h"
+#include "common/jobspec/job_spec.h"
+#include "tests/unit/jobspec/job_spec_test_util.h"
 
 namespace ddp {
 namespace {

@@ -1,5 +1,5 @@
 // The DDPJob field table (job_spec_fields.h).
-#include "common/job_spec_fields.h"
+#include "common/jobspec/job_spec_fields.h"
 
 #include <cctype>
 
