@@ -3,11 +3,21 @@
 # Namespace and the controller with default values, expecting the API token in an existing
 # Secret (no generated token in a shared file). tests/kubernetes/check.sh install-manifest
 # fails when the committed file differs from what this writes.
+# First it regenerates what the job spec's field table gives (tools/jobspec, built in
+# ${BUILD_DIR:-build}): the CRD charts/ddp/crds/ddpjobs.ddp.dev.yaml and the field table of
+# docs/JOB_SPEC.md (JobSpecSchemaTest fails when either is out of date).
 #   scripts/render_manifests.sh            # writes manifests/install.yaml
 #   scripts/render_manifests.sh OUT.yaml   # writes OUT.yaml instead
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-$root/manifests/install.yaml}"
+build="${BUILD_DIR:-$root/build}"
+cmake --build "$build" --target ddp-jobspec-schema >/dev/null
+schema="$build/bin/ddp-jobspec-schema"
+"$schema" crd "$root/tools/jobspec/ddpjob_crd.template.yaml" >"$root/charts/ddp/crds/ddpjobs.ddp.dev.yaml.tmp"
+mv "$root/charts/ddp/crds/ddpjobs.ddp.dev.yaml.tmp" "$root/charts/ddp/crds/ddpjobs.ddp.dev.yaml"
+"$schema" docs "$root/docs/JOB_SPEC.md" >"$root/docs/JOB_SPEC.md.tmp"
+mv "$root/docs/JOB_SPEC.md.tmp" "$root/docs/JOB_SPEC.md"
 tools="$("$root/scripts/k8s_tools.sh")"
 {
   cat <<'HEADER'

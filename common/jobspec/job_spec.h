@@ -270,6 +270,9 @@ struct JobSpec {
 // The checks of spec.kubernetes (job_spec_kubernetes.cc), part of JobSpec::validate(): appends
 // one SpecError per problem.
 void validateKubernetesSpec(const JobSpec& spec, std::vector<SpecError>* errors);
+// The field table's plain checks (ranges, finite numbers, allowed spellings: Note [Job spec
+// field table] in job_spec_fields.h), part of JobSpec::validate(): one SpecError per problem.
+void checkJobSpecFields(const JobSpec& spec, std::vector<SpecError>* errors);
 
 // InvalidArgument "invalid DDPJob: N error(s):\n  <error>\n  ..." (ok when the list is empty).
 Status specErrorsToStatus(const std::vector<SpecError>& errors);
@@ -278,6 +281,29 @@ Status specErrorsToStatus(const std::vector<SpecError>& errors);
 // InvalidArgument whose message is "invalid DDPJob: N error(s):\n  <error>\n  ..." and, when
 // `errors` is given, the list.
 Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* errors = nullptr);
+// A document the gate (parseJobSpec) already validated, read back: the controller's stored
+// spec, or the spec a worker receives with its assignment (Note [Validated once]). Reads it
+// along the field table, with the same shape and type errors, but runs no validate(): the
+// document was valid when it was stored, and a limit added since must not fail a running job.
+Result<JobSpec> decodeJobSpec(std::string_view yaml);
+
+// Note [Validated once]
+// A job document is validated once, where it enters the service: parseJobSpec() in the API
+// server, the DDPJob reconciler and ddpctl.
+// What the controller stores is toYaml() of that spec, and everything downstream decodes it
+// (decodeJobSpec). A worker checks only what it alone can know (the data files, its devices,
+// its memory: TrainerConfig::validateDevice, the trainer's setup), and that it speaks the
+// controller's spec schema (kJobSpecSchemaVersion, sent with each assignment).
+// TrainerConfig::validate() stays the engine's precondition for code that builds a
+// TrainerConfig itself (tests, benchmarks, a user's own trainer); a valid spec always passes it
+// (Note [Trainer refusals]).
+
+// The version of the job spec's shape and meaning that this build reads and writes. A change
+// that an older worker would misread (a field whose meaning changes, a new field an old worker
+// would ignore while training differently) bumps it; a worker refuses an assignment of another
+// version, naming both.
+inline constexpr int kJobSpecSchemaVersion = 1;
+
 // Reads `path` once and parses it. Only a regular file or a pipe / FIFO is read (so /dev/stdin
 // and <(...) work), and at most kMaxJobDocumentBytes of it. NotFound when it cannot be opened
 // or read; InvalidArgument for a directory ("is a directory, not a job file"), for anything

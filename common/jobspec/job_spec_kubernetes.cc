@@ -10,28 +10,13 @@
 #include <vector>
 
 #include "common/jobspec/job_spec.h"
+#include "common/jobspec/job_spec_enums.h"
 
 namespace ddp {
 
-const char* cleanPodPolicyName(CleanPodPolicy v) {
-  switch (v) {
-    case CleanPodPolicy::kRunning: return "Running";
-    case CleanPodPolicy::kAll: return "All";
-    case CleanPodPolicy::kNone: return "None";
-  }
-  return "?";
-}
-const char* imagePullPolicyName(ImagePullPolicy v) {
-  switch (v) {
-    case ImagePullPolicy::kIfNotPresent: return "IfNotPresent";
-    case ImagePullPolicy::kAlways: return "Always";
-    case ImagePullPolicy::kNever: return "Never";
-  }
-  return "?";
-}
-const char* scheduleTimeoutActionName(ScheduleTimeoutAction v) {
-  return v == ScheduleTimeoutAction::kRetry ? "Retry" : "Fail";
-}
+const char* cleanPodPolicyName(CleanPodPolicy v) { return enumName(kCleanPodPolicyNames, v); }
+const char* imagePullPolicyName(ImagePullPolicy v) { return enumName(kImagePullPolicyNames, v); }
+const char* scheduleTimeoutActionName(ScheduleTimeoutAction v) { return enumName(kScheduleTimeoutActionNames, v); }
 
 Result<double> parseKubernetesQuantity(std::string_view text) {
   const std::string s(text);
@@ -126,7 +111,6 @@ class KubernetesChecker {
       check(!s_.checkpoint.dir.empty() && s_.checkpoint.dir.front() == '/', p + "checkpointVolumeClaim",
             "needs spec.checkpoint.dir, an absolute path: the claim is mounted there");
     }
-    runPolicy(k.runPolicy);
   }
 
  private:
@@ -203,20 +187,6 @@ class KubernetesChecker {
     }
   }
 
-  void runPolicy(const RunPolicySpec& r) {
-    const std::string p = "spec.kubernetes.runPolicy.";
-    if (r.activeDeadlineSeconds) {
-      check(*r.activeDeadlineSeconds >= 1, p + "activeDeadlineSeconds", "must be >= 1");
-    }
-    if (r.ttlSecondsAfterFinished) {
-      check(*r.ttlSecondsAfterFinished >= 0, p + "ttlSecondsAfterFinished", "must be >= 0");
-    }
-    const int64_t timeout = r.schedulingPolicy.scheduleTimeoutSeconds;
-    check(timeout >= 1 && timeout <= static_cast<int64_t>(kMaxTimeoutSeconds),
-          p + "schedulingPolicy.scheduleTimeoutSeconds",
-          "must be in [1, " + std::to_string(static_cast<int64_t>(kMaxTimeoutSeconds)) +
-              "] (7 days), got " + std::to_string(timeout));
-  }
 
   const JobSpec& s_;
   std::vector<SpecError>* out_;

@@ -1,6 +1,7 @@
 #pragma once
-// The DDPJob YAML parser's internals, shared by the files that parse the sections of a document
-// (job_spec_yaml.cc, job_spec_kubernetes_yaml.cc). Not an API: parseJobSpec() (job_spec.h) is.
+// The DDPJob YAML parser's internals: the walk over the field table (job_spec_yaml.cc) and the
+// readers of each kind of value, shared with the list hooks (job_spec_kubernetes_yaml.cc). Not
+// an API: parseJobSpec() (job_spec.h) is.
 // Thread model: a Parser is used by one thread, once.
 #include <yaml-cpp/yaml.h>
 
@@ -18,9 +19,6 @@
 #include "common/jobspec/job_spec_fields.h"
 
 namespace ddp::job_spec_detail {
-
-template <typename E>
-using EnumTable = std::vector<std::pair<std::string, E>>;
 
 inline std::string describe(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return "null";
@@ -50,7 +48,8 @@ inline NumberText readNumber(const YAML::Node& v, double* out) {
   return std::isfinite(x) ? NumberText::kNotANumber : NumberText::kNonFinite;
 }
 
-// Walks the document, filling a JobSpec and collecting errors with paths and locations.
+// Walks the document along the field table, filling a JobSpec and collecting errors with paths
+// and locations.
 
 class Parser {
  public:
@@ -119,24 +118,6 @@ class Parser {
     return true;
   }
 
-  // Optional fields: absent leaves *out unchanged.
-  void getInt(const YAML::Node& m, const std::string& path, const char* key, int64_t* out) {
-    if (m[key]) readInt(m[key], join(path, key), out, std::numeric_limits<int64_t>::min(),
-                        std::numeric_limits<int64_t>::max());
-  }
-  void getInt(const YAML::Node& m, const std::string& path, const char* key, int* out) {
-    int64_t x = *out;
-    if (m[key] && readInt(m[key], join(path, key), &x, std::numeric_limits<int>::min(),
-                          std::numeric_limits<int>::max())) {
-      *out = static_cast<int>(x);
-    }
-  }
-  void getSeed(const YAML::Node& m, const std::string& path, const char* key, uint64_t* out) {
-    int64_t x = 0;
-    if (m[key] && readInt(m[key], join(path, key), &x, 0, std::numeric_limits<int64_t>::max())) {
-      *out = static_cast<uint64_t>(x);
-    }
-  }
   bool readDouble(const YAML::Node& v, const std::string& path, double* out) {
     double x = 0;
     switch (readNumber(v, &x)) {
@@ -152,104 +133,82 @@ class Parser {
     fail(v, path, "expected a number, got " + describe(v));
     return false;
   }
-  void getDouble(const YAML::Node& m, const std::string& path, const char* key, double* out) {
-    if (m[key]) readDouble(m[key], join(path, key), out);
-  }
-  void getBool(const YAML::Node& m, const std::string& path, const char* key, bool* out) {
-    if (!m[key]) return;
-    bool x = false;
-    if (!m[key].IsScalar() || !YAML::convert<bool>::decode(m[key], x)) {
-      fail(m[key], join(path, key), "expected a boolean (true/false), got " + describe(m[key]));
-      return;
+  bool readBool(const YAML::Node& v, const std::string& path, bool* out) {
+    if (!v.IsScalar() || !YAML::convert<bool>::decode(v, *out)) {
+      fail(v, path, "expected a boolean (true/false), got " + describe(v));
+      return false;
     }
-    *out = x;
+    return true;
   }
-  void getString(const YAML::Node& m, const std::string& path, const char* key, std::string* out) {
-    if (!m[key]) return;
-    if (!m[key].IsScalar()) {
-      fail(m[key], join(path, key), "expected a string, got " + describe(m[key]));
-      return;
+  bool readString(const YAML::Node& v, const std::string& path, std::string* out) {
+    if (!v.IsScalar()) {
+      fail(v, path, "expected a string, got " + describe(v));
+      return false;
     }
-    *out = m[key].Scalar();
+    *out = v.Scalar();
+    return true;
   }
   // A mapping of scalars (labels, nodeSelector, resource quantities); an error names the entry
   // as path[key].
-  void getStringMap(const YAML::Node& m, const std::string& path, const char* key,
-                    std::map<std::string, std::string>* out) {
-    if (!m[key]) return;
-    const YAML::Node& v = m[key];
-    const std::string at = join(path, key);
+  bool readStringMap(const YAML::Node& v, const std::string& path, std::map<std::string, std::string>* out) {
     if (!v.IsMap()) {
-      fail(v, at, "expected a mapping of strings, got " + describe(v));
-      return;
+      fail(v, path, "expected a mapping of strings, got " + describe(v));
+      return false;
     }
+    bool ok = true;
     for (auto it = v.begin(); it != v.end(); ++it) {
       const std::string k = it->first.IsScalar() ? it->first.Scalar() : "?";
       if (!it->second.IsScalar()) {
-        fail(it->second, at + "[" + k + "]", "expected a string, got " + describe(it->second));
+        fail(it->second, path + "[" + k + "]", "expected a string, got " + describe(it->second));
+        ok = false;
         continue;
       }
       (*out)[k] = it->second.Scalar();
     }
+    return ok;
   }
-  template <typename E>
-  void getEnum(const YAML::Node& m, const std::string& path, const char* key, const EnumTable<E>& table,
-               E* out) {
-    if (!m[key]) return;
-    std::string s;
-    if (!m[key].IsScalar()) {
-      fail(m[key], join(path, key), "expected a string, got " + describe(m[key]));
-      return;
-    }
-    s = m[key].Scalar();
-    for (const auto& [name, value] : table) {
-      if (s == name) {
-        *out = value;
-        return;
-      }
-    }
-    std::string list;
-    for (const auto& e : table) list += (list.empty() ? "" : ", ") + e.first;
-    fail(m[key], join(path, key), "must be one of " + list + " (got '" + s + "')");
-  }
-  void getIntList(const YAML::Node& m, const std::string& path, const char* key,
-                  std::vector<int64_t>* out) {
-    if (!m[key]) return;
-    const YAML::Node& v = m[key];
+  bool readIntList(const YAML::Node& v, const std::string& path, std::vector<int64_t>* out) {
     if (!v.IsSequence()) {
-      fail(v, join(path, key), "expected a sequence of integers, got " + describe(v));
-      return;
+      fail(v, path, "expected a sequence of integers, got " + describe(v));
+      return false;
     }
-    std::vector<int64_t> result;
     bool ok = true;
     for (size_t i = 0; i < v.size(); ++i) {
       int64_t x = 0;
-      ok = readInt(v[i], join(path, key) + "[" + std::to_string(i) + "]", &x,
-                   std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()) && ok;
-      result.push_back(x);
+      ok = readInt(v[i], path + "[" + std::to_string(i) + "]", &x, std::numeric_limits<int64_t>::min(),
+                   std::numeric_limits<int64_t>::max()) && ok;
+      out->push_back(x);
     }
-    if (ok) *out = std::move(result);
+    return ok;
   }
-  // A field that is only meaningful under some condition.
-  void onlyWhen(const YAML::Node& m, const std::string& path, const char* key, bool allowed,
-                const std::string& condition) {
-    if (m[key] && !allowed) fail(m[key], join(path, key), "only valid when " + condition);
+  bool readNumberList(const YAML::Node& v, const std::string& path, size_t length, std::vector<double>* out) {
+    if (!v.IsSequence() || (length > 0 && v.size() != length)) {
+      const std::string count = length > 0 ? std::to_string(length) + " numbers" : "numbers";
+      fail(v, path, "expected a sequence of " + count + ", got " + describe(v));
+      return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < v.size(); ++i) {
+      double x = 0;
+      ok = readDouble(v[i], path + "[" + std::to_string(i) + "]", &x) && ok;
+      out->push_back(x);
+    }
+    return ok;
   }
 
+  // The whole document, walking the field table (Note [Job spec field table]).
   void parse(const YAML::Node& doc, JobSpec* spec);
 
  private:
-  void parseMetadata(const YAML::Node& n, JobSpec* spec);
-  void parseSpec(const YAML::Node& n, JobSpec* spec);
-  void parseModel(const YAML::Node& n, const std::string& path, ModelSpec* model);
-  void parseData(const YAML::Node& n, const std::string& path, DataSpec* data);
-  void parseOptimizer(const YAML::Node& n, const std::string& path, OptimizerSpec* o);
-  void parseCommHook(const YAML::Node& n, const std::string& path, CommHookSpec* h);
-  void parseTimeouts(const YAML::Node& n, const std::string& path, TimeoutsSpec* t);
-  // job_spec_kubernetes_yaml.cc
-  void parseKubernetes(const YAML::Node& n, const std::string& path, KubernetesSpec* k);
-  void parseTolerations(const YAML::Node& n, const std::string& path, std::vector<TolerationSpec>* out);
-  void parseRunPolicy(const YAML::Node& n, const std::string& path, RunPolicySpec* r);
+  // The mapping `n` at `path` and every field under it.
+  void parseObject(const YAML::Node& n, const std::string& path, JobSpec* spec);
+  // One present field's value.
+  void parseField(const SpecField& f, const YAML::Node& v, JobSpec* spec);
+  bool readEnumeration(const SpecField& f, const YAML::Node& v, std::string* out);
 };
+
+// spec.kubernetes.tolerations (job_spec_kubernetes_yaml.cc): the table's list hooks.
+void parseTolerations(Parser& parser, const YAML::Node& n, JobSpec& spec);
+void emitTolerations(YAML::Emitter& out, const JobSpec& spec);
 
 }  // namespace ddp::job_spec_detail

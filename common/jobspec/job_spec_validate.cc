@@ -124,23 +124,13 @@ void checkWorkers(const JobSpec& s, Checker& c) {
           "must be <= spec.workers.max (" + std::to_string(w.min) + " > " + std::to_string(w.max) + ")");
   c.check(w.count >= w.min && w.count <= w.max, "spec.workers.count",
           "must lie within [min, max] = [" + std::to_string(w.min) + ", " + std::to_string(w.max) + "]");
-  c.check(s.threadsPerWorker >= 1 && s.threadsPerWorker <= 256, "spec.threadsPerWorker",
-          "must be in [1, 256]");
 }
 
 void checkModel(const JobSpec& s, Checker& c) {
   const ModelSpec& m = s.model;
-  for (size_t i = 0; i < m.hidden.size(); ++i) {
-    c.check(m.hidden[i] > 0, "spec.model.hidden[" + std::to_string(i) + "]", "must be > 0");
-  }
-  c.check(m.activation == "relu" || m.activation == "tanh" || m.activation == "gelu",
-          "spec.model.activation", "must be one of relu, tanh, gelu (got '" + m.activation + "')");
   if (m.type != ModelType::kCnn) return;
   c.check(!m.convChannels.empty(), "spec.model.convChannels", "must not be empty for a cnn");
-  for (size_t i = 0; i < m.convChannels.size(); ++i) {
-    c.check(m.convChannels[i] > 0, "spec.model.convChannels[" + std::to_string(i) + "]", "must be > 0");
-  }
-  c.check(m.kernelSize > 0 && m.kernelSize % 2 == 1, "spec.model.kernelSize", "must be odd and > 0");
+  if (m.kernelSize > 0) c.check(m.kernelSize % 2 == 1, "spec.model.kernelSize", "must be odd and > 0");
   const int64_t features = s.data.synthetic.features;
   if (s.data.dataset == DatasetKind::kSynthetic && features >= 1) {
     c.check(features == kCnnImageSide * kCnnImageSide, "spec.data.synthetic.features",
@@ -184,23 +174,9 @@ void checkSamplesPerRank(const JobSpec& s, Checker& c) {
 
 void checkData(const JobSpec& s, Checker& c) {
   const DataSpec& d = s.data;
-  c.check(d.batchSize >= 1, "spec.data.batchSize", "must be >= 1");
-  c.check(d.limit >= 0, "spec.data.limit", "must be >= 0");
-  c.check(d.globalBatchSize >= 0, "spec.data.globalBatchSize", "must be >= 0 (0: batchSize x workers.count)");
   c.check(d.globalBatchSize == 0 || !d.uneven.enabled, "spec.data.globalBatchSize",
           "is not supported with spec.data.uneven (each rank reads its own count)");
-  if (d.dataset == DatasetKind::kSynthetic) {
-    const std::string p = "spec.data.synthetic.";
-    c.check(d.synthetic.samples >= 1, p + "samples", "must be >= 1");
-    c.check(d.synthetic.features >= 1, p + "features", "must be >= 1");
-    c.check(d.synthetic.classes >= 2, p + "classes", "must be >= 2");
-    if (c.finite(d.synthetic.separation, p + "separation", Precision::kSingle)) {
-      c.check(d.synthetic.separation >= 0, p + "separation", "must be >= 0");
-    }
-    if (c.finite(d.synthetic.noise, p + "noise", Precision::kSingle)) {
-      c.check(d.synthetic.noise >= 0, p + "noise", "must be >= 0");
-    }
-  } else {
+  if (d.dataset != DatasetKind::kSynthetic) {
     c.check(!d.dir.empty(), "spec.data.dir", "required for dataset fashion-mnist");
   }
   if (d.uneven.enabled) {
@@ -226,12 +202,10 @@ void checkData(const JobSpec& s, Checker& c) {
 void checkSchedule(const OptimizerSpec& o, bool lrOk, Checker& c) {
   const ScheduleSpec& sch = o.schedule;
   const std::string p = "spec.optimizer.schedule.";
-  c.check(sch.warmupSteps >= 0, p + "warmupSteps", "must be >= 0");
   const bool gamma = c.finite(sch.gamma, p + "gamma");
   const bool minLr = c.finite(sch.minLr, p + "minLr");
-  if (sch.type == ScheduleType::kStep) {
-    c.check(sch.stepSize >= 1, p + "stepSize", "must be >= 1");
-    if (gamma) c.check(sch.gamma > 0 && sch.gamma <= 1, p + "gamma", "must be in (0, 1]");
+  if (sch.type == ScheduleType::kStep && gamma) {
+    c.check(sch.gamma > 0 && sch.gamma <= 1, p + "gamma", "must be in (0, 1]");
   }
   if (sch.type == ScheduleType::kCosine && minLr && lrOk) {
     c.check(sch.minLr >= 0 && sch.minLr < o.lr, p + "minLr", "must be in [0, lr) (lr is " + num(o.lr) + ")");
@@ -242,13 +216,10 @@ void checkOptimizer(const JobSpec& s, Checker& c) {
   const OptimizerSpec& o = s.optimizer;
   const std::string p = "spec.optimizer.";
   const auto single = Precision::kSingle;  // the worker's optimizers compute in f32
-  const bool lr = c.finite(o.lr, p + "lr", single) && c.check(o.lr > 0, p + "lr", "must be > 0");
-  if (c.finite(o.weightDecay, p + "weightDecay", single)) {
-    c.check(o.weightDecay >= 0, p + "weightDecay", "must be >= 0");
-  }
-  if (c.finite(o.maxGradNorm, p + "maxGradNorm", single) &&
-      c.check(o.maxGradNorm >= 0, p + "maxGradNorm", "must be >= 0 (0: no clipping)")) {
-    c.check(o.maxGradNorm == 0 || s.zero != ZeroMode::kZero1, p + "maxGradNorm",
+  // lr, weightDecay and maxGradNorm: the field table's checks (job_spec_field_checks.cc).
+  const bool lr = std::isfinite(o.lr) && o.lr > 0;
+  if (std::isfinite(o.maxGradNorm) && o.maxGradNorm > 0) {
+    c.check(s.zero != ZeroMode::kZero1, p + "maxGradNorm",
             "clipping is not supported with spec.zero: zero1 (ZeroRedundancyOptimizer steps its "
             "shards without a gradient scale); use maxGradNorm: 0, or zero: none or dfa");
   }
@@ -278,18 +249,10 @@ void checkOptimizer(const JobSpec& s, Checker& c) {
 
 void checkPowerSgd(const PowerSgdSpec& p, Checker& c) {
   const std::string path = "spec.commHook.powerSGD.";
-  c.check(p.rank >= 1, path + "rank", "must be >= 1");
-  c.check(p.startIter >= 1, path + "startIter", "must be >= 1");
   if (p.startIter >= 1 && (p.errorFeedback || p.warmStart)) {
     c.check(p.startIter > 1, path + "startIter",
             std::string("must be > 1 when ") + (p.errorFeedback ? "errorFeedback" : "warmStart") +
                 " is on (buckets are rebuilt after iteration 1)");
-  }
-  if (c.finite(p.minCompressionRate, path + "minCompressionRate")) {
-    c.check(p.minCompressionRate > 0, path + "minCompressionRate", "must be > 0");
-  }
-  if (c.finite(p.orthogonalizationEpsilon, path + "orthogonalizationEpsilon", Precision::kSingle)) {
-    c.check(p.orthogonalizationEpsilon >= 0, path + "orthogonalizationEpsilon", "must be >= 0");
   }
 }
 
@@ -323,8 +286,7 @@ void checkCommunication(const JobSpec& s, Checker& c) {
   }
   c.check(!(s.join.throwOnEarlyTermination && !s.join.enabled), "spec.join.throwOnEarlyTermination",
           "only valid when spec.join.enabled is true");
-  const bool accumulation = c.check(s.gradientAccumulationSteps >= 1, "spec.gradientAccumulation.steps",
-                                    "must be >= 1");
+  const bool accumulation = s.gradientAccumulationSteps >= 1;  // else the field table reports it
   if (s.join.enabled) {
     c.check(s.data.uneven.enabled, "spec.join.enabled",
             "needs spec.data.uneven.enabled: true (Join is for uneven inputs; even inputs need no Join)");
@@ -366,53 +328,29 @@ void checkDevice(const JobSpec& s, Checker& c) {
 }
 
 void checkRun(const JobSpec& s, Checker& c) {
-  const std::string most = "must be <= " + std::to_string(kMaxRunLength);
-  if (c.check(s.epochs >= 0, "spec.epochs", "must be >= 0")) {
-    c.check(s.epochs <= kMaxRunLength, "spec.epochs", most);
-  }
-  if (c.check(s.steps >= 0, "spec.steps", "must be >= 0")) c.check(s.steps <= kMaxRunLength, "spec.steps", most);
   if (s.epochs > 0 && s.steps > 0) {
     c.check(false, "spec.steps", "set either spec.epochs or spec.steps, not both");
   }
   if (s.epochs == 0 && s.steps == 0) {
     c.check(false, "spec.epochs", "one of spec.epochs or spec.steps is required (> 0)");
   }
-  c.check(s.checkpoint.everySteps >= 0, "spec.checkpoint.everySteps", "must be >= 0");
-  c.check(s.checkpoint.keep >= 1, "spec.checkpoint.keep", "must be >= 1");
   if (s.checkpoint.everySteps > 0) {
     c.check(!s.checkpoint.dir.empty(), "spec.checkpoint.dir", "required when everySteps > 0");
   }
   constexpr uint64_t kMaxSeed = static_cast<uint64_t>(INT64_MAX);
   c.check(s.seed <= kMaxSeed, "spec.seed", "must be < 2^63");
   c.check(s.commHook.powerSGD.seed <= kMaxSeed, "spec.commHook.powerSGD.seed", "must be < 2^63");
-  c.check(s.eval.batchSize >= 1, "spec.eval.batchSize", "must be >= 1");
-  c.check(s.eval.limit >= 0, "spec.eval.limit", "must be >= 0");
-  c.check(s.maxRestarts >= 0, "spec.maxRestarts", "must be >= 0");
 }
 
-// Each *Seconds in [its minimum, kMaxTimeoutSeconds]; heartbeatSeconds x heartbeatMisses <
-// hangSeconds < collectiveSeconds (TimeoutsSpec). The minimums keep a value the service can
-// act on: a heartbeat every 1e-300 s (or 0.1 ms) was accepted, then failed every worker.
+// heartbeatSeconds x heartbeatMisses < hangSeconds < collectiveSeconds (TimeoutsSpec), when
+// each of them is valid on its own (the field table checks each one's range: job_spec_fields.cc).
 void checkTimeouts(const TimeoutsSpec& t, Checker& c) {
   const std::string p = "spec.timeouts.";
-  auto seconds = [&](const char* name, double v, double min) {
-    const std::string path = p + name;
-    return c.finite(v, path) &&
-           c.check(v >= min, path, "must be >= " + num(min) + " s, got " + num(v)) &&
-           c.check(v <= kMaxTimeoutSeconds, path,
-                   "must be <= " + num(kMaxTimeoutSeconds) + " (7 days), got " + num(v));
-  };
-  const bool heartbeat = seconds("heartbeatSeconds", t.heartbeatSeconds, kMinHeartbeatSeconds);
-  const bool misses = c.check(t.heartbeatMisses >= 1 && t.heartbeatMisses <= kMaxHeartbeatMisses,
-                              p + "heartbeatMisses",
-                              "must be an integer in [1, " + std::to_string(kMaxHeartbeatMisses) +
-                                  "], got " + std::to_string(t.heartbeatMisses));
-  seconds("lastCallSeconds", t.lastCallSeconds, kMinLastCallSeconds);
-  const bool hang = seconds("hangSeconds", t.hangSeconds, kMinTimeoutSeconds);
-  seconds("progressSeconds", t.progressSeconds, kMinTimeoutSeconds);
-  seconds("controllerSeconds", t.controllerSeconds, kMinTimeoutSeconds);
-  const bool collective = seconds("collectiveSeconds", t.collectiveSeconds, kMinTimeoutSeconds);
-  seconds("rendezvousSeconds", t.rendezvousSeconds, kMinTimeoutSeconds);
+  auto valid = [](double v, double min) { return std::isfinite(v) && v >= min && v <= kMaxTimeoutSeconds; };
+  const bool heartbeat = valid(t.heartbeatSeconds, kMinHeartbeatSeconds);
+  const bool misses = t.heartbeatMisses >= 1 && t.heartbeatMisses <= kMaxHeartbeatMisses;
+  const bool hang = valid(t.hangSeconds, kMinTimeoutSeconds);
+  const bool collective = valid(t.collectiveSeconds, kMinTimeoutSeconds);
   const std::string rule =
       " (the rule: heartbeatSeconds x heartbeatMisses < hangSeconds < collectiveSeconds)";
   if (heartbeat && misses && hang) {
@@ -440,6 +378,7 @@ Status JobSpec::validate(std::vector<SpecError>* errors) const {
   const size_t before = errs.size();
   Checker c(&errs);
   checkDocument(*this, c);
+  checkJobSpecFields(*this, &errs);
   checkWorkers(*this, c);
   checkModel(*this, c);
   checkData(*this, c);

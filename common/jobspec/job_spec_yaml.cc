@@ -18,39 +18,6 @@
 #include "common/yaml_guard.h"
 
 namespace ddp {
-namespace {
-
-using job_spec_detail::EnumTable;
-
-const EnumTable<JobDevice> kDevices = {{"cpu", JobDevice::kCpu}, {"cuda", JobDevice::kCuda}};
-const EnumTable<ModelType> kModels = {{"mlp", ModelType::kMlp}, {"cnn", ModelType::kCnn}};
-const EnumTable<DatasetKind> kDatasets = {{"fashion-mnist", DatasetKind::kFashionMnist},
-                                          {"synthetic", DatasetKind::kSynthetic}};
-const EnumTable<OptimizerType> kOptimizers = {
-    {"sgd", OptimizerType::kSgd}, {"adam", OptimizerType::kAdam}, {"adamw", OptimizerType::kAdamW}};
-const EnumTable<ScheduleType> kSchedules = {{"constant", ScheduleType::kConstant},
-                                            {"step", ScheduleType::kStep},
-                                            {"cosine", ScheduleType::kCosine}};
-const EnumTable<ZeroMode> kZero = {
-    {"none", ZeroMode::kNone}, {"zero1", ZeroMode::kZero1}, {"dfa", ZeroMode::kDfa}};
-const EnumTable<CommHookType> kHooks = {{"allreduce", CommHookType::kAllreduce},
-                                        {"fp16", CommHookType::kFp16},
-                                        {"bf16", CommHookType::kBf16},
-                                        {"powerSGD", CommHookType::kPowerSgd},
-                                        {"batchedPowerSGD", CommHookType::kBatchedPowerSgd},
-                                        {"noop", CommHookType::kNoop}};
-const EnumTable<HookWrapper> kWrappers = {
-    {"none", HookWrapper::kNone}, {"fp16", HookWrapper::kFp16}, {"bf16", HookWrapper::kBf16}};
-const EnumTable<MixedPrecision> kPrecisions = {
-    {"none", MixedPrecision::kNone}, {"fp16", MixedPrecision::kFp16}, {"bf16", MixedPrecision::kBf16}};
-const EnumTable<JobLogFormat> kLogFormats = {{"text", JobLogFormat::kText},
-                                             {"json", JobLogFormat::kJson}};
-const EnumTable<CommThreadPriority> kCommPriorities = {{"auto", CommThreadPriority::kAuto},
-                                                      {"realtime", CommThreadPriority::kRealtime},
-                                                      {"normal", CommThreadPriority::kNormal}};
-
-}  // namespace
-
 namespace job_spec_detail {
 
 void Parser::parse(const YAML::Node& doc, JobSpec* spec) {
@@ -58,198 +25,93 @@ void Parser::parse(const YAML::Node& doc, JobSpec* spec) {
     errors.push_back({"", "empty document (expected a DDPJob mapping)", 1, 1});
     return;
   }
-  // `status` belongs to the controller (a DDPJob read back from the API server carries it):
-  // accepted and ignored here.
-  if (!mapping(doc, "")) return;
-  if (required(doc, "", "apiVersion")) getString(doc, "", "apiVersion", &spec->apiVersion);
-  if (required(doc, "", "kind")) getString(doc, "", "kind", &spec->kind);
-  if (required(doc, "", "metadata")) parseMetadata(doc["metadata"], spec);
-  if (required(doc, "", "spec")) parseSpec(doc["spec"], spec);
+  parseObject(doc, "", spec);
 }
 
-void Parser::parseMetadata(const YAML::Node& n, JobSpec* spec) {
-  // Kubernetes ObjectMeta fields other than name and labels are accepted and ignored, so that
-  // a DDPJob read back from the API server parses.
-  if (!mapping(n, "metadata")) {
-    return;
-  }
-  if (required(n, "metadata", "name")) getString(n, "metadata", "name", &spec->name);
-  getStringMap(n, "metadata", "labels", &spec->labels);
-}
-
-void Parser::parseSpec(const YAML::Node& n, JobSpec* spec) {
-  const std::string p = "spec";
-  if (!mapping(n, p)) {
-    return;
-  }
-  if (n["workers"] && mapping(n["workers"], "spec.workers")) {
-    const YAML::Node& w = n["workers"];
-    getInt(w, "spec.workers", "count", &spec->workers.count);
-    spec->workers.min = spec->workers.max = spec->workers.count;
-    getInt(w, "spec.workers", "min", &spec->workers.min);
-    getInt(w, "spec.workers", "max", &spec->workers.max);
-  }
-  getEnum(n, p, "device", kDevices, &spec->device);
-  getInt(n, p, "threadsPerWorker", &spec->threadsPerWorker);
-  if (required(n, p, "model")) parseModel(n["model"], "spec.model", &spec->model);
-  if (required(n, p, "data")) parseData(n["data"], "spec.data", &spec->data);
-  if (n["optimizer"]) parseOptimizer(n["optimizer"], "spec.optimizer", &spec->optimizer);
-  getEnum(n, p, "zero", kZero, &spec->zero);
-  if (n["commHook"]) parseCommHook(n["commHook"], "spec.commHook", &spec->commHook);
-  if (n["join"] && mapping(n["join"], "spec.join")) {
-    getBool(n["join"], "spec.join", "enabled", &spec->join.enabled);
-    getBool(n["join"], "spec.join", "throwOnEarlyTermination", &spec->join.throwOnEarlyTermination);
-    getBool(n["join"], "spec.join", "divideByInitialWorldSize", &spec->join.divideByInitialWorldSize);
-  }
-  if (n["gradientAccumulation"] &&
-      mapping(n["gradientAccumulation"], "spec.gradientAccumulation")) {
-    getInt(n["gradientAccumulation"], "spec.gradientAccumulation", "steps",
-           &spec->gradientAccumulationSteps);
-  }
-  getEnum(n, p, "mixedPrecision", kPrecisions, &spec->mixedPrecision);
-  getInt(n, p, "epochs", &spec->epochs);
-  getInt(n, p, "steps", &spec->steps);
-  getSeed(n, p, "seed", &spec->seed);
-  if (n["checkpoint"] && mapping(n["checkpoint"], "spec.checkpoint")) {
-    getString(n["checkpoint"], "spec.checkpoint", "dir", &spec->checkpoint.dir);
-    getInt(n["checkpoint"], "spec.checkpoint", "everySteps", &spec->checkpoint.everySteps);
-    getInt(n["checkpoint"], "spec.checkpoint", "keep", &spec->checkpoint.keep);
-  }
-  if (n["eval"] && mapping(n["eval"], "spec.eval")) {
-    getBool(n["eval"], "spec.eval", "everyEpoch", &spec->eval.everyEpoch);
-    getInt(n["eval"], "spec.eval", "batchSize", &spec->eval.batchSize);
-    getInt(n["eval"], "spec.eval", "limit", &spec->eval.limit);
-  }
-  getDouble(n, p, "bucketCapMb", &spec->bucketCapMb);
-  getDouble(n, p, "firstBucketMb", &spec->firstBucketMb);
-  getBool(n, p, "gradientAsBucketView", &spec->gradientAsBucketView);
-  getInt(n, p, "maxRestarts", &spec->maxRestarts);
-  if (n["timeouts"]) parseTimeouts(n["timeouts"], "spec.timeouts", &spec->timeouts);
-  if (n["elastic"] && mapping(n["elastic"], "spec.elastic")) {
-    getBool(n["elastic"], "spec.elastic", "keepGlobalBatch", &spec->elastic.keepGlobalBatch);
-  }
-  getEnum(n, p, "logFormat", kLogFormats, &spec->logFormat);
-  getEnum(n, p, "commThreadPriority", kCommPriorities, &spec->commThreadPriority);
-  if (n["kubernetes"]) parseKubernetes(n["kubernetes"], "spec.kubernetes", &spec->kubernetes);
-}
-
-void Parser::parseModel(const YAML::Node& n, const std::string& p, ModelSpec* model) {
-  if (!mapping(n, p)) return;
-  if (required(n, p, "type")) getEnum(n, p, "type", kModels, &model->type);
-  const bool cnn = model->type == ModelType::kCnn;
-  if (cnn) model->hidden = kCnnDefaultHidden;
-  getIntList(n, p, "hidden", &model->hidden);
-  getString(n, p, "activation", &model->activation);
-  onlyWhen(n, p, "convChannels", cnn, "spec.model.type is cnn");
-  onlyWhen(n, p, "kernelSize", cnn, "spec.model.type is cnn");
-  getIntList(n, p, "convChannels", &model->convChannels);
-  getInt(n, p, "kernelSize", &model->kernelSize);
-}
-
-void Parser::parseData(const YAML::Node& n, const std::string& p, DataSpec* data) {
-  if (!mapping(n, p)) {
-    return;
-  }
-  if (required(n, p, "dataset")) getEnum(n, p, "dataset", kDatasets, &data->dataset);
-  getString(n, p, "dir", &data->dir);
-  getInt(n, p, "batchSize", &data->batchSize);
-  getInt(n, p, "globalBatchSize", &data->globalBatchSize);
-  getBool(n, p, "shuffle", &data->shuffle);
-  getBool(n, p, "dropLast", &data->dropLast);
-  getBool(n, p, "normalize", &data->normalize);
-  getInt(n, p, "limit", &data->limit);
-  if (n["uneven"] && mapping(n["uneven"], p + ".uneven")) {
-    getBool(n["uneven"], p + ".uneven", "enabled", &data->uneven.enabled);
-    getIntList(n["uneven"], p + ".uneven", "counts", &data->uneven.counts);
-  }
-  const bool synthetic = data->dataset == DatasetKind::kSynthetic;
-  onlyWhen(n, p, "synthetic", synthetic, "spec.data.dataset is synthetic");
-  onlyWhen(n, p, "dir", !synthetic, "spec.data.dataset is fashion-mnist");
-  const std::string sp = p + ".synthetic";
-  if (synthetic && n["synthetic"] &&
-      mapping(n["synthetic"], sp)) {
-    const YAML::Node& s = n["synthetic"];
-    getInt(s, sp, "samples", &data->synthetic.samples);
-    getInt(s, sp, "features", &data->synthetic.features);
-    getInt(s, sp, "classes", &data->synthetic.classes);
-    getDouble(s, sp, "separation", &data->synthetic.separation);
-    getDouble(s, sp, "noise", &data->synthetic.noise);
+void Parser::parseObject(const YAML::Node& n, const std::string& path, JobSpec* spec) {
+  if (!mapping(n, path)) return;
+  const size_t skip = path.empty() ? 0 : path.size() + 1;
+  for (const SpecField* f : jobSpecChildren(path)) {
+    const std::string key(f->path.substr(skip));
+    const YAML::Node v = n[key];
+    if (!v) {
+      if (f->required) fail(n, std::string(f->path), "required field is missing");
+      if (f->absentDefault && f->set) f->set(*spec, f->absentDefault(*spec));
+      continue;
+    }
+    if (f->onlyWhen && !f->onlyWhen(*spec)) {
+      fail(v, std::string(f->path), "only valid when " + std::string(f->condition));
+      continue;
+    }
+    parseField(*f, v, spec);
   }
 }
 
-void Parser::parseOptimizer(const YAML::Node& n, const std::string& p, OptimizerSpec* o) {
-  if (!mapping(n, p)) {
-    return;
-  }
-  getEnum(n, p, "type", kOptimizers, &o->type);
-  getDouble(n, p, "lr", &o->lr);
-  getDouble(n, p, "weightDecay", &o->weightDecay);
-  getDouble(n, p, "momentum", &o->momentum);
-  getDouble(n, p, "dampening", &o->dampening);
-  getBool(n, p, "nesterov", &o->nesterov);
-  const bool adam = o->type != OptimizerType::kSgd;
-  onlyWhen(n, p, "betas", adam, "spec.optimizer.type is adam or adamw");
-  onlyWhen(n, p, "eps", adam, "spec.optimizer.type is adam or adamw");
-  if (n["betas"]) {
-    const YAML::Node& b = n["betas"];
-    if (!b.IsSequence() || b.size() != 2) {
-      fail(b, p + ".betas", "expected a sequence of two numbers [beta1, beta2], got " + describe(b));
-    } else {
-      readDouble(b[0], p + ".betas[0]", &o->beta1);
-      readDouble(b[1], p + ".betas[1]", &o->beta2);
+bool Parser::readEnumeration(const SpecField& f, const YAML::Node& v, std::string* out) {
+  if (!readString(v, std::string(f.path), out)) return false;
+  const auto known = [&](const std::vector<std::string>& names) {
+    return std::find(names.begin(), names.end(), *out) != names.end();
+  };
+  if (known(f.allowed) || known(f.parsedOnly)) return true;
+  std::string list;
+  for (const std::string& a : f.allowed) list += (list.empty() ? "" : ", ") + a;
+  fail(v, std::string(f.path), "must be one of " + list + " (got '" + *out + "')");
+  return false;
+}
+
+void Parser::parseField(const SpecField& f, const YAML::Node& v, JobSpec* spec) {
+  const std::string path(f.path);
+  bool ok = false;
+  SpecValue value;
+  switch (f.type) {
+    case SpecFieldType::kObject: parseObject(v, path, spec); return;
+    case SpecFieldType::kIgnored: return;
+    case SpecFieldType::kObjectList: f.parseList(*this, v, *spec); return;
+    case SpecFieldType::kString: {
+      std::string s;
+      ok = f.enumeration ? readEnumeration(f, v, &s) : readString(v, path, &s);
+      value = std::move(s);
+      break;
+    }
+    case SpecFieldType::kInteger: {
+      int64_t x = 0;
+      ok = readInt(v, path, &x, f.storeMin, f.storeMax);
+      value = x;
+      break;
+    }
+    case SpecFieldType::kNumber: {
+      double x = 0;
+      ok = readDouble(v, path, &x);
+      value = x;
+      break;
+    }
+    case SpecFieldType::kBoolean: {
+      bool b = false;
+      ok = readBool(v, path, &b);
+      value = b;
+      break;
+    }
+    case SpecFieldType::kIntegerList: {
+      std::vector<int64_t> xs;
+      ok = readIntList(v, path, &xs);
+      value = std::move(xs);
+      break;
+    }
+    case SpecFieldType::kNumberList: {
+      std::vector<double> xs;
+      ok = readNumberList(v, path, f.listLength, &xs);
+      value = std::move(xs);
+      break;
+    }
+    case SpecFieldType::kStringMap:
+    case SpecFieldType::kQuantityMap: {
+      std::map<std::string, std::string> m;
+      ok = readStringMap(v, path, &m);
+      value = std::move(m);
+      break;
     }
   }
-  getDouble(n, p, "eps", &o->eps);
-  getDouble(n, p, "maxGradNorm", &o->maxGradNorm);
-  const std::string sp = p + ".schedule";
-  if (n["schedule"] &&
-      mapping(n["schedule"], sp)) {
-    const YAML::Node& s = n["schedule"];
-    getEnum(s, sp, "type", kSchedules, &o->schedule.type);
-    getInt(s, sp, "warmupSteps", &o->schedule.warmupSteps);
-    onlyWhen(s, sp, "stepSize", o->schedule.type == ScheduleType::kStep, "schedule type is step");
-    onlyWhen(s, sp, "gamma", o->schedule.type == ScheduleType::kStep, "schedule type is step");
-    onlyWhen(s, sp, "minLr", o->schedule.type == ScheduleType::kCosine, "schedule type is cosine");
-    getInt(s, sp, "stepSize", &o->schedule.stepSize);
-    getDouble(s, sp, "gamma", &o->schedule.gamma);
-    getDouble(s, sp, "minLr", &o->schedule.minLr);
-  }
-}
-
-void Parser::parseCommHook(const YAML::Node& n, const std::string& p, CommHookSpec* h) {
-  if (!mapping(n, p)) return;
-  getEnum(n, p, "type", kHooks, &h->type);
-  getEnum(n, p, "wrapper", kWrappers, &h->wrapper);
-  const bool powerSgd =
-      h->type == CommHookType::kPowerSgd || h->type == CommHookType::kBatchedPowerSgd;
-  onlyWhen(n, p, "powerSGD", powerSgd, "spec.commHook.type is powerSGD or batchedPowerSGD");
-  const std::string sp = p + ".powerSGD";
-  if (powerSgd && n["powerSGD"] &&
-      mapping(n["powerSGD"], sp)) {
-    const YAML::Node& s = n["powerSGD"];
-    getInt(s, sp, "rank", &h->powerSGD.rank);
-    getInt(s, sp, "startIter", &h->powerSGD.startIter);
-    getDouble(s, sp, "minCompressionRate", &h->powerSGD.minCompressionRate);
-    getBool(s, sp, "errorFeedback", &h->powerSGD.errorFeedback);
-    getBool(s, sp, "warmStart", &h->powerSGD.warmStart);
-    getDouble(s, sp, "orthogonalizationEpsilon", &h->powerSGD.orthogonalizationEpsilon);
-    getSeed(s, sp, "seed", &h->powerSGD.seed);
-    getBool(s, sp, "batchTensorsWithSameShape", &h->powerSGD.batchTensorsWithSameShape);
-  }
-}
-
-void Parser::parseTimeouts(const YAML::Node& n, const std::string& p, TimeoutsSpec* t) {
-  if (!mapping(n, p)) {
-    return;
-  }
-  getDouble(n, p, "heartbeatSeconds", &t->heartbeatSeconds);
-  getInt(n, p, "heartbeatMisses", &t->heartbeatMisses);
-  getDouble(n, p, "lastCallSeconds", &t->lastCallSeconds);
-  getDouble(n, p, "hangSeconds", &t->hangSeconds);
-  getDouble(n, p, "progressSeconds", &t->progressSeconds);
-  getDouble(n, p, "controllerSeconds", &t->controllerSeconds);
-  getDouble(n, p, "collectiveSeconds", &t->collectiveSeconds);
-  getDouble(n, p, "rendezvousSeconds", &t->rendezvousSeconds);
+  if (ok && f.set) f.set(*spec, value);
 }
 
 }  // namespace job_spec_detail
@@ -292,18 +154,16 @@ std::optional<SpecError> documentShapeError(std::string_view yaml) {
   return std::nullopt;
 }
 
-}  // namespace
 
-Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* errorsOut) {
-  job_spec_detail::Parser parser;
-  JobSpec spec;
-  spec.apiVersion.clear();
-  spec.kind.clear();
+// Reads the document along the field table into *spec: shape, type and "only valid when"
+// errors go to parser->errors (with their locations), nothing else is checked.
+void readDocument(std::string_view yaml, job_spec_detail::Parser* parser, JobSpec* spec) {
+  spec->apiVersion.clear();
+  spec->kind.clear();
   std::vector<JsonColumnShift> shifts;  // Note [JSON job documents]
   if (auto bad = documentShapeError(yaml)) {
-    parser.errors.push_back(std::move(*bad));
-    if (errorsOut) *errorsOut = parser.errors;
-    return specErrorsToStatus(parser.errors);
+    parser->errors.push_back(std::move(*bad));
+    return;
   }
   try {
     std::vector<YAML::Node> docs = YAML::LoadAll(rewriteJsonSurrogatePairs(yaml, &shifts));
@@ -312,19 +172,35 @@ Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* erro
                docs.end());
     if (docs.size() > 1) {
       const YAML::Mark at = docs[1].Mark();
-      parser.errors.push_back({"", "the body holds " + std::to_string(docs.size()) +
-                                       " YAML documents; submit one job per document (the second starts here)",
-                               at.line + 1, at.column + 1});
+      parser->errors.push_back({"", "the body holds " + std::to_string(docs.size()) +
+                                        " YAML documents; submit one job per document (the second starts here)",
+                                at.line + 1, at.column + 1});
     } else {
-      parser.parse(docs.empty() ? YAML::Node() : docs[0], &spec);
+      parser->parse(docs.empty() ? YAML::Node() : docs[0], spec);
     }
   } catch (const YAML::Exception& e) {
-    parser.errors.push_back({"", "YAML syntax error: " + e.msg, e.mark.line + 1, e.mark.column + 1});
+    parser->errors.push_back({"", "YAML syntax error: " + e.msg, e.mark.line + 1, e.mark.column + 1});
   }
   if (!shifts.empty()) {
-    for (SpecError& e : parser.errors) e.column = originalColumn(shifts, e.line, e.column);
-    for (auto& [path, at] : parser.marks) at.second = originalColumn(shifts, at.first, at.second);
+    for (SpecError& e : parser->errors) e.column = originalColumn(shifts, e.line, e.column);
+    for (auto& [path, at] : parser->marks) at.second = originalColumn(shifts, at.first, at.second);
   }
+}
+
+}  // namespace
+
+Result<JobSpec> decodeJobSpec(std::string_view yaml) {
+  job_spec_detail::Parser parser;
+  JobSpec spec;
+  readDocument(yaml, &parser, &spec);
+  if (!parser.errors.empty()) return specErrorsToStatus(parser.errors);
+  return spec;
+}
+
+Result<JobSpec> parseJobSpec(std::string_view yaml, std::vector<SpecError>* errorsOut) {
+  job_spec_detail::Parser parser;
+  JobSpec spec;
+  readDocument(yaml, &parser, &spec);
   // A document-level error (syntax, empty, not a mapping) leaves nothing worth validating.
   const bool documentError = std::any_of(parser.errors.begin(), parser.errors.end(),
                                          [](const SpecError& e) { return e.path.empty(); });

@@ -1,6 +1,6 @@
 // Validates DDPJob documents against the CRD's own schema (charts/ddp/crds/ddpjobs.ddp.dev.yaml)
 // with ajv, as the API server would at admission with kubectl's strict field validation:
-// the OpenAPI v3.0 schema is turned into JSON Schema (nullable, boolean exclusiveMinimum) and
+// the OpenAPI v3.0 schema is turned into JSON Schema (nullable, boolean exclusiveMinimum and exclusiveMaximum) and
 // every object that lists its properties refuses others (the API server rejects unknown fields
 // under --validate=strict, kubectl's default).
 //   DDP_K8S_MODULES=.tools/k8s/node_modules node validate_crd_examples.mjs CRD FILE...
@@ -19,6 +19,10 @@ function toJsonSchema(s) {
   if (s.exclusiveMinimum === true) {
     out.exclusiveMinimum = s.minimum;
     delete out.minimum;
+  }
+  if (s.exclusiveMaximum === true) {
+    out.exclusiveMaximum = s.maximum;
+    delete out.maximum;
   }
   if (out.type === "object" && out.properties && out.additionalProperties === undefined) {
     out.additionalProperties = false;

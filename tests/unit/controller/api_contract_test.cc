@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/jobspec/job_spec.h"
 #include "common/store/http_store_client.h"
 #include "controller/jobs/job_manager.h"
 #include "controller/launch/launcher.h"
@@ -335,7 +336,9 @@ TEST_F(ApiContractTest, WorkerRoutesRendezvousStoreHeartbeatAndIsolation) {
   EXPECT_EQ(a["rank"], 1);
   EXPECT_EQ(a["worldSize"], 2);
   EXPECT_EQ(a["generation"], 1);
-  EXPECT_NE(a["spec"].get<std::string>().find("name: one"), std::string::npos);
+  auto assignedSpec = decodeJobSpec(a["spec"].get<std::string>());
+  ASSERT_TRUE(assignedSpec.isOk()) << assignedSpec.status();
+  EXPECT_EQ(assignedSpec->name, "one");
   EXPECT_FALSE(a.contains("peers")) << "peers only when asked for";
   auto withPeers = client_->Get("/v1/jobs/one/workers/one-w0/assignment?peers=1", w1);
   ASSERT_EQ(withPeers->status, 200);

@@ -243,7 +243,7 @@ TEST(JobSpecValidateTest, TimeoutsParseWithDefaultsAndBounds) {
     std::string words;
   };
   const std::vector<Case> cases = {
-      {"collectiveSeconds: 1e12", "spec.timeouts.collectiveSeconds", "must be <= 604800 (7 days)"},
+      {"collectiveSeconds: 1e12", "spec.timeouts.collectiveSeconds", "must be <= 604800 s (7 days)"},
       {"rendezvousSeconds: 604800.5", "spec.timeouts.rendezvousSeconds", "must be <= 604800"},
       {"progressSeconds: 1e7", "spec.timeouts.progressSeconds", "must be <= 604800"},
       {"lastCallSeconds: 0", "spec.timeouts.lastCallSeconds", "must be >= 0.01 s, got 0"},
@@ -253,8 +253,8 @@ TEST(JobSpecValidateTest, TimeoutsParseWithDefaultsAndBounds) {
       {"heartbeatSeconds: 1e-300", "spec.timeouts.heartbeatSeconds", "must be >= 0.1 s"},
       {"heartbeatSeconds: 0.0001", "spec.timeouts.heartbeatSeconds", "must be >= 0.1 s, got 0.0001"},
       {"progressSeconds: 0.5", "spec.timeouts.progressSeconds", "must be >= 1 s, got 0.5"},
-      {"heartbeatMisses: 0", "spec.timeouts.heartbeatMisses", "must be an integer in [1, 1000]"},
-      {"heartbeatMisses: 1001", "spec.timeouts.heartbeatMisses", "must be an integer in [1, 1000]"},
+      {"heartbeatMisses: 0", "spec.timeouts.heartbeatMisses", "must be >= 1, got 0"},
+      {"heartbeatMisses: 1001", "spec.timeouts.heartbeatMisses", "must be <= 1000, got 1001"},
       {"heartbeatMisses: 2.5", "spec.timeouts.heartbeatMisses", "expected an integer"},
       {"hangSeconds: -5", "spec.timeouts.hangSeconds", "must be >= 1 s"},  // no ordering error too
       {"collectiveSeconds: -5", "spec.timeouts.collectiveSeconds", "must be >= 1 s"},

@@ -1,0 +1,62 @@
+// The spec.kubernetes entries of the DDPJob field table (Note [Job spec field table]).
+#include "common/jobspec/job_spec_field_builder.h"
+#include "common/jobspec/job_spec_parser.h"
+
+namespace ddp {
+
+void appendKubernetesFields(std::vector<SpecField>* out) {
+  using namespace spec_fields;  // NOLINT: the table's vocabulary
+  using K = KubernetesSpec;
+  using R = RunPolicySpec;
+  using S = SchedulingPolicySpec;
+  const auto kube = [](auto... m) { return at(&JobSpec::kubernetes, m...); };
+  const auto run = [](auto... m) { return at(&JobSpec::kubernetes, &K::runPolicy, m...); };
+  std::vector<SpecField> f;
+  f.push_back(object("spec.kubernetes", "How the workers run as pods; ignored by the local launcher."));
+  f.push_back(string("spec.kubernetes.image", kube(&K::image), "Worker image; empty: the controller's default."));
+  f.push_back(enumeration("spec.kubernetes.imagePullPolicy", kube(&K::imagePullPolicy), kImagePullPolicyNames,
+                          "The worker containers' imagePullPolicy."));
+  f.push_back(object("spec.kubernetes.resources", "Per-worker requests and limits; nvidia.com/gpu is 1 with device cuda."));
+  f.push_back(stringMap("spec.kubernetes.resources.requests", kube(&K::resources, &ResourcesSpec::requests),
+                        "Resource name to quantity (cpu: 4, memory: 16Gi).", SpecFieldType::kQuantityMap));
+  f.push_back(stringMap("spec.kubernetes.resources.limits", kube(&K::resources, &ResourcesSpec::limits),
+                        "Resource name to quantity (nvidia.com/gpu: 1).", SpecFieldType::kQuantityMap));
+  f.push_back(stringMap("spec.kubernetes.nodeSelector", kube(&K::nodeSelector), "Node labels the worker pods need."));
+  f.push_back(Field("spec.kubernetes.tolerations", SpecFieldType::kObjectList, "Tolerations of the worker pods.")
+                  .list(job_spec_detail::parseTolerations, job_spec_detail::emitTolerations));
+  f.push_back(item("spec.kubernetes.tolerations[].key", SpecFieldType::kString, "The taint key; empty with Exists: every taint."));
+  f.push_back(item("spec.kubernetes.tolerations[].operator", SpecFieldType::kString, "Equal or Exists.")
+                  .oneOf({"Equal", "Exists"}));
+  f.push_back(item("spec.kubernetes.tolerations[].value", SpecFieldType::kString, "The taint value (Equal only)."));
+  f.push_back(item("spec.kubernetes.tolerations[].effect", SpecFieldType::kString, "The effect tolerated; empty: all.")
+                  .oneOf({"", "NoSchedule", "PreferNoSchedule", "NoExecute"}));
+  f.push_back(item("spec.kubernetes.tolerations[].tolerationSeconds", SpecFieldType::kInteger,
+                   "NoExecute: how long the pod stays bound after the taint appears.")
+                  .atLeast(0));
+  f.push_back(string("spec.kubernetes.serviceAccountName", kube(&K::serviceAccountName),
+                     "The worker pods' service account; empty: the namespace's default."));
+  f.push_back(string("spec.kubernetes.checkpointVolumeClaim", kube(&K::checkpointVolumeClaim),
+                     "A PVC mounted at spec.checkpoint.dir in every worker."));
+  f.push_back(boolean("spec.kubernetes.capSysNice", kube(&K::capSysNice),
+                      "Add CAP_SYS_NICE for the communication threads."));
+  f.push_back(object("spec.kubernetes.runPolicy", "Kubeflow's RunPolicy, the parts that fit (restarts: spec.maxRestarts)."));
+  f.push_back(enumeration("spec.kubernetes.runPolicy.cleanPodPolicy", run(&R::cleanPodPolicy), kCleanPodPolicyNames,
+                          "Which pods a finished job leaves: Running (delete those still running), All or None."));
+  f.push_back(optionalInteger("spec.kubernetes.runPolicy.activeDeadlineSeconds", run(&R::activeDeadlineSeconds),
+                              "Fail the job after this many seconds; absent: no deadline.")
+                  .atLeast(1));
+  f.push_back(optionalInteger("spec.kubernetes.runPolicy.ttlSecondsAfterFinished", run(&R::ttlSecondsAfterFinished),
+                              "Delete the DDPJob this long after it finished; absent: keep it.")
+                  .atLeast(0));
+  f.push_back(object("spec.kubernetes.runPolicy.schedulingPolicy", "Gang scheduling of the worker pods."));
+  f.push_back(integer("spec.kubernetes.runPolicy.schedulingPolicy.scheduleTimeoutSeconds",
+                      run(&R::schedulingPolicy, &S::scheduleTimeoutSeconds),
+                      "Every worker pod must run within this many seconds of its creation.")
+                  .atLeast(1).atMost(kMaxTimeoutSeconds, "7 days"));
+  f.push_back(enumeration("spec.kubernetes.runPolicy.schedulingPolicy.onScheduleTimeout",
+                          run(&R::schedulingPolicy, &S::onScheduleTimeout), kScheduleTimeoutActionNames,
+                          "Fail the job, or Retry (delete the pods and create them again)."));
+  for (SpecField& x : f) out->push_back(std::move(x));
+}
+
+}  // namespace ddp
