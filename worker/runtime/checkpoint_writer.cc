@@ -106,16 +106,17 @@ WrittenCheckpoint CheckpointWriter::process(Job& job) {
   out.path = store_.stepDir(out.step);
   out.snapshotSeconds = job.snapshotSeconds;
   const std::string what = "checkpoint step " + std::to_string(out.step);
-  if (out.step == config_.delayStep && config_.delaySeconds > 0) {
-    DDP_LOG(Warning) << "fault injection: " << what << ": the shard write starts " << config_.delaySeconds << " s late";
-    std::this_thread::sleep_for(std::chrono::duration<double>(config_.delaySeconds));
+  const ShardWriteFault fault = config_.faults != nullptr ? config_.faults->shardWrite(out.step) : ShardWriteFault{};
+  if (fault.delaySeconds > 0) {
+    DDP_LOG(Warning) << "fault injection: " << what << ": the shard write starts " << fault.delaySeconds << " s late";
+    std::this_thread::sleep_for(std::chrono::duration<double>(fault.delaySeconds));
   }
   const auto t0 = SteadyClock::now();
   job.snapshot.materialize();
   ShardOutcome report;
   report.rank = config_.rank;
   report.snapshotSeconds = job.snapshotSeconds;
-  Result<ManifestEntry> entry = out.step == config_.failStep
+  Result<ManifestEntry> entry = fault.fail
                                     ? Result<ManifestEntry>(unavailable("fault injection: shard write failed"))
                                     : store_.writeShard(shard);
   job.snapshot.shard.sections.clear();  // the snapshot's memory goes as soon as it is on disk

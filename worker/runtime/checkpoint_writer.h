@@ -35,6 +35,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "worker/runtime/checkpoint_channel.h"
+#include "worker/runtime/training_faults.h"
 
 namespace ddp::runtime {
 
@@ -55,11 +56,9 @@ struct CheckpointWriterConfig {
   Duration requestTimeout = std::chrono::seconds(10);  // each report to the channel
   Duration commitTimeout = std::chrono::seconds(300);  // rank 0: from its report to a decision
   Duration pollInterval = std::chrono::milliseconds(50);
-  // Fault injection for tests: the shard of `failStep` is not written (an injected write
-  // failure); the write of `delayStep` starts `delaySeconds` late.
-  int64_t failStep = -1;
-  int64_t delayStep = -1;
-  double delaySeconds = 0;
+  // Fault injection for tests (TrainingFaults::shardWrite: a shard write that fails or starts
+  // late); nullptr: none. Must outlive the writer.
+  const TrainingFaults* faults = nullptr;
 };
 
 // One finished checkpoint as this rank saw it.

@@ -18,6 +18,7 @@
 #include "worker/optim/grad_norm.h"
 #include "worker/runtime/checkpoint_coordinator.h"
 #include "worker/runtime/progress_reporter.h"
+#include "worker/runtime/training_faults.h"
 #include "worker/runtime/training_setup.h"
 
 namespace ddp::runtime {
@@ -297,9 +298,7 @@ Status Trainer::Impl::setup() {
       CheckpointWriterConfig wc;
       wc.commitTimeout = config.collectiveTimeout;
       wc.requestTimeout = std::min<Duration>(config.collectiveTimeout, std::chrono::seconds(10));
-      wc.failStep = io.checkpointFailStep;
-      wc.delayStep = io.checkpointDelayStep;
-      wc.delaySeconds = io.checkpointDelaySeconds;
+      wc.faults = io.faults;
       checkpoints->useChannel(*io.checkpointChannel, wc);
     }
   }
@@ -597,7 +596,8 @@ Result<TrainResult> Trainer::Impl::run() {
   const int world = backend.size();
   const bool perStepStopFlag = !config.join;
   auto stopRequestedHere = [&]() {
-    return (io.stop != nullptr && io.stop->load()) || (io.stopAfterStep >= 0 && state.step + 1 >= io.stopAfterStep);
+    return (io.stop != nullptr && io.stop->load()) ||
+           (io.faults != nullptr && io.faults->stopRequestedDuring(state.step + 1));
   };
   data::Batch batch;
   int64_t logSteps = 0, logSamples = 0;
@@ -630,10 +630,9 @@ Result<TrainResult> Trainer::Impl::run() {
       DDP_ASSIGN_OR_RETURN(joinScope, join::Join::create(joinables, jo));
     }
     while (state.step < totalSteps && sampler->remaining() > 0) {
-      if (io.stallAtStep >= 0 && state.step + 1 == io.stallAtStep) {
-        io.stallAtStep = -1;
-        DDP_LOG(Warning) << "fault injection: stalling before step " << state.step + 1 << " for " << io.stallSeconds << " s";
-        const auto until = SteadyClock::now() + std::chrono::duration<double>(io.stallSeconds);
+      if (const std::optional<double> stall = io.faults != nullptr ? io.faults->stallBeforeStep(state.step + 1) : std::nullopt) {
+        DDP_LOG(Warning) << "fault injection: stalling before step " << state.step + 1 << " for " << *stall << " s";
+        const auto until = SteadyClock::now() + std::chrono::duration<double>(*stall);
         while (SteadyClock::now() < until && !(io.stop != nullptr && io.stop->load())) {
           std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }

@@ -42,6 +42,7 @@
 namespace ddp::runtime {
 
 class CheckpointChannel;  // checkpoint_channel.h
+class TrainingFaults;     // training_faults.h
 
 // What the trainer tells TrainerIo::onProgress: the run's position and this process's
 // cumulative figures (Note [Trainer progress observer]).
@@ -92,23 +93,13 @@ struct TrainerIo {
   // The data set, already loaded (a worker that rejoins after a fault keeps it: Note [Worker
   // generations]); nullptr: the trainer loads it. Must match the config's data section.
   std::shared_ptr<const TrainingData> data;
-  // Fault injection for tests: behave as if a stop was requested during step number
-  // `stopAfterStep` (1-based), so the run checkpoints and stops with that many steps done.
-  int64_t stopAfterStep = -1;
-  // Fault injection for tests: before step number `stallAtStep` (1-based) the training thread
-  // sleeps `stallSeconds` (or until a stop), while its heartbeats go on: a rank that never
-  // reaches its peers' next collective (the controller's CollectiveStuck verdict).
-  int64_t stallAtStep = -1;
-  double stallSeconds = 0;
+  // Faults injected by tests (training_faults.h): an injected stop or stall in the step loop, a
+  // failed or late shard write in the checkpoint writer. nullptr: none. Must outlive the trainer.
+  const TrainingFaults* faults = nullptr;
   // Checkpoints through the controller's two-phase commit, written in the background (Note
   // [Asynchronous checkpoints] in checkpoint_writer.h); nullptr: CheckpointCoordinator::save's
   // collective commit, in the training thread. Must outlive the trainer.
   CheckpointChannel* checkpointChannel = nullptr;
-  // Fault injection for tests (CheckpointWriterConfig): this rank's shard write at step
-  // `checkpointFailStep` fails; the one at `checkpointDelayStep` starts `checkpointDelaySeconds` late.
-  int64_t checkpointFailStep = -1;
-  int64_t checkpointDelayStep = -1;
-  double checkpointDelaySeconds = 0;
   // Note [Healing from live peers] (peer_state.h): when set, the run first exchanges peer states
   // over the backend (every rank of the job must set it) and starts from the newest one any rank
   // holds instead of the checkpoint. `peerState`: this worker's from its previous generation

@@ -1,7 +1,8 @@
 #pragma once
 // WorkerConfig: how one ddp-worker process is told who it is and where its controller is. Read
 // from the launcher's environment contract (common/launch/worker_env.h), with flags as
-// overrides; this is the only place the worker reads its environment:
+// overrides; this is the only place the worker reads its environment (but for the test-only
+// DDP_TEST_* fault variables, which training_faults.h reads through processEnv()):
 //   --controller URL              DDP_CONTROLLER_URL        http://host:port of ddp-controller
 //   --job NAME                    DDP_JOB_NAME              the job this worker belongs to
 //   --token-file FILE             DDP_JOB_TOKEN             the job's worker token (the flag names

@@ -23,6 +23,7 @@
 #include "worker/runtime/job_spec_adapter.h"
 #include "worker/runtime/stop_signal.h"
 #include "worker/runtime/trainer.h"
+#include "worker/runtime/training_faults.h"
 #include "worker/runtime/training_setup.h"
 #include "worker/runtime/worker_config.h"
 
@@ -210,37 +211,13 @@ LogFormat logFormatOf(const WorkerConfig& config, const JobSpec& spec) {
   return config.logFormat.value_or(spec.logFormat == JobLogFormat::kJson ? LogFormat::kJson : LogFormat::kHuman);
 }
 
-// Fault injection for the fault tests: DDP_TEST_STALL=RANK:STEP:SECONDS makes that rank's
-// training thread stall before STEP in the job's first generation (TrainerIo::stallAtStep), so
-// that its peers wait in a collective it never reaches while it keeps heartbeating.
-void injectStall(const Assignment& a, TrainerIo* io) {
-  const char* spec = std::getenv("DDP_TEST_STALL");
-  if (spec == nullptr || a.generation != 1) return;
-  int rank = -1;
-  long long step = -1;
-  double secs = 0;
-  if (std::sscanf(spec, "%d:%lld:%lf", &rank, &step, &secs) != 3 || rank != a.rank) return;
-  io->stallAtStep = step;
-  io->stallSeconds = secs;
-}
-
-// Fault injection for the fault tests: DDP_TEST_CHECKPOINT_FAULT=RANK:STEP:fail makes that
-// rank's shard write of STEP fail (in the job's first generation); RANK:STEP:delay:SECONDS makes
-// it start SECONDS late (Note [Asynchronous checkpoints]: training goes on meanwhile).
-void injectCheckpointFault(const Assignment& a, TrainerIo* io) {
-  const char* spec = std::getenv("DDP_TEST_CHECKPOINT_FAULT");
-  if (spec == nullptr || a.generation != 1) return;
-  int rank = -1;
-  long long step = -1;
-  char kind[8] = {0};
-  double secs = 0;
-  const int n = std::sscanf(spec, "%d:%lld:%7[a-z]:%lf", &rank, &step, kind, &secs);
-  if (n < 3 || rank != a.rank) return;
-  if (std::string(kind) == "fail") io->checkpointFailStep = step;
-  if (std::string(kind) == "delay" && n == 4) {
-    io->checkpointDelayStep = step;
-    io->checkpointDelaySeconds = secs;
-  }
+// Note [Injected faults] (training_faults.h): this rank's faults in this generation, from the
+// DDP_TEST_* variables; a malformed one is logged and no fault is injected.
+TrainingFaults injectedFaults(const Assignment& a) {
+  Result<TrainingFaults> faults = trainingFaultsFromEnv(processEnv(), a.rank, a.generation);
+  if (faults.isOk()) return *faults;
+  DDP_LOG(Warning) << "fault injection ignored: " << faults.status().message();
+  return TrainingFaults();
 }
 
 // Store -> backend -> trainer -> run, for one generation (Note [Worker generations]). The
@@ -286,8 +263,8 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
   // Checkpoints are committed by the controller (Note [Two-phase checkpoint commit]).
   const std::unique_ptr<CheckpointChannel> checkpointChannel = client.checkpointChannel(a.generation);
   io.checkpointChannel = checkpointChannel.get();
-  injectStall(a, &io);
-  injectCheckpointFault(a, &io);
+  const TrainingFaults faults = injectedFaults(a);
+  io.faults = &faults;
   // Note [Healing from live peers]: this worker's state from its last generation, if any.
   io.exchangePeerState = true;
   io.peerState = carried->has_value() ? &**carried : nullptr;

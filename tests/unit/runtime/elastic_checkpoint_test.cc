@@ -12,6 +12,7 @@
 #include "tests/support/local_backend.h"
 #include "tests/support/temp_dir.h"
 #include "worker/runtime/trainer.h"
+#include "worker/runtime/training_faults.h"
 
 namespace ddp::runtime {
 namespace {
@@ -43,9 +44,11 @@ TrainerConfig smallConfig(const std::string& dir) {
 
 std::vector<Result<TrainResult>> train(int world, const TrainerConfig& config, int64_t stopAfterStep = -1) {
   std::vector<Result<TrainResult>> out(static_cast<size_t>(world), Result<TrainResult>(internalError("not run")));
+  TrainingFaults faults;
+  if (stopAfterStep >= 0) faults.stopDuring(stopAfterStep);
   TrainerIo io;
   io.progress = nullptr;
-  io.stopAfterStep = stopAfterStep;
+  io.faults = &faults;
   comm::runLocalRanks(world, [&](int rank, comm::Backend& backend) {
     auto trainer = Trainer::create(config, backend, io);
     out[static_cast<size_t>(rank)] = trainer.isOk() ? (*trainer)->run() : Result<TrainResult>(trainer.status());

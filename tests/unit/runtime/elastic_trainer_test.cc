@@ -14,6 +14,7 @@
 #include "tests/support/local_backend.h"
 #include "worker/runtime/peer_state.h"
 #include "worker/runtime/trainer.h"
+#include "worker/runtime/training_faults.h"
 
 namespace ddp::runtime {
 namespace {
@@ -80,10 +81,12 @@ struct RankRun {
 std::vector<RankRun> run(int world, const TrainerConfig& config, bool heal = false,
                          const std::vector<std::optional<PeerState>>& peers = {}, int64_t stopAfterStep = -1) {
   std::vector<RankRun> out(static_cast<size_t>(world));
+  TrainingFaults faults;
+  if (stopAfterStep >= 0) faults.stopDuring(stopAfterStep);
   comm::runLocalRanks(world, [&](int rank, comm::Backend& backend) {
     TrainerIo io;
     io.progress = nullptr;
-    io.stopAfterStep = stopAfterStep;
+    io.faults = &faults;
     io.exchangePeerState = heal;
     if (static_cast<size_t>(rank) < peers.size() && peers[static_cast<size_t>(rank)]) {
       io.peerState = &*peers[static_cast<size_t>(rank)];

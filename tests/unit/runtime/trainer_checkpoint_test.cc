@@ -12,6 +12,7 @@
 #include "common/checkpoint/checkpoint_store.h"
 #include "tests/support/local_backend.h"
 #include "worker/runtime/trainer.h"
+#include "worker/runtime/training_faults.h"
 #include "tests/support/temp_dir.h"
 
 namespace ddp::runtime {
@@ -48,9 +49,11 @@ TrainerConfig smallConfig(const std::string& dir) {
 // Creates and runs the trainer on `world` thread-ranks; each rank's create() or run() outcome.
 std::vector<Result<TrainResult>> train(int world, const TrainerConfig& config, int64_t stopAfterStep = -1) {
   std::vector<Result<TrainResult>> out(static_cast<size_t>(world), Result<TrainResult>(internalError("not run")));
+  TrainingFaults faults;
+  if (stopAfterStep >= 0) faults.stopDuring(stopAfterStep);
   TrainerIo io;
   io.progress = nullptr;
-  io.stopAfterStep = stopAfterStep;
+  io.faults = &faults;
   comm::runLocalRanks(world, [&](int rank, comm::Backend& backend) {
     auto trainer = Trainer::create(config, backend, io);
     out[static_cast<size_t>(rank)] = trainer.isOk() ? (*trainer)->run() : Result<TrainResult>(trainer.status());

@@ -20,6 +20,7 @@
 #include "worker/comm/nccl_backend.h"
 #include "worker/comm/process_group.h"
 #include "worker/runtime/trainer.h"
+#include "worker/runtime/training_faults.h"
 
 namespace ddp::runtime {
 namespace {
@@ -173,8 +174,9 @@ TEST(TrainerCudaTest, CheckpointWrittenOnCudaResumesOnTheCpu) {
   const RunOutput reference = train(c);  // uninterrupted, CPU
   c.checkpointDir = dir;
   c.device = Device::cuda(0);
+  const TrainingFaults stop = TrainingFaults().stopDuring(9);
   TrainerIo io;
-  io.stopAfterStep = 9;
+  io.faults = &stop;
   const RunOutput first = train(c, io);
   EXPECT_TRUE(first.result.stopped);
   EXPECT_EQ(first.result.steps, 9);

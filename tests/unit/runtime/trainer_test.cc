@@ -16,6 +16,7 @@
 #include "tests/support/local_backend.h"
 #include "worker/data/batch_iterator.h"
 #include "common/checkpoint/checkpoint_store.h"
+#include "worker/runtime/training_faults.h"
 #include "worker/runtime/training_setup.h"
 
 namespace ddp::runtime {
@@ -181,8 +182,9 @@ TEST(TrainerTest, ResumeAfterStopIsBitwiseEqualToUninterruptedRun) {
     TempDir dir;
     c.checkpointDir = dir.path();
     c.checkpointEverySteps = 4;
+    const TrainingFaults stop = TrainingFaults().stopDuring(7);  // mid-epoch, between two periodic checkpoints
     TrainerIo io;
-    io.stopAfterStep = 7;  // mid-epoch, between two periodic checkpoints
+    io.faults = &stop;
     auto first = train(world, c, io);
     ASSERT_TRUE(first[0].result.stopped);
     ASSERT_EQ(first[0].result.steps, 7);
@@ -234,8 +236,9 @@ TEST(TrainerTest, ResumeIsBitwiseForZeroFusedAdamAndPowerSgd) {
     EXPECT_GT(reference[0].result.testAccuracy, 0.8);
     TempDir dir;
     c.checkpointDir = dir.path();
+    const TrainingFaults stop = TrainingFaults().stopDuring(5);
     TrainerIo io;
-    io.stopAfterStep = 5;
+    io.faults = &stop;
     auto first = train(2, c, io);
     ASSERT_TRUE(first[0].result.stopped);
     auto second = train(2, c);
@@ -408,8 +411,9 @@ TEST(TrainerTest, StopIsAgreedOnTheNextCheckStep) {
   c.stopCheckEverySteps = 4;
   TempDir dir;
   c.checkpointDir = dir.path();
+  const TrainingFaults stop = TrainingFaults().stopDuring(5);  // requested during step 5: the ranks agree at step 8
   TrainerIo io;
-  io.stopAfterStep = 5;  // requested during step 5: the ranks agree at step 8
+  io.faults = &stop;
   auto out = train(2, c, io);
   EXPECT_TRUE(out[0].result.stopped);
   EXPECT_EQ(out[0].result.steps, 8);
@@ -426,8 +430,9 @@ TEST(TrainerTest, CorruptLatestCheckpointFallsBackToThePreviousOne) {
   c.checkpointDir = dir.path();
   c.checkpointEverySteps = 4;
   c.checkpointEachEpoch = false;
+  const TrainingFaults stop = TrainingFaults().stopDuring(10);
   TrainerIo io;
-  io.stopAfterStep = 10;
+  io.faults = &stop;
   train(2, c, io);  // checkpoints at 4, 8 and 10 (the stop)
   CheckpointStore store(dir.path());
   auto steps = store.listSteps();
