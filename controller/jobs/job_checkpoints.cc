@@ -46,7 +46,7 @@ void JobManager::relearnShardReport(Live& job, int64_t g, const HeartbeatShard& 
 void JobManager::reconcileCatalogs(const std::vector<JobRecord>& records) {
   if (!options_.catalogFromDisk) return;
   for (const JobRecord& rec : records) {
-    auto spec = parseJobSpec(rec.specYaml);
+    auto spec = decodeJobSpec(rec.specYaml);
     if (!spec.isOk()) continue;
     const std::string dir = options_.workerCheckpointDir.empty() ? spec->checkpoint.dir : options_.workerCheckpointDir;
     if (dir.empty()) continue;

@@ -33,7 +33,8 @@ RendezvousConfig rendezvousConfig(const JobSpec& spec) {
 
 std::string assignmentTailJson(const RendezvousRound& round, const std::string& specYaml,
                                const std::map<std::string, WorkerState>& workers, bool withPeers) {
-  json rest = {{"worldSize", round.worldSize()}, {"generation", round.generation}, {"spec", specYaml}};
+  json rest = {{"worldSize", round.worldSize()}, {"generation", round.generation}, {"spec", specYaml},
+               {"specSchema", kJobSpecSchemaVersion}};
   if (withPeers) {
     json peers = json::array();
     for (int r = 0; r < round.worldSize(); ++r) {
@@ -80,7 +81,7 @@ Status JobManager::start() {
     for (auto& rec : records) {
       metrics_.jobPhase(rec.name, rec.phase);
       if (isTerminal(rec.phase)) continue;
-      auto spec = parseJobSpec(rec.specYaml);
+      auto spec = decodeJobSpec(rec.specYaml);  // Note [Validated once]
       if (!spec.isOk()) {
         DDP_LOG(Error) << "job " << rec.name << ": stored spec no longer parses: " << spec.status().message();
         continue;
@@ -271,7 +272,7 @@ Result<JobSpec> JobManager::spec(const std::string& name) {
     if (Live* job = find(name)) return job->spec;
   }
   DDP_ASSIGN_OR_RETURN(auto rec, store_.get(name));
-  return parseJobSpec(rec.specYaml);
+  return decodeJobSpec(rec.specYaml);
 }
 
 bool JobManager::isFinished(const std::string& name) {

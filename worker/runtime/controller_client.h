@@ -81,6 +81,9 @@ struct Assignment {
   int worldSize = 0;
   int64_t generation = 0;
   std::string specYaml;  // the validated spec, every default filled in
+  // The version of the spec's schema the controller speaks (kJobSpecSchemaVersion; absent in
+  // the message of a controller from before it was sent: 1).
+  int specSchema = 1;
   std::vector<PeerInfo> peers;
   bool operator==(const Assignment&) const = default;
 };

@@ -196,7 +196,7 @@ std::string encodeAssignment(const Assignment& a) {
     peers.push_back(Json{{"rank", p.rank}, {"workerId", p.workerId}, {"advertiseAddress", p.advertiseAddress}});
   }
   return dump(Json{{"rank", a.rank}, {"worldSize", a.worldSize}, {"generation", a.generation},
-                   {"spec", a.specYaml}, {"peers", peers}});
+                   {"spec", a.specYaml}, {"specSchema", a.specSchema}, {"peers", peers}});
 }
 
 Result<Assignment> decodeAssignment(std::string_view json) {
@@ -207,6 +207,10 @@ Result<Assignment> decodeAssignment(std::string_view json) {
   DDP_RETURN_IF_ERROR(f.getInt("worldSize", &a.worldSize));
   DDP_RETURN_IF_ERROR(f.getInt("generation", &a.generation));
   DDP_RETURN_IF_ERROR(f.getString("spec", &a.specYaml));
+  if (auto it = j.find("specSchema"); it != j.end()) {
+    if (!it->is_number_integer()) return invalidArgument(f.at("specSchema") + ": expected an integer");
+    a.specSchema = it->get<int>();
+  }
   if (const Json* peers = f.array("peers")) {
     for (size_t i = 0; i < peers->size(); ++i) {
       const std::string where = f.at("peers") + "[" + std::to_string(i) + "]";

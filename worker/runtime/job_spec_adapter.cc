@@ -8,9 +8,9 @@
 namespace ddp::runtime {
 
 Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
-  // Note [Trainer refusals] in common/jobspec/job_spec_validate.cc: a valid spec makes a valid
-  // TrainerConfig (checked again below), so nothing between here and there refuses.
-  DDP_RETURN_IF_ERROR(s.validate());
+  // Note [Validated once] (job_spec.h): `s` passed the gate; it is not validated again here. A
+  // valid spec makes a valid TrainerConfig (Note [Trainer refusals]), which the Trainer checks
+  // as its own precondition.
   TrainerConfig c;
   c.job = s.name.empty() ? "job" : s.name;
   c.seed = s.seed;
@@ -122,8 +122,7 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   c.keepCheckpoints = s.checkpoint.keep;
   c.checkpointEachEpoch = false;
   c.checkpointAtEnd = true;
-  // The trainer's own invariants (a valid spec meets them); then what depends on the build.
-  DDP_RETURN_IF_ERROR(c.validate());
+  // What depends on the build.
   if (c.device.isCuda() && !comm::ncclBackendAvailable()) {
     return unimplemented("spec.device: cuda is not available: this build has no CUDA (configure with -DDDP_WITH_CUDA=ON)");
   }

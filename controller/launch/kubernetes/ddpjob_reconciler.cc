@@ -267,7 +267,7 @@ void DdpJobReconciler::applyScale(const std::string& name, Tracked& t, const Job
   const std::optional<int> desired = desiredWorkerCount(t.object);
   if (!desired) return;
   if (t.p.appliedCount < 0) {  // the count the job was submitted (or last scaled) with
-    auto spec = parseJobSpec(rec.specYaml);
+    auto spec = decodeJobSpec(rec.specYaml);
     if (!spec.isOk()) return;
     t.p.appliedCount = spec->workers.count;
   }

@@ -36,6 +36,7 @@ Assignment sampleAssignment() {
   a.worldSize = 2;
   a.generation = 3;
   a.specYaml = "apiVersion: ddp/v1\nkind: DDPJob\nmetadata:\n  name: fmnist\n";
+  a.specSchema = 7;
   a.peers = {{0, "fmnist-w0", "10.0.0.1"}, {1, "fmnist-w1", "10.0.0.2"}};
   return a;
 }
@@ -221,6 +222,10 @@ TEST(ControllerWireTest, AssignmentRoundTrips) {
   ASSERT_TRUE(doc.isOk()) << doc.status();
   EXPECT_EQ(doc->rank, 0);
   EXPECT_EQ(doc->specYaml, "x: 1");
+  EXPECT_EQ(doc->specSchema, 1) << "a controller from before specSchema was sent speaks schema 1";
+  EXPECT_NE(decodeAssignment(R"({"rank": 0, "worldSize": 1, "generation": 1, "spec": "", "specSchema": "2"})")
+                .status().message().find("assignment.specSchema"),
+            std::string::npos);
   EXPECT_NE(decodeAssignment(R"({"rank": 0, "worldSize": 1, "generation": 1})").status().message().find("assignment.spec"),
             std::string::npos);
   EXPECT_NE(decodeAssignment(R"({"rank": "0", "worldSize": 1, "generation": 1, "spec": ""})").status().message().find("assignment.rank"),
