@@ -1,5 +1,6 @@
 #include "worker/runtime/job_spec_adapter.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "kernels/layer_ops.h"
@@ -7,20 +8,11 @@
 
 namespace ddp::runtime {
 
-Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
-  // Note [Validated once] (job_spec.h): `s` passed the gate; it is not validated again here. A
-  // valid spec makes a valid TrainerConfig (Note [Trainer refusals]), which the Trainer checks
-  // as its own precondition.
-  TrainerConfig c;
-  c.job = s.name.empty() ? "job" : s.name;
-  c.seed = s.seed;
-  // cuda:0 here; the worker picks its rank's GPU (worker_entry.cc).
-  c.device = s.device == JobDevice::kCuda ? Device::cuda(0) : Device::cpu();
-  c.mixedPrecision = s.mixedPrecision;
-  c.cpuThreads = s.threadsPerWorker;
+namespace {
 
+void adaptModel(const JobSpec& s, TrainerConfig& c) {
   kernels::Activation act = kernels::Activation::kRelu;
-  (void)kernels::parseActivation(s.model.activation, &act);  // validate(): relu, tanh or gelu
+  (void)kernels::parseActivation(s.model.activation, &act);  // the field table: relu, tanh or gelu
   const bool synthetic = s.data.dataset == DatasetKind::kSynthetic;
   const int64_t features = synthetic ? s.data.synthetic.features : 784;
   const int classes = synthetic ? s.data.synthetic.classes : 10;
@@ -38,7 +30,10 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
     c.cnn.classes = classes;
     c.cnn.activation = act;
   }
+}
 
+void adaptData(const JobSpec& s, TrainerConfig& c) {
+  const bool synthetic = s.data.dataset == DatasetKind::kSynthetic;
   c.data = s.data.dataset;
   c.dataDir = s.data.dir;
   c.normalize = s.data.normalize;
@@ -48,8 +43,8 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   if (synthetic) {
     c.synthetic.samples = s.data.synthetic.samples;
     c.synthetic.sampleShape = s.model.type == ModelType::kCnn ? std::vector<int64_t>{1, 28, 28}
-                                                              : std::vector<int64_t>{features};
-    c.synthetic.classes = classes;
+                                                              : std::vector<int64_t>{s.data.synthetic.features};
+    c.synthetic.classes = s.data.synthetic.classes;
     c.synthetic.separation = static_cast<float>(s.data.synthetic.separation);
     c.synthetic.noise = static_cast<float>(s.data.synthetic.noise);
     c.synthetic.seed = s.seed;
@@ -69,24 +64,26 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   c.gradAccumulation = s.gradientAccumulationSteps;
   c.evalEachEpoch = s.eval.everyEpoch;
   c.evalBatchSize = s.eval.batchSize;
+}
 
-  switch (s.optimizer.type) {
+void adaptOptimizer(const JobSpec& s, TrainerConfig& c) {
+  const OptimizerSpec& o = s.optimizer;
+  switch (o.type) {
     case OptimizerType::kSgd:
-      c.optimizer = optim::OptimizerConfig::sgd(static_cast<float>(s.optimizer.lr), static_cast<float>(s.optimizer.momentum),
-                                                static_cast<float>(s.optimizer.dampening),
-                                                static_cast<float>(s.optimizer.weightDecay), s.optimizer.nesterov);
+      c.optimizer = optim::OptimizerConfig::sgd(static_cast<float>(o.lr), static_cast<float>(o.momentum),
+                                                static_cast<float>(o.dampening), static_cast<float>(o.weightDecay),
+                                                o.nesterov);
       break;
     case OptimizerType::kAdam:
     case OptimizerType::kAdamW: {
-      auto make = s.optimizer.type == OptimizerType::kAdam ? &optim::OptimizerConfig::adam : &optim::OptimizerConfig::adamw;
-      c.optimizer = make(static_cast<float>(s.optimizer.lr), static_cast<float>(s.optimizer.beta1),
-                         static_cast<float>(s.optimizer.beta2), static_cast<float>(s.optimizer.eps),
-                         static_cast<float>(s.optimizer.weightDecay));
+      auto make = o.type == OptimizerType::kAdam ? &optim::OptimizerConfig::adam : &optim::OptimizerConfig::adamw;
+      c.optimizer = make(static_cast<float>(o.lr), static_cast<float>(o.beta1), static_cast<float>(o.beta2),
+                         static_cast<float>(o.eps), static_cast<float>(o.weightDecay));
       break;
     }
   }
-  c.maxGradNorm = s.optimizer.maxGradNorm;
-  const ScheduleSpec& sch = s.optimizer.schedule;
+  c.maxGradNorm = o.maxGradNorm;
+  const ScheduleSpec& sch = o.schedule;
   c.lr.kind = sch.type == ScheduleType::kStep     ? LrScheduleKind::kStep
               : sch.type == ScheduleType::kCosine ? LrScheduleKind::kCosine
                                                   : LrScheduleKind::kConstant;
@@ -94,8 +91,10 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   c.lr.stepSize = sch.stepSize;
   c.lr.gamma = sch.gamma;
   c.lr.minLr = sch.minLr;
-  c.lr.baseLr = s.optimizer.lr;
+  c.lr.baseLr = o.lr;
+}
 
+void adaptCommunication(const JobSpec& s, TrainerConfig& c) {
   c.hook = s.commHook.type;
   c.hookWrapper = s.commHook.wrapper;
   const PowerSgdSpec& p = s.commHook.powerSGD;
@@ -116,7 +115,25 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   c.joinDivideByInitialWorldSize = s.join.divideByInitialWorldSize;
   c.collectiveTimeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s.timeouts.collectiveSeconds));
   c.commThreadPriority = s.commThreadPriority;  // the worker's own setting overrides it (worker_entry.cc)
+}
 
+}  // namespace
+
+Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
+  // Note [Validated once] (job_spec.h): `s` passed the gate; it is not validated again here. A
+  // valid spec makes a valid TrainerConfig (Note [Trainer refusals]), which the Trainer checks
+  // as its own precondition.
+  TrainerConfig c;
+  c.job = s.name.empty() ? "job" : s.name;
+  c.seed = s.seed;
+  // cuda:0 here; the worker picks its rank's GPU (worker_entry.cc).
+  c.device = s.device == JobDevice::kCuda ? Device::cuda(0) : Device::cpu();
+  c.mixedPrecision = s.mixedPrecision;
+  c.cpuThreads = s.threadsPerWorker;
+  adaptModel(s, c);
+  adaptData(s, c);
+  adaptOptimizer(s, c);
+  adaptCommunication(s, c);
   c.checkpointDir = s.checkpoint.dir;
   c.checkpointEverySteps = s.checkpoint.everySteps;
   c.keepCheckpoints = s.checkpoint.keep;
