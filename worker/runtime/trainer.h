@@ -1,22 +1,28 @@
 #pragma once
 // Trainer: the step loop of one worker, from a TrainerConfig over a Backend.
 //
-// Per optimizer step (Note [Trainer step]):
-//   1. on every stopCheckEverySteps-th step (default: every step), issue the flag allreduce(MAX)
-//      of this rank's command word: [stop (SIGTERM or the controller's stop), checkpoint now]
-//      (2 ints, asynchronous, overlapped with the step);
-//   2. for each of the gradAccumulation micro-batches: forward/backward with the reducer's
-//      ready callback, no_sync on all but the last (gradients accumulate locally, scaled by
-//      1/micro-batches), reducer.finalize();
-//   3. lr = schedule(step); optimizer step (plain, or ZeRO: shard step + owners' broadcasts);
-//      zero the gradients;
-//   4. on those steps, wait for the flags: if any rank was asked for a checkpoint, every rank
-//      checkpoints this same step; if any rank was asked to stop, every rank checkpoints this
-//      same step and returns `stopped` (they all saw the same allreduce result).
-// At each epoch's end: evaluation on the test set (each rank a contiguous slice, sums
-// allreduced), then a checkpoint when configured. With Join (uneven inputs) the per-step stop
-// flag is not issued (a joined rank could not match it); a stop request is honoured at the
-// epoch boundary instead.
+// Note [Trainer step]
+// The step loop (trainer_loop.cc) runs these phases per optimizer step, one function each:
+//   1. injected faults (training_faults.h, tests only): a stall before the step;
+//   2. command word (command_word.h): on every stopCheckEverySteps-th step (default: every
+//      step), issue the allreduce(MAX) of this rank's command word [stop (SIGTERM, the
+//      controller's stop, an injected stop), checkpoint now] (2 ints, asynchronous, overlapped
+//      with the step);
+//   3. the step: for each of the gradAccumulation micro-batches, forward/backward with the
+//      reducer's ready callback, no_sync on all but the last (gradients accumulate locally,
+//      scaled by 1/micro-batches), reducer.finalize(); then lr = schedule(step) and the
+//      optimizer step (plain, or ZeRO: shard step + owners' broadcasts); zero the gradients;
+//   4. record: the position moves on, the progress observer and the checkpoint writer's reports;
+//   5. log (step_log.h): a step line every logEverySteps steps and at the last step;
+//   6. checkpoint (checkpoint_policy.h, Note [Checkpoint policy]): a periodic one when due;
+//   7. on command-word steps, wait for the agreed word: if any rank was asked for a checkpoint,
+//      every rank checkpoints this same step; if any rank was asked to stop, every rank
+//      checkpoints this same step and returns `stopped` (they all saw the same allreduce result).
+// When the pass over an epoch ends (epoch_boundary.h): evaluation on the test set after each
+// epoch and at the run's end (each rank a contiguous slice, sums allreduced), then the next
+// epoch's start and a checkpoint when configured. With Join (uneven inputs) the per-step command
+// word is not issued (a joined rank could not match it); a stop request is agreed on at the
+// epoch's end instead.
 //
 // Resume: on start, the latest complete checkpoint (if any, and config.resume) restores model,
 // optimizer (or ZeRO shard), comm-hook state, sampler position and step counters; the run then
