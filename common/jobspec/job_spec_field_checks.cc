@@ -16,19 +16,7 @@
 namespace ddp {
 namespace {
 
-// Shortest text that reads back as `v`; whole numbers without an exponent (2147483647).
-std::string num(double v) {
-  char buf[64];
-  if (std::fabs(v) < 1e15 && v == std::floor(v)) {
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-    return buf;
-  }
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
-}
+std::string num(double v) { return specNumberText(v); }
 
 // The bound `v` breaks, as "must be >= 1 s" / "must be <= 604800 (7 days)", with the field's
 // note ("0: no clipping"); empty when `v` is in range.

@@ -3,6 +3,9 @@
 #include "common/jobspec/job_spec_fields.h"
 
 #include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 
 #include "common/jobspec/job_spec_field_builder.h"
 
@@ -336,6 +339,19 @@ const char* specFieldTypeName(SpecFieldType t) {
 const std::vector<SpecField>& jobSpecFields() {
   static const std::vector<SpecField> kFields = buildTable();
   return kFields;
+}
+
+std::string specNumberText(double v) {
+  char buf[64];
+  if (std::fabs(v) < 1e15 && v == std::floor(v)) {
+    std::snprintf(buf, sizeof buf, "%.0f", v);
+    return buf;
+  }
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
 }
 
 std::string withoutIndices(std::string_view path) {

@@ -125,4 +125,8 @@ std::vector<const SpecField*> jobSpecChildren(std::string_view path);
 // "a.b[3].c" -> "a.b[].c"
 std::string withoutIndices(std::string_view path);
 
+// A number as errors and the docs write it: the shortest text that reads back as `v`, whole
+// numbers without an exponent (2147483647, 0.0001, 1e-300).
+std::string specNumberText(double v);
+
 }  // namespace ddp

@@ -20,18 +20,7 @@ namespace {
 constexpr const char* kQuantityPattern =
     "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$";
 
-std::string num(double v) {
-  char buf[64];
-  if (std::fabs(v) < 1e15 && v == std::floor(v)) {
-    std::snprintf(buf, sizeof buf, "%.0f", v);
-    return buf;
-  }
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
-}
+std::string num(double v) { return specNumberText(v); }
 
 bool isList(SpecFieldType t) { return t == SpecFieldType::kIntegerList || t == SpecFieldType::kNumberList; }
 
