@@ -119,6 +119,15 @@ void adaptCommunication(const JobSpec& s, TrainerConfig& c) {
 
 }  // namespace
 
+Result<JobSpec> jobSpecOfAssignment(int specSchema, std::string_view specYaml) {
+  if (specSchema != kJobSpecSchemaVersion) {
+    return failedPrecondition("the controller sends job spec schema " + std::to_string(specSchema) +
+                              " and this worker reads schema " + std::to_string(kJobSpecSchemaVersion) +
+                              ": run workers built from the same release as the controller (worker image or binary)");
+  }
+  return decodeJobSpec(specYaml);
+}
+
 Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   // Note [Validated once] (job_spec.h): `s` passed the gate; it is not validated again here. A
   // valid spec makes a valid TrainerConfig (Note [Trainer refusals]), which the Trainer checks

@@ -2,11 +2,13 @@
 // From a JobSpec (common/jobspec/job_spec.h) to the TrainerConfig of one worker. The spec's choices keep
 // their JobSpec enums; numbers become the trainer's types (shapes, float hyperparameters,
 // durations); spec.device cuda maps to cuda:0 (worker_entry picks the rank's GPU).
-// Refusals: JobSpec::validate() is the one gate for the spec (it refuses every combination the
-// trainer would: Note [Trainer refusals] in common/jobspec/job_spec_validate.cc), so an invalid spec is
-// refused with the validator's messages and a valid one adapts; beyond that only what depends
-// on the build: cuda in a build without CUDA (Unimplemented).
-// Thread model: plain function.
+// Refusals: none of the spec's own (Note [Validated once] in common/jobspec/job_spec.h: the gate
+// validated it, refusing every combination the trainer would: Note [Trainer refusals]); only
+// what depends on the build: cuda in a build without CUDA (Unimplemented).
+// Thread model: plain functions.
+
+#include <string_view>
+
 
 #include "common/jobspec/job_spec.h"
 #include "common/status.h"
@@ -15,5 +17,10 @@
 namespace ddp::runtime {
 
 Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& spec);
+
+// The spec of a controller's assignment: `specYaml` decoded (decodeJobSpec: the controller
+// validated it), after checking the controller speaks this worker's spec schema. A mismatch is
+// FailedPrecondition naming both versions.
+Result<JobSpec> jobSpecOfAssignment(int specSchema, std::string_view specYaml);
 
 }  // namespace ddp::runtime

@@ -338,7 +338,7 @@ std::optional<int> runGeneration(const WorkerConfig& config, const ControllerCli
                                  const std::atomic<bool>& stop, bool abortReliable,
                                  std::shared_ptr<const TrainingData>* data, std::optional<PeerState>* carried,
                                  std::string* why, Duration* rejoinTimeout) {
-  auto spec = parseJobSpec(a.specYaml);  // workers never read a job file
+  auto spec = jobSpecOfAssignment(a.specSchema, a.specYaml);  // Note [Validated once]
   if (!spec.isOk()) {
     return reportEarlyFailure(client, config, a, spec.status().withContext("the spec of the controller's assignment"),
                               kWorkerExitBadConfig);

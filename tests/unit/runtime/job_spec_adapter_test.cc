@@ -115,5 +115,24 @@ TEST(JobSpecAdapterTest, RefusesWhatTheTrainerCannotDoNamingTheField) {
             std::string::npos);
 }
 
+// Note [Validated once]: a worker decodes its assignment's spec without validating it again (a
+// spec stored by an older controller under looser limits still runs), and refuses a spec schema
+// other than its own, naming both.
+TEST(JobSpecAdapterTest, TheAssignmentsSpecIsDecodedOnceItsSchemaMatches) {
+  const std::string stored = job("  timeouts: {heartbeatSeconds: 0.01, hangSeconds: 5, collectiveSeconds: 30}\n");
+  ASSERT_FALSE(parseJobSpec(stored).isOk()) << "the gate refuses it today";
+  auto decoded = jobSpecOfAssignment(kJobSpecSchemaVersion, stored);
+  ASSERT_TRUE(decoded.isOk()) << decoded.status();
+  EXPECT_EQ(decoded->timeouts.heartbeatSeconds, 0.01);
+  auto other = jobSpecOfAssignment(kJobSpecSchemaVersion + 1, job(""));
+  ASSERT_FALSE(other.isOk());
+  EXPECT_EQ(other.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(other.status().message().find("schema " + std::to_string(kJobSpecSchemaVersion + 1)), std::string::npos);
+  EXPECT_NE(other.status().message().find("schema " + std::to_string(kJobSpecSchemaVersion)), std::string::npos);
+  auto broken = jobSpecOfAssignment(kJobSpecSchemaVersion, "spec: [");
+  ASSERT_FALSE(broken.isOk());
+  EXPECT_EQ(broken.status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace ddp::runtime
