@@ -133,10 +133,11 @@ struct TrainerConfig {
 // location, not a data set); evaluation settings (testLimit, syntheticTestSamples,
 // evalEachEpoch, evalBatchSize: they do not touch the parameters); bucket sizes, bucket views,
 // cpuThreads and the comm thread priority (performance knobs); checkpoint, logging, stop-check
-// and timeout settings. Stable across builds and machines for the same values; adding a field
-// changes every hash (old checkpoints then read as another spec), so it is versioned by the
-// seed string in trainer_config.cc. Compute it from the config as given, before the trainer
-// fills anything in.
+// and timeout settings. Stable across builds and machines for the same values, and pinned for
+// the shipped examples and test jobs by tests/unit/runtime/trajectory_hash_pin_test.cc: a new
+// field is fed only when it differs from its default, so every existing job keeps its hash and
+// its checkpoints keep resuming (feeding it always would change every hash). Compute it from
+// the config as given, before the trainer fills anything in.
 uint64_t trajectoryHash(const TrainerConfig& config);
 
 }  // namespace ddp::runtime
