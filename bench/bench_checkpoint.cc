@@ -1,6 +1,6 @@
 // bench_checkpoint: what a checkpoint costs the training loop under the controller's
 // asynchronous two-phase commit (Note [Asynchronous checkpoints] in
-// worker/runtime/checkpoint_writer.h): the stall of the training thread (the snapshot into
+// worker/checkpointing/checkpoint_writer.h): the stall of the training thread (the snapshot into
 // memory) against the background write and the commit, and the run time against the same job
 // without checkpoints.
 //

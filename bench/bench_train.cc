@@ -73,7 +73,7 @@
 #include "kernels/layer_ops.h"
 #include "worker/comm/nccl_backend.h"
 #include "worker/data/fashion_mnist.h"
-#include "worker/runtime/launch_env.h"
+#include "worker/control/launch_env.h"
 
 namespace {
 

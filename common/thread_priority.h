@@ -51,7 +51,7 @@
 // `auto` uses real time when permitted (root, or CAP_SYS_NICE in a container) and falls back to
 // normal priority otherwise, logging once per process why; `realtime` is the same but logs the
 // refusal as a warning; `normal` never changes anything. A local launcher decides what its
-// workers get with workerCommPriority() (worker/runtime/launch_env.h).
+// workers get with workerCommPriority() (worker/control/launch_env.h).
 //
 // Per-process state. What stays per process, because the kernel schedules the process as a whole and the guard
 // acts on all of its threads: the starvation guard (its two threads, started by the first

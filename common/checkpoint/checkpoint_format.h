@@ -15,7 +15,7 @@
 // Note [Checkpoint job identity]
 // A checkpoint belongs to the job that wrote it: the manifest records the job's name and a hash
 // of the spec fields that change the training trajectory (JobIdentity; the hash is
-// trajectoryHash() in worker/runtime/trainer_config.h: it leaves out the world size, which a
+// trajectoryHash() in worker/training/trainer_config.h: it leaves out the world size, which a
 // resumed job may change, and the checkpoint, logging and timeout settings). matchJob() sorts a
 // manifest into: this job's (same name and hash), this job's legacy checkpoint (a version-1
 // manifest, written before the hash existed, whose name matches: accepted, since version-1

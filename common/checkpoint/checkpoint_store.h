@@ -1,7 +1,7 @@
 #pragma once
 // CheckpointStore: the checkpoint directory of one job (Note [Checkpoint layout] in
 // checkpoint_format.h). Pure file I/O; the collective protocol around it lives in
-// worker/runtime/checkpoint_coordinator.h:
+// worker/checkpointing/checkpoint_coordinator.h:
 //   start, every rank: checkWritable()       (before training: a read-only mount fails at once)
 //   start, rank 0:     checkOwnership(job)   (another job's checkpoints: refused)
 //   every rank: writeShard(shard)            (atomic: Note [Atomic file write])
@@ -84,7 +84,7 @@ class CheckpointStore {
   // The newest checkpoint that verifies; newer broken/partial ones are listed in `skipped`.
   // `worldSize` (this run's, 0: unknown) does not filter: a checkpoint written at any world
   // size is returned (Note [Checkpoints at any world size] in
-  // worker/runtime/checkpoint_coordinator.h; manifest->worldSize says which).
+  // worker/checkpointing/checkpoint_coordinator.h; manifest->worldSize says which).
   // Any job's: the overload below filters by job.
   Result<LatestCheckpoint> findLatestComplete(int worldSize = 0) const;
   // The same, skipping (with the reason) checkpoints that are not `job`'s own (matchJob).

@@ -2,7 +2,7 @@
 // The environment contract between a launcher and the worker it starts: every launcher (the
 // local launcher, the Kubernetes launcher, benchmarks) builds a worker's environment with
 // workerEnvironment(), and the worker reads it only through WorkerConfig
-// (worker/runtime/worker_config.h), which uses these names. Rank, world size and generation are
+// (worker/control/worker_config.h), which uses these names. Rank, world size and generation are
 // not here: the worker gets them from the controller's rendezvous.
 // Thread model: plain values and pure functions.
 

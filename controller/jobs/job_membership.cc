@@ -50,7 +50,7 @@ Result<JobRecord> JobManager::scale(const std::string& name, int workers, const 
     if (workers == from) return job->record;
     JobSpec next = job->spec;
     next.workers.count = workers;
-    // The global batch stays the submitted one (Note [Elastic batch] in worker/runtime/trainer.cc):
+    // The global batch stays the submitted one (Note [Elastic batch] in worker/training/trainer.cc):
     // pinned before workers.count, which it defaults to following, changes.
     if (next.data.globalBatchSize == 0) next.data.globalBatchSize = int64_t{next.data.batchSize} * from;
     const std::string yaml = next.toYaml();

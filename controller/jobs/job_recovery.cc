@@ -158,7 +158,7 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
   job.stepAtVerdict = reached;
   job.stepAtRejoin.clear();
   // The workers decide where they resume (Note [Healing from live peers] in
-  // worker/runtime/peer_state.h): from a survivor's own state when one holds it whole, else from
+  // worker/training/peer_state.h): from a survivor's own state when one holds it whole, else from
   // the last committed checkpoint. The Recovered event says which step it was.
   event(job, kEventWarning, "Restarting",
         "restart " + std::to_string(restart) + " of " + std::to_string(job.spec.maxRestarts) + " after " + reason +

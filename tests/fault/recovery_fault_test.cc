@@ -1,5 +1,5 @@
 // Fault tolerance with real processes (Note [Recovery] in controller/jobs/job_manager.h, Note
-// [Worker generations] in worker/runtime/worker_entry.cc): an in-process controller starts real
+// [Worker generations] in worker/control/worker_entry.cc): an in-process controller starts real
 // ddp-worker processes over loopback; the tests SIGKILL or SIGSTOP one of them by PID, or make one
 // stall inside training (DDP_TEST_STALL), and check the controller's verdict, that the survivors
 // recover without their processes restarting, and that training ends as an uninterrupted run

@@ -14,7 +14,7 @@
 #include "tests/integration/cli_process.h"
 #include "common/checkpoint/atomic_file.h"
 #include "common/checkpoint/checkpoint_store.h"
-#include "worker/runtime/launch_env.h"
+#include "worker/control/launch_env.h"
 
 namespace ddp {
 namespace {

@@ -21,8 +21,8 @@
 #include "common/jobspec/job_spec.h"
 #include "tests/fault/fault_harness.h"
 #include "worker/model/param_io.h"
-#include "worker/runtime/job_spec_adapter.h"
-#include "worker/runtime/training_setup.h"
+#include "worker/training/job_spec_adapter.h"
+#include "worker/training/training_setup.h"
 
 namespace ddp {
 namespace {

@@ -24,7 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "worker/runtime/controller_client.h"
+#include "worker/control/controller_client.h"
 
 namespace ddp::testing {
 

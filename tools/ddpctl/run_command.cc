@@ -21,10 +21,10 @@
 #include "controller/launch/launcher.h"
 #include "controller/service/controller.h"
 #include "worker/data/fashion_mnist.h"
-#include "worker/runtime/job_spec_adapter.h"
-#include "worker/runtime/launch_env.h"
+#include "worker/training/job_spec_adapter.h"
+#include "worker/control/launch_env.h"
 #include "common/process/output_router.h"
-#include "worker/runtime/worker_config.h"
+#include "worker/control/worker_config.h"
 
 namespace ddp::ddpctl {
 namespace {

@@ -26,7 +26,7 @@
 // Layouts, given `shares` (each rank's samples per step, SamplerConfig::shares):
 //  - strided when every rank has the same share (or none is given): today's layout.
 //  - block when shares differ (a global batch that the world size does not divide, Note
-//    [Elastic batch] in worker/runtime/trainer.cc): the segment is cut into blocks of
+//    [Elastic batch] in worker/training/trainer.cc): the segment is cut into blocks of
 //    B = sum(shares) positions; rank r reads the slice of each block after the shares of ranks
 //    below it. The last block (L < B positions) is split by the same rounding rule (L / W each,
 //    one more for the first L % W ranks); when L < W, kPad pads it to W positions and kDropLast

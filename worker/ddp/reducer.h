@@ -108,7 +108,7 @@ class Reducer {
   // Stops and joins the comm thread (it finishes the hook call it is in: after a backend abort,
   // at once). Afterwards the hook's state is quiet and may be read (a generation that ended on
   // a fault hands it to the next: Note [Healing from live peers] in
-  // worker/runtime/peer_state.h); no step may run any more. Idempotent; the destructor calls it.
+  // worker/training/peer_state.h); no step may run any more. Idempotent; the destructor calls it.
   void stopCommThread();
   // Called on the comm thread once a bucket's reduced gradients are final (finish done, grads
   // written back), in bucket order, on synced steps only. Set before the first step or between

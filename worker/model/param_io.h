@@ -20,7 +20,7 @@ inline constexpr uint32_t kParamsVersion = 1;
 
 // The parameters' values copied to the host, not yet encoded: the cheap part of a checkpoint
 // that the training thread does (Note [Asynchronous checkpoints] in
-// worker/runtime/checkpoint_writer.h); encodeParameters() frames and checksums it later.
+// worker/checkpointing/checkpoint_writer.h); encodeParameters() frames and checksums it later.
 struct ParameterSnapshot {
   struct Entry {
     std::string name;

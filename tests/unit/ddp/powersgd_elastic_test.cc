@@ -14,7 +14,7 @@
 #include "tests/unit/ddp/powersgd_test_util.h"
 #include "worker/ddp/batched_powersgd_hook.h"
 #include "worker/ddp/powersgd_hook.h"
-#include "worker/runtime/training_setup.h"
+#include "worker/training/training_setup.h"
 
 namespace ddp {
 namespace {

@@ -42,7 +42,7 @@ void expectOnlyRefusal(const Refusal& c) {
   EXPECT_GT(errors[0].column, 0) << errors[0].toString();
 }
 
-// Each combination that worker/runtime (job_spec_adapter.cc, trainer_config.cc, trainer.cc)
+// Each combination that worker/training (job_spec_adapter.cc, trainer_config.cc, trainer.cc)
 // refuses is refused by the parser, at the field, as the only error.
 TEST(JobSpecValidateTest, TrainerRefusalsAreReportedAtTheField) {
   const std::vector<Refusal> cases = {

@@ -1,5 +1,5 @@
 // Optimizer state written at world size 4 resumes at 2 and at 3 (Note [Checkpoints at any world
-// size] in worker/runtime/checkpoint_coordinator.h), for every optimizer, through the trainer's
+// size] in worker/checkpointing/checkpoint_coordinator.h), for every optimizer, through the trainer's
 // OptimizerRunner::loadState (plain SGD / Adam / AdamW, ZeRO-1) or DistributedFusedAdam's
 // loadStateDict. Oracles: the state saved again after the load equals the saved one bitwise
 // (consolidated for ZeRO, the gathered stream for DFA), and the next step equals a plain,
@@ -14,7 +14,7 @@
 #include "tests/support/local_backend.h"
 #include "worker/optim/distributed_fused_adam.h"
 #include "worker/optim/optimizer.h"
-#include "worker/runtime/training_setup.h"
+#include "worker/training/training_setup.h"
 
 namespace ddp::optim {
 namespace {

@@ -1,7 +1,7 @@
 // CheckpointCoordinator over LocalBackend (ranks as threads) and real files. The faults are real
 // too: rank 1's shard path is occupied by a directory, so its atomic rename fails; a directory
 // under a regular file cannot be created; corrupt shards are bytes flipped on disk.
-#include "worker/runtime/checkpoint_coordinator.h"
+#include "worker/checkpointing/checkpoint_coordinator.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
 // set {multiples of everySteps} + {epoch ends, with eachEpoch} + {the last step, with atEnd},
 // each once, and one taken at an epoch's last step must be taken after the epoch ended (so it
 // records the next epoch's start).
-#include "worker/runtime/checkpoint_policy.h"
+#include "worker/training/checkpoint_policy.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <set>
 #include <vector>
 
-#include "worker/runtime/epoch_boundary.h"
+#include "worker/training/epoch_boundary.h"
 
 namespace ddp::runtime {
 namespace {

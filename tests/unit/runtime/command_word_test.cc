@@ -1,7 +1,7 @@
 // The command word (command_word.h): its pure decisions, and its agreement over LocalBackend
 // ranks for world sizes 1-4 against the single-process oracle (every rank sees the OR of the
 // ranks' flags).
-#include "worker/runtime/command_word.h"
+#include "worker/training/command_word.h"
 
 #include <gtest/gtest.h>
 

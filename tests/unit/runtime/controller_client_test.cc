@@ -1,6 +1,6 @@
 // ControllerClient against a fake controller (tests/support/fake_controller.h: an httplib::Server
 // on 127.0.0.1 speaking docs/API.md's worker routes), and its JSON codecs without a server.
-#include "worker/runtime/controller_client.h"
+#include "worker/control/controller_client.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Any checkpoint at any world size, through the whole trainer (Note [Checkpoints at any world
-// size] in worker/runtime/checkpoint_coordinator.h): a run at world 4 stops at step 3 and
+// size] in worker/checkpointing/checkpoint_coordinator.h): a run at world 4 stops at step 3 and
 // checkpoints; a run at world 2 and one at world 3 resume that checkpoint at step 3 (not step
 // 0) and train to the end, for SGD, Adam, AdamW, ZeRO-1, DistributedFusedAdam and PowerSGD; a
 // run grown from 2 to 3 workers resumes too. Ranks are threads over LocalBackend, real files.
@@ -11,8 +11,8 @@
 #include "common/checkpoint/checkpoint_store.h"
 #include "tests/support/local_backend.h"
 #include "tests/support/temp_dir.h"
-#include "worker/runtime/trainer.h"
-#include "worker/runtime/training_faults.h"
+#include "worker/training/trainer.h"
+#include "worker/training/training_faults.h"
 
 namespace ddp::runtime {
 namespace {

@@ -1,5 +1,5 @@
-// Elastic training in the trainer (Note [Elastic batch] in worker/runtime/trainer.cc, Note
-// [Healing from live peers] in worker/runtime/peer_state.h) over LocalBackend (ranks as threads)
+// Elastic training in the trainer (Note [Elastic batch] in worker/training/trainer.cc, Note
+// [Healing from live peers] in worker/training/peer_state.h) over LocalBackend (ranks as threads)
 // on synthetic data. Oracle: one process on the concatenated global batch. Every step of an
 // elastic run reads the same block of the epoch's permutation whatever the world size (Note
 // [Elastic sampler]), and each rank's gradient is weighted by its share of it, so a run that
@@ -12,9 +12,9 @@
 #include <optional>
 
 #include "tests/support/local_backend.h"
-#include "worker/runtime/peer_state.h"
-#include "worker/runtime/trainer.h"
-#include "worker/runtime/training_faults.h"
+#include "worker/training/peer_state.h"
+#include "worker/training/trainer.h"
+#include "worker/training/training_faults.h"
 
 namespace ddp::runtime {
 namespace {

@@ -1,7 +1,7 @@
 // The step loop's boundaries (epoch_boundary.h) over whole simulated runs against closed forms:
 // the steps run, the epochs completed and the evaluations of a run of E epochs of S steps capped
 // at maxSteps, fresh or resumed at any step.
-#include "worker/runtime/epoch_boundary.h"
+#include "worker/training/epoch_boundary.h"
 
 #include <gtest/gtest.h>
 

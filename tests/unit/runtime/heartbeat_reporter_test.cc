@@ -1,7 +1,7 @@
 // HeartbeatReporter against a fake controller (tests/support/fake_controller.h: an
 // httplib::Server on 127.0.0.1 speaking docs/API.md's worker routes). Timing checks use real
 // time: the reporter's period and controller timeout are real-time bounds by design.
-#include "worker/runtime/heartbeat_reporter.h"
+#include "worker/control/heartbeat_reporter.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-#include "worker/runtime/job_spec_adapter.h"
+#include "worker/training/job_spec_adapter.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <utility>
 
-#include "worker/runtime/training_setup.h"
+#include "worker/training/training_setup.h"
 
 namespace ddp::runtime {
 namespace {

@@ -1,7 +1,7 @@
 // The launchers' comm-priority rule (Note [Comm thread priority]): the operator's choice when
 // there is one; else normal exactly when compute threads outnumber the cores and the job left
 // it at auto. Pure: the operator's choice comes from an injected environment.
-#include "worker/runtime/launch_env.h"
+#include "worker/control/launch_env.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>

@@ -1,4 +1,4 @@
-#include "worker/runtime/lr_schedule.h"
+#include "worker/training/lr_schedule.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // StepLog: the step line's figures against closed forms over known per-step sums, and the
 // lines' cadence.
-#include "worker/runtime/step_log.h"
+#include "worker/training/step_log.h"
 
 #include <gtest/gtest.h>
 

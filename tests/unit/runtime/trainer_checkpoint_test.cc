@@ -11,8 +11,8 @@
 #include "common/checkpoint/atomic_file.h"
 #include "common/checkpoint/checkpoint_store.h"
 #include "tests/support/local_backend.h"
-#include "worker/runtime/trainer.h"
-#include "worker/runtime/training_faults.h"
+#include "worker/training/trainer.h"
+#include "worker/training/training_faults.h"
 #include "tests/support/temp_dir.h"
 
 namespace ddp::runtime {

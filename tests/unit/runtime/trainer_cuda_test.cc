@@ -19,8 +19,8 @@
 #include "common/store/in_memory_store.h"
 #include "worker/comm/nccl_backend.h"
 #include "worker/comm/process_group.h"
-#include "worker/runtime/trainer.h"
-#include "worker/runtime/training_faults.h"
+#include "worker/training/trainer.h"
+#include "worker/training/training_faults.h"
 
 namespace ddp::runtime {
 namespace {

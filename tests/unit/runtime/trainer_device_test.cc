@@ -10,9 +10,9 @@
 #include "kernels/layer_ops.h"
 #include "tests/support/local_backend.h"
 #include "worker/comm/nccl_backend.h"
-#include "worker/runtime/job_spec_adapter.h"
-#include "worker/runtime/trainer.h"
-#include "worker/runtime/training_setup.h"
+#include "worker/training/job_spec_adapter.h"
+#include "worker/training/trainer.h"
+#include "worker/training/training_setup.h"
 
 namespace ddp::runtime {
 namespace {

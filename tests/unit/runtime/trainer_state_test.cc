@@ -1,6 +1,6 @@
 // TrainerState's frame: a round trip, and a version-1 frame (no scheduleStep) read as the
 // position it names, with the schedule at its step.
-#include "worker/runtime/trainer_state.h"
+#include "worker/training/trainer_state.h"
 
 #include <gtest/gtest.h>
 

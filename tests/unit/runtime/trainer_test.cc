@@ -1,6 +1,6 @@
 // Trainer over LocalBackend (ranks as threads) on synthetic data. Oracles: single-process
 // training on the concatenated batch, and an uninterrupted run for resume.
-#include "worker/runtime/trainer.h"
+#include "worker/training/trainer.h"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -16,8 +16,8 @@
 #include "tests/support/local_backend.h"
 #include "worker/data/batch_iterator.h"
 #include "common/checkpoint/checkpoint_store.h"
-#include "worker/runtime/training_faults.h"
-#include "worker/runtime/training_setup.h"
+#include "worker/training/training_faults.h"
+#include "worker/training/training_setup.h"
 
 namespace ddp::runtime {
 namespace {

@@ -1,6 +1,6 @@
 // TrainingFaults: the hooks' answers for the faults set, and the DDP_TEST_* parsing (Note
 // [Injected faults]): formats, the first-generation and this-rank rules, malformed values.
-#include "worker/runtime/training_faults.h"
+#include "worker/training/training_faults.h"
 
 #include <gtest/gtest.h>
 

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "common/jobspec/job_spec.h"
-#include "worker/runtime/job_spec_adapter.h"
-#include "worker/runtime/trainer_config.h"
+#include "worker/training/job_spec_adapter.h"
+#include "worker/training/trainer_config.h"
 
 namespace ddp::runtime {
 namespace {

@@ -1,4 +1,4 @@
-#include "worker/runtime/worker_config.h"
+#include "worker/control/worker_config.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

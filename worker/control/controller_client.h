@@ -1,0 +1,265 @@
+#pragma once
+// ControllerClient: the worker's side of ddp-controller's worker routes (docs/API.md, "Worker
+// routes"): registration, the rendezvous assignment (long poll), heartbeats; and the options of
+// the HttpStoreClient that reaches the same controller's per-generation store.
+//
+// Requests: every one carries `Authorization: Bearer <job token>` and runs under the caller's
+// deadline: connect, read and write timeouts are capped by the time left. A transport failure
+// (no answer: refused, reset, timed out) and a 503 are retried with exponential backoff (50 ms
+// doubling to 1 s) until the deadline, then reported as Unavailable naming the controller URL,
+// the route and the attempts. Every worker route is safe to repeat (registration is idempotent,
+// the assignment is read-only, a repeated heartbeat is just a fresher report), so a request is
+// retried even when it may have reached the server.
+// Status mapping (the server's "error" text is kept in the message):
+//   410 -> Aborted "fenced: stale generation, current G: <why>" (isFenced())
+//   409 on the registration -> FailedPrecondition: another live process holds this worker id
+//     (Note [Worker incarnations] in controller/jobs/worker_claim.cc); the worker exits
+// After its registration every request also carries X-DDP-Incarnation, the nonce the controller
+// issued (kept by the client; the same process keeps it across generations).
+//   409 on the assignment -> OutOfRange "job finished: state S" (jobFinished(), Note below)
+//   401 -> FailedPrecondition; 404 -> NotFound; other 4xx -> InvalidArgument;
+//   other 5xx -> Internal; an answer that does not decode -> Internal.
+//
+// Note [Job finished]
+// A worker that asks for an assignment after its job ended gets 409 + {"error", "state"}; it
+// exits 0 when the state is Succeeded or Cancelled (docs/API.md). awaitAssignment() returns
+// OutOfRange with the message "job finished: state <S>" (kJobFinishedPrefix) so that no other
+// failure can be mistaken for it; jobFinished() recognises it and gives the state.
+//
+// Thread model: thread-safe (each request opens its own connection; the incarnation is guarded
+// by a mutex), so the heartbeat thread and the main thread may use one client at once. JSON codecs are pure.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/launch/control_wire.h"
+#include "common/status.h"
+#include "common/store/http_store_client.h"
+#include "worker/checkpointing/checkpoint_channel.h"
+
+namespace ddp::runtime {
+
+inline constexpr Duration kControllerConnectTimeout = std::chrono::seconds(5);  // per attempt
+inline constexpr Duration kControllerInitialBackoff = std::chrono::milliseconds(50);
+inline constexpr Duration kControllerMaxBackoff = std::chrono::seconds(1);
+inline constexpr Duration kAssignmentLongPoll = std::chrono::seconds(2);  // wait_ms asked (the server caps it at 2 s)
+inline constexpr const char* kJobFinishedPrefix = "job finished: state ";
+inline constexpr const char* kFencedPrefix = "fenced: stale generation";
+
+// ---- Wire types (docs/API.md) ----
+
+// What a worker that aborted its communicator after a fault says when it registers again
+// (Note [Worker generations] in worker_entry.cc).
+struct Rejoin {
+  int64_t leftGeneration = 0;  // 0: a first registration
+  std::string reason;
+  int64_t lastStep = -1;       // the last step completed in the left generation (-1 unknown)
+};
+
+struct Registration {
+  std::string workerId;
+  int64_t generation = 0;  // the round it joined, or will join
+  std::string incarnation;  // this process's hold on the worker id ("" from an older controller)
+};
+
+struct PeerInfo {
+  int rank = 0;
+  std::string workerId;
+  std::string advertiseAddress;
+  bool operator==(const PeerInfo&) const = default;
+};
+
+struct Assignment {
+  int rank = -1;
+  int worldSize = 0;
+  int64_t generation = 0;
+  std::string specYaml;  // the validated spec, every default filled in
+  // The version of the spec's schema the controller speaks (kJobSpecSchemaVersion; absent in
+  // the message of a controller from before it was sent: 1).
+  int specSchema = 1;
+  std::vector<PeerInfo> peers;
+  bool operator==(const Assignment&) const = default;
+};
+
+// The protocol's vocabulary, shared with the controller (common/launch/control_wire.h).
+using wire::WorkerState;
+using wire::workerStateName;
+using wire::parseWorkerState;
+
+struct HeartbeatCounters {  // cumulative over the steps this process ran
+  int64_t samples = 0;
+  int64_t steps = 0;
+  double stepSeconds = 0;
+  int64_t commBytes = 0;
+  double commExposedSeconds = 0;
+  int64_t compressionUncompressedBytes = 0;
+  int64_t compressionSentBytes = 0;
+  bool operator==(const HeartbeatCounters&) const = default;
+};
+
+struct CollectiveInFlight {  // one backend: its last issued and its oldest unfinished collective
+  std::string backend;
+  int64_t issued = -1;  // sequence number of the last collective issued (-1: none yet)
+  int64_t seq = -1;     // the oldest unfinished one (-1: none; then op, bytes, seconds are empty)
+  std::string op;
+  int64_t bytes = 0;
+  double seconds = 0;  // since it was issued
+  bool operator==(const CollectiveInFlight&) const = default;
+};
+
+// One op of this rank's flight record (comm::FlightRecorder), sent in answer to the
+// `flightRecord` command; ages are relative to the heartbeat's sending (no clock is shared).
+struct FlightOpReport {
+  std::string backend;
+  int64_t seq = 0;
+  std::string op;
+  int64_t bytes = 0;
+  std::string state;              // comm::flightStateName()
+  double issuedSecondsAgo = 0;
+  double startedSecondsAgo = -1;  // -1: not started
+  double endedSecondsAgo = -1;    // -1: not ended
+  bool operator==(const FlightOpReport&) const = default;
+};
+
+struct CheckpointReport {
+  int64_t step = 0;
+  int64_t bytes = 0;
+  std::string path;
+  bool operator==(const CheckpointReport&) const = default;
+};
+
+// The last phase-1 shard report this process delivered (Note [Two-phase checkpoint commit]):
+// heartbeats repeat it, so a controller that restarted after receiving it learns it again.
+struct LastShardReport {
+  int64_t generation = 0;
+  int64_t step = 0;
+  ShardOutcome outcome;
+};
+
+struct HeartbeatReport {
+  std::string workerId;
+  int rank = -1;
+  WorkerState state = WorkerState::kRunning;
+  int64_t step = 0;
+  int64_t totalSteps = 0;
+  int epoch = 0;  // 0-based epoch in progress
+  int epochs = 0;
+  double loss = 0;  // a non-finite loss goes out as null and comes back as NaN
+  double samplesPerSecond = 0;
+  std::optional<double> testAccuracy;  // null until the first evaluation
+  HeartbeatCounters counters;
+  std::vector<CollectiveInFlight> collectives;
+  std::vector<FlightOpReport> flightRecord;  // only in answer to the `flightRecord` command
+  std::optional<CheckpointReport> checkpoint;
+  std::optional<LastShardReport> lastShard;  // filled in by ControllerClient::heartbeat
+  std::string message;
+  std::map<std::string, double> ext;  // figures later versions add
+};
+
+using wire::CommandType;
+using wire::commandTypeName;
+
+struct Command {
+  CommandType type = CommandType::kNone;
+  int64_t step = -1;  // kCheckpoint: the step to checkpoint at
+  bool operator==(const Command&) const = default;
+};
+
+struct HeartbeatAnswer {
+  Command command;
+  int64_t generation = 0;
+  bool operator==(const HeartbeatAnswer&) const = default;
+};
+
+// Pure JSON codecs. Decoders return InvalidArgument naming the missing or mistyped field;
+// unknown fields are ignored (later versions add some).
+std::string encodeRegistrationRequest(const std::string& workerId, const std::string& host,
+                                      const std::string& advertiseAddress, int64_t pid, const Rejoin& rejoin = {});
+Result<Registration> decodeRegistration(std::string_view json);
+std::string encodeAssignment(const Assignment& a);
+Result<Assignment> decodeAssignment(std::string_view json);
+std::string encodeHeartbeatReport(const HeartbeatReport& r);
+Result<HeartbeatReport> decodeHeartbeatReport(std::string_view json);
+std::string encodeHeartbeatAnswer(const HeartbeatAnswer& a);
+std::string encodeShardOutcome(const ShardOutcome& o);
+std::string encodeCommitOutcome(const CommitOutcome& o);
+Result<CommitVerdictWire> decodeCommitVerdict(std::string_view json);
+Result<HeartbeatAnswer> decodeHeartbeatAnswer(std::string_view json);
+
+// The statuses with their own meaning (see the header comment); context may be prepended.
+bool isFenced(const Status& st);
+// The job's final state when `st` is awaitAssignment's job-finished status (Note [Job finished]).
+std::optional<std::string> jobFinished(const Status& st);
+
+// ---- The client ----
+
+struct ControllerClientOptions {
+  std::string url;  // "http://host:port"
+  std::string job;
+  std::string token;
+  std::string workerId;
+  Duration connectTimeout = kControllerConnectTimeout;
+  Duration initialBackoff = kControllerInitialBackoff;
+  Duration maxBackoff = kControllerMaxBackoff;
+  Duration assignmentPoll = kAssignmentLongPoll;
+
+  Status validate() const;
+};
+
+class ControllerClient {
+ public:
+  static Result<std::unique_ptr<ControllerClient>> create(ControllerClientOptions options);
+
+  // POST /v1/jobs/{job}/workers (with `rejoin`: after leaving a generation on a fault).
+  Result<Registration> registerWorker(const std::string& host, const std::string& advertiseAddress,
+                                      int64_t pid, Deadline deadline, const Rejoin& rejoin = {}) const;
+  // Long-polls GET /v1/jobs/{job}/workers/{id}/assignment?after=G until a round after generation
+  // `after` closes with this worker in it (200), asking again on 204. Timeout when the deadline
+  // passes first; OutOfRange when the job is finished.
+  Result<Assignment> awaitAssignment(Deadline deadline, int64_t after = 0) const;
+  // POST /v1/jobs/{job}/generations/{g}/heartbeat; the controller's command in the answer.
+  Result<HeartbeatAnswer> heartbeat(int64_t generation, const HeartbeatReport& report,
+                                    Deadline deadline) const;
+
+  // The store of `generation` on the same controller: HttpStoreClient::connect(storeAddress(),
+  // storeOptions(generation)). The server applies the job/generation namespace.
+  comm::HttpStoreClientOptions storeOptions(int64_t generation) const;
+  // The two-phase checkpoint commit's routes for `generation` (checkpoint_channel.h); the
+  // channel refers to this client, which must outlive it.
+  std::unique_ptr<CheckpointChannel> checkpointChannel(int64_t generation) const;
+  std::string storeAddress() const { return host_ + ":" + std::to_string(port_); }
+  const std::string& url() const { return options_.url; }
+  const ControllerClientOptions& options() const { return options_; }
+
+  struct Reply {
+    int status = 0;
+    std::string body;
+  };
+
+ private:
+  ControllerClient(ControllerClientOptions options, std::string host, int port);
+  enum class Method { kGet, kPost };
+  // One request, retried as the header says; `readTimeout` is capped by the deadline.
+  friend class ControllerCheckpointChannel;
+  Result<Reply> send(Method method, const std::string& path, const std::string& body,
+                     Deadline deadline, Duration readTimeout, const std::string& what) const;
+  // A non-success answer as a Status (mapping in the header comment).
+  Status replyError(const Reply& reply, const std::string& what) const;
+  std::string jobPath() const;
+
+  const ControllerClientOptions options_;
+  const std::string host_;
+  const int port_;
+  mutable std::mutex mu_;
+  mutable std::string incarnation_;  // guarded by mu_: set by the first registration's answer
+  mutable std::optional<LastShardReport> lastShard_;  // guarded by mu_: set by a delivered report
+};
+
+}  // namespace ddp::runtime

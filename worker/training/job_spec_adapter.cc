@@ -1,0 +1,158 @@
+#include "worker/training/job_spec_adapter.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "kernels/layer_ops.h"
+#include "worker/comm/nccl_backend.h"
+
+namespace ddp::runtime {
+
+namespace {
+
+void adaptModel(const JobSpec& s, TrainerConfig& c) {
+  kernels::Activation act = kernels::Activation::kRelu;
+  (void)kernels::parseActivation(s.model.activation, &act);  // the field table: relu, tanh or gelu
+  const bool synthetic = s.data.dataset == DatasetKind::kSynthetic;
+  const int64_t features = synthetic ? s.data.synthetic.features : 784;
+  const int classes = synthetic ? s.data.synthetic.classes : 10;
+  c.model = s.model.type;
+  if (s.model.type == ModelType::kMlp) {
+    c.mlp.inputs = features;
+    c.mlp.hidden = s.model.hidden;
+    c.mlp.classes = classes;
+    c.mlp.activation = act;
+  } else {
+    c.cnn.input = {1, 28, 28};
+    c.cnn.convChannels.assign(s.model.convChannels.begin(), s.model.convChannels.end());
+    c.cnn.kernel = s.model.kernelSize;
+    c.cnn.hidden = s.model.hidden;
+    c.cnn.classes = classes;
+    c.cnn.activation = act;
+  }
+}
+
+void adaptData(const JobSpec& s, TrainerConfig& c) {
+  const bool synthetic = s.data.dataset == DatasetKind::kSynthetic;
+  c.data = s.data.dataset;
+  c.dataDir = s.data.dir;
+  c.normalize = s.data.normalize;
+  c.trainLimit = s.data.limit;
+  c.testLimit = s.eval.limit;
+  c.shuffle = s.data.shuffle;
+  if (synthetic) {
+    c.synthetic.samples = s.data.synthetic.samples;
+    c.synthetic.sampleShape = s.model.type == ModelType::kCnn ? std::vector<int64_t>{1, 28, 28}
+                                                              : std::vector<int64_t>{s.data.synthetic.features};
+    c.synthetic.classes = s.data.synthetic.classes;
+    c.synthetic.separation = static_cast<float>(s.data.synthetic.separation);
+    c.synthetic.noise = static_cast<float>(s.data.synthetic.noise);
+    c.synthetic.seed = s.seed;
+    c.syntheticTestSamples = std::max<int64_t>(1, s.data.synthetic.samples / 4);
+  }
+  c.samplerMode = s.data.dropLast ? data::SamplerMode::kDropLast : data::SamplerMode::kPad;
+  if (s.data.uneven.enabled) {
+    c.samplerMode = data::SamplerMode::kUneven;
+    c.unevenCounts = s.data.uneven.counts;
+  }
+  c.batchSize = s.data.batchSize;
+  c.nominalWorldSize = s.workers.count;
+  c.keepGlobalBatch = s.elastic.keepGlobalBatch;
+  c.globalBatch = s.data.globalBatchSize;
+  c.epochs = static_cast<int>(s.epochs);
+  c.maxSteps = s.steps;
+  c.gradAccumulation = s.gradientAccumulationSteps;
+  c.evalEachEpoch = s.eval.everyEpoch;
+  c.evalBatchSize = s.eval.batchSize;
+}
+
+void adaptOptimizer(const JobSpec& s, TrainerConfig& c) {
+  const OptimizerSpec& o = s.optimizer;
+  switch (o.type) {
+    case OptimizerType::kSgd:
+      c.optimizer = optim::OptimizerConfig::sgd(static_cast<float>(o.lr), static_cast<float>(o.momentum),
+                                                static_cast<float>(o.dampening), static_cast<float>(o.weightDecay),
+                                                o.nesterov);
+      break;
+    case OptimizerType::kAdam:
+    case OptimizerType::kAdamW: {
+      auto make = o.type == OptimizerType::kAdam ? &optim::OptimizerConfig::adam : &optim::OptimizerConfig::adamw;
+      c.optimizer = make(static_cast<float>(o.lr), static_cast<float>(o.beta1), static_cast<float>(o.beta2),
+                         static_cast<float>(o.eps), static_cast<float>(o.weightDecay));
+      break;
+    }
+  }
+  c.maxGradNorm = o.maxGradNorm;
+  const ScheduleSpec& sch = o.schedule;
+  c.lr.kind = sch.type == ScheduleType::kStep     ? LrScheduleKind::kStep
+              : sch.type == ScheduleType::kCosine ? LrScheduleKind::kCosine
+                                                  : LrScheduleKind::kConstant;
+  c.lr.warmupSteps = sch.warmupSteps;
+  c.lr.stepSize = sch.stepSize;
+  c.lr.gamma = sch.gamma;
+  c.lr.minLr = sch.minLr;
+  c.lr.baseLr = o.lr;
+}
+
+void adaptCommunication(const JobSpec& s, TrainerConfig& c) {
+  c.hook = s.commHook.type;
+  c.hookWrapper = s.commHook.wrapper;
+  const PowerSgdSpec& p = s.commHook.powerSGD;
+  c.powerSgd.matrixApproximationRank = p.rank;
+  c.powerSgd.startPowerSgdIter = p.startIter;
+  c.powerSgd.minCompressionRate = p.minCompressionRate;
+  c.powerSgd.useErrorFeedback = p.errorFeedback;
+  c.powerSgd.warmStart = p.warmStart;
+  c.powerSgd.orthogonalizationEpsilon = static_cast<float>(p.orthogonalizationEpsilon);
+  c.powerSgd.randomSeed = p.seed;
+  c.powerSgd.batchTensorsWithSameShape = p.batchTensorsWithSameShape;
+  c.bucketCapMb = s.bucketCapMb;
+  c.firstBucketMb = s.firstBucketMb;
+  c.gradientAsBucketView = s.gradientAsBucketView;
+  c.sharding = s.zero;
+  c.join = s.join.enabled;
+  c.joinThrow = s.join.throwOnEarlyTermination;
+  c.joinDivideByInitialWorldSize = s.join.divideByInitialWorldSize;
+  c.collectiveTimeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s.timeouts.collectiveSeconds));
+  c.commThreadPriority = s.commThreadPriority;  // the worker's own setting overrides it (worker_entry.cc)
+}
+
+}  // namespace
+
+Result<JobSpec> jobSpecOfAssignment(int specSchema, std::string_view specYaml) {
+  if (specSchema != kJobSpecSchemaVersion) {
+    return failedPrecondition("the controller sends job spec schema " + std::to_string(specSchema) +
+                              " and this worker reads schema " + std::to_string(kJobSpecSchemaVersion) +
+                              ": run workers built from the same release as the controller (worker image or binary)");
+  }
+  return decodeJobSpec(specYaml);
+}
+
+Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
+  // Note [Validated once] (job_spec.h): `s` passed the gate; it is not validated again here. A
+  // valid spec makes a valid TrainerConfig (Note [Trainer refusals]), which the Trainer checks
+  // as its own precondition.
+  TrainerConfig c;
+  c.job = s.name.empty() ? "job" : s.name;
+  c.seed = s.seed;
+  // cuda:0 here; the worker picks its rank's GPU (worker_entry.cc).
+  c.device = s.device == JobDevice::kCuda ? Device::cuda(0) : Device::cpu();
+  c.mixedPrecision = s.mixedPrecision;
+  c.cpuThreads = s.threadsPerWorker;
+  adaptModel(s, c);
+  adaptData(s, c);
+  adaptOptimizer(s, c);
+  adaptCommunication(s, c);
+  c.checkpointDir = s.checkpoint.dir;
+  c.checkpointEverySteps = s.checkpoint.everySteps;
+  c.keepCheckpoints = s.checkpoint.keep;
+  c.checkpointEachEpoch = false;
+  c.checkpointAtEnd = true;
+  // What depends on the build.
+  if (c.device.isCuda() && !comm::ncclBackendAvailable()) {
+    return unimplemented("spec.device: cuda is not available: this build has no CUDA (configure with -DDDP_WITH_CUDA=ON)");
+  }
+  return c;
+}
+
+}  // namespace ddp::runtime

@@ -1,0 +1,210 @@
+#include "worker/training/training_setup.h"
+
+#include "common/log.h"
+#include "kernels/layer_ops.h"
+#include "worker/comm/nccl_backend.h"
+#include "worker/data/fashion_mnist.h"
+#include "worker/data/synthetic_dataset.h"
+#include "worker/ddp/default_hooks.h"
+#include "worker/ddp/batched_powersgd_hook.h"
+#include "worker/ddp/powersgd_hook.h"
+#include "worker/ddp/powersgd_state.h"
+#include "worker/model/cnn.h"
+#include "worker/model/mlp.h"
+
+namespace ddp::runtime {
+
+Result<TrainingData> loadTrainingData(const TrainerConfig& c) {
+  TrainingData d;
+  if (c.data == DatasetKind::kSynthetic) {
+    data::SyntheticConfig train = c.synthetic;
+    DDP_ASSIGN_OR_RETURN(d.train, data::makeSyntheticDataset(train, data::SyntheticSplit::kTrain));
+    data::SyntheticConfig test = c.synthetic;
+    test.samples = c.syntheticTestSamples;
+    DDP_ASSIGN_OR_RETURN(d.test, data::makeSyntheticDataset(test, data::SyntheticSplit::kTest));
+  } else {
+    data::FashionMnistOptions o;
+    if (!c.dataDir.empty()) o.dir = c.dataDir;
+    o.limit = c.trainLimit;
+    o.normalize = c.normalize;
+    auto train = data::loadFashionMnist(data::Split::kTrain, o);
+    if (!train.isOk()) return train.status().withContext("data (training split)");
+    d.train = std::move(*train);
+    o.limit = c.testLimit;
+    auto test = data::loadFashionMnist(data::Split::kTest, o);
+    if (!test.isOk()) return test.status().withContext("data (test split)");
+    d.test = std::move(*test);
+  }
+  if (c.data == DatasetKind::kSynthetic) {
+    if (c.trainLimit > 0) d.train = d.train.head(c.trainLimit);
+    if (c.testLimit > 0) d.test = d.test.head(c.testLimit);
+  }
+  return d;
+}
+
+Status checkTrainingDevice(const TrainerConfig& c, const comm::Backend& backend) {
+  if (c.device.isCpu()) return Status::ok();
+  DDP_RETURN_IF_ERROR(c.validateDevice());
+  const std::string dev = c.device.toString();
+  if (!comm::ncclBackendAvailable()) {
+    return unimplemented("spec.device: cuda (" + dev + ") but this build has no CUDA (configure with -DDDP_WITH_CUDA=ON)");
+  }
+  const int count = kernels::cudaDeviceCount();
+  if (count == 0) {
+    return unavailable("spec.device: cuda: no CUDA device is visible to this worker (wanted " + dev +
+                       "; check the GPU, its driver and CUDA_VISIBLE_DEVICES)");
+  }
+  if (c.device.index < 0 || c.device.index >= count) {
+    return invalidArgument("spec.device: cuda: " + dev + " does not exist (" + std::to_string(count) + " visible)");
+  }
+  if (!backend.supportsDevice(DeviceType::kCuda)) {
+    return invalidArgument("spec.device: cuda: the backend " + backend.name() +
+                           " carries no CUDA buffers (train over a process group of gloo and nccl)");
+  }
+  return Status::ok();
+}
+
+Result<std::unique_ptr<model::Sequential>> buildModel(const TrainerConfig& c) {
+  model::ModelOptions o;
+  o.device = c.device;
+  o.seed = c.seed;
+  o.cpuThreads = c.cpuThreads;
+  if (c.model == ModelType::kMlp) return model::buildMlp(c.mlp, o);
+  return model::buildCnn(c.cnn, o);
+}
+
+Result<std::unique_ptr<CommHook>> buildCommHook(const TrainerConfig& c, comm::Backend& backend) {
+  std::unique_ptr<CommHook> hook;
+  switch (c.hook) {
+    case CommHookType::kAllreduce:
+      hook = std::make_unique<AllreduceHook>(backend);
+      break;
+    case CommHookType::kFp16:
+      hook = std::make_unique<CompressHook>(backend, DType::kF16);
+      break;
+    case CommHookType::kBf16:
+      hook = std::make_unique<CompressHook>(backend, DType::kBF16);
+      break;
+    case CommHookType::kPowerSgd: {
+      DDP_ASSIGN_OR_RETURN(hook, PowerSgdHook::create(backend, c.powerSgd));
+      break;
+    }
+    case CommHookType::kBatchedPowerSgd: {
+      DDP_ASSIGN_OR_RETURN(hook, BatchedPowerSgdHook::create(backend, c.powerSgd));
+      break;
+    }
+    case CommHookType::kNoop:  // TrainerConfig::validate refuses it
+      return invalidArgument("spec.commHook.type: noop leaves gradients unreduced (debugging only); the trainer refuses it");
+  }
+  if (c.hookWrapper == HookWrapper::kFp16) hook = std::make_unique<HalfWrapperHook>(std::move(hook), DType::kF16);
+  if (c.hookWrapper == HookWrapper::kBf16) hook = std::make_unique<HalfWrapperHook>(std::move(hook), DType::kBF16);
+  return hook;
+}
+
+ReducerOptions makeReducerOptions(const TrainerConfig& c) {
+  ReducerOptions o;
+  o.bucketCapBytes = static_cast<size_t>(c.bucketCapMb * 1024 * 1024);
+  o.firstBucketCapBytes = std::min(static_cast<size_t>(c.firstBucketMb * 1024 * 1024), o.bucketCapBytes);
+  o.gradientAsBucketView = c.gradientAsBucketView;
+  if (c.mixedPrecision == MixedPrecision::kFp16) o.reduceDtype = DType::kF16;
+  if (c.mixedPrecision == MixedPrecision::kBf16) o.reduceDtype = DType::kBF16;
+  // Note [Deterministic buckets]: the rebuild after the first step would give a resumed run
+  // (which starts with the initial layout) a different bucket layout for one step than the
+  // uninterrupted run; with more than two ranks the ring's summation order follows the layout,
+  // so bitwise resume needs a fixed layout. Built-in models mark gradients ready in exact
+  // reverse registration order, which is the initial plan already: nothing is lost.
+  o.rebuildBuckets = false;
+  o.timeout = c.collectiveTimeout;
+  o.commThreadPriority = c.commThreadPriority;
+  return o;
+}
+
+Result<std::unique_ptr<OptimizerRunner>> OptimizerRunner::create(const TrainerConfig& c,
+                                                                 std::vector<Parameter*> params,
+                                                                 comm::Backend& backend) {
+  auto r = std::unique_ptr<OptimizerRunner>(new OptimizerRunner());
+  switch (c.sharding) {
+    case ZeroMode::kNone: {
+      DDP_ASSIGN_OR_RETURN(r->plain_, optim::makeOptimizer(c.optimizer, std::move(params)));
+      break;
+    }
+    case ZeroMode::kZero1: {
+      DDP_ASSIGN_OR_RETURN(r->zero_, optim::ZeroRedundancyOptimizer::create(std::move(params), backend, c.optimizer));
+      break;
+    }
+    case ZeroMode::kDfa: {
+      optim::DistributedFusedAdamOptions o;
+      o.config = c.optimizer;
+      o.maxGradNorm = static_cast<float>(c.maxGradNorm);
+      DDP_ASSIGN_OR_RETURN(r->dfa_, optim::DistributedFusedAdam::create(std::move(params), backend, o));
+      break;
+    }
+  }
+  return r;
+}
+
+void OptimizerRunner::setLr(double lr) {
+  if (plain_) plain_->setLr(static_cast<float>(lr));
+  if (zero_) zero_->setLr(static_cast<float>(lr));
+  if (dfa_) dfa_->setLr(static_cast<float>(lr));
+}
+
+Status OptimizerRunner::step(Deadline deadline, float gradScale) {
+  if (plain_) return plain_->step(gradScale);
+  if (gradScale != 1.f) return unimplemented("gradient scaling with ZeRO");
+  if (zero_) return zero_->step(deadline);
+  return dfa_->step(deadline);
+}
+
+Result<std::string> OptimizerRunner::saveState(Deadline deadline) {
+  if (plain_) return plain_->hostStateDict();
+  if (zero_) return zero_->localStateDict();
+  return dfa_->stateDict(0, deadline);
+}
+
+Result<std::function<std::string()>> OptimizerRunner::snapshotState(Deadline deadline) {
+  if (plain_) {
+    DDP_ASSIGN_OR_RETURN(optim::OptimizerState st, plain_->hostState());
+    return std::function<std::string()>([st = std::move(st)] { return st.encode(); });
+  }
+  DDP_ASSIGN_OR_RETURN(std::string encoded, saveState(deadline));
+  return std::function<std::string()>([encoded = std::move(encoded)] { return encoded; });
+}
+
+Status OptimizerRunner::loadState(const std::vector<std::string>& states, int rank) {
+  if (states.empty()) return dataLoss("checkpoint has no optimizer state");
+  if (plain_) return plain_->loadStateDict(states[static_cast<size_t>(rank) < states.size() ? rank : 0]);
+  if (zero_) return zero_->loadShardStateDicts(states);
+  if (states.empty() || states[0].empty()) return dataLoss("checkpoint has no DistributedFusedAdam state on rank 0");
+  return dfa_->loadStateDict(states[0]);
+}
+
+Result<std::string> commHookStateForWorld(const TrainerConfig& c, const std::vector<std::string>& saved, int rank,
+                                          int world) {
+  if (saved.empty()) return dataLoss("checkpoint has no comm hook state");
+  const std::string& own = saved[static_cast<size_t>(rank) < saved.size() ? rank : 0];
+  const bool powerSgd = c.hook == CommHookType::kPowerSgd || c.hook == CommHookType::kBatchedPowerSgd;
+  if (static_cast<int>(saved.size()) == world || !powerSgd ||
+      c.powerSgd.worldSizeChangePolicy != WorldSizeChangePolicy::kRedistributeErrorFeedback) {
+    return own;
+  }
+  std::vector<PowerSgdState> states;
+  for (size_t r = 0; r < saved.size(); ++r) {
+    auto s = PowerSgdState::deserialize(saved[r]);
+    if (!s.isOk()) return s.status().withContext("comm hook state of saved rank " + std::to_string(r));
+    states.push_back(std::move(*s));
+  }
+  size_t dropped = 0;
+  DDP_ASSIGN_OR_RETURN(PowerSgdState mine, redistributeErrorFeedback(states, rank, world, &dropped));
+  size_t carried = 0;
+  for (const auto& [key, t] : mine.tensors) carried += !t.error.empty();
+  if (rank == 0) {
+    DDP_LOG(Info) << "PowerSGD state saved at world size " << saved.size() << ", loaded at " << world
+                  << ": iteration " << mine.iteration << ", RNG and Q memories kept; the average error feedback of "
+                  << carried << " tensors given to every rank"
+                  << (dropped > 0 ? ", " + std::to_string(dropped) + " reset (shapes differ between ranks)" : "");
+  }
+  return mine.serialize();
+}
+
+}  // namespace ddp::runtime
