@@ -18,6 +18,10 @@ const char* commHookTypeName(CommHookType v) { return enumName(kCommHookNames, v
 const char* hookWrapperName(HookWrapper v) { return enumName(kHookWrapperNames, v); }
 const char* mixedPrecisionName(MixedPrecision v) { return enumName(kMixedPrecisionNames, v); }
 const char* jobLogFormatName(JobLogFormat v) { return enumName(kLogFormatNames, v); }
+const char* gptNormName(GptNorm v) { return enumName(kGptNormNames, v); }
+const char* gptPositionsName(GptPositions v) { return enumName(kGptPositionsNames, v); }
+const char* weightDecayOnName(WeightDecayOn v) { return enumName(kWeightDecayOnNames, v); }
+const char* computePrecisionName(ComputePrecision v) { return enumName(kComputePrecisionNames, v); }
 
 std::string SpecError::toString() const {
   std::ostringstream os;

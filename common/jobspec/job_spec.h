@@ -52,10 +52,19 @@ inline constexpr double kMinTimeoutSeconds = 1;
 inline constexpr int kMaxHeartbeatMisses = 1000;
 
 enum class JobDevice : uint8_t { kCpu = 0, kCuda };
-enum class ModelType : uint8_t { kMlp = 0, kCnn };
-enum class DatasetKind : uint8_t { kFashionMnist = 0, kSynthetic };
+// New values go at the end: the values are fed to trajectoryHash (Note [Trajectory hash]).
+enum class ModelType : uint8_t { kMlp = 0, kCnn, kGpt };
+enum class DatasetKind : uint8_t { kFashionMnist = 0, kSynthetic, kTokens, kText };
 enum class OptimizerType : uint8_t { kSgd = 0, kAdam, kAdamW };
-enum class ScheduleType : uint8_t { kConstant = 0, kStep, kCosine };
+enum class ScheduleType : uint8_t { kConstant = 0, kStep, kCosine, kLinear };
+enum class GptNorm : uint8_t { kLayerNorm = 0, kRmsNorm };
+enum class GptPositions : uint8_t { kLearned = 0, kRope };
+// Which parameters weight decay applies to: all of them, or only the weight matrices of linear
+// layers (not biases, norm gains or embeddings: the GPT convention).
+enum class WeightDecayOn : uint8_t { kAll = 0, kLinearWeights };
+// The GPT's compute precision on CUDA (bf16 matmuls, fp32 master weights and reductions; the
+// CPU twin emulates bf16 rounding).
+enum class ComputePrecision : uint8_t { kFp32 = 0, kBf16 };
 enum class ZeroMode : uint8_t { kNone = 0, kZero1, kDfa };
 enum class CommHookType : uint8_t { kAllreduce = 0, kFp16, kBf16, kPowerSgd, kBatchedPowerSgd, kNoop };
 enum class HookWrapper : uint8_t { kNone = 0, kFp16, kBf16 };
@@ -73,6 +82,10 @@ const char* commHookTypeName(CommHookType v);
 const char* hookWrapperName(HookWrapper v);
 const char* mixedPrecisionName(MixedPrecision v);
 const char* jobLogFormatName(JobLogFormat v);
+const char* gptNormName(GptNorm v);
+const char* gptPositionsName(GptPositions v);
+const char* weightDecayOnName(WeightDecayOn v);
+const char* computePrecisionName(ComputePrecision v);
 
 // One problem found in a job document: "spec.workers.min (line 4, column 10): must be <= max".
 struct SpecError {
@@ -93,12 +106,29 @@ struct WorkersSpec {
 // The hidden widths a cnn gets in YAML when `hidden` is absent (an mlp gets {256, 256}).
 inline const std::vector<int64_t> kCnnDefaultHidden = {128};
 
+// A decoder-only transformer (GPT-2 style, docs/MODELS.md): pre-norm blocks of causal
+// self-attention (fused QKV) and a GELU MLP, a final norm, the LM head.
+struct GptSpec {
+  int vocabSize = 0;        // 0: from the data (256 for text); token files need it set
+  int contextLength = 128;
+  int layers = 4;
+  int heads = 4;
+  int dModel = 128;
+  int mlpHidden = 0;        // 0: 4 x dModel
+  GptNorm norm = GptNorm::kLayerNorm;
+  GptPositions positions = GptPositions::kLearned;
+  bool tiedEmbeddings = true;
+  double dropout = 0;       // deterministic from seed, rank and step
+  bool operator==(const GptSpec&) const = default;
+};
+
 struct ModelSpec {
   ModelType type = ModelType::kMlp;
   std::vector<int64_t> hidden = {256, 256};  // mlp: hidden widths; cnn: widths after the convs
   std::string activation = "relu";           // relu | tanh | gelu
   std::vector<int64_t> convChannels = {8, 16};  // cnn only
   int kernelSize = 3;                           // cnn only (odd)
+  GptSpec gpt;                                  // gpt only (YAML: the fields beside type)
   bool operator==(const ModelSpec&) const = default;
 };
 
@@ -117,8 +147,19 @@ struct UnevenSpec {
   bool operator==(const UnevenSpec&) const = default;
 };
 
+// One split of a file-based dataset (spec.data.train / spec.data.val): Note [Spec shapes] in
+// docs/JOB_SPEC.md.
+struct DataSplitSpec {
+  std::string path;   // a file or a glob
+  std::string dtype;  // tokens: "" (llm.c header) | uint16 | uint32 (raw files)
+  bool operator==(const DataSplitSpec&) const = default;
+};
+
 struct DataSpec {
   DatasetKind dataset = DatasetKind::kFashionMnist;
+  DataSplitSpec train;      // tokens, text
+  DataSplitSpec val;        // tokens, text; empty path: valFraction of train
+  double valFraction = 0.1; // tokens, text, without val: the last fraction of train
   std::string dir = "/usr/share/datasets/fashion-mnist";
   int batchSize = 64;     // per worker
   // The global batch an elastic job keeps (docs/ELASTIC.md); 0: batchSize x workers.count. A
@@ -133,7 +174,7 @@ struct DataSpec {
   bool operator==(const DataSpec&) const = default;
 };
 
-struct ScheduleSpec {
+struct ScheduleSpec {  // after the warmup: constant, step, cosine or linear (to minLr)
   ScheduleType type = ScheduleType::kConstant;
   int64_t warmupSteps = 0;
   int64_t stepSize = 1000;  // step
@@ -153,6 +194,7 @@ struct OptimizerSpec {
   double beta2 = 0.999;
   double eps = 1e-8;        // adam/adamw
   double maxGradNorm = 0.0; // clip by global norm when > 0
+  WeightDecayOn weightDecayOn = WeightDecayOn::kAll;  // gpt: kLinearWeights unless set
   ScheduleSpec schedule;
   bool operator==(const OptimizerSpec&) const = default;
 };
@@ -194,6 +236,7 @@ struct EvalSpec {
   bool everyEpoch = true;
   int batchSize = 1000;
   int64_t limit = 0;  // evaluate on the first `limit` test samples (0: all)
+  int64_t everySteps = 0;  // > 0: evaluate every this many steps (language models), else per epoch
   bool operator==(const EvalSpec&) const = default;
 };
 
@@ -239,6 +282,7 @@ struct JobSpec {
   JoinSpec join;
   int gradientAccumulationSteps = 1;  // YAML: gradientAccumulation: {steps: N}
   MixedPrecision mixedPrecision = MixedPrecision::kNone;
+  ComputePrecision precision = ComputePrecision::kFp32;
   int64_t epochs = 0;  // exactly one of epochs / steps is > 0
   int64_t steps = 0;
   uint64_t seed = 0;

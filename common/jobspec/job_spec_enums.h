@@ -15,13 +15,24 @@ template <typename E>
 using EnumTable = std::vector<std::pair<std::string, E>>;
 
 inline const EnumTable<JobDevice> kJobDeviceNames = {{"cpu", JobDevice::kCpu}, {"cuda", JobDevice::kCuda}};
-inline const EnumTable<ModelType> kModelTypeNames = {{"mlp", ModelType::kMlp}, {"cnn", ModelType::kCnn}};
+inline const EnumTable<ModelType> kModelTypeNames = {
+    {"mlp", ModelType::kMlp}, {"cnn", ModelType::kCnn}, {"gpt", ModelType::kGpt}};
 inline const EnumTable<DatasetKind> kDatasetNames = {{"fashion-mnist", DatasetKind::kFashionMnist},
-                                                     {"synthetic", DatasetKind::kSynthetic}};
+                                                     {"synthetic", DatasetKind::kSynthetic},
+                                                     {"tokens", DatasetKind::kTokens},
+                                                     {"text", DatasetKind::kText}};
 inline const EnumTable<OptimizerType> kOptimizerNames = {
     {"sgd", OptimizerType::kSgd}, {"adam", OptimizerType::kAdam}, {"adamw", OptimizerType::kAdamW}};
 inline const EnumTable<ScheduleType> kScheduleNames = {
-    {"constant", ScheduleType::kConstant}, {"step", ScheduleType::kStep}, {"cosine", ScheduleType::kCosine}};
+    {"constant", ScheduleType::kConstant}, {"step", ScheduleType::kStep}, {"cosine", ScheduleType::kCosine},
+    {"linear", ScheduleType::kLinear}};
+inline const EnumTable<GptNorm> kGptNormNames = {{"layernorm", GptNorm::kLayerNorm}, {"rmsnorm", GptNorm::kRmsNorm}};
+inline const EnumTable<GptPositions> kGptPositionsNames = {{"learned", GptPositions::kLearned},
+                                                           {"rope", GptPositions::kRope}};
+inline const EnumTable<WeightDecayOn> kWeightDecayOnNames = {{"all", WeightDecayOn::kAll},
+                                                             {"linearWeights", WeightDecayOn::kLinearWeights}};
+inline const EnumTable<ComputePrecision> kComputePrecisionNames = {{"fp32", ComputePrecision::kFp32},
+                                                                   {"bf16", ComputePrecision::kBf16}};
 inline const EnumTable<ZeroMode> kZeroNames = {
     {"none", ZeroMode::kNone}, {"zero1", ZeroMode::kZero1}, {"dfa", ZeroMode::kDfa}};
 inline const EnumTable<CommHookType> kCommHookNames = {{"allreduce", CommHookType::kAllreduce},

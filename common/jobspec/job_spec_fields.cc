@@ -19,7 +19,14 @@ namespace {
 using namespace spec_fields;  // NOLINT: the table's vocabulary
 
 bool cnn(const JobSpec& s) { return s.model.type == ModelType::kCnn; }
+bool gpt(const JobSpec& s) { return s.model.type == ModelType::kGpt; }
+bool notGpt(const JobSpec& s) { return s.model.type != ModelType::kGpt; }
 bool synthetic(const JobSpec& s) { return s.data.dataset == DatasetKind::kSynthetic; }
+bool fashionMnist(const JobSpec& s) { return s.data.dataset == DatasetKind::kFashionMnist; }
+bool fromFiles(const JobSpec& s) {
+  return s.data.dataset == DatasetKind::kTokens || s.data.dataset == DatasetKind::kText;
+}
+bool tokenFiles(const JobSpec& s) { return s.data.dataset == DatasetKind::kTokens; }
 bool adam(const JobSpec& s) { return s.optimizer.type != OptimizerType::kSgd; }
 bool powerSgd(const JobSpec& s) {
   return s.commHook.type == CommHookType::kPowerSgd || s.commHook.type == CommHookType::kBatchedPowerSgd;
@@ -47,6 +54,55 @@ void appendDocumentFields(std::vector<SpecField>* out) {
   for (SpecField& x : f) out->push_back(std::move(x));
 }
 
+void appendGptFields(std::vector<SpecField>* out) {
+  using G = GptSpec;
+  const auto g = [](auto member) { return at(&JobSpec::model, &ModelSpec::gpt, member); };
+  const std::string_view when = "spec.model.type is gpt";
+  out->push_back(integer("spec.model.vocabSize", g(&G::vocabSize),
+                         "Tokens in the vocabulary; required for token files (their header does not say it).")
+                     .atLeast(0).note("0: from the data, 256 for text").onlyWhen(gpt, when));
+  out->push_back(integer("spec.model.contextLength", g(&G::contextLength), "Tokens per training window.")
+                     .atLeast(1).atMost(1 << 20).onlyWhen(gpt, when));
+  out->push_back(integer("spec.model.layers", g(&G::layers), "Transformer blocks.").atLeast(1).atMost(1024).onlyWhen(gpt, when));
+  out->push_back(integer("spec.model.heads", g(&G::heads), "Attention heads; dModel must divide by it.")
+                     .atLeast(1).onlyWhen(gpt, when));
+  out->push_back(integer("spec.model.dModel", g(&G::dModel), "Width of the residual stream.").atLeast(1).onlyWhen(gpt, when));
+  out->push_back(integer("spec.model.mlpHidden", g(&G::mlpHidden), "Hidden width of each block's MLP.")
+                     .atLeast(0).note("0: 4 x dModel").onlyWhen(gpt, when));
+  out->push_back(enumeration("spec.model.norm", g(&G::norm), kGptNormNames, "layernorm or rmsnorm (pre-norm blocks).")
+                     .onlyWhen(gpt, when));
+  out->push_back(enumeration("spec.model.positions", g(&G::positions), kGptPositionsNames,
+                             "learned position embeddings, or rope (rotary; needs an even head size).")
+                     .onlyWhen(gpt, when));
+  out->push_back(boolean("spec.model.tiedEmbeddings", g(&G::tiedEmbeddings),
+                         "The LM head shares the token embedding's weights.")
+                     .onlyWhen(gpt, when));
+  out->push_back(number("spec.model.dropout", g(&G::dropout),
+                        "Dropout probability, deterministic from the seed, rank and step (recovery stays bitwise).")
+                     .atLeast(0).below(1).onlyWhen(gpt, when));
+}
+
+// spec.data.train / val (Note [Spec shapes] in docs/JOB_SPEC.md) and valFraction.
+void appendSplitFields(std::vector<SpecField>* out) {
+  using D = DataSpec;
+  using S = DataSplitSpec;
+  const std::string_view when = "spec.data.dataset is tokens or text";
+  for (const bool train : {true, false}) {
+    const auto split = train ? &D::train : &D::val;
+    out->push_back(object(train ? "spec.data.train" : "spec.data.val",
+                          train ? "The training split's files." : "The evaluation split's files; absent: valFraction of train.")
+                       .onlyWhen(fromFiles, when));
+    out->push_back(string(train ? "spec.data.train.path" : "spec.data.val.path", at(&JobSpec::data, split, &S::path),
+                          "A file, or a glob of files (read in sorted order)."));
+    out->push_back(string(train ? "spec.data.train.dtype" : "spec.data.val.dtype", at(&JobSpec::data, split, &S::dtype),
+                          "tokens: the token type of raw files, uint16 or uint32; empty: llm.c files with a header.")
+                       .oneOf({"", "uint16", "uint32"}).onlyWhen(tokenFiles, "spec.data.dataset is tokens"));
+  }
+  out->push_back(number("spec.data.valFraction", at(&JobSpec::data, &D::valFraction),
+                        "Without val: the last fraction of train held out for evaluation.")
+                     .atLeast(0).below(1).onlyWhen(fromFiles, when));
+}
+
 void appendWorkerFields(std::vector<SpecField>* out) {
   const auto count = [](const JobSpec& s) { return SpecValue(static_cast<int64_t>(s.workers.count)); };
   std::vector<SpecField> f;
@@ -72,21 +128,25 @@ void appendModelFields(std::vector<SpecField>* out) {
   std::vector<SpecField> f;
   f.push_back(object("spec.model", "The network every worker trains a replica of.").required());
   f.push_back(enumeration("spec.model.type", at(&JobSpec::model, &ModelSpec::type), kModelTypeNames,
-                          "mlp (fully connected) or cnn (conv blocks, then fully connected).").required());
+                          "mlp (fully connected), cnn (conv blocks, then fully connected) or gpt (a decoder-only "
+                          "transformer language model).")
+                  .required());
   f.push_back(integerList("spec.model.hidden", at(&JobSpec::model, &ModelSpec::hidden),
                           "Widths of the hidden fully connected layers (cnn: after the conv blocks).")
                   .atLeast(1)
                   .whenAbsent([](const JobSpec& s) { return SpecValue(cnn(s) ? kCnnDefaultHidden : std::vector<int64_t>{256, 256}); },
-                              "[256, 256] (cnn: [128])"));
+                              "[256, 256] (cnn: [128])")
+                  .onlyWhen(notGpt, "spec.model.type is mlp or cnn"));
   f.push_back(string("spec.model.activation", at(&JobSpec::model, &ModelSpec::activation),
                      "The activation after each hidden layer.")
-                  .oneOf({"relu", "tanh", "gelu"}).plain());
+                  .oneOf({"relu", "tanh", "gelu"}).plain().onlyWhen(notGpt, "spec.model.type is mlp or cnn"));
   f.push_back(integerList("spec.model.convChannels", at(&JobSpec::model, &ModelSpec::convChannels),
                           "Output channels of each conv block (conv k x k, activation, 2x2 max pool); the cnn takes 1x28x28 images.")
                   .atLeast(1).onlyWhen(cnn, "spec.model.type is cnn"));
   f.push_back(integer("spec.model.kernelSize", at(&JobSpec::model, &ModelSpec::kernelSize),
                       "The square kernel of every conv (odd).")
                   .atLeast(1).onlyWhen(cnn, "spec.model.type is cnn"));
+  appendGptFields(&f);
   for (SpecField& x : f) out->push_back(std::move(x));
 }
 
@@ -99,7 +159,8 @@ void appendDataFields(std::vector<SpecField>* out) {
                           "fashion-mnist (IDX files in dir) or synthetic (separable clusters from the seed).")
                   .required());
   f.push_back(string("spec.data.dir", at(&JobSpec::data, &D::dir), "The directory of the Fashion-MNIST IDX files (Debian package dataset-fashion-mnist).")
-                  .onlyWhen([](const JobSpec& s) { return !synthetic(s); }, "spec.data.dataset is fashion-mnist"));
+                  .onlyWhen(fashionMnist, "spec.data.dataset is fashion-mnist"));
+  appendSplitFields(&f);
   f.push_back(integer("spec.data.batchSize", at(&JobSpec::data, &D::batchSize), "Samples per worker and step (global batch: workers x batchSize).")
                   .atLeast(1));
   f.push_back(integer("spec.data.globalBatchSize", at(&JobSpec::data, &D::globalBatchSize),
@@ -165,9 +226,16 @@ void appendOptimizerFields(std::vector<SpecField>* out) {
   f.push_back(number("spec.optimizer.maxGradNorm", at(&JobSpec::optimizer, &O::maxGradNorm),
                      "Clip the gradients to this global L2 norm; not with zero: zero1.")
                   .atLeast(0).single().note("0: no clipping"));
+  f.push_back(enumeration("spec.optimizer.weightDecayOn", at(&JobSpec::optimizer, &O::weightDecayOn),
+                          kWeightDecayOnNames,
+                          "Which parameters decay: all, or linearWeights (the weight matrices of linear layers: not "
+                          "biases, norm gains or embeddings).")
+                  .whenAbsent([](const JobSpec& s) { return SpecValue(std::string(gpt(s) ? "linearWeights" : "all")); },
+                              "all (gpt: linearWeights)"));
   f.push_back(object("spec.optimizer.schedule", "The learning rate over the steps."));
   f.push_back(enumeration("spec.optimizer.schedule.type", at(&JobSpec::optimizer, &O::schedule, &S::type),
-                          kScheduleNames, "constant, step (times gamma every stepSize steps) or cosine (to minLr)."));
+                          kScheduleNames,
+                          "After the warmup: constant, step (times gamma every stepSize steps), cosine or linear (to minLr)."));
   f.push_back(integer("spec.optimizer.schedule.warmupSteps", at(&JobSpec::optimizer, &O::schedule, &S::warmupSteps),
                       "Steps of linear warmup from 0 to lr.").atLeast(0));
   f.push_back(integer("spec.optimizer.schedule.stepSize", at(&JobSpec::optimizer, &O::schedule, &S::stepSize),
@@ -177,8 +245,11 @@ void appendOptimizerFields(std::vector<SpecField>* out) {
                      "step: the factor of each decay, in (0, 1].")
                   .above(0).atMost(1).checkedByRule().onlyWhen(schedule(ScheduleType::kStep), "schedule type is step"));
   f.push_back(number("spec.optimizer.schedule.minLr", at(&JobSpec::optimizer, &O::schedule, &S::minLr),
-                     "cosine: the learning rate at the last step, in [0, lr).")
-                  .atLeast(0).checkedByRule().onlyWhen(schedule(ScheduleType::kCosine), "schedule type is cosine"));
+                     "The learning rate at the last step, in [0, lr).")
+                  .atLeast(0).checkedByRule()
+                  .onlyWhen([](const JobSpec& s) {
+                    return s.optimizer.schedule.type == ScheduleType::kCosine || s.optimizer.schedule.type == ScheduleType::kLinear;
+                  }, "schedule type is cosine or linear"));
   for (SpecField& x : f) out->push_back(std::move(x));
 }
 
@@ -224,6 +295,10 @@ void appendCommFields(std::vector<SpecField>* out) {
   f.push_back(object("spec.gradientAccumulation", "Accumulate gradients over micro-batches (DDP no_sync)."));
   f.push_back(integer("spec.gradientAccumulation.steps", at(&JobSpec::gradientAccumulationSteps),
                       "Micro-batches per optimizer step.").atLeast(1));
+  f.push_back(enumeration("spec.precision", at(&JobSpec::precision), kComputePrecisionNames,
+                          "gpt: the compute precision, fp32 or bf16 (bf16 matmuls, fp32 master weights and "
+                          "reductions; the CPU emulates bf16 rounding).")
+                  .onlyWhen(gpt, "spec.model.type is gpt"));
   f.push_back(enumeration("spec.mixedPrecision", at(&JobSpec::mixedPrecision), kMixedPrecisionNames,
                           "The dtype gradients are reduced in (the DDP buckets): none (f32), fp16 or bf16; parameters and optimizer state stay f32. Not with zero: dfa nor gradientAsBucketView."));
   for (SpecField& x : f) out->push_back(std::move(x));
@@ -254,6 +329,9 @@ void appendRunFields(std::vector<SpecField>* out) {
                   .atLeast(1));
   f.push_back(integer("spec.eval.limit", at(&JobSpec::eval, &E::limit), "Evaluate on the first limit samples only.")
                   .atLeast(0).note("0: all"));
+  f.push_back(integer("spec.eval.everySteps", at(&JobSpec::eval, &E::everySteps),
+                      "Evaluate every this many steps (language models).")
+                  .atLeast(0).note("0: per epoch, as everyEpoch says"));
   f.push_back(number("spec.bucketCapMb", at(&JobSpec::bucketCapMb), "Size of the DDP gradient buckets, in MB (at least one byte, at most 1 TiB).")
                   .above(0).checkedByRule());
   f.push_back(number("spec.firstBucketMb", at(&JobSpec::firstBucketMb),

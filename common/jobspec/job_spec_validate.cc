@@ -144,6 +144,49 @@ void checkModel(const JobSpec& s, Checker& c) {
               "x" + side + " image below 1x1");
 }
 
+// A language model (spec.model.type gpt) and its data (tokens or text files): the shape of the
+// transformer and what its data needs.
+void checkLanguageModel(const JobSpec& s, Checker& c) {
+  const bool gpt = s.model.type == ModelType::kGpt;
+  const bool files = s.data.dataset == DatasetKind::kTokens || s.data.dataset == DatasetKind::kText;
+  if (gpt != files) {
+    c.check(false, gpt ? "spec.data.dataset" : "spec.model.type",
+            gpt ? std::string("must be tokens or text for model type gpt (got ") + datasetKindName(s.data.dataset) + ")"
+                : std::string("must be gpt for dataset ") + datasetKindName(s.data.dataset) +
+                      " (a language model trains on token windows)");
+  }
+  if (files) {
+    c.check(!s.data.train.path.empty(), "spec.data.train.path", "required for dataset " +
+                                                                    std::string(datasetKindName(s.data.dataset)));
+    c.check(!s.data.uneven.enabled, "spec.data.uneven.enabled", "is not supported with token windows");
+  }
+  c.check(s.precision == ComputePrecision::kFp32 || gpt, "spec.precision", "bf16 applies to model type gpt only");
+  if (!gpt) return;
+  const GptSpec& g = s.model.gpt;
+  if (g.heads >= 1 && g.dModel >= 1) {
+    const bool divides = g.dModel % g.heads == 0;
+    c.check(divides, "spec.model.dModel",
+            "must be divisible by spec.model.heads (" + std::to_string(g.dModel) + " % " + std::to_string(g.heads) +
+                " = " + std::to_string(g.dModel % g.heads) + ")");
+    if (divides && g.positions == GptPositions::kRope) {
+      c.check((g.dModel / g.heads) % 2 == 0, "spec.model.positions",
+              "rope needs an even head size (dModel / heads = " + std::to_string(g.dModel / g.heads) + ")");
+    }
+  }
+  if (s.data.dataset == DatasetKind::kTokens) {
+    c.check(g.vocabSize >= 2, "spec.model.vocabSize", "required for dataset tokens (>= 2): token files do not say it");
+  } else if (s.data.dataset == DatasetKind::kText) {
+    c.check(g.vocabSize == 0 || g.vocabSize >= 256, "spec.model.vocabSize",
+            "must be 0 or >= 256 for dataset text (bytes are tokens 0-255)");
+  }
+  c.check(s.steps > 0, "spec.steps", "language models train by steps: set spec.steps (not spec.epochs)");
+  // Note [Language models in progress]: the gate refuses gpt until the workers train it, so a
+  // job is never accepted that every worker would then refuse.
+  c.check(false, "spec.model.type",
+          "gpt is not trained by this release's workers yet (the language-model support is being built; "
+          "docs/MODELS.md says what exists)");
+}
+
 // Every rank needs training samples (Note [Trainer refusals]).
 void checkSamplesPerRank(const JobSpec& s, Checker& c) {
   const DataSpec& d = s.data;
@@ -381,6 +424,7 @@ Status JobSpec::validate(std::vector<SpecError>* errors) const {
   checkJobSpecFields(*this, &errs);
   checkWorkers(*this, c);
   checkModel(*this, c);
+  checkLanguageModel(*this, c);
   checkData(*this, c);
   checkOptimizer(*this, c);
   checkCommunication(*this, c);

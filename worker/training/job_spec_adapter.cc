@@ -11,6 +11,7 @@ namespace ddp::runtime {
 namespace {
 
 void adaptModel(const JobSpec& s, TrainerConfig& c) {
+  // gpt: refused before (trainerConfigFromJobSpec); Note [Language models in progress].
   kernels::Activation act = kernels::Activation::kRelu;
   (void)kernels::parseActivation(s.model.activation, &act);  // the field table: relu, tanh or gelu
   const bool synthetic = s.data.dataset == DatasetKind::kSynthetic;
@@ -132,6 +133,9 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   // Note [Validated once] (job_spec.h): `s` passed the gate; it is not validated again here. A
   // valid spec makes a valid TrainerConfig (Note [Trainer refusals]), which the Trainer checks
   // as its own precondition.
+  if (s.model.type == ModelType::kGpt || s.data.dataset == DatasetKind::kTokens || s.data.dataset == DatasetKind::kText) {
+    return unimplemented("spec.model.type: gpt (and datasets tokens and text) are not trained by this worker yet");
+  }
   TrainerConfig c;
   c.job = s.name.empty() ? "job" : s.name;
   c.seed = s.seed;
