@@ -1,11 +1,14 @@
-// ddpctl: the command-line client. `run` is the embedded local mode (run_command.h); the other
-// commands talk to a running ddp-controller (client_commands.h).
+// ddpctl: the command-line client. `run` is the embedded local mode (run_command.h), `tokenize`
+// writes a language model's token files (tokenize_command.h); the other commands talk to a
+// running ddp-controller (client_commands.h).
 #include <cstdio>
+#include <iostream>
 #include <string>
 #include <vector>
 
 #include "tools/ddpctl/client_commands.h"
 #include "tools/ddpctl/run_command.h"
+#include "tools/ddpctl/tokenize_command.h"
 
 namespace {
 
@@ -14,6 +17,8 @@ std::string usage() {
          "\n"
          "on this machine:\n"
          "  run JOB.yaml        train the job here (local workers, embedded store)\n"
+         "  tokenize --bytes FILE... -o DIR\n"
+         "                      text files to token files (train.bin, val.bin)\n"
          "\n"
          "with a controller:\n" +
          ddp::ddpctl::clientCommandsSummary() + "\n" + ddp::ddpctl::clientGlobalOptionsUsage() +
@@ -38,6 +43,10 @@ int main(int argc, char** argv) {
         std::fputs(ctl::runUsage().c_str(), stdout);
         return ctl::kExitOk;
       }
+      if (topic == "tokenize") {
+        std::fputs(ctl::tokenizeUsage().c_str(), stdout);
+        return ctl::kExitOk;
+      }
       if (ctl::isClientCommand(topic)) {
         std::fputs(ctl::clientCommandUsage(topic).c_str(), stdout);
         return ctl::kExitOk;
@@ -57,6 +66,14 @@ int main(int argc, char** argv) {
       return ctl::kExitUsage;
     }
     return ctl::runCommand(rest);
+  }
+  if (cmd == "tokenize") {
+    if (at > 0) {
+      std::fprintf(stderr, "ddpctl tokenize: --server, --token-file and --timeout are for the controller "
+                           "commands (tokenize works on local files)\n");
+      return ctl::kExitUsage;
+    }
+    return ctl::tokenizeCommand(rest, std::cout, std::cerr);
   }
   if (ctl::isClientCommand(cmd)) return ctl::runClientCommand(cmd, std::move(rest), ctl::processClientIo());
   std::fprintf(stderr, "ddpctl: unknown command '%s'\n%s", cmd.c_str(), usage().c_str());
