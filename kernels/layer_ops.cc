@@ -9,6 +9,9 @@
 #include <limits>
 #include <string>
 
+#include "kernels/cpu_vector_math.h"
+#include "kernels/transformer_ops.h"
+
 namespace ddp::kernels {
 
 const char* activationName(Activation a) {
@@ -17,13 +20,14 @@ const char* activationName(Activation a) {
     case Activation::kRelu: return "relu";
     case Activation::kTanh: return "tanh";
     case Activation::kGelu: return "gelu";
+    case Activation::kGeluTanh: return "gelu_tanh";
   }
   return "?";
 }
 
 bool parseActivation(const std::string& name, Activation* out) {
   for (Activation a : {Activation::kIdentity, Activation::kRelu, Activation::kTanh,
-                       Activation::kGelu}) {
+                       Activation::kGelu, Activation::kGeluTanh}) {
     if (name == activationName(a)) {
       *out = a;
       return true;
@@ -70,6 +74,17 @@ void biasGrad(const float* dy, int rows, int cols, float* db, bool accumulate) {
 namespace {
 constexpr float kInvSqrt2 = 0.70710678118654752f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;
+constexpr float kSqrt2OverPi = 0.79788456080286536f;
+constexpr float kGeluTanhCubic = 0.044715f;
+
+// Note [Tanh GELU]: with u = sqrt(2/pi)(x + 0.044715x^3), 0.5(1 + tanh(u)) = 1/(1 + exp(-2u)),
+// so y = x * sigmoid(2u) (no cancellation as tanh(u) -> -1) and
+// dy/dx = s + 2x s(1-s) sqrt(2/pi)(1 + 3*0.044715x^2) with s = sigmoid(2u). The CUDA kernels use
+// the same formulas with expf; the CPU uses expApprox (Note [Vectorizable exp]).
+inline float geluTanhSigmoid(float x) {
+  const float u = kSqrt2OverPi * (x + kGeluTanhCubic * x * x * x);
+  return 1.f / (1.f + expApprox(-2.f * u));
+}
 }  // namespace
 
 void activationForward(Activation a, const float* x, float* y, size_t n) {
@@ -85,6 +100,9 @@ void activationForward(Activation a, const float* x, float* y, size_t n) {
       return;
     case Activation::kGelu:
       for (size_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.f + std::erf(x[i] * kInvSqrt2));
+      return;
+    case Activation::kGeluTanh:
+      for (size_t i = 0; i < n; ++i) y[i] = x[i] * geluTanhSigmoid(x[i]);
       return;
   }
 }
@@ -106,6 +124,13 @@ void activationBackward(Activation a, const float* x, const float* y, const floa
         float cdf = 0.5f * (1.f + std::erf(x[i] * kInvSqrt2));
         float pdf = kInvSqrt2Pi * std::exp(-0.5f * x[i] * x[i]);
         dx[i] = dy[i] * (cdf + x[i] * pdf);
+      }
+      return;
+    case Activation::kGeluTanh:
+      for (size_t i = 0; i < n; ++i) {
+        const float s = geluTanhSigmoid(x[i]);
+        const float du = kSqrt2OverPi * (1.f + 3.f * kGeluTanhCubic * x[i] * x[i]);
+        dx[i] = dy[i] * (s + 2.f * x[i] * s * (1.f - s) * du);
       }
       return;
   }
@@ -400,6 +425,60 @@ class CpuLayerOps final : public LayerOps {
   void softmaxCrossEntropyBackward(const float* probs, const int32_t* labels, int rows,
                                    int classes, float scale, float* dlogits) override {
     cpu::softmaxCrossEntropyBackward(probs, labels, rows, classes, scale, dlogits);
+  }
+
+  // Transformer ops: the CPU twins of kernels/transformer_ops.h. Like the ops above they do not
+  // look at status_: the only CPU failure is an allocation, and a model whose allocation failed
+  // checks status() before it reaches them (Note [Sticky device errors]).
+  void embeddingForward(const int32_t* ids, int n, const float* table, int dim, float* out,
+                        bool acc) override {
+    cpu::embeddingForward(ids, n, table, dim, out, acc);
+  }
+  void embeddingBackward(const int32_t* ids, int n, const float* dout, int dim, int vocab,
+                         float* dtable, bool acc) override {
+    cpu::embeddingBackward(ids, n, dout, dim, vocab, dtable, acc);
+  }
+  void layerNormForward(const float* x, const float* gamma, const float* beta, int rows, int dim,
+                        float eps, float* y, float* mean, float* rstd) override {
+    cpu::layerNormForward(x, gamma, beta, rows, dim, eps, y, mean, rstd);
+  }
+  void layerNormBackward(const float* x, const float* gamma, const float* mean, const float* rstd,
+                         const float* dy, int rows, int dim, float* dx, float* dgamma,
+                         float* dbeta, bool acc) override {
+    cpu::layerNormBackward(x, gamma, mean, rstd, dy, rows, dim, dx, dgamma, dbeta, acc);
+  }
+  void rmsNormForward(const float* x, const float* gamma, int rows, int dim, float eps, float* y,
+                      float* rstd) override {
+    cpu::rmsNormForward(x, gamma, rows, dim, eps, y, rstd);
+  }
+  void rmsNormBackward(const float* x, const float* gamma, const float* rstd, const float* dy,
+                       int rows, int dim, float* dx, float* dgamma, bool acc) override {
+    cpu::rmsNormBackward(x, gamma, rstd, dy, rows, dim, dx, dgamma, acc);
+  }
+  void causalAttentionForward(const float* qkv, int batch, int seq, int heads, int headDim,
+                              float* out, float* probs) override {
+    cpu::causalAttentionForward(qkv, batch, seq, heads, headDim, out, probs);
+  }
+  void causalAttentionBackward(const float* qkv, const float* probs, const float* dout, int batch,
+                               int seq, int heads, int headDim, float* dqkv) override {
+    cpu::causalAttentionBackward(qkv, probs, dout, batch, seq, heads, headDim, dqkv);
+  }
+  void ropeForward(float* qkv, int batch, int seq, int heads, int headDim, float base) override {
+    cpu::ropeForward(qkv, batch, seq, heads, headDim, base);
+  }
+  void ropeBackward(float* dqkv, int batch, int seq, int heads, int headDim, float base) override {
+    cpu::ropeBackward(dqkv, batch, seq, heads, headDim, base);
+  }
+  void addInPlace(float* y, const float* x, size_t n) override { cpu::addInPlace(y, x, n); }
+  void crossEntropyInPlace(float* logits, const int32_t* labels, int rows, int classes,
+                           float scale, float* rowLoss, int32_t* rowCorrect) override {
+    cpu::crossEntropyInPlace(logits, labels, rows, classes, scale, rowLoss, rowCorrect);
+  }
+  void dropoutForward(const float* x, float* y, size_t n, float p, uint64_t seed) override {
+    cpu::dropoutForward(x, y, n, p, seed);
+  }
+  void dropoutBackward(const float* dy, float* dx, size_t n, float p, uint64_t seed) override {
+    cpu::dropoutBackward(dy, dx, n, p, seed);
   }
 
  private:

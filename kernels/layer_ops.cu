@@ -7,20 +7,14 @@
 #include <cfloat>
 #include <string>
 
+#include "kernels/cuda_launch.h"
 #include "kernels/layer_ops.h"
+#include "kernels/transformer_ops_cuda.h"
 
 namespace ddp::kernels {
 namespace {
 
-constexpr int kThreads = 256;
-
-inline int blocksFor(int64_t n) {
-  int64_t b = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(b < 65535 ? (b > 0 ? b : 1) : 65535);
-}
-
-#define DDP_GRID_STRIDE(i, n) \
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); i += int64_t{blockDim.x} * gridDim.x)
+namespace tcuda = transformer::cuda;
 
 __global__ void biasAddKernel(float* y, const float* b, int64_t rows, int cols) {
   DDP_GRID_STRIDE(i, rows * cols) { y[i] += b[i % cols]; }
@@ -34,11 +28,18 @@ __global__ void biasGradKernel(const float* dy, int rows, int cols, float* db, b
   }
 }
 
+// sigmoid(2u), u = sqrt(2/pi)(x + 0.044715x^3): Note [Tanh GELU] in kernels/layer_ops.cc.
+__device__ inline float geluTanhSigmoid(float x) {
+  const float u = 0.79788456080286536f * (x + 0.044715f * x * x * x);
+  return 1.f / (1.f + expf(-2.f * u));
+}
+
 __device__ inline float actForward(Activation a, float x) {
   switch (a) {
     case Activation::kRelu: return x > 0.f ? x : 0.f;
     case Activation::kTanh: return tanhf(x);
     case Activation::kGelu: return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
+    case Activation::kGeluTanh: return x * geluTanhSigmoid(x);
     default: return x;
   }
 }
@@ -58,6 +59,12 @@ __global__ void activationBackwardKernel(Activation a, const float* x, const flo
         const float cdf = 0.5f * (1.f + erff(x[i] * 0.70710678118654752f));
         const float pdf = 0.39894228040143268f * expf(-0.5f * x[i] * x[i]);
         g = g * (cdf + x[i] * pdf);
+        break;
+      }
+      case Activation::kGeluTanh: {
+        const float s = geluTanhSigmoid(x[i]);
+        const float du = 0.79788456080286536f * (1.f + 3.f * 0.044715f * x[i] * x[i]);
+        g = g * (s + 2.f * x[i] * s * (1.f - s) * du);
         break;
       }
       default: break;
@@ -228,6 +235,10 @@ class CudaLayerOps final : public LayerOps {
  public:
   explicit CudaLayerOps(int index) : index_(index) {}
   ~CudaLayerOps() override {
+    if (workspace_) {
+      cudaStreamSynchronize(stream_);
+      cudaFree(workspace_);
+    }
     if (blas_) cublasDestroy(blas_);
     if (stream_) cudaStreamDestroy(stream_);
   }
@@ -337,6 +348,72 @@ class CudaLayerOps final : public LayerOps {
            scale, dlogits);
   }
 
+  // Transformer ops: kernels/transformer_ops.cu through the launchers of transformer_ops_cuda.h.
+  void embeddingForward(const int32_t* ids, int n, const float* table, int dim, float* out,
+                        bool acc) override {
+    if (ok()) record(tcuda::embeddingForward(stream_, ids, n, table, dim, out, acc));
+  }
+  void embeddingBackward(const int32_t* ids, int n, const float* dout, int dim, int vocab,
+                         float* dtable, bool acc) override {
+    void* ws = workspace(tcuda::embeddingBackwardWorkspaceBytes(n, vocab));
+    if (ok()) record(tcuda::embeddingBackward(stream_, ids, n, dout, dim, vocab, dtable, acc, ws));
+  }
+  void layerNormForward(const float* x, const float* gamma, const float* beta, int rows, int dim,
+                        float eps, float* y, float* mean, float* rstd) override {
+    if (ok()) record(tcuda::layerNormForward(stream_, x, gamma, beta, rows, dim, eps, y, mean, rstd));
+  }
+  void layerNormBackward(const float* x, const float* gamma, const float* mean, const float* rstd,
+                         const float* dy, int rows, int dim, float* dx, float* dgamma, float* dbeta,
+                         bool acc) override {
+    void* ws = workspace(tcuda::normBackwardWorkspaceBytes(rows, dim));
+    if (ok()) {
+      record(tcuda::layerNormBackward(stream_, x, gamma, mean, rstd, dy, rows, dim, dx, dgamma, dbeta,
+                                      acc, ws));
+    }
+  }
+  void rmsNormForward(const float* x, const float* gamma, int rows, int dim, float eps, float* y,
+                      float* rstd) override {
+    if (ok()) record(tcuda::rmsNormForward(stream_, x, gamma, rows, dim, eps, y, rstd));
+  }
+  void rmsNormBackward(const float* x, const float* gamma, const float* rstd, const float* dy,
+                       int rows, int dim, float* dx, float* dgamma, bool acc) override {
+    void* ws = workspace(tcuda::normBackwardWorkspaceBytes(rows, dim));
+    if (ok()) record(tcuda::rmsNormBackward(stream_, x, gamma, rstd, dy, rows, dim, dx, dgamma, acc, ws));
+  }
+  void causalAttentionForward(const float* qkv, int batch, int seq, int heads, int headDim,
+                              float* out, float* probs) override {
+    if (ok()) record(tcuda::causalAttentionForward(stream_, blas_, qkv, batch, seq, heads, headDim, out, probs));
+  }
+  void causalAttentionBackward(const float* qkv, const float* probs, const float* dout, int batch,
+                               int seq, int heads, int headDim, float* dqkv) override {
+    void* ws = workspace(tcuda::causalAttentionBackwardWorkspaceBytes(batch, seq, heads));
+    if (ok()) {
+      record(tcuda::causalAttentionBackward(stream_, blas_, qkv, probs, dout, batch, seq, heads, headDim,
+                                            dqkv, ws));
+    }
+  }
+  void ropeForward(float* qkv, int batch, int seq, int heads, int headDim, float base) override {
+    void* ws = workspace(tcuda::ropeWorkspaceBytes(seq, headDim));
+    if (ok()) record(tcuda::rope(stream_, qkv, batch, seq, heads, headDim, base, 1.f, ws));
+  }
+  void ropeBackward(float* dqkv, int batch, int seq, int heads, int headDim, float base) override {
+    void* ws = workspace(tcuda::ropeWorkspaceBytes(seq, headDim));
+    if (ok()) record(tcuda::rope(stream_, dqkv, batch, seq, heads, headDim, base, -1.f, ws));
+  }
+  void addInPlace(float* y, const float* x, size_t n) override {
+    if (ok()) record(tcuda::addInPlace(stream_, y, x, n));
+  }
+  void crossEntropyInPlace(float* logits, const int32_t* labels, int rows, int classes,
+                           float scale, float* rowLoss, int32_t* rowCorrect) override {
+    if (ok()) record(tcuda::crossEntropyInPlace(stream_, logits, labels, rows, classes, scale, rowLoss, rowCorrect));
+  }
+  void dropoutForward(const float* x, float* y, size_t n, float p, uint64_t seed) override {
+    if (ok()) record(tcuda::dropout(stream_, x, y, n, p, seed));
+  }
+  void dropoutBackward(const float* dy, float* dx, size_t n, float p, uint64_t seed) override {
+    if (ok()) record(tcuda::dropout(stream_, dy, dx, n, p, seed));
+  }
+
  private:
   bool ok() const { return status_.isOk(); }
   void check(cudaError_t e, const char* what) {
@@ -352,6 +429,29 @@ class CudaLayerOps final : public LayerOps {
                                     std::to_string(static_cast<int>(s))));
     }
   }
+  // A launcher's error, named after this device (Note [Sticky device errors]).
+  void record(const Status& s) {
+    if (!s.isOk() && ok()) (void)(status_ = internalError("cuda:" + std::to_string(index_) + ": " + s.message()));
+  }
+  // Scratch memory for the transformer launchers: grows (never shrinks) and lives as long as this
+  // object; nullptr with the error recorded when it cannot grow. Every op runs on stream_, so a
+  // later op reusing it is ordered after the earlier one's kernels.
+  void* workspace(size_t bytes) {
+    if (!ok() || bytes <= workspaceBytes_) return workspace_;
+    if (workspace_ != nullptr) {
+      cudaStreamSynchronize(stream_);  // queued work may still read the old one
+      cudaFree(workspace_);
+      workspace_ = nullptr;
+      workspaceBytes_ = 0;
+    }
+    check(cudaMalloc(&workspace_, bytes), ("cudaMalloc " + std::to_string(bytes) + " bytes for the op workspace").c_str());
+    if (!ok()) {
+      workspace_ = nullptr;
+      return nullptr;
+    }
+    workspaceBytes_ = bytes;
+    return workspace_;
+  }
   template <typename Kernel, typename... Args>
   void launch(Kernel kernel, int64_t n, Args... args) {
     if (!ok() || n <= 0) return;
@@ -362,6 +462,8 @@ class CudaLayerOps final : public LayerOps {
   int index_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t blas_ = nullptr;
+  void* workspace_ = nullptr;  // workspace(): scratch of the transformer ops
+  size_t workspaceBytes_ = 0;
   Status status_;
 };
 

@@ -34,8 +34,10 @@
 
 namespace ddp::kernels {
 
-enum class Activation : uint8_t { kIdentity = 0, kRelu, kTanh, kGelu };
-const char* activationName(Activation a);                        // "identity", "relu", ...
+// kGelu is the exact (erf) GELU; kGeluTanh GPT-2's tanh approximation
+// 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))). New values go at the end (the numbers are kept).
+enum class Activation : uint8_t { kIdentity = 0, kRelu, kTanh, kGelu, kGeluTanh };
+const char* activationName(Activation a);  // "identity", "relu", "tanh", "gelu", "gelu_tanh"
 bool parseActivation(const std::string& name, Activation* out);  // inverse of the above
 
 // Geometry of a 2-D convolution / pooling window over one NCHW batch.
@@ -135,6 +137,62 @@ class LayerOps {
                                           int32_t* rowCorrect) = 0;
   virtual void softmaxCrossEntropyBackward(const float* probs, const int32_t* labels, int rows,
                                            int classes, float scale, float* dlogits) = 0;
+
+  // Transformer ops (CPU twins and notes in kernels/transformer_ops.h).
+  // out[i][:] (+)= table[ids[i]][:] for i in [0, n); table is vocab x dim. Overwrites unless
+  // accumulate.
+  virtual void embeddingForward(const int32_t* ids, int n, const float* table, int dim, float* out,
+                                bool accumulate) = 0;
+  // dtable[ids[i]][:] += dout[i][:] for i in order, after zeroing dtable (vocab x dim) unless
+  // accumulate. Deterministic: each dtable row sums its dout rows in increasing i on both
+  // devices, so CPU and CUDA give the same bits.
+  virtual void embeddingBackward(const int32_t* ids, int n, const float* dout, int dim, int vocab,
+                                 float* dtable, bool accumulate) = 0;
+  // LayerNorm over the last dim (rows x dim): y = (x-mean)*rstd*gamma + beta with the biased
+  // variance, rstd = 1/sqrt(var + eps); saves mean and rstd (rows).
+  virtual void layerNormForward(const float* x, const float* gamma, const float* beta, int rows,
+                                int dim, float eps, float* y, float* mean, float* rstd) = 0;
+  // dx overwritten; dgamma/dbeta accumulated when accumulateParams, else overwritten.
+  virtual void layerNormBackward(const float* x, const float* gamma, const float* mean,
+                                 const float* rstd, const float* dy, int rows, int dim, float* dx,
+                                 float* dgamma, float* dbeta, bool accumulateParams) = 0;
+  // RMSNorm: y = x * rstd * gamma, rstd = 1/sqrt(mean(x^2) + eps); saves rstd (rows).
+  virtual void rmsNormForward(const float* x, const float* gamma, int rows, int dim, float eps,
+                              float* y, float* rstd) = 0;
+  // dx overwritten; dgamma accumulated when accumulateParams, else overwritten.
+  virtual void rmsNormBackward(const float* x, const float* gamma, const float* rstd,
+                               const float* dy, int rows, int dim, float* dx, float* dgamma,
+                               bool accumulateParams) = 0;
+  // Causal multi-head self-attention, materialized. qkv: (batch*seq) x (3*heads*headDim), each
+  // row [q (heads x headDim) | k | v]. out: (batch*seq) x (heads*headDim), head h in columns
+  // [h*headDim, (h+1)*headDim). probs: batch x heads x seq x seq, softmax(q.k / sqrt(headDim))
+  // over j <= i, 0 for j > i; saved for backward.
+  virtual void causalAttentionForward(const float* qkv, int batch, int seq, int heads, int headDim,
+                                      float* out, float* probs) = 0;
+  // dqkv (same layout as qkv) overwritten.
+  virtual void causalAttentionBackward(const float* qkv, const float* probs, const float* dout,
+                                       int batch, int seq, int heads, int headDim,
+                                       float* dqkv) = 0;
+  // Rotary position embedding, in place on the q and k parts of qkv (v untouched); row r is at
+  // position r % seq; pair (2i, 2i+1) of each head turns by pos * base^(-2i/headDim) (Note
+  // [RoPE angles]). headDim even. Backward turns the gradient by the negative angle (the
+  // transpose), in place on dqkv.
+  virtual void ropeForward(float* qkv, int batch, int seq, int heads, int headDim, float base) = 0;
+  virtual void ropeBackward(float* dqkv, int batch, int seq, int heads, int headDim,
+                            float base) = 0;
+  // y[i] += x[i] (residual adds).
+  virtual void addInPlace(float* y, const float* x, size_t n) = 0;
+  // Token-level softmax cross-entropy, forward and backward at once, in place: logits (rows x
+  // classes) becomes dlogits = scale*(softmax - onehot); rowLoss[r] = -log softmax[label];
+  // rowCorrect[r] = (argmax == label), ties to the lowest index. A label < 0 is ignored: its
+  // loss and correct are 0 and its dlogits row is 0.
+  virtual void crossEntropyInPlace(float* logits, const int32_t* labels, int rows, int classes,
+                                   float scale, float* rowLoss, int32_t* rowCorrect) = 0;
+  // Dropout with the counter-based mask of Note [Dropout mask] (identical on CPU and CUDA):
+  // element i kept iff dropoutUniform(seed, i) >= p, kept values times 1/(1-p); y may alias x.
+  // Backward recomputes the mask from seed: dx = mask * dy / (1-p); dx may alias dy.
+  virtual void dropoutForward(const float* x, float* y, size_t n, float p, uint64_t seed) = 0;
+  virtual void dropoutBackward(const float* dy, float* dx, size_t n, float p, uint64_t seed) = 0;
 };
 
 // The CPU implementation (OpenBLAS with `threads` threads; 0 keeps the current setting).
