@@ -195,7 +195,8 @@ class LayerOps {
   virtual void dropoutBackward(const float* dy, float* dx, size_t n, float p, uint64_t seed) = 0;
 };
 
-// The CPU implementation (OpenBLAS with `threads` threads; 0 keeps the current setting).
+// The CPU implementation (kernels/cpu_layer_ops.cc; OpenBLAS with `threads` threads, 0 keeps
+// the current setting).
 std::unique_ptr<LayerOps> makeCpuLayerOps(int threads = 0);
 struct CpuOpsOptions {
   int threads = 0;
