@@ -154,6 +154,11 @@ struct HeartbeatReport {
   double loss = 0;  // a non-finite loss goes out as null and comes back as NaN
   double samplesPerSecond = 0;
   std::optional<double> testAccuracy;  // null until the first evaluation
+  // Language models only (absent otherwise; docs/API.md, "Heartbeats"): the last validation's
+  // mean loss, global training tokens/s and model FLOPs utilisation (fraction).
+  std::optional<double> valLoss;
+  std::optional<double> tokensPerSecond;
+  std::optional<double> mfu;
   HeartbeatCounters counters;
   std::vector<CollectiveInFlight> collectives;
   std::vector<FlightOpReport> flightRecord;  // only in answer to the `flightRecord` command

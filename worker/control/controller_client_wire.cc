@@ -3,6 +3,8 @@
 // invalid UTF-8 replaced when encoding).
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
 
 #include "worker/control/controller_client.h"
 
@@ -57,6 +59,15 @@ class Fields {
     if (v == nullptr) return missing(key, required);
     if (!v->is_string()) return wrong(key, "a string");
     *out = v->get<std::string>();
+    return Status::ok();
+  }
+  // Absent or null: left as it is (an older worker's report has no such field).
+  Status getOptionalDouble(const char* key, std::optional<double>* out) const {
+    const Json* v = find(key);
+    if (v == nullptr || v->is_null()) return Status::ok();
+    double d = 0;
+    DDP_RETURN_IF_ERROR(getDouble(key, &d));
+    *out = d;
     return Status::ok();
   }
   // nullptr when absent or null.
@@ -159,10 +170,9 @@ Status decodeProgress(const Fields& f, const Json& j, HeartbeatReport* r) {
   DDP_RETURN_IF_ERROR(f.getInt("epochs", &r->epochs, false));
   DDP_RETURN_IF_ERROR(f.getDouble("loss", &r->loss, false));
   DDP_RETURN_IF_ERROR(f.getDouble("samplesPerSecond", &r->samplesPerSecond, false));
-  if (auto it = j.find("testAccuracy"); it != j.end() && !it->is_null()) {
-    double acc = 0;
-    DDP_RETURN_IF_ERROR(f.getDouble("testAccuracy", &acc));
-    r->testAccuracy = acc;
+  for (auto [key, out] : {std::pair{"testAccuracy", &r->testAccuracy}, std::pair{"valLoss", &r->valLoss},
+                          std::pair{"tokensPerSecond", &r->tokensPerSecond}, std::pair{"mfu", &r->mfu}}) {
+    DDP_RETURN_IF_ERROR(f.getOptionalDouble(key, out));
   }
   return f.getString("message", &r->message, false);
 }
@@ -257,6 +267,10 @@ std::string encodeHeartbeatReport(const HeartbeatReport& r) {
                    {"checkpoint", checkpoint},
                    {"message", r.message},
                    {"ext", ext}};
+  // Sent only when known: a heartbeat without them reads as one from an older worker.
+  if (r.valLoss) j["valLoss"] = number(*r.valLoss);
+  if (r.tokensPerSecond) j["tokensPerSecond"] = number(*r.tokensPerSecond);
+  if (r.mfu) j["mfu"] = number(*r.mfu);
   if (!r.flightRecord.empty()) j["flightRecord"] = encodeFlightRecord(r.flightRecord);
   if (r.lastShard) {
     Json shard = Json::parse(encodeShardOutcome(r.lastShard->outcome));

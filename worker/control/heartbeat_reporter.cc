@@ -146,6 +146,9 @@ HeartbeatReport HeartbeatReporter::snapshot(WorkerState state, const std::string
   r.loss = p.loss;
   r.samplesPerSecond = p.samplesPerSecond;
   r.testAccuracy = p.testAccuracy;
+  r.valLoss = p.valLoss;
+  r.tokensPerSecond = p.tokensPerSecond;
+  r.mfu = p.mfu;
   r.counters = {p.samples, p.steps, p.stepSeconds, p.commBytes, p.commExposedSeconds,
                 p.compressionUncompressedBytes, p.compressionSentBytes};
   if (p.checkpoint) r.checkpoint = CheckpointReport{p.checkpoint->step, p.checkpoint->bytes, p.checkpoint->path};

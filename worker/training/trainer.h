@@ -60,6 +60,9 @@ struct TrainingProgress {
   double loss = 0;         // this rank's mean loss of the last step
   double samplesPerSecond = 0;         // global, over the steps run in this process
   std::optional<double> testAccuracy;  // last evaluation (fraction)
+  std::optional<double> valLoss;       // last evaluation's mean loss (language models: per token)
+  std::optional<double> tokensPerSecond;  // language models: global training tokens / s (as samplesPerSecond)
+  std::optional<double> mfu;  // language models: model FLOPs utilisation (docs/TRAINING.md)
   // Cumulative over the steps run in this process.
   int64_t samples = 0;     // this rank's training samples
   int64_t steps = 0;

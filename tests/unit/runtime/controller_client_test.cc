@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/fake_controller.h"
@@ -288,6 +289,59 @@ TEST(ControllerWireTest, HeartbeatReportRoundTrips) {
   EXPECT_EQ(back2->testAccuracy, 0.9);
   EXPECT_EQ(back2->state, WorkerState::kFailed);
   EXPECT_NE(decodeHeartbeatReport(R"({"workerId": "w", "rank": 0, "state": "Sleeping"})").status().message().find("Sleeping"),
+            std::string::npos);
+}
+
+// Language-model figures (docs/API.md, "Heartbeats"): sent only when known, so a report
+// without them reads as one from an older worker, and an older worker's report decodes.
+TEST(ControllerWireTest, HeartbeatLanguageModelFiguresRoundTripWhenPresent) {
+  HeartbeatReport lm = sampleReport();
+  lm.valLoss = 2.75;
+  lm.tokensPerSecond = 123456.5;
+  lm.mfu = 0.41;
+  const auto j = nlohmann::json::parse(encodeHeartbeatReport(lm));
+  EXPECT_EQ(j["valLoss"], 2.75);
+  EXPECT_EQ(j["tokensPerSecond"], 123456.5);
+  EXPECT_EQ(j["mfu"], 0.41);
+  EXPECT_FALSE(j.contains("perplexity")) << "the controller computes it from valLoss";
+  auto back = decodeHeartbeatReport(j.dump());
+  ASSERT_TRUE(back.isOk()) << back.status();
+  EXPECT_EQ(back->valLoss, 2.75);
+  EXPECT_EQ(back->tokensPerSecond, 123456.5);
+  EXPECT_EQ(back->mfu, 0.41);
+
+  // Without them (an MLP or CNN job): no key on the wire, nothing after decoding.
+  const HeartbeatReport plain = sampleReport();
+  const auto jp = nlohmann::json::parse(encodeHeartbeatReport(plain));
+  for (const char* k : {"valLoss", "tokensPerSecond", "mfu"}) EXPECT_FALSE(jp.contains(k)) << k;
+  auto backPlain = decodeHeartbeatReport(jp.dump());
+  ASSERT_TRUE(backPlain.isOk()) << backPlain.status();
+  EXPECT_FALSE(backPlain->valLoss.has_value());
+  EXPECT_FALSE(backPlain->tokensPerSecond.has_value());
+  EXPECT_FALSE(backPlain->mfu.has_value());
+
+  // A diverged validation loss goes out as null and reads back as unknown.
+  HeartbeatReport diverged = lm;
+  diverged.valLoss = std::numeric_limits<double>::infinity();
+  auto backDiverged = decodeHeartbeatReport(encodeHeartbeatReport(diverged));
+  ASSERT_TRUE(backDiverged.isOk()) << backDiverged.status();
+  EXPECT_FALSE(backDiverged->valLoss.has_value());
+  EXPECT_EQ(backDiverged->mfu, 0.41);
+
+  // An older worker's heartbeat, as it was sent before these fields existed.
+  auto old = decodeHeartbeatReport(
+      R"({"workerId": "w0", "rank": 0, "state": "Running", "step": 3, "totalSteps": 10, "epoch": 0, "epochs": 1,)"
+      R"( "loss": 0.5, "samplesPerSecond": 100.0, "testAccuracy": null, "counters": {}, "collectives": [],)"
+      R"( "checkpoint": null, "message": "", "ext": {}})");
+  ASSERT_TRUE(old.isOk()) << old.status();
+  EXPECT_EQ(old->step, 3);
+  EXPECT_FALSE(old->valLoss.has_value());
+  EXPECT_FALSE(old->tokensPerSecond.has_value());
+  EXPECT_FALSE(old->mfu.has_value());
+
+  // A present field of the wrong type is an error naming it.
+  EXPECT_NE(decodeHeartbeatReport(R"({"workerId": "w", "rank": 0, "state": "Running", "mfu": "high"})")
+                .status().message().find("heartbeat.mfu"),
             std::string::npos);
 }
 

@@ -100,6 +100,9 @@ TEST(HeartbeatReporterTest, ReportsTheLatestSnapshotAndTheCollectives) {
   p.epochs = 2;
   p.loss = 0.25;
   p.testAccuracy = 0.8;
+  p.valLoss = 3.25;
+  p.tokensPerSecond = 5000;
+  p.mfu = 0.3;
   p.samples = 1344;
   p.steps = 42;
   p.commBytes = 1000;
@@ -118,6 +121,9 @@ TEST(HeartbeatReporterTest, ReportsTheLatestSnapshotAndTheCollectives) {
   EXPECT_EQ(r.epoch, 1);
   EXPECT_DOUBLE_EQ(r.loss, 0.25);
   EXPECT_EQ(r.testAccuracy, 0.8);
+  EXPECT_EQ(r.valLoss, 3.25);
+  EXPECT_EQ(r.tokensPerSecond, 5000);
+  EXPECT_EQ(r.mfu, 0.3);
   EXPECT_EQ(r.counters.samples, 1344);
   EXPECT_EQ(r.counters.commBytes, 1000);
   EXPECT_EQ(r.counters.compressionUncompressedBytes, 800);
