@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -52,6 +53,9 @@ json yamlToJson(const YAML::Node& n) {
 
 json timeOrNull(int64_t ms) { return ms == 0 ? json(nullptr) : json(rfc3339(ms)); }
 
+// An optional figure: null when unknown or not finite (JSON has no NaN or infinity).
+json figureOrNull(const std::optional<double>& v) { return v && std::isfinite(*v) ? json(*v) : json(nullptr); }
+
 json jobObject(const JobRecord& r) {
   json spec = json::object();
   json labels = json::object();
@@ -80,7 +84,12 @@ json jobObject(const JobRecord& r) {
                    {"loss", std::isfinite(p.loss) ? json(p.loss) : json(nullptr)},
                    {"samplesPerSecond", p.samplesPerSecond},
                    {"testAccuracy", p.testAccuracy ? json(*p.testAccuracy) : json(nullptr)},
-                   {"etaSeconds", p.etaSeconds}};
+                   {"etaSeconds", p.etaSeconds},
+                   // Language models only (docs/API.md, "The job object"); null otherwise.
+                   {"valLoss", figureOrNull(p.valLoss)},
+                   {"perplexity", figureOrNull(p.perplexity())},
+                   {"tokensPerSecond", figureOrNull(p.tokensPerSecond)},
+                   {"mfu", figureOrNull(p.mfu)}};
   json status = {{"phase", jobPhaseName(r.phase)},
                  {"conditions", conditions},
                  {"startTime", timeOrNull(r.startMs)},

@@ -1,6 +1,7 @@
 #include "controller/jobs/heartbeat.h"
 
 #include <nlohmann/json.hpp>
+#include <utility>
 
 namespace ddp::controller {
 namespace {
@@ -56,7 +57,10 @@ Result<Heartbeat> parseHeartbeat(const std::string& body) {
   DDP_RETURN_IF_ERROR(field(j, "loss", &h.loss));
   DDP_RETURN_IF_ERROR(field(j, "samplesPerSecond", &h.samplesPerSecond));
   DDP_RETURN_IF_ERROR(field(j, "message", &h.message));
-  if (auto it = j.find("testAccuracy"); it != j.end() && it->is_number()) h.testAccuracy = it->get<double>();
+  for (auto [name, out] : {std::pair{"testAccuracy", &h.testAccuracy}, std::pair{"valLoss", &h.valLoss},
+                           std::pair{"tokensPerSecond", &h.tokensPerSecond}, std::pair{"mfu", &h.mfu}}) {
+    if (auto it = j.find(name); it != j.end() && it->is_number()) *out = it->get<double>();
+  }
   if (auto it = j.find("counters"); it != j.end() && it->is_object()) {
     for (const auto& [k, v] : it->items()) {
       if (v.is_number()) h.counters[k] = v.get<double>();

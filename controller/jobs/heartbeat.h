@@ -40,6 +40,8 @@ struct Heartbeat {
   int64_t step = 0, totalSteps = 0, epoch = 0, epochs = 0;
   double loss = 0, samplesPerSecond = 0;
   std::optional<double> testAccuracy;
+  // Language models only (absent from other workers' and older workers' heartbeats).
+  std::optional<double> valLoss, tokensPerSecond, mfu;
   std::map<std::string, double> counters;  // samples, steps, stepSeconds, commBytes, ...
   std::optional<HeartbeatCheckpoint> checkpoint;
   std::optional<HeartbeatShard> lastShard;

@@ -47,7 +47,11 @@ void noteProgress(const Heartbeat& hb, int64_t globalBatch, JobProgress* p) {
   p->epochs = hb.epochs;
   p->loss = hb.loss;
   p->samplesPerSecond = hb.samplesPerSecond;
+  // Evaluation and language-model figures keep their last value while a heartbeat has none.
   if (hb.testAccuracy) p->testAccuracy = hb.testAccuracy;
+  if (hb.valLoss) p->valLoss = hb.valLoss;
+  if (hb.tokensPerSecond) p->tokensPerSecond = hb.tokensPerSecond;
+  if (hb.mfu) p->mfu = hb.mfu;
   p->etaSeconds = hb.samplesPerSecond > 0 && p->totalSteps > p->step
                       ? static_cast<double>(p->totalSteps - p->step) * static_cast<double>(globalBatch) /
                             hb.samplesPerSecond

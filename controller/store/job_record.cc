@@ -44,9 +44,24 @@ bool isTerminal(JobPhase phase) {
          phase == JobPhase::kCancelled;
 }
 
+namespace {
+
+bool sameOptional(const std::optional<double>& a, const std::optional<double>& b) {
+  return a.has_value() == b.has_value() && (!a || sameDouble(*a, *b));
+}
+
+}  // namespace
+
+std::optional<double> JobProgress::perplexity() const {
+  if (!valLoss) return std::nullopt;
+  return std::exp(*valLoss);
+}
+
 bool JobProgress::operator==(const JobProgress& other) const {
-  if (testAccuracy.has_value() != other.testAccuracy.has_value()) return false;
-  if (testAccuracy && !sameDouble(*testAccuracy, *other.testAccuracy)) return false;
+  if (!sameOptional(testAccuracy, other.testAccuracy) || !sameOptional(valLoss, other.valLoss) ||
+      !sameOptional(tokensPerSecond, other.tokensPerSecond) || !sameOptional(mfu, other.mfu)) {
+    return false;
+  }
   return step == other.step && totalSteps == other.totalSteps && epoch == other.epoch &&
          epochs == other.epochs && sameDouble(loss, other.loss) &&
          sameDouble(samplesPerSecond, other.samplesPerSecond) &&

@@ -73,6 +73,12 @@ struct JobProgress {
   double samplesPerSecond = 0;
   std::optional<double> testAccuracy;
   double etaSeconds = 0;
+  // Language models (rank 0's last report; empty for other models and in records written
+  // before these fields existed). perplexity() is exp(valLoss), never stored.
+  std::optional<double> valLoss;
+  std::optional<double> tokensPerSecond;
+  std::optional<double> mfu;
+  std::optional<double> perplexity() const;
 
   // Field-wise; NaN equals NaN here (a stored NaN loss reads back equal).
   bool operator==(const JobProgress& other) const;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -97,6 +98,10 @@ std::string progressToJson(const JobProgress& p) {
               {"samplesPerSecond", encodeDouble(p.samplesPerSecond)},
               {"testAccuracy", p.testAccuracy ? encodeDouble(*p.testAccuracy) : json(nullptr)},
               {"etaSeconds", encodeDouble(p.etaSeconds)}};
+  // Language-model figures only when known (a record of another model looks as it always did).
+  if (p.valLoss) out["valLoss"] = encodeDouble(*p.valLoss);
+  if (p.tokensPerSecond) out["tokensPerSecond"] = encodeDouble(*p.tokensPerSecond);
+  if (p.mfu) out["mfu"] = encodeDouble(*p.mfu);
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -148,8 +153,12 @@ Result<JobProgress> progressFromJson(std::string_view text) {
     p.epochs = j.value("epochs", int64_t{0});
     p.loss = doubleField(j, "loss");
     p.samplesPerSecond = doubleField(j, "samplesPerSecond");
-    auto acc = j.find("testAccuracy");
-    if (acc != j.end() && !acc->is_null()) p.testAccuracy = decodeDouble(*acc);
+    // Optional figures: absent (a record written before they existed) or null reads as none.
+    for (auto [key, out] : {std::pair{"testAccuracy", &p.testAccuracy}, std::pair{"valLoss", &p.valLoss},
+                            std::pair{"tokensPerSecond", &p.tokensPerSecond}, std::pair{"mfu", &p.mfu}}) {
+      auto it = j.find(key);
+      if (it != j.end() && !it->is_null()) *out = decodeDouble(*it);
+    }
     p.etaSeconds = doubleField(j, "etaSeconds");
     return p;
   });

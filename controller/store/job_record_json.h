@@ -4,7 +4,8 @@
 // field names (camelCase). Decoding ignores unknown keys and defaults missing ones, so fields
 // can be added without a schema migration. Non-finite doubles (a NaN loss) are written as the
 // strings "NaN", "Infinity" and "-Infinity" (JSON has no such numbers); an absent
-// testAccuracy is null.
+// testAccuracy is null; absent language-model figures (valLoss, tokensPerSecond, mfu) have no
+// key, and a record written before they existed reads with none.
 // Thread model: pure functions, no shared state.
 
 #include <string>

@@ -134,8 +134,12 @@ TEST_F(ApiContractTest, SubmitGetListAndTheJobObject) {
   for (const char* k : {"phase", "conditions", "startTime", "completionTime", "generation", "restarts", "workers", "progress"}) {
     EXPECT_TRUE(got["status"].contains(k)) << k;
   }
-  for (const char* k : {"step", "totalSteps", "epoch", "epochs", "loss", "samplesPerSecond", "testAccuracy", "etaSeconds"}) {
+  for (const char* k : {"step", "totalSteps", "epoch", "epochs", "loss", "samplesPerSecond", "testAccuracy", "etaSeconds",
+                        "valLoss", "perplexity", "tokensPerSecond", "mfu"}) {
     EXPECT_TRUE(got["status"]["progress"].contains(k)) << k;
+  }
+  for (const char* k : {"testAccuracy", "valLoss", "perplexity", "tokensPerSecond", "mfu"}) {
+    EXPECT_TRUE(got["status"]["progress"][k].is_null()) << k << ": unknown before the first report";
   }
   // JSON documents are accepted too.
   const std::string js = R"({"apiVersion":"ddp.dev/v1","kind":"DDPJob","metadata":{"name":"beta"},)"

@@ -70,6 +70,24 @@ TEST(JobProgressTest, EqualityTreatsNanAsEqual) {
   EXPECT_EQ(a, b);
   a.loss = 1;
   EXPECT_NE(a, b);
+  a.loss = b.loss;
+  for (auto field : {&JobProgress::valLoss, &JobProgress::tokensPerSecond, &JobProgress::mfu}) {
+    JobProgress c = a;
+    c.*field = 0.25;
+    EXPECT_NE(a, c);
+    JobProgress d = c;
+    EXPECT_EQ(c, d);
+  }
+}
+
+TEST(JobProgressTest, PerplexityIsExpOfTheValidationLoss) {
+  JobProgress p;
+  EXPECT_FALSE(p.perplexity().has_value());
+  p.valLoss = 2.0;
+  ASSERT_TRUE(p.perplexity().has_value());
+  EXPECT_DOUBLE_EQ(*p.perplexity(), std::exp(2.0));
+  p.valLoss = 0.0;
+  EXPECT_DOUBLE_EQ(*p.perplexity(), 1.0);
 }
 
 TEST(JobRecordJsonTest, RoundTripsEveryField) {
@@ -99,6 +117,28 @@ TEST(JobRecordJsonTest, DoublesKeepFullPrecisionAndNonFiniteValues) {
   std::string text = progressToJson(p);
   EXPECT_NE(text.find("\"-Infinity\""), std::string::npos) << text;
   EXPECT_EQ(progressFromJson(text)->loss, p.loss);
+}
+
+// A progress record as the controller wrote it before the language-model figures: none of them.
+TEST(JobRecordJsonTest, AnOlderProgressRecordHasNoLanguageModelFigures) {
+  Result<JobProgress> p = progressFromJson(
+      R"({"epoch":0,"epochs":3,"etaSeconds":12.5,"loss":0.52,"samplesPerSecond":9000.0,"step":120,)"
+      R"("testAccuracy":null,"totalSteps":2814})");
+  ASSERT_TRUE(p.isOk()) << p.status();
+  EXPECT_EQ(p->step, 120);
+  EXPECT_FALSE(p->valLoss.has_value());
+  EXPECT_FALSE(p->tokensPerSecond.has_value());
+  EXPECT_FALSE(p->mfu.has_value());
+  // Written back without them; with them, they round-trip (a diverged NaN included).
+  EXPECT_EQ(progressToJson(*p).find("valLoss"), std::string::npos);
+  JobProgress lm = *p;
+  lm.valLoss = std::nan("");
+  lm.tokensPerSecond = 1.5e6;
+  lm.mfu = 0.42;
+  Result<JobProgress> back = progressFromJson(progressToJson(lm));
+  ASSERT_TRUE(back.isOk()) << back.status();
+  EXPECT_EQ(*back, lm);
+  EXPECT_FALSE(progressFromJson(R"({"valLoss": "low"})").isOk()) << "a mistyped figure is an error";
 }
 
 TEST(JobRecordJsonTest, MissingKeysDefaultAndUnknownKeysAreIgnored) {

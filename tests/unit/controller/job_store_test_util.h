@@ -61,6 +61,9 @@ inline JobRecord fullJob(const std::string& name, int64_t seed = 1) {
   job.progress.samplesPerSecond = 4321.5;
   job.progress.testAccuracy = 0.875;
   job.progress.etaSeconds = 93.25;
+  job.progress.valLoss = 3.0625;
+  job.progress.tokensPerSecond = 65536.5;
+  job.progress.mfu = 0.3125;
   for (int rank = 0; rank < 2; ++rank) {
     WorkerRecord w;
     w.rank = rank;

@@ -214,6 +214,36 @@ TEST(SqliteJobStoreTest, AVersionOneFileIsMigratedKeepingItsJobs) {
   EXPECT_EQ(*docs, std::vector<std::string>{"{\"a\":1}"});
 }
 
+// A record written before the language-model figures existed (its progress JSON exactly as that
+// version wrote it) loads, with none of them; writing it again keeps it readable.
+TEST(SqliteJobStoreTest, AnOlderRecordWithoutLanguageModelFiguresLoads) {
+  TempDir dir;
+  std::string path = dir.file("jobs.db");
+  {
+    auto store = openOrDie(path);
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->create(fullJob("old")).isOk());
+  }
+  rawQuery(path,
+           "UPDATE jobs SET progress_json = '{\"epoch\":1,\"epochs\":5,\"etaSeconds\":93.25,"
+           "\"loss\":0.5,\"samplesPerSecond\":4321.5,\"step\":120,\"testAccuracy\":0.875,"
+           "\"totalSteps\":1000}' WHERE name = 'old'");
+  auto store = openOrDie(path);
+  ASSERT_NE(store, nullptr);
+  auto old = store->get("old");
+  ASSERT_TRUE(old.isOk()) << old.status();
+  EXPECT_EQ(old->progress.step, 120);
+  EXPECT_EQ(old->progress.testAccuracy, 0.875);
+  EXPECT_FALSE(old->progress.valLoss.has_value());
+  EXPECT_FALSE(old->progress.perplexity().has_value());
+  EXPECT_FALSE(old->progress.tokensPerSecond.has_value());
+  EXPECT_FALSE(old->progress.mfu.has_value());
+  ASSERT_TRUE(store->update(*old).isOk());
+  EXPECT_EQ(rawQuery(path, "SELECT progress_json LIKE '%valLoss%' FROM jobs WHERE name = 'old'"), "0;")
+      << "no key for a figure the job never had";
+  EXPECT_EQ(*store->get("old"), *old);
+}
+
 // Flight record documents: replaced by verdict time, the newest kMaxFlightRecordsPerJob kept,
 // oldest first, gone with their job, NotFound for an unknown job; durable across a reopen.
 TEST(SqliteJobStoreTest, FlightRecordsAreKeptPerVerdictAndGoWithTheirJob) {

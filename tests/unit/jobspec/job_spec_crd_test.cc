@@ -132,7 +132,10 @@ TEST(KubernetesCrdTest, NamesSubresourcesAndPrinterColumns) {
   EXPECT_TRUE(v1["subresources"]["status"].IsMap());
   std::vector<std::string> columns;
   for (const YAML::Node& c : v1["additionalPrinterColumns"]) columns.push_back(c["name"].as<std::string>());
-  EXPECT_EQ(columns, (std::vector<std::string>{"Phase", "Workers", "Step", "Accuracy", "Age"}));
+  EXPECT_EQ(columns, (std::vector<std::string>{"Phase", "Workers", "Step", "Accuracy", "ValLoss", "Age"}));
+  for (const YAML::Node& c : v1["additionalPrinterColumns"]) {
+    if (c["name"].as<std::string>() == "ValLoss") EXPECT_EQ(c["priority"].as<int>(), 1) << "-o wide only";
+  }
   // Every column points at a field the status schema has.
   std::map<std::string, std::string> fields;
   walk(v1["schema"]["openAPIV3Schema"], "", &fields);
@@ -143,7 +146,9 @@ TEST(KubernetesCrdTest, NamesSubresourcesAndPrinterColumns) {
   }
   // The status a kubectl user reads (the list; rendezvousGeneration, not generation).
   for (const char* f : {"status.phase", "status.conditions", "status.readyWorkers", "status.worldSize",
-                        "status.rendezvousGeneration", "status.restarts", "status.progress"}) {
+                        "status.rendezvousGeneration", "status.restarts", "status.progress",
+                        "status.progress.valLoss", "status.progress.perplexity", "status.progress.tokensPerSecond",
+                        "status.progress.mfu"}) {
     EXPECT_TRUE(fields.count(f)) << f;
   }
   EXPECT_FALSE(fields.count("status.generation"));
