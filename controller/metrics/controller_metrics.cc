@@ -1,6 +1,7 @@
 #include "controller/metrics/controller_metrics.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <prometheus/text_serializer.h>
 
@@ -19,6 +20,17 @@ void observeSteps(prometheus::Histogram& h, double count, double seconds) {
   const size_t i = static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), mean) - bounds.begin());
   increments[i] = count;
   h.ObserveMultiple(increments, seconds);
+}
+
+// Rank 0's language-model figures; a heartbeat without one leaves its gauge as it was (0 until
+// the first: a job of another model keeps them at 0). perplexity = exp(val loss).
+void setLanguageModelFigures(JobSeries& s, const WorkerFigures& f) {
+  if (f.valLoss) {
+    s.valLoss.Set(*f.valLoss);
+    s.perplexity.Set(std::exp(*f.valLoss));
+  }
+  if (f.tokensPerSecond) s.tokensPerSecond.Set(*f.tokensPerSecond);
+  if (f.mfu) s.mfu.Set(*f.mfu);
 }
 
 }  // namespace
@@ -162,6 +174,7 @@ void ControllerMetrics::heartbeat(const std::string& job, const std::string& wor
     s.samplesPerSecond.Set(f.samplesPerSecond);
     s.loss.Set(f.loss);
     if (f.testAccuracy) s.testAccuracy.Set(*f.testAccuracy);
+    setLanguageModelFigures(s, f);
     s.progress.Set(f.totalSteps > 0 ? static_cast<double>(f.step) / static_cast<double>(f.totalSteps) : 0);
     s.eta.Set(f.etaSeconds);
     const double saved = f.compressionUncompressedBytes - f.compressionSentBytes;

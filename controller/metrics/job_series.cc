@@ -11,6 +11,10 @@ JobSeries::JobSeries(MetricFamilies& f, std::string job)
       samplesPerSecond(f.samplesPerSecond.Add({{"job", job}})),
       loss(f.loss.Add({{"job", job}})),
       testAccuracy(f.testAccuracy.Add({{"job", job}})),
+      valLoss(f.valLoss.Add({{"job", job}})),
+      perplexity(f.perplexity.Add({{"job", job}})),
+      tokensPerSecond(f.tokensPerSecond.Add({{"job", job}})),
+      mfu(f.mfu.Add({{"job", job}})),
       progress(f.progress.Add({{"job", job}})),
       eta(f.eta.Add({{"job", job}})),
       stepSeconds(f.stepSeconds.Add({{"job", job}}, stepBuckets())),
@@ -44,6 +48,10 @@ JobSeries::~JobSeries() {
   f_.samplesPerSecond.Remove(&samplesPerSecond);
   f_.loss.Remove(&loss);
   f_.testAccuracy.Remove(&testAccuracy);
+  f_.valLoss.Remove(&valLoss);
+  f_.perplexity.Remove(&perplexity);
+  f_.tokensPerSecond.Remove(&tokensPerSecond);
+  f_.mfu.Remove(&mfu);
   f_.progress.Remove(&progress);
   f_.eta.Remove(&eta);
   f_.stepSeconds.Remove(&stepSeconds);

@@ -47,6 +47,10 @@ class JobSeries {
   prometheus::Gauge& samplesPerSecond;
   prometheus::Gauge& loss;
   prometheus::Gauge& testAccuracy;
+  prometheus::Gauge& valLoss;
+  prometheus::Gauge& perplexity;
+  prometheus::Gauge& tokensPerSecond;
+  prometheus::Gauge& mfu;
   prometheus::Gauge& progress;
   prometheus::Gauge& eta;
   prometheus::Histogram& stepSeconds;

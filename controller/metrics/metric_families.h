@@ -39,6 +39,10 @@ struct MetricFamilies {
   Family<Gauge>& samplesPerSecond;
   Family<Gauge>& loss;
   Family<Gauge>& testAccuracy;
+  Family<Gauge>& valLoss;             // language models (0 until reported)
+  Family<Gauge>& perplexity;
+  Family<Gauge>& tokensPerSecond;
+  Family<Gauge>& mfu;
   Family<Gauge>& progress;
   Family<Gauge>& eta;
   Family<Histogram>& stepSeconds;

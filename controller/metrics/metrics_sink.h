@@ -22,6 +22,8 @@ struct WorkerFigures {
   double loss = 0;
   double samplesPerSecond = 0;  // global, as the worker measures it
   std::optional<double> testAccuracy;
+  // Language models only; empty for other models (the gauges keep their last value).
+  std::optional<double> valLoss, tokensPerSecond, mfu;
   double etaSeconds = 0;        // the controller's estimate (rank 0's heartbeats)
   // Cumulative counters (docs/API.md, "Heartbeats", `counters`).
   double samples = 0, steps = 0, stepSeconds = 0;

@@ -17,6 +17,9 @@ WorkerFigures workerFigures(const Heartbeat& hb) {
   f.loss = hb.loss;
   f.samplesPerSecond = hb.samplesPerSecond;
   f.testAccuracy = hb.testAccuracy;
+  f.valLoss = hb.valLoss;
+  f.tokensPerSecond = hb.tokensPerSecond;
+  f.mfu = hb.mfu;
   f.samples = counter(hb, "samples");
   f.steps = counter(hb, "steps");
   f.stepSeconds = counter(hb, "stepSeconds");

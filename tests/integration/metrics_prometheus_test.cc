@@ -200,8 +200,8 @@ TEST_F(MetricsPrometheusTest, EveryDashboardQueryRunsAndUsesOnlyExportedMetrics)
   ASSERT_FALSE(dash.is_discarded()) << "the dashboard is not valid JSON";
   std::vector<std::string> exprs, rows;
   collectExprs(dash["panels"], &exprs, &rows);
-  for (const char* row : {"Jobs overview", "Throughput", "Loss and accuracy", "Communication", "Reliability",
-                          "Checkpoints", "Controller"}) {
+  for (const char* row : {"Jobs overview", "Throughput", "Loss and accuracy", "Language models", "Communication",
+                          "Reliability", "Checkpoints", "Controller"}) {
     EXPECT_NE(std::find(rows.begin(), rows.end(), row), rows.end()) << "no row " << row;
   }
   // The `job` template variable, fed by label_values(METRIC, job).

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tests/support/prometheus_text.h"
 
 namespace ddp::controller {
@@ -93,6 +95,44 @@ TEST(ControllerMetricsTest, CompressionRatioIsBytesWithoutCompressionOverBytesSe
   m.heartbeat("p", "p-w0", 1, 0, f);
   const PromText t = PromText::parse(m.scrape({}));
   EXPECT_DOUBLE_EQ(*t.value("ddp_job_compression_ratio", {{"job", "p"}}), 4.6);
+}
+
+// Language-model gauges: rank 0's figures, perplexity = exp(val loss); a heartbeat without them
+// (or another rank's) leaves them as they were; a job of another model keeps them at 0.
+TEST(ControllerMetricsTest, LanguageModelGaugesFollowRankZero) {
+  FakeClock clock;
+  ControllerMetrics m({}, clock);
+  m.jobCreated("gpt", 2);
+  m.jobCreated("mlp", 1);
+  WorkerFigures f = figures(10, 160, 1, 0);
+  f.valLoss = 2.5;
+  f.tokensPerSecond = 40000;
+  f.mfu = 0.35;
+  m.heartbeat("gpt", "gpt-w0", 1, 0, f);
+  WorkerFigures other = f;  // rank 1's figures are not the job's
+  other.valLoss = 9;
+  other.tokensPerSecond = 1;
+  other.mfu = 0.9;
+  m.heartbeat("gpt", "gpt-w1", 1, 1, other);
+  m.heartbeat("mlp", "mlp-w0", 1, 0, figures(10, 160, 1, 0));
+  PromText t = PromText::parse(m.scrape({}));
+  EXPECT_NEAR(*t.value("ddp_job_val_loss", {{"job", "gpt"}}), 2.5, 1e-12);
+  EXPECT_NEAR(*t.value("ddp_job_perplexity", {{"job", "gpt"}}), std::exp(2.5), 1e-9);
+  EXPECT_NEAR(*t.value("ddp_job_tokens_per_second", {{"job", "gpt"}}), 40000, 1e-9);
+  EXPECT_NEAR(*t.value("ddp_job_mfu", {{"job", "gpt"}}), 0.35, 1e-12);
+  for (const char* family : {"ddp_job_val_loss", "ddp_job_perplexity", "ddp_job_tokens_per_second", "ddp_job_mfu"}) {
+    EXPECT_EQ(t.value(family, {{"job", "mlp"}}), 0) << family << ": present, 0 for a job without the figure";
+  }
+
+  // A later heartbeat between validations: the throughput moves, the validation figures stay.
+  WorkerFigures between = figures(20, 320, 2, 0);
+  between.tokensPerSecond = 50000;
+  m.heartbeat("gpt", "gpt-w0", 1, 0, between);
+  t = PromText::parse(m.scrape({}));
+  EXPECT_NEAR(*t.value("ddp_job_val_loss", {{"job", "gpt"}}), 2.5, 1e-12);
+  EXPECT_NEAR(*t.value("ddp_job_perplexity", {{"job", "gpt"}}), std::exp(2.5), 1e-9);
+  EXPECT_NEAR(*t.value("ddp_job_tokens_per_second", {{"job", "gpt"}}), 50000, 1e-9);
+  EXPECT_NEAR(*t.value("ddp_job_mfu", {{"job", "gpt"}}), 0.35, 1e-12);
 }
 
 TEST(ControllerMetricsTest, AFinishedJobsSeriesGoAfterTheRetentionPeriod) {
