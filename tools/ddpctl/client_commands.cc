@@ -469,7 +469,9 @@ const std::vector<CommandSpec>& commands() {
        "application/yaml. Prints `job NAME created`.\n"},
       {"get", "[NAME] [-o wide|json|yaml] [--phase P]", "list jobs, or show one",
        {{"--output", "-o", true}, {"--phase", nullptr, true}}, 0, 1, getCommand,
-       "  -o, --output F   wide (adds GENERATION RESTARTS ETA), json or yaml (the API objects)\n"
+       "  -o, --output F   wide (adds GENERATION RESTARTS ETA, and TOKENS/S MFU for language\n"
+       "                   models), json or yaml (the API objects)\n"
+       "A VAL-LOSS column follows LOSS when a listed job is a language model that reported one.\n"
        "  --phase P        only jobs in phase P (Pending, Running, Restarting, Succeeded,\n"
        "                   Failed, Cancelled)\n"},
       {"describe", "NAME", "a job's spec summary, status, conditions, workers and events", {}, 1, 1,

@@ -115,5 +115,48 @@ std::optional<double> eta(const Json& job) {
   return number(job, {"status", "progress", "etaSeconds"});
 }
 
+std::optional<double> valLoss(const Json& job) {
+  std::optional<double> v = number(job, {"status", "progress", "valLoss"});
+  return v && std::isfinite(*v) ? v : std::nullopt;
+}
+
+std::optional<double> perplexity(const Json& job) {
+  std::optional<double> p = number(job, {"status", "progress", "perplexity"});
+  if (p && std::isfinite(*p)) return p;
+  std::optional<double> loss = valLoss(job);
+  if (!loss || !std::isfinite(std::exp(*loss))) return std::nullopt;
+  return std::exp(*loss);
+}
+
+std::optional<double> tokensPerSecond(const Json& job) {
+  std::optional<double> v = number(job, {"status", "progress", "tokensPerSecond"});
+  return v && *v > 0 && std::isfinite(*v) ? v : std::nullopt;
+}
+
+std::optional<double> mfu(const Json& job) {
+  std::optional<double> v = number(job, {"status", "progress", "mfu"});
+  return v && std::isfinite(*v) ? v : std::nullopt;
+}
+
+std::string valLossText(const Json& job) {
+  std::optional<double> v = valLoss(job);
+  return v ? formatNumber("%.4f", *v) : "-";
+}
+
+std::string perplexityText(const Json& job) {
+  std::optional<double> p = perplexity(job);
+  return p ? formatNumber("%.2f", *p) : "-";
+}
+
+std::string tokensPerSecondText(const Json& job) {
+  std::optional<double> v = tokensPerSecond(job);
+  return v ? formatNumber("%.0f tokens/s", *v) : "";
+}
+
+std::string mfuText(const Json& job) {
+  std::optional<double> v = mfu(job);
+  return v ? formatNumber("MFU %.1f%%", *v * 100.0) : "";
+}
+
 }  // namespace fields
 }  // namespace ddp::ddpctl

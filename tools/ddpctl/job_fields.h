@@ -52,5 +52,17 @@ std::optional<double> speed(const Json& job);
 // Seconds left: only for a job not finished whose speed was measured.
 std::optional<double> eta(const Json& job);
 
+// Language models (status.progress.valLoss, perplexity, tokensPerSecond, mfu): empty when the
+// job does not report them (other models, older controllers).
+std::optional<double> valLoss(const Json& job);
+// The controller's perplexity, else exp(valLoss) (a controller that sends only the loss).
+std::optional<double> perplexity(const Json& job);
+std::optional<double> tokensPerSecond(const Json& job);  // only once measured (> 0)
+std::optional<double> mfu(const Json& job);              // fraction of the devices' peak
+std::string valLossText(const Json& job);     // "2.2500" or "-"
+std::string perplexityText(const Json& job);  // "9.49" or "-"
+std::string tokensPerSecondText(const Json& job);  // "81920 tokens/s" or ""
+std::string mfuText(const Json& job);              // "MFU 42.0%" or ""
+
 }  // namespace fields
 }  // namespace ddp::ddpctl

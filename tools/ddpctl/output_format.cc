@@ -145,10 +145,22 @@ std::string phaseText(const Json& job, const std::string& fallback) {
 }  // namespace
 
 Table jobTable(const Json& jobs, int64_t nowUnix, bool wide) {
+  // Language-model columns only when a listed job reports the figure: a listing of other
+  // models looks as it always did.
+  const Json& list = arrayOrEmpty(&jobs);
+  auto any = [&](auto figure) {
+    return std::any_of(list.begin(), list.end(), [&](const Json& job) { return figure(job).has_value(); });
+  };
+  const bool withValLoss = any(valLoss);
+  const bool withTokens = wide && any(tokensPerSecond);
+  const bool withMfu = wide && any(mfu);
   Table t;
   t.header = {"NAME", "PHASE", "WORKERS", "STEP", "PROGRESS", "LOSS", "ACCURACY", "AGE"};
+  if (withValLoss) t.header.insert(t.header.begin() + 6, "VAL-LOSS");
   if (wide) t.header.insert(t.header.end(), {"GENERATION", "RESTARTS", "ETA"});
-  for (const Json& job : arrayOrEmpty(&jobs)) {
+  if (withTokens) t.header.push_back("TOKENS/S");
+  if (withMfu) t.header.push_back("MFU");
+  for (const Json& job : list) {
     const std::string phase = phaseText(job, "-");
     std::optional<double> fraction = progressFraction(job);
     std::vector<std::string> row = {
@@ -168,6 +180,15 @@ Table jobTable(const Json& jobs, int64_t nowUnix, bool wide) {
       row.push_back(gen ? std::to_string(*gen) : "-");
       row.push_back(restarts ? std::to_string(*restarts) : "-");
       row.push_back(left ? formatSeconds(*left) : "-");
+    }
+    if (withValLoss) row.insert(row.begin() + 6, valLossText(job));
+    if (withTokens) {
+      std::optional<double> tps = tokensPerSecond(job);
+      row.push_back(tps ? formatNumber("%.0f", *tps) : "-");
+    }
+    if (withMfu) {
+      std::optional<double> m = mfu(job);
+      row.push_back(m ? formatNumber("%.1f%%", *m * 100.0) : "-");
     }
     t.rows.push_back(std::move(row));
   }
@@ -214,7 +235,10 @@ std::string progressLine(const Json& job, int barWidth) {
       stepText(job),
       fraction ? formatNumber("%5.1f%%", *fraction * 100.0) : "",
       "loss " + lossText(job),
+      valLoss(job) ? "val loss " + valLossText(job) + " (ppl " + perplexityText(job) + ")" : "",
       sps ? formatNumber("%.0f samples/s", *sps) : "",
+      tokensPerSecondText(job),
+      mfuText(job),
       left ? "ETA " + formatSeconds(*left) : "",
       phase == "Restarting" && gen ? "generation " + std::to_string(*gen) : "",
   };
@@ -249,7 +273,12 @@ std::string watchSummary(const Json& job) {
   std::optional<int64_t> took = runSeconds(job);
   std::string out = "job " + text(job, {"metadata", "name"}).value_or("?") + " " + phase;
   if (started(job)) {
-    out += ": " + join({"step " + stepText(job), "loss " + lossText(job), "test accuracy " + accuracyText(job, "n/a"),
+    // A language model reports a validation loss instead of a test accuracy.
+    const bool lm = valLoss(job).has_value();
+    const bool accuracy = !lm || number(job, {"status", "progress", "testAccuracy"});
+    out += ": " + join({"step " + stepText(job), "loss " + lossText(job),
+                        lm ? "val loss " + valLossText(job) + ", perplexity " + perplexityText(job) : "",
+                        accuracy ? "test accuracy " + accuracyText(job, "n/a") : "",
                         took ? "took " + formatSeconds(static_cast<double>(*took)) : ""},
                        ", ");
   } else {
@@ -434,6 +463,8 @@ std::string describeJob(const Json& job, const Json& events, int64_t nowUnix, co
   out += labelLine("Restarts", restarts ? std::to_string(*restarts) + maxText : "");
   out += labelLine("Progress", progressSummary(job));
   out += labelLine("Test accuracy", accuracyText(job, kNone));
+  if (valLoss(job)) out += labelLine("Val loss", valLossText(job) + " (perplexity " + perplexityText(job) + ")");
+  if (tokensPerSecond(job) || mfu(job)) out += labelLine("Throughput", join({tokensPerSecondText(job), mfuText(job)}, ", "));
 
   static const Json kNoSpec = Json::object();
   const Json* specPtr = find(job, {"spec"});

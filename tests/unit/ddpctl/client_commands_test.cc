@@ -464,6 +464,31 @@ TEST_F(ClientCommandsTest, GetPrintsTheTable) {
   EXPECT_EQ(badPhase.err(), "ddpctl: unknown phase 'Sleeping'\n");
 }
 
+// A language model's validation loss gets a column of its own, only while a listed job has one;
+// -o wide adds its tokens/s and MFU.
+TEST_F(ClientCommandsTest, GetShowsTheValidationLossOfALanguageModel) {
+  fake_.addJob("gpt", "Running",
+               {{"progress", {{"step", 50}, {"totalSteps", 200}, {"loss", 2.5}, {"testAccuracy", nullptr},
+                              {"valLoss", 2.25}, {"perplexity", 9.487735836}, {"tokensPerSecond", 81920.0},
+                              {"mfu", 0.42}}}});
+  fake_.addJob("mlp", "Succeeded", {{"progress", {{"step", 200}, {"totalSteps", 200}, {"loss", 0.1},
+                                                  {"testAccuracy", 0.912}, {"valLoss", nullptr}}}});
+  ClientRun r;
+  EXPECT_EQ(r.run("get", withServer({})), kClientOk) << r.err();
+  EXPECT_EQ(r.out(),
+            "NAME   PHASE       WORKERS   STEP      PROGRESS   LOSS     VAL-LOSS   ACCURACY   AGE\n"
+            "gpt    Running     0/2       50/200    25%        2.5000   2.2500     -          1m\n"
+            "mlp    Succeeded   0/2       200/200   100%       0.1000   -          91.2%      1m\n");
+  ClientRun wide;
+  EXPECT_EQ(wide.run("get", withServer({"-o", "wide"})), kClientOk) << wide.err();
+  EXPECT_NE(wide.out().find("GENERATION   RESTARTS   ETA   TOKENS/S   MFU\n"), std::string::npos) << wide.out();
+  EXPECT_NE(wide.out().find("81920      42.0%\n"), std::string::npos) << wide.out();
+
+  ClientRun one;
+  EXPECT_EQ(one.run("get", withServer({"mlp"})), kClientOk) << one.err();
+  EXPECT_EQ(one.out().find("VAL-LOSS"), std::string::npos) << "no column without a language model: " << one.out();
+}
+
 TEST_F(ClientCommandsTest, MissingJobIs404WithItsName) {
   for (const char* cmd : {"get", "describe", "logs", "cancel", "delete", "watch", "checkpoints"}) {
     ClientRun r;

@@ -204,6 +204,81 @@ TEST(WatchSummary, NamesOutcomeAccuracyAndDuration) {
             "job fashion-mnist Failed: step 2814/2814, loss 0.5200, test accuracy n/a, took 1m12s (rank 1 exited 3)");
 }
 
+// A language model's figures as the controller reports them (docs/API.md, "The job object").
+Json languageModelJob() {
+  Json job = runningJob();
+  job["metadata"]["name"] = "gpt";
+  Json& p = job["status"]["progress"];
+  p["valLoss"] = 2.25;
+  p["perplexity"] = 9.487735836358526;  // exp(2.25)
+  p["tokensPerSecond"] = 81920.4;
+  p["mfu"] = 0.4213;
+  return job;
+}
+
+TEST(LanguageModelFigures, GetWatchAndDescribeShowThemWhenPresent) {
+  const Json gpt = languageModelJob();
+  Table t = jobTable(Json::array({gpt}), kCreated + 60, /*wide=*/false);
+  EXPECT_EQ(t.header, (std::vector<std::string>{"NAME", "PHASE", "WORKERS", "STEP", "PROGRESS", "LOSS", "VAL-LOSS",
+                                                "ACCURACY", "AGE"}));
+  EXPECT_EQ(t.rows[0], (std::vector<std::string>{"gpt", "Running", "2/2", "120/2814", "4%", "0.5200", "2.2500", "-",
+                                                 "1m"}));
+  Table w = jobTable(Json::array({gpt, runningJob()}), kCreated + 60, /*wide=*/true);
+  EXPECT_EQ(w.header.size(), 14u);
+  EXPECT_EQ(std::vector<std::string>(w.header.end() - 2, w.header.end()), (std::vector<std::string>{"TOKENS/S", "MFU"}));
+  EXPECT_EQ(std::vector<std::string>(w.rows[0].end() - 2, w.rows[0].end()), (std::vector<std::string>{"81920", "42.1%"}));
+  EXPECT_EQ(std::vector<std::string>(w.rows[1].end() - 2, w.rows[1].end()), (std::vector<std::string>{"-", "-"}));
+  EXPECT_EQ(w.rows[1][6], "-") << "an MLP beside a language model: no validation loss";
+
+  EXPECT_EQ(progressLine(gpt, 10),
+            "Running    [----------]  120/2814    4.3%  loss 0.5200  val loss 2.2500 (ppl 9.49)  9000 samples/s  "
+            "81920 tokens/s  MFU 42.1%  ETA 3m20s");
+
+  Json done = gpt;
+  done["status"]["phase"] = "Succeeded";
+  done["status"]["completionTime"] = "2026-11-23T10:01:42Z";
+  EXPECT_EQ(watchSummary(done), "job gpt Succeeded: step 120/2814, loss 0.5200, val loss 2.2500, perplexity 9.49, took 1m12s");
+  done["status"]["progress"]["testAccuracy"] = 0.5;
+  EXPECT_EQ(watchSummary(done),
+            "job gpt Succeeded: step 120/2814, loss 0.5200, val loss 2.2500, perplexity 9.49, test accuracy 50.0%, "
+            "took 1m12s");
+
+  const std::string text = describeJob(gpt, Json::array(), kCreated + 300);
+  EXPECT_NE(text.find("Test accuracy:  <none>\nVal loss:       2.2500 (perplexity 9.49)\n"
+                      "Throughput:     81920 tokens/s, MFU 42.1%\nSpec:\n"),
+            std::string::npos)
+      << text;
+
+  // Only the loss (a controller that sends no perplexity): the client computes exp(valLoss).
+  Json lossOnly = gpt;
+  lossOnly["status"]["progress"].erase("perplexity");
+  lossOnly["status"]["progress"]["tokensPerSecond"] = nullptr;
+  lossOnly["status"]["progress"]["mfu"] = nullptr;
+  EXPECT_EQ(fields::perplexityText(lossOnly), "9.49");
+  const std::string lossOnlyText = describeJob(lossOnly, Json::array(), kCreated + 300);
+  EXPECT_NE(lossOnlyText.find("Val loss:       2.2500 (perplexity 9.49)\n"), std::string::npos) << lossOnlyText;
+  EXPECT_EQ(lossOnlyText.find("Throughput:"), std::string::npos) << lossOnlyText;
+}
+
+// A job without them (every MLP and CNN, or an older controller that sends no such keys, or
+// nulls) prints exactly as before.
+TEST(LanguageModelFigures, NothingChangesForJobsWithoutThem) {
+  Json nulls = runningJob();
+  for (const char* k : {"valLoss", "perplexity", "tokensPerSecond", "mfu"}) nulls["status"]["progress"][k] = nullptr;
+  for (const Json& job : {runningJob(), nulls}) {
+    EXPECT_EQ(jobTable(Json::array({job}), kCreated, false).header,
+              (std::vector<std::string>{"NAME", "PHASE", "WORKERS", "STEP", "PROGRESS", "LOSS", "ACCURACY", "AGE"}));
+    EXPECT_EQ(jobTable(Json::array({job}), kCreated, true).header.back(), "ETA");
+    EXPECT_EQ(progressLine(job, 10), progressLine(runningJob(), 10));
+    EXPECT_EQ(progressLine(job, 10), "Running    [----------]  120/2814    4.3%  loss 0.5200  9000 samples/s  ETA 3m20s");
+    EXPECT_EQ(describeJob(job, Json::array(), kCreated + 300), describeJob(runningJob(), Json::array(), kCreated + 300));
+    EXPECT_EQ(describeJob(job, Json::array(), kCreated + 300).find("Val loss"), std::string::npos);
+    Json done = job;
+    done["status"]["phase"] = "Succeeded";
+    EXPECT_EQ(watchSummary(done), "job fashion-mnist Succeeded: step 120/2814, loss 0.5200, test accuracy n/a");
+  }
+}
+
 TEST(DescribeJob, SummarisesSpecThenConditionsWorkersAndEvents) {
   Json events = Json::parse(R"([{"time": "2026-11-23T10:00:00Z", "type": "Normal", "reason": "Created",
                                  "message": "job created"},
