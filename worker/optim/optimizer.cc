@@ -75,7 +75,23 @@ Status Optimizer::stepParameters(std::span<const size_t> indices, float gradScal
   // The update may run on another thread than the one that allocated (the reducer's callback).
   if (onCuda()) DDP_RETURN_IF_ERROR(setCudaDevice(device_.index).withContext(name() + " step"));
 #endif
-  DDP_RETURN_IF_ERROR(applyUpdate(todo, gradScale).withContext(name() + " step on " + device_.toString()));
+  if (decayMask_.empty() || config_.weightDecay == 0.f) {
+    DDP_RETURN_IF_ERROR(applyUpdate(todo, gradScale).withContext(name() + " step on " + device_.toString()));
+  } else {
+    // Two groups: the masked-out parameters step with weight decay 0.
+    std::vector<size_t> decayed, plain;
+    for (size_t i : todo) (i < decayMask_.size() && decayMask_[i] ? decayed : plain).push_back(i);
+    if (!decayed.empty()) {
+      DDP_RETURN_IF_ERROR(applyUpdate(decayed, gradScale).withContext(name() + " step on " + device_.toString()));
+    }
+    if (!plain.empty()) {
+      const float decay = config_.weightDecay;
+      config_.weightDecay = 0.f;
+      Status st = applyUpdate(plain, gradScale);
+      config_.weightDecay = decay;
+      DDP_RETURN_IF_ERROR(st.withContext(name() + " step on " + device_.toString()));
+    }
+  }
   for (size_t i : todo) ++states_[i].step;
   return Status::ok();
 }

@@ -58,6 +58,11 @@ class Optimizer {
   // One update of the parameters at these positions (in parameters()).
   Status stepParameters(std::span<const size_t> indices, float gradScale = 1.f);
 
+  // Which parameters weight decay applies to (mask[i] for parameter i; empty, the default: every
+  // one). The others step with weight decay 0 (spec.optimizer.weightDecayOn: linearWeights).
+  // Precondition: empty or one entry per parameter.
+  void setWeightDecayMask(std::vector<bool> mask) { decayMask_ = std::move(mask); }
+
   float lr() const { return config_.lr; }
   void setLr(float lr) { config_.lr = lr; }
   // The device every parameter lives on (CPU for an empty list).
@@ -104,6 +109,7 @@ class Optimizer {
   Device device_;
   std::vector<ParamState> states_;  // CPU: steps and slots; CUDA: steps only (slots empty)
   std::vector<std::vector<kernels::FlatBuffer>> deviceSlots_;  // CUDA: slots per parameter
+  std::vector<bool> decayMask_;  // setWeightDecayMask; empty: decay every parameter
 
  private:
   // Allocates parameter i's slots if it has none yet.

@@ -146,6 +146,35 @@ TEST(OptimizerTest, NullGradIsSkippedAndSubsetStepEqualsFullStep) {
   EXPECT_EQ((*full)->stepParameters(bad).code(), StatusCode::kOutOfRange);
 }
 
+// A weight-decay mask steps the masked-out parameters as an optimizer without decay would, and
+// the others as one with it (oracle: two optimizers, one per group), for SGD and AdamW.
+TEST(OptimizerTest, WeightDecayMaskDecaysOnlyTheMaskedParameters) {
+  for (const OptimizerConfig& decayed : {OptimizerConfig::adamw(0.01f, 0.9f, 0.999f, 1e-8f, 0.1f),
+                                         OptimizerConfig::sgd(0.1f, 0.9f, 0.f, 0.05f)}) {
+    SCOPED_TRACE(optimizerKindName(decayed.kind));
+    OptimizerConfig plain = decayed;
+    plain.weightDecay = 0.f;
+    Tensor w("w", {1.f, -2.f}), b("b", {3.f});
+    Tensor w2("w", {1.f, -2.f}), b2("b", {3.f});
+    auto masked = makeOptimizer(decayed, {&w.p, &b.p});
+    ASSERT_TRUE(masked.isOk());
+    (*masked)->setWeightDecayMask({true, false});
+    auto withDecay = makeOptimizer(decayed, {&w2.p});
+    auto without = makeOptimizer(plain, {&b2.p});
+    ASSERT_TRUE(withDecay.isOk() && without.isOk());
+    for (int s = 0; s < 4; ++s) {
+      w.grad = w2.grad = {0.2f * s, -0.5f};
+      b.grad = b2.grad = {0.3f - s};
+      ASSERT_TRUE((*masked)->step().isOk());
+      ASSERT_TRUE((*withDecay)->step().isOk());
+      ASSERT_TRUE((*without)->step().isOk());
+    }
+    EXPECT_EQ(w.data, w2.data);
+    EXPECT_EQ(b.data, b2.data);
+    EXPECT_EQ((*masked)->config().weightDecay, decayed.weightDecay) << "the decay is restored after the step";
+  }
+}
+
 TEST(OptimizerTest, StateDictRoundTripContinuesBitwise) {
   for (auto cfg : {OptimizerConfig::sgd(0.1f, 0.9f), OptimizerConfig::adam(0.01f), OptimizerConfig::adamw(0.01f)}) {
     Tensor a("a", {1.f, -2.f, 0.5f});
