@@ -76,7 +76,7 @@ std::vector<std::vector<float>> finalParams(const std::string& yaml, const std::
   }
   auto spec = parseJobSpec(yaml);
   auto tc = spec.isOk() ? runtime::trainerConfigFromJobSpec(*spec) : Result<runtime::TrainerConfig>(spec.status());
-  auto m = tc.isOk() ? runtime::buildModel(*tc) : Result<std::unique_ptr<model::Sequential>>(tc.status());
+  auto m = tc.isOk() ? runtime::buildModel(*tc) : Result<std::unique_ptr<model::TrainableModel>>(tc.status());
   if (!m.isOk()) return *why = m.status().toString(), std::vector<std::vector<float>>{};
   Status st = model::loadParameters(model0, (*m)->parameters(), (*m)->ops());
   if (!st.isOk()) return *why = st.toString(), std::vector<std::vector<float>>{};

@@ -25,34 +25,35 @@
 #include "worker/model/batch.h"
 #include "worker/model/gpt_block.h"
 #include "worker/model/module.h"
+#include "worker/model/trainable_model.h"
 
 namespace ddp::model {
 
-class Gpt {
+class Gpt final : public TrainableModel {
  public:
   // Builds and initializes the model on `ops`' device. InvalidArgument naming the field when
   // the configuration cannot be built (GptConfig::validate).
   static Result<std::unique_ptr<Gpt>> create(const GptConfig& config, std::unique_ptr<kernels::LayerOps> ops,
                                              uint64_t seed);
-  ~Gpt();
+  ~Gpt() override;
   Gpt(const Gpt&) = delete;
   Gpt& operator=(const Gpt&) = delete;
 
-  std::string describe() const;
+  std::string describe() const override;
   const GptConfig& config() const { return c_; }
-  std::vector<Parameter*> parameters() { return params_; }
-  size_t numParameters();
-  void zeroGrad();
-  kernels::LayerOps& ops() { return *ops_; }
-  Status status() const { return ops_->status(); }
+  std::vector<Parameter*> parameters() override { return params_; }
+  size_t numParameters() override;
+  void zeroGrad() override;
+  kernels::LayerOps& ops() override { return *ops_; }
+  Status status() const override { return ops_->status(); }
 
   // Forward, loss (mean over the batch's tokens, times gradScale) and backward with `ready`.
   // Returns the loss summed over tokens, the correct next-token guesses and the token count.
   // `dropoutSeed` seeds this step's dropout masks (derive it from the job seed, rank and step).
   Result<BatchStats> forwardBackward(const Batch& batch, const GradReadyFn& ready = {}, float gradScale = 1.f,
-                                     uint64_t dropoutSeed = 0);
+                                     uint64_t dropoutSeed = 0) override;
   // Forward and loss only (no dropout).
-  Result<BatchStats> evaluate(const Batch& batch);
+  Result<BatchStats> evaluate(const Batch& batch) override;
 
  private:
   Gpt(const GptConfig& config, std::unique_ptr<kernels::LayerOps> ops);

@@ -76,6 +76,26 @@ Result<BatchStats> Module::evaluate(const float* hostImages, const int32_t* host
   return lossForward(hostImages, hostLabels, batch);
 }
 
+namespace {
+Status checkClassBatch(const Batch& b) {
+  if (b.features == nullptr || b.classes == nullptr || b.tokens != nullptr || b.tokensPerSample != 0) {
+    return invalidArgument("this model reads features with one class per sample (got another kind of batch)");
+  }
+  return Status::ok();
+}
+}  // namespace
+
+Result<BatchStats> Module::forwardBackward(const Batch& batch, const GradReadyFn& ready, float gradScale,
+                                           uint64_t /*dropoutSeed*/) {
+  DDP_RETURN_IF_ERROR(checkClassBatch(batch));
+  return forwardBackward(batch.features, batch.classes, batch.size, ready, gradScale);
+}
+
+Result<BatchStats> Module::evaluate(const Batch& batch) {
+  DDP_RETURN_IF_ERROR(checkClassBatch(batch));
+  return lossForward(batch.features, batch.classes, batch.size);
+}
+
 Result<BatchStats> Module::evaluateAll(const float* hostImages, const int32_t* hostLabels,
                                        int64_t count, int batchSize) {
   if (batchSize <= 0) return invalidArgument("evaluation batch size must be > 0");

@@ -28,47 +28,33 @@
 #include "kernels/layer_ops.h"
 #include "worker/core/parameter.h"
 #include "worker/model/layer.h"
+#include "worker/model/trainable_model.h"
 
 namespace ddp::model {
 
-// Loss and accuracy summed over a batch (or a whole evaluation pass).
-struct BatchStats {
-  double lossSum = 0;
-  int64_t correct = 0;
-  int64_t count = 0;
-  double meanLoss() const { return count ? lossSum / static_cast<double>(count) : 0.0; }
-  double accuracy() const { return count ? static_cast<double>(correct) / count : 0.0; }
-  BatchStats& operator+=(const BatchStats& o) {
-    lossSum += o.lossSum;
-    correct += o.correct;
-    count += o.count;
-    return *this;
-  }
-};
-
-class Module {
+class Module : public TrainableModel {
  public:
-  virtual ~Module();
+  ~Module() override;
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
 
-  virtual std::string describe() const = 0;
-  virtual std::vector<Parameter*> parameters() = 0;
+  std::string describe() const override = 0;
+  std::vector<Parameter*> parameters() override = 0;
   virtual Shape inputShape() const = 0;
   virtual int64_t outputFeatures() const = 0;
   virtual const float* forward(const float* input, int batch) = 0;
   virtual void backward(const float* gradOutput, const GradReadyFn& ready) = 0;
   // Preallocates activations for batches up to `batch` (optional; forward grows as needed).
-  virtual void reserve(int /*batch*/) {}
+  void reserve(int /*batch*/) override {}
 
-  kernels::LayerOps& ops() { return *ops_; }
+  kernels::LayerOps& ops() override { return *ops_; }
   Device device() const { return ops_->device(); }
-  Status status() const { return ops_->status(); }
+  Status status() const override { return ops_->status(); }
 
   // Sets every gradient to zero (through Parameter::grad).
-  void zeroGrad();
+  void zeroGrad() override;
   // Total number of scalar parameters.
-  size_t numParameters();
+  size_t numParameters() override;
 
   // One training step's compute: forward, softmax cross-entropy (mean over the batch, times
   // gradScale), backward with `ready`. Host inputs: images batch x numel(inputShape()), labels
@@ -77,6 +63,11 @@ class Module {
                                      const GradReadyFn& ready = {}, float gradScale = 1.f);
   // Forward and loss only.
   Result<BatchStats> evaluate(const float* hostImages, const int32_t* hostLabels, int batch);
+  // TrainableModel: the same on a typed batch of features and one class per sample (Note [Typed
+  // batches]); InvalidArgument for any other kind of batch. No dropout: the seed is ignored.
+  Result<BatchStats> forwardBackward(const Batch& batch, const GradReadyFn& ready = {}, float gradScale = 1.f,
+                                     uint64_t dropoutSeed = 0) override;
+  Result<BatchStats> evaluate(const Batch& batch) override;
   // Evaluates `count` samples in batches of `batchSize`.
   Result<BatchStats> evaluateAll(const float* hostImages, const int32_t* hostLabels, int64_t count,
                                  int batchSize);

@@ -12,6 +12,10 @@ EpochBoundary epochBoundary(int64_t samplesLeft, int64_t step, int64_t totalStep
   return b;
 }
 
+bool stepEvaluationDue(int64_t step, int64_t everySteps, int64_t totalSteps) {
+  return step >= totalSteps || (everySteps > 0 && step % everySteps == 0);
+}
+
 bool finalEvaluationDue(bool stopped, size_t evaluations) { return !stopped && evaluations == 0; }
 
 bool joinStopEndsRun(bool agreedStop, int epoch, int epochs) { return agreedStop && epoch < epochs; }

@@ -23,6 +23,10 @@ struct EpochBoundary {
 // `evalEachEpoch`, and the run's end always.
 EpochBoundary epochBoundary(int64_t samplesLeft, int64_t step, int64_t totalSteps, bool evalEachEpoch);
 
+// Language models (no epochs): after step `step` of `totalSteps`, an evaluation is due every
+// `everySteps` steps (0: none) and after the last step.
+bool stepEvaluationDue(int64_t step, int64_t everySteps, int64_t totalSteps);
+
 // After the loop: the run evaluates once when this process evaluated nothing (it resumed at the
 // very end) and did not stop.
 bool finalEvaluationDue(bool stopped, size_t evaluations);

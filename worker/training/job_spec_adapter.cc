@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/tokens/byte_tokens.h"
 #include "kernels/layer_ops.h"
 #include "worker/comm/nccl_backend.h"
 
@@ -10,14 +11,33 @@ namespace ddp::runtime {
 
 namespace {
 
+void adaptGpt(const JobSpec& s, TrainerConfig& c) {
+  const GptSpec& g = s.model.gpt;
+  model::GptConfig& m = c.gpt;
+  // vocabSize 0 (text only, the gate says): the bytes' vocabulary.
+  m.vocabSize = g.vocabSize > 0 ? g.vocabSize : static_cast<int>(tokens::kByteVocabSize);
+  m.contextLength = g.contextLength;
+  m.layers = g.layers;
+  m.heads = g.heads;
+  m.dModel = g.dModel;
+  m.mlpHidden = g.mlpHidden;
+  m.norm = g.norm == GptNorm::kRmsNorm ? model::GptNormKind::kRmsNorm : model::GptNormKind::kLayerNorm;
+  m.rope = g.positions == GptPositions::kRope;
+  m.tiedEmbeddings = g.tiedEmbeddings;
+  m.dropout = static_cast<float>(g.dropout);
+}
+
 void adaptModel(const JobSpec& s, TrainerConfig& c) {
-  // gpt: refused before (trainerConfigFromJobSpec); Note [Language models in progress].
+  c.model = s.model.type;
+  if (s.model.type == ModelType::kGpt) {
+    adaptGpt(s, c);
+    return;
+  }
   kernels::Activation act = kernels::Activation::kRelu;
   (void)kernels::parseActivation(s.model.activation, &act);  // the field table: relu, tanh or gelu
   const bool synthetic = s.data.dataset == DatasetKind::kSynthetic;
   const int64_t features = synthetic ? s.data.synthetic.features : 784;
   const int classes = synthetic ? s.data.synthetic.classes : 10;
-  c.model = s.model.type;
   if (s.model.type == ModelType::kMlp) {
     c.mlp.inputs = features;
     c.mlp.hidden = s.model.hidden;
@@ -65,6 +85,12 @@ void adaptData(const JobSpec& s, TrainerConfig& c) {
   c.gradAccumulation = s.gradientAccumulationSteps;
   c.evalEachEpoch = s.eval.everyEpoch;
   c.evalBatchSize = s.eval.batchSize;
+  c.evalEverySteps = s.eval.everySteps;
+  if (s.data.dataset == DatasetKind::kTokens || s.data.dataset == DatasetKind::kText) {
+    c.trainTokens = {s.data.train.path, s.data.train.dtype};
+    c.valTokens = {s.data.val.path, s.data.val.dtype};
+    c.valFraction = s.data.valFraction;
+  }
 }
 
 void adaptOptimizer(const JobSpec& s, TrainerConfig& c) {
@@ -85,9 +111,13 @@ void adaptOptimizer(const JobSpec& s, TrainerConfig& c) {
   }
   c.maxGradNorm = o.maxGradNorm;
   const ScheduleSpec& sch = o.schedule;
-  c.lr.kind = sch.type == ScheduleType::kStep     ? LrScheduleKind::kStep
-              : sch.type == ScheduleType::kCosine ? LrScheduleKind::kCosine
-                                                  : LrScheduleKind::kConstant;
+  switch (sch.type) {
+    case ScheduleType::kConstant: c.lr.kind = LrScheduleKind::kConstant; break;
+    case ScheduleType::kStep: c.lr.kind = LrScheduleKind::kStep; break;
+    case ScheduleType::kCosine: c.lr.kind = LrScheduleKind::kCosine; break;
+    case ScheduleType::kLinear: c.lr.kind = LrScheduleKind::kLinear; break;
+  }
+  c.weightDecayOn = o.weightDecayOn;
   c.lr.warmupSteps = sch.warmupSteps;
   c.lr.stepSize = sch.stepSize;
   c.lr.gamma = sch.gamma;
@@ -133,8 +163,8 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   // Note [Validated once] (job_spec.h): `s` passed the gate; it is not validated again here. A
   // valid spec makes a valid TrainerConfig (Note [Trainer refusals]), which the Trainer checks
   // as its own precondition.
-  if (s.model.type == ModelType::kGpt || s.data.dataset == DatasetKind::kTokens || s.data.dataset == DatasetKind::kText) {
-    return unimplemented("spec.model.type: gpt (and datasets tokens and text) are not trained by this worker yet");
+  if (s.precision != ComputePrecision::kFp32) {
+    return unimplemented("spec.precision: bf16 compute is not implemented by this worker yet (use fp32)");
   }
   TrainerConfig c;
   c.job = s.name.empty() ? "job" : s.name;

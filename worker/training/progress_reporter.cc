@@ -102,6 +102,18 @@ void ProgressReporter::step(const StepReport& r) {
 }
 
 void ProgressReporter::eval(const EvalReport& r) {
+  if (r.languageModel) {
+    if (format_ == LogFormat::kJson) {
+      line("{\"event\":\"eval\",\"step\":" + std::to_string(r.step) + ",\"test_loss\":" + num(r.testLoss) +
+           ",\"val_loss\":" + num(r.testLoss) + ",\"perplexity\":" + num(std::exp(r.testLoss)) +
+           ",\"test_accuracy\":" + num(r.testAccuracy) + ",\"elapsed_s\":" + num(r.elapsedSeconds, 4) + "}");
+    } else {
+      line("step " + std::to_string(r.step) + ": validation loss " + fixed(r.testLoss, 4) + " (perplexity " +
+           fixed(std::exp(r.testLoss), 2) + ")  next-token accuracy " + fixed(100 * r.testAccuracy, 2) + "%  (" +
+           fixed(r.elapsedSeconds, 1) + " s elapsed)");
+    }
+    return;
+  }
   if (format_ == LogFormat::kJson) {
     line("{\"event\":\"eval\",\"step\":" + std::to_string(r.step) + ",\"epoch\":" +
          std::to_string(r.epoch) + ",\"test_loss\":" + num(r.testLoss) + ",\"test_accuracy\":" +

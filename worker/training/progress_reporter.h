@@ -54,6 +54,9 @@ struct EvalReport {
   double testLoss = 0;
   double testAccuracy = 0;  // fraction
   double elapsedSeconds = 0;
+  // A language model's evaluation (no epochs): the loss is the validation loss per token, the
+  // accuracy the next-token accuracy.
+  bool languageModel = false;
 };
 
 class ProgressReporter {

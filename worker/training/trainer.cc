@@ -6,10 +6,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <span>
 
 #include "common/log.h"
 #include "worker/ddp/powersgd_hook_base.h"
+#include "worker/model/module.h"
 #include "worker/optim/grad_norm.h"
+#include "worker/training/model_flops.h"
 #include "worker/training/trainer_impl.h"
 
 namespace ddp::runtime {
@@ -65,7 +68,7 @@ void Trainer::Impl::publishProgress() {
   io.onProgress(progress);
 }
 
-void Trainer::Impl::observeStep(const StepTimings& t, int64_t samplesHere, double loss) {
+void Trainer::Impl::observeStep(const StepTimings& t, int64_t samplesHere, int64_t tokensHere, double loss) {
   if (!io.onProgress) return;
   progress.loss = loss;
   progress.samples = samplesHere;
@@ -74,11 +77,19 @@ void Trainer::Impl::observeStep(const StepTimings& t, int64_t samplesHere, doubl
   progress.commExposedSeconds = t.exposedComm;
   progress.samplesPerSecond =
       progress.stepSeconds > 0 ? static_cast<double>(samplesHere) * backend.size() / progress.stepSeconds : 0;
+  if (config.languageModel()) {
+    progress.tokensPerSecond =
+        progress.stepSeconds > 0 ? static_cast<double>(tokensHere) * backend.size() / progress.stepSeconds : 0;
+    if (peakFlops > 0 && *progress.tokensPerSecond > 0) {
+      progress.mfu = modelFlopsUtilisation(flopsPerToken, *progress.tokensPerSecond, backend.size(), peakFlops);
+    }
+  }
   publishProgress();
 }
 
-void Trainer::Impl::observeEval(double accuracy) {
+void Trainer::Impl::observeEval(double accuracy, std::optional<double> valLoss) {
   progress.testAccuracy = accuracy;
+  if (valLoss) progress.valLoss = valLoss;
   publishProgress();
 }
 
@@ -148,6 +159,7 @@ void Trainer::Impl::planBatch() {
 }
 
 int64_t Trainer::Impl::stepsToEnd() const {
+  if (!sampler) return config.maxSteps;  // language models: spec.steps, at any world size
   const int64_t micro = config.gradAccumulation;
   const int64_t batchesLeft = (sampler->remaining() + localBatch - 1) / localBatch;
   const int64_t laterEpochs = std::max<int64_t>(0, config.epochs - state.epoch - 1);
@@ -174,21 +186,31 @@ Status Trainer::Impl::setup() {
   }
   DDP_ASSIGN_OR_RETURN(model, buildModel(config));
   planBatch();
-  model->reserve(std::max(localBatch, config.evalBatchSize));
+  if (!config.languageModel()) model->reserve(std::max(localBatch, config.evalBatchSize));
   if (!model->device().isCpu()) {
     // The initial values were uploaded on the model's stream; the reducer's broadcast of rank 0's
     // parameters (NCCL) follows the default stream only (Note [CUDA gradient readiness]).
     DDP_RETURN_IF_ERROR(model->ops().synchronize().withContext("model on " + model->device().toString()));
   }
-  if (config.data == DatasetKind::kSynthetic && data->train.sampleNumel() != model::shapeNumel(model->inputShape())) {
+  if (const auto* m = dynamic_cast<const model::Module*>(model.get());
+      m != nullptr && config.data == DatasetKind::kSynthetic && data->train.sampleNumel() != model::shapeNumel(m->inputShape())) {
     return invalidArgument("data.synthetic: sample shape does not match the model's input " +
-                           model::shapeString(model->inputShape()));
+                           model::shapeString(m->inputShape()));
   }
   DDP_RETURN_IF_ERROR(setupReduction());
   // Without a reducer (DistributedFusedAdam) nothing broadcasts rank 0's parameters: every rank
   // initialised them from the same seed, bitwise identical (worker/model/sequential.h).
   DDP_ASSIGN_OR_RETURN(optimizer, OptimizerRunner::create(config, model->parameters(), backend));
-  DDP_RETURN_IF_ERROR(setupSchedule());
+  DDP_RETURN_IF_ERROR(config.languageModel() ? setupWindows() : setupSchedule());
+  if (config.languageModel() && io.onProgress && model->device().isCpu()) {
+    // docs/TRAINING.md, "Language-model figures": the CPU's peak is measured, not looked up.
+    if (auto peak = measureCpuPeakFlops(model->ops()); peak.isOk()) {
+      peakFlops = *peak;
+      flopsPerToken = gptFlopsPerToken(config.gpt, model->parameters());
+    } else {
+      DDP_LOG(Warning) << "no MFU: " << peak.status();
+    }
+  }
   state.seed = config.seed;
   state.worldSize = backend.size();
   state.batchSize = config.batchSize;
@@ -258,14 +280,66 @@ Status Trainer::Impl::setupSchedule() {
   return config.lr.validate().withContext("optimizer.schedule");
 }
 
-Result<model::BatchStats> Trainer::Impl::evaluate() {
-  const int64_t n = data->test.size();
-  const int64_t w = backend.size(), r = backend.rank();
-  const int64_t begin = n * r / w, end = n * (r + 1) / w;
+Status Trainer::Impl::setupWindows() {
+  data::TokenWindowConfig wc;
+  wc.totalTokens = data->trainTokens.size();
+  wc.contextLength = config.gpt.contextLength;
+  wc.seed = config.seed;
+  wc.rank = backend.rank();
+  wc.worldSize = backend.size();
+  wc.batchPerRank = localBatch;
+  wc.shares = shares;
+  auto w = data::TokenWindowSampler::create(wc);
+  if (!w.isOk()) return w.status().withContext("spec.data.train");
+  windows.emplace(std::move(*w));
+  config.epochs = 1;  // no epochs: the run is spec.steps steps
+  stepsPerEpoch = config.maxSteps;
+  totalSteps = config.maxSteps;
+  config.lr.baseLr = config.optimizer.lr;
+  config.lr.totalSteps = static_cast<int64_t>(std::ceil(static_cast<double>(totalSteps) * scheduleIncrement - 1e-9));
+  return config.lr.validate().withContext("optimizer.schedule");
+}
+
+bool Trainer::Impl::canEvaluate() const { return !config.languageModel() || data->valTokens.size() > 0; }
+
+Result<model::BatchStats> Trainer::Impl::evaluateTokens() {
+  const int t = config.gpt.contextLength;
+  const std::vector<int64_t> starts =
+      data::valWindowStarts(data->valTokens.size(), t, config.testLimit, backend.rank(), backend.size());
+  // The activations were sized for the training micro-batch: evaluation batches are no larger.
+  const size_t per = static_cast<size_t>(std::max(1, std::min(config.evalBatchSize, localBatch)));
   model::BatchStats local;
-  if (end > begin) {
-    DDP_ASSIGN_OR_RETURN(local, model->evaluateAll(data->test.sample(begin), data->test.labels.data() + begin,
-                                                   end - begin, config.evalBatchSize));
+  data::TokenBatch tb;
+  for (size_t i = 0; i < starts.size(); i += per) {
+    const std::span<const int64_t> part(starts.data() + i, std::min(per, starts.size() - i));
+    DDP_RETURN_IF_ERROR(data->valTokens.fill(part, t, config.gpt.vocabSize, &tb).withContext("validation tokens"));
+    model::Batch b;
+    b.size = tb.size;
+    b.tokensPerSample = t;
+    b.tokens = tb.inputs.data();
+    b.classes = tb.targets.data();
+    DDP_ASSIGN_OR_RETURN(model::BatchStats part_stats, model->evaluate(b));
+    local += part_stats;
+  }
+  return local;
+}
+
+Result<model::BatchStats> Trainer::Impl::evaluate() {
+  model::BatchStats local;
+  if (config.languageModel()) {
+    DDP_ASSIGN_OR_RETURN(local, evaluateTokens());
+  } else {
+    const int64_t n = data->test.size();
+    const int64_t w = backend.size(), r = backend.rank();
+    const int64_t begin = n * r / w, end = n * (r + 1) / w;
+    for (int64_t start = begin; start < end; start += config.evalBatchSize) {
+      model::Batch b;
+      b.size = static_cast<int>(std::min<int64_t>(config.evalBatchSize, end - start));
+      b.features = data->test.sample(start);
+      b.classes = data->test.labels.data() + start;
+      DDP_ASSIGN_OR_RETURN(model::BatchStats s, model->evaluate(b));
+      local += s;
+    }
   }
   double sums[3] = {local.lossSum, static_cast<double>(local.correct), static_cast<double>(local.count)};
   auto work = backend.allreduce(comm::viewOf(sums, 3), comm::ReduceOp::kSum);
@@ -294,7 +368,7 @@ void Trainer::stopCommunication() {
 void Trainer::releaseCheckpointDirectory() {
   if (impl_->checkpoints) impl_->checkpoints->release();
 }
-model::Sequential& Trainer::model() { return *impl_->model; }
+model::TrainableModel& Trainer::model() { return *impl_->model; }
 std::shared_ptr<const TrainingData> Trainer::data() const { return impl_->data; }
 
 }  // namespace ddp::runtime

@@ -23,6 +23,13 @@
 // epoch's start and a checkpoint when configured. With Join (uneven inputs) the per-step command
 // word is not issued (a joined rank could not match it); a stop request is agreed on at the
 // epoch's end instead.
+// Language models (TrainerConfig::languageModel()) run the same phases for spec.steps steps with
+// no epochs: micro-batch m of step s reads the windows of sampler step s x micro-batches + m
+// (Note [Token windows]), its dropout seed is mix(mix(seed, s0), that same index) with s0 the
+// global index of the rank's first window (rank x local batch: the masks follow the windows, so
+// two ranks that trade places after a recovery draw the same masks for the same windows), and after
+// every evalEverySteps-th step and the last one the sequential validation windows are evaluated
+// (each rank its share; loss sums and token counts allreduced, then divided).
 //
 // Resume: on start, the latest complete checkpoint (if any, and config.resume) restores model,
 // optimizer (or ZeRO shard), comm-hook state, sampler position and step counters; the run then
@@ -39,7 +46,7 @@
 
 #include "common/status.h"
 #include "worker/comm/backend.h"
-#include "worker/model/sequential.h"
+#include "worker/model/trainable_model.h"
 #include "worker/training/peer_state.h"
 #include "worker/training/trainer_config.h"
 #include "worker/training/training_setup.h"
@@ -59,7 +66,7 @@ struct TrainingProgress {
   int epochs = 0;
   double loss = 0;         // this rank's mean loss of the last step
   double samplesPerSecond = 0;         // global, over the steps run in this process
-  std::optional<double> testAccuracy;  // last evaluation (fraction)
+  std::optional<double> testAccuracy;  // last evaluation (fraction; language models: next-token)
   std::optional<double> valLoss;       // last evaluation's mean loss (language models: per token)
   std::optional<double> tokensPerSecond;  // language models: global training tokens / s (as samplesPerSecond)
   std::optional<double> mfu;  // language models: model FLOPs utilisation (docs/TRAINING.md)
@@ -137,9 +144,13 @@ struct TrainResult {
   double testAccuracy = 0;        // last evaluation (fraction)
   double testLoss = 0;
   std::vector<double> evalAccuracies;  // one per evaluation, in order
+  std::optional<double> valLoss;       // language models: the last evaluation's mean loss per token
+  std::vector<double> valLosses;       // language models: one per evaluation, in order
+  std::vector<int64_t> evalSteps;      // language models: the step of each evaluation
   std::vector<double> stepLosses;      // this rank's mean loss of each step run here
   double trainSeconds = 0;        // wall time of the step loop (evaluation included)
   double samplesPerSecond = 0;    // global training samples / s over the steps run here
+  double tokensPerSecond = 0;     // language models: global training tokens / s, the same way
   StepTimings timings;
 };
 
@@ -166,7 +177,7 @@ class Trainer {
   // After run() failed: stops the checkpoint writer and releases the checkpoint directory's
   // lock (rank 0), so that the next generation's rank 0 can take it at once.
   void releaseCheckpointDirectory();
-  model::Sequential& model();
+  model::TrainableModel& model();
   std::shared_ptr<const TrainingData> data() const;
 
   struct Impl;

@@ -121,7 +121,7 @@ Status Trainer::Impl::applyLoaded(const LoadedCheckpoint& loaded, TrainResult* r
   }
   DDP_ASSIGN_OR_RETURN(std::string_view ss, shard.section("sampler"));
   DDP_ASSIGN_OR_RETURN(data::SamplerState samplerState, data::SamplerState::deserialize(std::string(ss)));
-  DDP_RETURN_IF_ERROR(sampler->restore(samplerState, saved.worldSize).withContext(loaded.path));
+  if (sampler) DDP_RETURN_IF_ERROR(sampler->restore(samplerState, saved.worldSize).withContext(loaded.path));
   state.step = saved.step;
   state.epoch = saved.epoch;
   state.scheduleStep = saved.scheduleStep;
@@ -130,7 +130,7 @@ Status Trainer::Impl::applyLoaded(const LoadedCheckpoint& loaded, TrainResult* r
     totalSteps = stepsToEnd();
     if (isRank0()) {
       DDP_LOG(Info) << "resuming step " << saved.step << " written by " << saved.worldSize << " workers at world size "
-                    << backend.size() << ": " << sampler->remaining() << " samples of epoch " << saved.epoch + 1
+                    << backend.size() << ": " << samplesLeftHere() << " samples of epoch " << saved.epoch + 1
                     << " left for rank 0, " << totalSteps << " steps in all";
     }
   }
@@ -160,7 +160,7 @@ Result<CheckpointSnapshot> Trainer::Impl::snapshot() {
   if (reducer && reducer->commHook()->hasState()) {
     DDP_ASSIGN_OR_RETURN(shard.sections["comm_hook"], reducer->commHook()->saveState());
   }
-  shard.sections["sampler"] = sampler->state().serialize();
+  shard.sections["sampler"] = samplerState().serialize();
   return snap;
 }
 

@@ -50,7 +50,7 @@ uint64_t trajectoryHash(const TrainerConfig& c) {
     h.add(c.mlp.hidden);
     h.add(c.mlp.classes);
     h.add(c.mlp.activation);
-  } else {
+  } else if (c.model == ModelType::kCnn) {
     h.add(c.cnn.input);
     h.add(c.cnn.convChannels);
     h.add(c.cnn.kernel);
@@ -111,6 +111,26 @@ uint64_t trajectoryHash(const TrainerConfig& c) {
   h.add(c.sharding);
   h.add(c.join);
   if (c.join) h.add(c.joinDivideByInitialWorldSize);
+  if (c.languageModel()) {
+    const model::GptConfig& g = c.gpt;
+    h.add(g.vocabSize);
+    h.add(g.contextLength);
+    h.add(g.layers);
+    h.add(g.heads);
+    h.add(g.dModel);
+    h.add(g.mlpHidden);
+    h.add(g.norm);
+    h.add(g.rope);
+    h.add(g.tiedEmbeddings);
+    h.add(g.dropout);
+    h.add(fnv1a(c.trainTokens.rawDType));
+    h.add(!c.valTokens.path.empty());
+    h.add(fnv1a(c.valTokens.rawDType));
+    h.add(c.valFraction);
+    h.add(c.weightDecayOn);
+  } else if (c.weightDecayOn != WeightDecayOn::kAll) {
+    h.add(c.weightDecayOn);
+  }
   return h.value();
 }
 
@@ -140,6 +160,7 @@ Status TrainerConfig::validate() const {
   DDP_RETURN_IF_ERROR(lr.validate().withContext("spec.optimizer.schedule"));
   if (model == ModelType::kMlp) DDP_RETURN_IF_ERROR(mlp.validate().withContext("spec.model"));
   if (model == ModelType::kCnn) DDP_RETURN_IF_ERROR(cnn.validate().withContext("spec.model"));
+  if (languageModel()) DDP_RETURN_IF_ERROR(validateLanguageModel());
   if (data == DatasetKind::kSynthetic) DDP_RETURN_IF_ERROR(synthetic.validate().withContext("spec.data.synthetic"));
   if (sharding == ZeroMode::kDfa && optimizer.kind == optim::OptimizerKind::kSgd) {
     return invalidArgument("spec.zero: dfa (DistributedFusedAdam) needs spec.optimizer.type adam or adamw");
@@ -166,10 +187,33 @@ Status TrainerConfig::validate() const {
                            " cannot be combined with spec.gradientAsBucketView (the half-precision buckets "
                            "cannot hold the f32 gradients)");
   }
+  if (weightDecayOn != WeightDecayOn::kAll && optimizer.weightDecay > 0 && sharding != ZeroMode::kNone) {
+    return invalidArgument("spec.optimizer.weightDecayOn: linearWeights is not supported with spec.zero (the sharded "
+                           "optimizers decay every parameter); set weightDecay 0 or zero: none");
+  }
   if (join && gradAccumulation != 1) {
     return invalidArgument("spec.join.enabled: not supported with spec.gradientAccumulation.steps > 1");
   }
   return validateDevice();
+}
+
+Status TrainerConfig::validateLanguageModel() const {
+  if (model != ModelType::kGpt || (data != DatasetKind::kTokens && data != DatasetKind::kText)) {
+    return invalidArgument("spec.model.type: gpt trains on dataset tokens or text, and those datasets need gpt");
+  }
+  DDP_RETURN_IF_ERROR(gpt.validate());
+  if (gpt.vocabSize < 2) return invalidArgument("spec.model.vocabSize: must be >= 2");
+  if (data == DatasetKind::kText && gpt.vocabSize < 256) {
+    return invalidArgument("spec.model.vocabSize: must be >= 256 for dataset text (bytes are tokens 0-255)");
+  }
+  if (trainTokens.path.empty()) return invalidArgument("spec.data.train.path: required for a language model");
+  if (maxSteps <= 0) return invalidArgument("spec.steps: language models train by steps");
+  if (!(valFraction >= 0 && valFraction < 1)) return invalidArgument("spec.data.valFraction: must be in [0, 1)");
+  if (evalEverySteps < 0) return invalidArgument("spec.eval.everySteps: must be >= 0");
+  if (samplerMode == data::SamplerMode::kUneven || join) {
+    return invalidArgument("spec.data.uneven.enabled: not supported with token windows");
+  }
+  return Status::ok();
 }
 
 Status TrainerConfig::validateDevice() const {

@@ -20,6 +20,7 @@
 #include "worker/data/synthetic_dataset.h"
 #include "worker/ddp/powersgd_options.h"
 #include "worker/model/cnn.h"
+#include "worker/model/gpt_block.h"
 #include "worker/model/mlp.h"
 #include "worker/optim/optimizer_config.h"
 #include "worker/training/lr_schedule.h"
@@ -40,6 +41,7 @@ struct TrainerConfig {
   ModelType model = ModelType::kMlp;
   model::MlpConfig mlp;
   model::CnnConfig cnn;
+  model::GptConfig gpt;  // kGpt (vocabSize resolved: 256 for text)
   int cpuThreads = 1;  // compute threads per worker
 
   // Data.
@@ -53,6 +55,17 @@ struct TrainerConfig {
   bool shuffle = true;
   data::SamplerMode samplerMode = data::SamplerMode::kPad;
   std::vector<int64_t> unevenCounts;  // kUneven: per-rank training samples (optional)
+  // Language-model data (kTokens, kText: docs/DATA.md): the training and validation files (a
+  // path or a glob; tokens: rawDType "" for llm.c files, else uint16 | uint32), and without a
+  // validation path the last valFraction of the training tokens held out. Training reads random
+  // windows (Note [Token windows]), evaluation the sequential validation windows.
+  struct TokenFiles {
+    std::string path;
+    std::string rawDType;
+    bool operator==(const TokenFiles&) const = default;
+  };
+  TokenFiles trainTokens, valTokens;
+  double valFraction = 0.1;
 
   // Schedule.
   int batchSize = 64;            // per worker, per micro-batch, at nominalWorldSize workers
@@ -74,6 +87,8 @@ struct TrainerConfig {
   LrSchedule lr;                 // baseLr is the optimizer's lr; totalSteps filled in by the trainer
   bool evalEachEpoch = true;
   int evalBatchSize = 1000;
+  int64_t evalEverySteps = 0;    // language models: evaluate every this many steps (and at the end)
+  WeightDecayOn weightDecayOn = WeightDecayOn::kAll;  // kLinearWeights: 2-D linear weights only
 
   // Communication.
   CommHookType hook = CommHookType::kAllreduce;  // kNoop is refused (debugging only)
@@ -111,11 +126,18 @@ struct TrainerConfig {
   // Progress.
   int logEverySteps = 50;
 
+  // A language model on token windows (model gpt, data tokens or text).
+  bool languageModel() const {
+    return model == ModelType::kGpt || data == DatasetKind::kTokens || data == DatasetKind::kText;
+  }
+
   // InvalidArgument naming the field (as in the job YAML where one maps to it).
   Status validate() const;
   // The CUDA part of validate(): ok on the CPU; with a CUDA device, InvalidArgument naming the
   // first field whose value the CUDA path does not support, and why.
   Status validateDevice() const;
+  // The language-model part of validate() (languageModel() only).
+  Status validateLanguageModel() const;
 };
 
 // Note [Trajectory hash]

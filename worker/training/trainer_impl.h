@@ -17,6 +17,8 @@
 
 #include "worker/data/batch_iterator.h"
 #include "worker/data/distributed_sampler.h"
+#include "worker/data/token_batch.h"
+#include "worker/data/token_window_sampler.h"
 #include "worker/ddp/ddp_joinable.h"
 #include "worker/ddp/powersgd_options.h"
 #include "worker/ddp/reducer.h"
@@ -47,7 +49,10 @@ struct RunContext {
   int64_t samplesHere = 0;           // this rank's training samples in this process
   GradReadyFn ready;                 // the reducer's (or DFA's), synchronising on a device
   bool onDevice = false;
-  data::Batch batch;
+  data::Batch batch;             // classifiers: the micro-batch's rows
+  data::TokenBatch tokens;       // language models: the micro-batch's windows
+  int64_t tokensHere = 0;        // language models: this rank's training tokens in this process
+  int64_t lastEvalStep = -1;     // language models: the step of the last evaluation
 };
 
 // How a pass of the step loop over an epoch ended.
@@ -62,11 +67,12 @@ struct Trainer::Impl {
   comm::Backend& backend;
   TrainerIo io;
   std::shared_ptr<const TrainingData> data;  // io.data, or loaded by setup()
-  std::unique_ptr<model::Sequential> model;
+  std::unique_ptr<model::TrainableModel> model;
   std::unique_ptr<Reducer> reducer;
   std::unique_ptr<DdpJoinable> ddpJoin;  // with config.join
   std::unique_ptr<OptimizerRunner> optimizer;
-  std::optional<data::DistributedSampler> sampler;
+  std::optional<data::DistributedSampler> sampler;  // classifiers (epochs of a Dataset)
+  std::optional<data::TokenWindowSampler> windows;  // language models (Note [Token windows])
   std::unique_ptr<CheckpointCoordinator> checkpoints;
   ProgressReporter reporter;
   TrainerState state;
@@ -84,6 +90,10 @@ struct Trainer::Impl {
   int64_t lastCheckpointStep = -1;  // the step of the last checkpoint written or resumed
   TrainingProgress progress;          // what io.onProgress sees (Note [Trainer progress observer])
   CompressionStats compressionBase;   // a PowerSGD hook's statistics when run() started
+  // Language models on the CPU with a progress observer: this rank's measured GEMM peak and the
+  // model's training FLOPs per token, for progress.mfu (model_flops.h); 0: no MFU.
+  double peakFlops = 0;
+  double flopsPerToken = 0;
 
   Impl(const TrainerConfig& c, comm::Backend& b, TrainerIo i)
       : config(c), backend(b), io(i), reporter(i.format, i.progress) {}
@@ -102,10 +112,19 @@ struct Trainer::Impl {
   Status setupReduction();
   // The sampler, the step counts and the LR schedule's length.
   Status setupSchedule();
+  // Language models: the window sampler and the step counts (spec.steps, no epochs).
+  Status setupWindows();
   void planBatch();
   // Steps left from the sampler's position to the end of the run (stepsPerEpoch per later epoch).
   int64_t stepsToEnd() const;
   Result<model::BatchStats> evaluate();
+  // Language models: the sequential validation windows, this rank's share (Note [Token windows]).
+  Result<model::BatchStats> evaluateTokens();
+  // Whether there is anything to evaluate on (a language model may hold nothing out).
+  bool canEvaluate() const;
+  // This rank's samples of the epoch left (language models: no epochs, always some).
+  int64_t samplesLeftHere() const { return sampler ? sampler->remaining() : 1; }
+  data::SamplerState samplerState() const { return sampler ? sampler->state() : data::SamplerState{}; }
   Result<float> clipScale();
 
   // --- checkpoints, resume, healing (trainer_checkpoints.cc) ---
@@ -125,15 +144,20 @@ struct Trainer::Impl {
   Result<TrainResult> run();
   Status beginRun(RunContext& run);
   Result<LoopExit> runEpoch(RunContext& run);
+  // Language models: spec.steps steps, an evaluation every evalEverySteps and at the end.
+  Result<LoopExit> runLanguageModel(RunContext& run);
   Result<std::unique_ptr<join::Join>> openJoin();
   Status closeJoin(std::unique_ptr<join::Join> scope);
   // One pass of the loop: every phase of one step. True when the run stopped.
-  Result<bool> stepPhases(RunContext& run, data::BatchIterator& it);
+  // `it`: the epoch's batches (classifiers); nullptr: token windows (language models).
+  Result<bool> stepPhases(RunContext& run, data::BatchIterator* it);
   void stallIfInjected();
   bool stopRequestedHere() const;
   CommandWord localCommandWord() const;
-  Result<model::BatchStats> runStep(RunContext& run, data::BatchIterator& it);
-  Result<model::BatchStats> microBatch(RunContext& run, data::BatchIterator& it, int m, int micro);
+  Result<model::BatchStats> runStep(RunContext& run, data::BatchIterator* it);
+  Result<model::BatchStats> microBatch(RunContext& run, data::BatchIterator* it, int m, int micro);
+  // Micro-batch m of `micro` of the step about to run, as the model reads it.
+  Result<model::Batch> nextBatch(RunContext& run, data::BatchIterator* it, int m, int micro);
   Status optimizerStep(RunContext& run);
   void recordStep(RunContext& run, const model::BatchStats& stats);
   void logStep(RunContext& run, const model::BatchStats& stats);
@@ -147,8 +171,8 @@ struct Trainer::Impl {
 
   // Note [Trainer progress observer]: each fills its figures and calls io.onProgress.
   void publishProgress();
-  void observeStep(const StepTimings& t, int64_t samplesHere, double loss);
-  void observeEval(double accuracy);
+  void observeStep(const StepTimings& t, int64_t samplesHere, int64_t tokensHere, double loss);
+  void observeEval(double accuracy, std::optional<double> valLoss);
   void observeCheckpoint(const CheckpointShard& shard, const std::string& path);
   CompressionStats compressionStats() const;
 };

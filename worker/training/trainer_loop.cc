@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/split_mix_rng.h"
 #include "worker/training/epoch_boundary.h"
 #include "worker/training/trainer_impl.h"
 #include "worker/training/training_faults.h"
@@ -16,6 +17,11 @@ namespace ddp::runtime {
 Result<TrainResult> Trainer::Impl::run() {
   RunContext run;
   DDP_RETURN_IF_ERROR(beginRun(run));
+  if (windows) {
+    DDP_ASSIGN_OR_RETURN(LoopExit exit, runLanguageModel(run));
+    if (exit == LoopExit::kStopped) return std::move(run.result);
+    return endRun(run);
+  }
   bool finished = state.step >= totalSteps;
   while (!finished && state.epoch < config.epochs) {
     DDP_ASSIGN_OR_RETURN(LoopExit exit, runEpoch(run));
@@ -28,7 +34,7 @@ Result<TrainResult> Trainer::Impl::run() {
 
 Status Trainer::Impl::beginRun(RunContext& run) {
   DDP_RETURN_IF_ERROR(resume(&run.result));
-  boundarySampler = sampler->state();
+  boundarySampler = samplerState();
   compressionBase = compressionStats();
   run.start = SteadyClock::now();
   if (printing()) {
@@ -55,11 +61,26 @@ Result<LoopExit> Trainer::Impl::runEpoch(RunContext& run) {
   data::BatchIterator it(data->train, *sampler, localBatch);
   DDP_ASSIGN_OR_RETURN(std::unique_ptr<join::Join> joinScope, openJoin());
   while (stepDue(state.step, totalSteps, sampler->remaining())) {
-    DDP_ASSIGN_OR_RETURN(bool stopped, stepPhases(run, it));
+    DDP_ASSIGN_OR_RETURN(bool stopped, stepPhases(run, &it));
     if (stopped) return LoopExit::kStopped;
   }
   DDP_RETURN_IF_ERROR(closeJoin(std::move(joinScope)));
   return endEpoch(run);
+}
+
+Result<LoopExit> Trainer::Impl::runLanguageModel(RunContext& run) {
+  while (state.step < totalSteps) {
+    DDP_ASSIGN_OR_RETURN(bool stopped, stepPhases(run, nullptr));
+    if (stopped) return LoopExit::kStopped;
+    if (canEvaluate() && stepEvaluationDue(state.step, config.evalEverySteps, totalSteps)) {
+      DDP_RETURN_IF_ERROR(evaluatePhase(run, 1));
+    }
+  }
+  // Resumed at the very end, or the last step's evaluation was not due: evaluate once.
+  if (canEvaluate() && run.lastEvalStep != state.step) DDP_RETURN_IF_ERROR(evaluatePhase(run, 1));
+  state.epoch = 1;
+  run.result.epochsCompleted = 1;
+  return LoopExit::kContinue;
 }
 
 Result<std::unique_ptr<join::Join>> Trainer::Impl::openJoin() {
@@ -83,14 +104,14 @@ Status Trainer::Impl::closeJoin(std::unique_ptr<join::Join> scope) {
   return Status::ok();
 }
 
-Result<bool> Trainer::Impl::stepPhases(RunContext& run, data::BatchIterator& it) {
+Result<bool> Trainer::Impl::stepPhases(RunContext& run, data::BatchIterator* it) {
   stallIfInjected();
   const bool agree = commandWordDue(state.step + 1, config.stopCheckEverySteps, config.join);
   if (agree) command.issue(backend, localCommandWord());  // overlaps the step
   DDP_ASSIGN_OR_RETURN(model::BatchStats stats, runStep(run, it));
   recordStep(run, stats);
   logStep(run, stats);
-  if (checkpoints && checkpointPolicy().afterStep(state.step, sampler->remaining())) {
+  if (checkpoints && checkpointPolicy().afterStep(state.step, samplesLeftHere())) {
     DDP_RETURN_IF_ERROR(checkpoint().status());
   }
   if (!agree) return false;
@@ -120,9 +141,12 @@ CommandWord Trainer::Impl::localCommandWord() const {
 }
 
 // The micro-batches (forward, backward, reduction) and the optimizer step.
-Result<model::BatchStats> Trainer::Impl::runStep(RunContext& run, data::BatchIterator& it) {
-  const int64_t remainingBatches = (sampler->remaining() + localBatch - 1) / localBatch;
-  const int micro = static_cast<int>(std::min<int64_t>(config.gradAccumulation, remainingBatches));
+Result<model::BatchStats> Trainer::Impl::runStep(RunContext& run, data::BatchIterator* it) {
+  int micro = config.gradAccumulation;
+  if (sampler) {
+    const int64_t remainingBatches = (sampler->remaining() + localBatch - 1) / localBatch;
+    micro = static_cast<int>(std::min<int64_t>(config.gradAccumulation, remainingBatches));
+  }
   model::BatchStats stepStats;
   for (int m = 0; m < micro; ++m) {
     DDP_ASSIGN_OR_RETURN(model::BatchStats s, microBatch(run, it, m, micro));
@@ -132,15 +156,43 @@ Result<model::BatchStats> Trainer::Impl::runStep(RunContext& run, data::BatchIte
   return stepStats;
 }
 
-Result<model::BatchStats> Trainer::Impl::microBatch(RunContext& run, data::BatchIterator& it, int m, int micro) {
+Result<model::Batch> Trainer::Impl::nextBatch(RunContext& run, data::BatchIterator* it, int m, int micro) {
+  model::Batch b;
+  if (it != nullptr) {
+    if (!it->next(&run.batch)) return internalError("sampler ran out of data mid-step");
+    b.size = run.batch.size;
+    b.features = run.batch.images.data();
+    b.classes = run.batch.labels.data();
+    return b;
+  }
+  // Note [Token windows]: micro-batch m of step s reads sampler step s x micro + m.
+  const uint64_t index = static_cast<uint64_t>(state.step) * static_cast<uint64_t>(micro) + static_cast<uint64_t>(m);
+  const std::vector<int64_t> starts = windows->trainStarts(index);
+  DDP_RETURN_IF_ERROR(data->trainTokens.fill(starts, config.gpt.contextLength, config.gpt.vocabSize, &run.tokens)
+                          .withContext("training tokens of step " + std::to_string(state.step + 1)));
+  b.size = run.tokens.size;
+  b.tokensPerSample = run.tokens.contextLength;
+  b.tokens = run.tokens.inputs.data();
+  b.classes = run.tokens.targets.data();
+  return b;
+}
+
+Result<model::BatchStats> Trainer::Impl::microBatch(RunContext& run, data::BatchIterator* it, int m, int micro) {
   StepTimings& timings = run.result.timings;
   auto t0 = SteadyClock::now();
-  if (!it.next(&run.batch)) return internalError("sampler ran out of data mid-step");
+  DDP_ASSIGN_OR_RETURN(model::Batch batch, nextBatch(run, it, m, micro));
   timings.data += secondsSince(t0);
   float scale = 1.0f / static_cast<float>(micro);
   if (!shares.empty()) {  // Note [Elastic batch]: this rank's part of the block's mean
-    scale *= static_cast<float>(backend.size() * run.batch.size) / static_cast<float>(sampler->blockTotal());
+    const int64_t block = sampler ? sampler->blockTotal() : windows->globalBatch();
+    scale *= static_cast<float>(backend.size() * batch.size) / static_cast<float>(block);
   }
+  // Dropout (Note [Trainer step]): from the seed, this rank's slice of the global batch (its first
+  // window's global index: rank x local batch at equal shares) and the micro-batch's sampler step.
+  const uint64_t slice = windows ? static_cast<uint64_t>(windows->firstIndex()) : static_cast<uint64_t>(backend.rank());
+  const uint64_t dropoutSeed = SplitMixRng::mix(
+      SplitMixRng::mix(config.seed, slice),
+      static_cast<uint64_t>(state.step) * static_cast<uint64_t>(micro) + static_cast<uint64_t>(m));
   const std::string where = "step " + std::to_string(state.step);
   if (ddpJoin) {
     DDP_RETURN_IF_ERROR(ddpJoin->beginIteration(opDeadline()).withContext(where));
@@ -148,8 +200,7 @@ Result<model::BatchStats> Trainer::Impl::microBatch(RunContext& run, data::Batch
     DDP_RETURN_IF_ERROR(reducer->setNoSync(m + 1 < micro));
   }
   t0 = SteadyClock::now();
-  DDP_ASSIGN_OR_RETURN(model::BatchStats s, model->forwardBackward(run.batch.images.data(), run.batch.labels.data(),
-                                                                   run.batch.size, run.ready, scale));
+  DDP_ASSIGN_OR_RETURN(model::BatchStats s, model->forwardBackward(batch, run.ready, scale, dropoutSeed));
   timings.compute += secondsSince(t0);
   t0 = SteadyClock::now();
   if (ddpJoin) {
@@ -183,11 +234,16 @@ Status Trainer::Impl::optimizerStep(RunContext& run) {
 void Trainer::Impl::recordStep(RunContext& run, const model::BatchStats& stats) {
   ++state.step;
   state.scheduleStep += scheduleIncrement;
-  boundarySampler = sampler->state();
+  boundarySampler = samplerState();
   ++run.result.timings.steps;
   run.result.stepLosses.push_back(stats.meanLoss());
-  run.samplesHere += stats.count;
-  observeStep(run.result.timings, run.samplesHere, stats.meanLoss());
+  if (windows) {  // the stats count tokens
+    run.samplesHere += stats.count / config.gpt.contextLength;
+    run.tokensHere += stats.count;
+  } else {
+    run.samplesHere += stats.count;
+  }
+  observeStep(run.result.timings, run.samplesHere, run.tokensHere, stats.meanLoss());
   reportWrittenCheckpoints();
 }
 
@@ -258,8 +314,18 @@ Status Trainer::Impl::evaluatePhase(RunContext& run, int epochLabel) {
   run.result.testAccuracy = ev.accuracy();
   run.result.testLoss = ev.meanLoss();
   run.result.evalAccuracies.push_back(ev.accuracy());
-  observeEval(ev.accuracy());
-  if (printing()) reporter.eval({state.step, epochLabel, ev.meanLoss(), ev.accuracy(), secondsSince(run.start)});
+  std::optional<double> valLoss;
+  if (windows) {
+    valLoss = ev.meanLoss();
+    run.result.valLoss = valLoss;
+    run.result.valLosses.push_back(*valLoss);
+    run.result.evalSteps.push_back(state.step);
+    run.lastEvalStep = state.step;
+  }
+  observeEval(ev.accuracy(), valLoss);
+  if (printing()) {
+    reporter.eval({state.step, epochLabel, ev.meanLoss(), ev.accuracy(), secondsSince(run.start), windows.has_value()});
+  }
   return Status::ok();
 }
 
@@ -267,7 +333,7 @@ Status Trainer::Impl::evaluatePhase(RunContext& run, int epochLabel) {
 Result<TrainResult> Trainer::Impl::endRun(RunContext& run) {
   TrainResult& result = run.result;
   // Nothing evaluated in this process (e.g. resumed at the very end): evaluate once.
-  if (finalEvaluationDue(result.stopped, result.evalAccuracies.size())) {
+  if (canEvaluate() && finalEvaluationDue(result.stopped, result.evalAccuracies.size())) {
     DDP_RETURN_IF_ERROR(evaluatePhase(run, state.epoch));
   }
   if (checkpoints && checkpointPolicy().atRunEnd(state.step, lastCheckpointStep, result.stopped)) {
@@ -279,6 +345,7 @@ Result<TrainResult> Trainer::Impl::endRun(RunContext& run) {
   const StepTimings& t = result.timings;
   const double stepSeconds = t.compute + t.exposedComm + t.optimizer + t.data;
   result.samplesPerSecond = stepSeconds > 0 ? static_cast<double>(run.samplesHere) * backend.size() / stepSeconds : 0;
+  result.tokensPerSecond = stepSeconds > 0 ? static_cast<double>(run.tokensHere) * backend.size() / stepSeconds : 0;
   result.timings.hook = reducer ? reducer->stats().hookSeconds : 0.0;
   if (printing() && !result.stopped) reporter.done(state.step, state.epoch, result.testAccuracy, result.trainSeconds);
   if (printing()) reporter.summary({t.steps, result.samplesPerSecond, t.compute, t.exposedComm, t.hook, t.optimizer, t.data});

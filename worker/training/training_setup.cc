@@ -9,12 +9,72 @@
 #include "worker/ddp/batched_powersgd_hook.h"
 #include "worker/ddp/powersgd_hook.h"
 #include "worker/ddp/powersgd_state.h"
+#include "common/tokens/byte_tokens.h"
+#include "common/tokens/token_file.h"
 #include "worker/model/cnn.h"
+#include "worker/model/gpt.h"
 #include "worker/model/mlp.h"
 
 namespace ddp::runtime {
 
+namespace {
+
+std::optional<tokens::TokenDType> rawDType(const std::string& name) {
+  if (name.empty()) return std::nullopt;
+  auto t = tokens::parseTokenDType(name);
+  return t.isOk() ? std::optional<tokens::TokenDType>(*t) : std::nullopt;
+}
+
+// One split's tokens: the mapped files (tokens) or the files' bytes (text).
+Result<data::TokenSource> openTokens(const TrainerConfig& c, const TrainerConfig::TokenFiles& f) {
+  if (c.data == DatasetKind::kText) {
+    DDP_ASSIGN_OR_RETURN(std::vector<std::string> files, tokens::expandTokenPaths(f.path));
+    DDP_ASSIGN_OR_RETURN(std::vector<int32_t> bytes, tokens::bytesToTokens(files));
+    return data::TokenSource::inMemory(std::move(bytes));
+  }
+  if (!f.rawDType.empty()) DDP_RETURN_IF_ERROR(tokens::parseTokenDType(f.rawDType).status());
+  DDP_ASSIGN_OR_RETURN(tokens::MappedTokens mapped, tokens::MappedTokens::open(f.path, rawDType(f.rawDType)));
+  auto shared = std::make_shared<const tokens::MappedTokens>(std::move(mapped));
+  const int64_t n = shared->size();
+  return data::TokenSource::mapped(std::move(shared), 0, n);
+}
+
+Result<TrainingData> loadTokenData(const TrainerConfig& c) {
+  TrainingData d;
+  const int64_t window = int64_t{c.gpt.contextLength} + 1;
+  auto train = openTokens(c, c.trainTokens);
+  if (!train.isOk()) return train.status().withContext("spec.data.train");
+  if (!c.valTokens.path.empty()) {
+    auto val = openTokens(c, c.valTokens);
+    if (!val.isOk()) return val.status().withContext("spec.data.val");
+    d.trainTokens = std::move(*train);
+    d.valTokens = std::move(*val);
+    if (d.valTokens.size() < window) {
+      return invalidArgument("spec.data.val: " + std::to_string(d.valTokens.size()) +
+                             " tokens, fewer than one window of contextLength + 1 = " + std::to_string(window));
+    }
+  } else {
+    // The last valFraction of the training tokens (the rule of `ddpctl tokenize`).
+    const int64_t n = train->size();
+    const int64_t val = tokens::valTokenCount(n, c.valFraction);
+    if (val > 0 && val < window) {
+      return invalidArgument("spec.data.valFraction: " + std::to_string(val) + " of " + std::to_string(n) +
+                             " tokens held out, fewer than one window of contextLength + 1 = " + std::to_string(window));
+    }
+    d.trainTokens = train->slice(0, n - val);
+    if (val > 0) d.valTokens = train->slice(n - val, val);
+  }
+  if (d.trainTokens.size() < window) {
+    return invalidArgument("spec.data.train: " + std::to_string(d.trainTokens.size()) +
+                           " training tokens, fewer than one window of contextLength + 1 = " + std::to_string(window));
+  }
+  return d;
+}
+
+}  // namespace
+
 Result<TrainingData> loadTrainingData(const TrainerConfig& c) {
+  if (c.languageModel()) return loadTokenData(c);
   TrainingData d;
   if (c.data == DatasetKind::kSynthetic) {
     data::SyntheticConfig train = c.synthetic;
@@ -64,13 +124,34 @@ Status checkTrainingDevice(const TrainerConfig& c, const comm::Backend& backend)
   return Status::ok();
 }
 
-Result<std::unique_ptr<model::Sequential>> buildModel(const TrainerConfig& c) {
+Result<std::unique_ptr<model::TrainableModel>> buildModel(const TrainerConfig& c) {
   model::ModelOptions o;
   o.device = c.device;
   o.seed = c.seed;
   o.cpuThreads = c.cpuThreads;
-  if (c.model == ModelType::kMlp) return model::buildMlp(c.mlp, o);
-  return model::buildCnn(c.cnn, o);
+  if (c.model == ModelType::kGpt) {
+    DDP_ASSIGN_OR_RETURN(auto ops, model::makeLayerOps(o));
+    DDP_ASSIGN_OR_RETURN(std::unique_ptr<model::Gpt> gpt, model::Gpt::create(c.gpt, std::move(ops), c.seed));
+    return std::unique_ptr<model::TrainableModel>(std::move(gpt));
+  }
+  if (c.model == ModelType::kMlp) {
+    DDP_ASSIGN_OR_RETURN(std::unique_ptr<model::Sequential> mlp, model::buildMlp(c.mlp, o));
+    return std::unique_ptr<model::TrainableModel>(std::move(mlp));
+  }
+  DDP_ASSIGN_OR_RETURN(std::unique_ptr<model::Sequential> cnn, model::buildCnn(c.cnn, o));
+  return std::unique_ptr<model::TrainableModel>(std::move(cnn));
+}
+
+std::vector<bool> weightDecayMask(const TrainerConfig& c, const std::vector<Parameter*>& params) {
+  if (c.weightDecayOn == WeightDecayOn::kAll) return {};
+  std::vector<bool> mask;
+  mask.reserve(params.size());
+  for (const Parameter* p : params) {
+    const bool embedding = p->name.rfind("embed.", 0) == 0;
+    const bool weight = p->name.size() >= 7 && p->name.compare(p->name.size() - 7, 7, ".weight") == 0;
+    mask.push_back(p->shape.size() == 2 && weight && !embedding);
+  }
+  return mask;
 }
 
 Result<std::unique_ptr<CommHook>> buildCommHook(const TrainerConfig& c, comm::Backend& backend) {
@@ -125,7 +206,9 @@ Result<std::unique_ptr<OptimizerRunner>> OptimizerRunner::create(const TrainerCo
   auto r = std::unique_ptr<OptimizerRunner>(new OptimizerRunner());
   switch (c.sharding) {
     case ZeroMode::kNone: {
+      std::vector<bool> mask = weightDecayMask(c, params);
       DDP_ASSIGN_OR_RETURN(r->plain_, optim::makeOptimizer(c.optimizer, std::move(params)));
+      r->plain_->setWeightDecayMask(std::move(mask));
       break;
     }
     case ZeroMode::kZero1: {

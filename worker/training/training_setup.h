@@ -12,9 +12,11 @@
 #include "common/status.h"
 #include "worker/comm/backend.h"
 #include "worker/data/dataset.h"
+#include "worker/data/token_source.h"
 #include "worker/ddp/comm_hook.h"
 #include "worker/ddp/reducer.h"
 #include "worker/model/sequential.h"
+#include "worker/model/trainable_model.h"
 #include "worker/optim/distributed_fused_adam.h"
 #include "worker/optim/optimizer.h"
 #include "worker/optim/zero_redundancy_optimizer.h"
@@ -25,17 +27,28 @@ namespace ddp::runtime {
 struct TrainingData {
   data::Dataset train;
   data::Dataset test;
+  // Language models (TrainerConfig::languageModel()): the token sequences; `valTokens` is empty
+  // (size 0) when nothing is held out (valFraction 0 without a val path).
+  data::TokenSource trainTokens;
+  data::TokenSource valTokens;
 };
 
 // Loads (or synthesises) both splits. A missing Fashion-MNIST names the package to install.
+// Language models: token files are memory-mapped (never read whole: MappedTokens), text files
+// read as bytes (bytesToTokens); without a val path the last valFraction of the training tokens
+// is the validation split. Either split must hold one window of contextLength + 1 tokens.
 Result<TrainingData> loadTrainingData(const TrainerConfig& config);
 // Whether training on config.device can start here: always on the CPU. CUDA needs a CUDA build
 // (Unimplemented otherwise), a visible GPU (Unavailable naming the device otherwise), an
 // existing ordinal (InvalidArgument), and a backend that carries CUDA buffers (InvalidArgument:
 // the worker builds a ProcessGroup of Gloo and NCCL). Messages start with "spec.device".
 Status checkTrainingDevice(const TrainerConfig& config, const comm::Backend& backend);
-// The MLP or CNN on config.device, initialised from config.seed (identical on every rank).
-Result<std::unique_ptr<model::Sequential>> buildModel(const TrainerConfig& config);
+// The MLP, CNN or GPT on config.device, initialised from config.seed (identical on every rank).
+Result<std::unique_ptr<model::TrainableModel>> buildModel(const TrainerConfig& config);
+// Which parameters weight decay applies to (spec.optimizer.weightDecayOn): every one (kAll: an
+// empty mask), or (kLinearWeights) the 2-D weight matrices of linear layers: not biases, norm
+// gains, convolution kernels or embeddings (`embed.*`).
+std::vector<bool> weightDecayMask(const TrainerConfig& config, const std::vector<Parameter*>& params);
 // The comm hook selected by config.hook (never null).
 Result<std::unique_ptr<CommHook>> buildCommHook(const TrainerConfig& config, comm::Backend& backend);
 // Bucket sizes, timeout, fixed bucket layout, the reduce dtype of mixed precision, and the comm

@@ -45,7 +45,7 @@ TrainerConfig elasticConfig(int nominal) {
 
 using Params = std::vector<std::vector<float>>;
 
-Params copyParams(model::Sequential& m) {
+Params copyParams(model::TrainableModel& m) {
   Params out;
   for (Parameter* p : m.parameters()) {
     const float* d = static_cast<const float*>(p->data);

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include <algorithm>
 
 namespace ddp::runtime {
@@ -77,6 +79,19 @@ TEST(EpochBoundaryTest, TheRunsEndEvaluatesEvenWithoutEachEpoch) {
   EXPECT_FALSE(epochEnd.finished);
   EXPECT_FALSE(epochEnd.evaluate);
   EXPECT_FALSE(finalEvaluationDue(true, 0));  // a stopped run does not evaluate
+}
+
+TEST(EpochBoundaryTest, LanguageModelsEvaluateEveryNStepsAndAtTheEnd) {
+  std::vector<int64_t> due;
+  for (int64_t step = 1; step <= 23; ++step) {
+    if (stepEvaluationDue(step, 5, 23)) due.push_back(step);
+  }
+  EXPECT_EQ(due, (std::vector<int64_t>{5, 10, 15, 20, 23}));
+  due.clear();
+  for (int64_t step = 1; step <= 20; ++step) {
+    if (stepEvaluationDue(step, 0, 20)) due.push_back(step);
+  }
+  EXPECT_EQ(due, std::vector<int64_t>{20});  // everySteps 0: at the end only
 }
 
 TEST(EpochBoundaryTest, JoinStopEndsTheRunOnlyWithEpochsLeft) {

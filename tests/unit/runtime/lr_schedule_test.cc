@@ -56,7 +56,30 @@ TEST(LrScheduleTest, ValidateNamesTheProblem) {
   EXPECT_NE(s.validate().message().find("min lr"), std::string::npos);
   LrScheduleKind k;
   EXPECT_TRUE(parseLrScheduleKind("cosine", &k));
-  EXPECT_FALSE(parseLrScheduleKind("linear", &k));
+  EXPECT_TRUE(parseLrScheduleKind("linear", &k));
+  EXPECT_EQ(k, LrScheduleKind::kLinear);
+  EXPECT_FALSE(parseLrScheduleKind("exponential", &k));
+  s = LrSchedule{};
+  s.kind = LrScheduleKind::kLinear;
+  s.minLr = 1.0;
+  s.baseLr = 0.5;
+  EXPECT_NE(s.validate().message().find("linear schedule: min lr"), std::string::npos);
+}
+
+TEST(LrScheduleTest, LinearDecaysFromBaseToMinAfterWarmup) {
+  LrSchedule s;
+  s.kind = LrScheduleKind::kLinear;
+  s.baseLr = 1.0;
+  s.minLr = 0.2;
+  s.warmupSteps = 4;
+  s.totalSteps = 20;  // 16 steps of decay
+  EXPECT_DOUBLE_EQ(s.lrAt(0), 0.25);  // warmup as for every kind
+  EXPECT_DOUBLE_EQ(s.lrAt(4), 1.0);
+  EXPECT_DOUBLE_EQ(s.lrAt(8), 1.0 - 0.8 * 0.25);
+  EXPECT_DOUBLE_EQ(s.lrAt(12), 0.6);  // halfway: mean of base and min
+  EXPECT_DOUBLE_EQ(s.lrAt(20), 0.2);
+  EXPECT_DOUBLE_EQ(s.lrAt(100), 0.2);  // clamped past the end
+  for (int64_t step = 5; step < 20; ++step) EXPECT_LT(s.lrAt(step), s.lrAt(step - 1));
 }
 
 }  // namespace

@@ -59,7 +59,7 @@ struct RunOutput {
   std::vector<std::vector<float>> params;
 };
 
-std::vector<std::vector<float>> hostParams(model::Sequential& m) {
+std::vector<std::vector<float>> hostParams(model::TrainableModel& m) {
   std::vector<std::vector<float>> out;
   for (Parameter* p : m.parameters()) {
     std::vector<float> h(p->numel());

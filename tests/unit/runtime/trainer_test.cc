@@ -64,7 +64,7 @@ struct RankOutput {
   TrainResult result;
 };
 
-std::vector<std::vector<float>> copyParams(model::Sequential& m) {
+std::vector<std::vector<float>> copyParams(model::TrainableModel& m) {
   std::vector<std::vector<float>> out;
   for (Parameter* p : m.parameters()) {
     const float* d = static_cast<const float*>(p->data);
@@ -364,7 +364,11 @@ std::vector<std::vector<float>> joinOracle(const TrainerConfig& c, int world) {
       if (i >= batches.size()) continue;
       any = true;
       const auto& b = batches[i];
-      EXPECT_TRUE((*model)->forwardBackward(b.images.data(), b.labels.data(), b.size, {}, 1.0f / world).isOk());
+      model::Batch mb;
+      mb.size = b.size;
+      mb.features = b.images.data();
+      mb.classes = b.labels.data();
+      EXPECT_TRUE((*model)->forwardBackward(mb, {}, 1.0f / world).isOk());
     }
     if (!any) break;
     EXPECT_TRUE((*opt)->step().isOk());

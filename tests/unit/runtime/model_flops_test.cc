@@ -1,0 +1,51 @@
+// model_flops: PaLM's training FLOPs per token of a GPT against its closed form, the MFU of
+// docs/TRAINING.md's worked example, and the measured CPU peak's sanity.
+#include "worker/training/model_flops.h"
+
+#include <gtest/gtest.h>
+
+#include "worker/model/gpt.h"
+#include "worker/model/model_options.h"
+
+namespace ddp::runtime {
+namespace {
+
+TEST(ModelFlopsTest, FlopsPerTokenCountTheMatmulParametersOnce) {
+  for (bool tied : {true, false}) {
+    SCOPED_TRACE(tied ? "tied" : "untied");
+    model::GptConfig c;
+    c.vocabSize = 16;
+    c.contextLength = 8;
+    c.layers = 1;
+    c.heads = 2;
+    c.dModel = 16;
+    c.tiedEmbeddings = tied;
+    auto ops = model::makeLayerOps(model::ModelOptions{});
+    ASSERT_TRUE(ops.isOk()) << ops.status();
+    auto gpt = model::Gpt::create(c, std::move(*ops), 1);
+    ASSERT_TRUE(gpt.isOk()) << gpt.status();
+    const double d = 16, v = 16;
+    // One block: norms 2 x 2d, qkv 3d^2 + 3d, proj d^2 + d, fc 4d^2 + 4d, mproj 4d^2 + d; final
+    // norm 2d; the LM head's V x d (the tied embedding, or head.weight); no position table.
+    const double n = (12 * d * d + 13 * d) + 2 * d + v * d;
+    EXPECT_DOUBLE_EQ(gptFlopsPerToken(c, (*gpt)->parameters()), 6 * n + 12 * 1 * 8 * 16);
+  }
+}
+
+TEST(ModelFlopsTest, MfuOfTheDocumentedExample) {
+  // GPT-2 small: 0.857 GFLOP per token, 30,000 tokens/s on one 312 TFLOP/s A100: 8.2%.
+  EXPECT_NEAR(modelFlopsUtilisation(0.857e9, 30000, 1, 312e12), 0.0824, 5e-4);
+  EXPECT_NEAR(modelFlopsUtilisation(0.857e9, 60000, 2, 312e12), 0.0824, 5e-4);
+  EXPECT_EQ(modelFlopsUtilisation(1e9, 100, 1, 0), 0);
+}
+
+TEST(ModelFlopsTest, TheMeasuredCpuPeakIsPositive) {
+  auto ops = model::makeLayerOps(model::ModelOptions{});
+  ASSERT_TRUE(ops.isOk()) << ops.status();
+  auto peak = measureCpuPeakFlops(**ops, /*n=*/128, /*runs=*/2);
+  ASSERT_TRUE(peak.isOk()) << peak.status();
+  EXPECT_GT(*peak, 1e6);  // any CPU does a million FLOP/s
+}
+
+}  // namespace
+}  // namespace ddp::runtime

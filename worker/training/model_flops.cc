@@ -1,0 +1,40 @@
+#include "worker/training/model_flops.h"
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+namespace ddp::runtime {
+
+double gptFlopsPerToken(const model::GptConfig& c, const std::vector<Parameter*>& params) {
+  double n = 0;
+  for (const Parameter* p : params) {
+    if (p->name == "embed.positions") continue;
+    if (p->name == "embed.tokens" && !c.tiedEmbeddings) continue;
+    n += static_cast<double>(p->numel());
+  }
+  return 6 * n + 12.0 * c.layers * c.contextLength * c.dModel;
+}
+
+Result<double> measureCpuPeakFlops(kernels::LayerOps& ops, int n, int runs) {
+  if (!ops.device().isCpu()) return invalidArgument("measureCpuPeakFlops: a CPU LayerOps only");
+  const size_t count = static_cast<size_t>(n) * static_cast<size_t>(n);
+  std::vector<float> a(count, 0.5f), b(count, 0.25f), c(count, 0.f);
+  double best = std::numeric_limits<double>::infinity();
+  for (int r = 0; r <= runs; ++r) {  // run 0 warms up
+    const auto t0 = std::chrono::steady_clock::now();
+    ops.gemm(false, false, n, n, n, 1.f, a.data(), b.data(), 0.f, c.data());
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (r > 0) best = std::min(best, s);
+  }
+  DDP_RETURN_IF_ERROR(ops.status());
+  if (!(best > 0)) return internalError("measureCpuPeakFlops: no time measured");
+  return 2.0 * n * n * static_cast<double>(n) / best;
+}
+
+double modelFlopsUtilisation(double flopsPerToken, double tokensPerSecond, int ranks, double peakFlopsPerRank) {
+  if (!(peakFlopsPerRank > 0) || ranks <= 0) return 0;
+  return flopsPerToken * tokensPerSecond / (ranks * peakFlopsPerRank);
+}
+
+}  // namespace ddp::runtime

@@ -1,0 +1,27 @@
+#pragma once
+// The model FLOPs utilisation of a language model (docs/TRAINING.md, "Language-model figures"):
+// PaLM's estimate of the training FLOPs per token and the peak a CPU worker measures for itself.
+// Thread model: pure functions, except measureCpuPeakFlops, which computes on the calling thread.
+
+#include <vector>
+
+#include "common/status.h"
+#include "kernels/layer_ops.h"
+#include "worker/core/parameter.h"
+#include "worker/model/gpt_block.h"
+
+namespace ddp::runtime {
+
+// 6 N + 12 layers T dModel: N counts the parameters that do matmul work, every one but the
+// learned position table; a tied token embedding counts once (it is the LM head), an untied one
+// not at all (head.weight does). `params` is the model's parameter list (names as model::Gpt's).
+double gptFlopsPerToken(const model::GptConfig& config, const std::vector<Parameter*>& params);
+
+// The f32 GEMM speed of `ops` (a CPU LayerOps, on the threads it trains with): 2 n^3 / seconds of
+// an n x n x n product, the best of `runs` after a warm-up. Blocks for a few tenths of a second.
+Result<double> measureCpuPeakFlops(kernels::LayerOps& ops, int n = 1024, int runs = 3);
+
+// flopsPerToken x tokensPerSecond / (ranks x peakFlopsPerRank); 0 when the peak is not > 0.
+double modelFlopsUtilisation(double flopsPerToken, double tokensPerSecond, int ranks, double peakFlopsPerRank);
+
+}  // namespace ddp::runtime
