@@ -180,11 +180,15 @@ void checkLanguageModel(const JobSpec& s, Checker& c) {
             "must be 0 or >= 256 for dataset text (bytes are tokens 0-255)");
   }
   c.check(s.steps > 0, "spec.steps", "language models train by steps: set spec.steps (not spec.epochs)");
-  // Note [Language models in progress]: the gate refuses gpt until the workers train it, so a
-  // job is never accepted that every worker would then refuse.
-  c.check(false, "spec.model.type",
-          "gpt is not trained by this release's workers yet (the language-model support is being built; "
-          "docs/MODELS.md says what exists)");
+  // What the workers do not do yet is refused here, so a job is never accepted that every
+  // worker would then refuse. What only a worker can see (a token >= vocabSize in a window of
+  // the files) fails the job from the worker, naming the file and the token's index.
+  c.check(s.precision == ComputePrecision::kFp32, "spec.precision",
+          "bf16 compute is not implemented by this release's workers yet (use fp32)");
+  c.check(s.optimizer.weightDecayOn == WeightDecayOn::kAll || s.optimizer.weightDecay == 0 || s.zero == ZeroMode::kNone,
+          "spec.optimizer.weightDecayOn",
+          "linearWeights is not supported with spec.zero (the sharded optimizers decay every parameter): set "
+          "weightDecayOn: all, weightDecay: 0 or zero: none");
 }
 
 // Every rank needs training samples (Note [Trainer refusals]).

@@ -40,6 +40,7 @@ TEST(TrajectoryHashPinTest, ShippedExamplesKeepTheirHash) {
       {"examples/fashion-mnist.yaml", 0xe908f6640cdf5bd2ULL},
       {"examples/fashion-mnist-bf16.yaml", 0x9bb9a3ec920b8710ULL},
       {"examples/fashion-mnist-cnn.yaml", 0xf295529bdb9b995cULL},
+      {"examples/gpt-fortunes.yaml", 0x663dc7939ae2fc24ULL},  // pinned when the trainer first trained gpt
       {"examples/join.yaml", 0x7e825cff3cfb3d47ULL},
       {"examples/powersgd.yaml", 0xd48046541f255db5ULL},
       {"examples/synthetic.yaml", 0x8fd1347519350eabULL},
