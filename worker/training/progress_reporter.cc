@@ -92,7 +92,12 @@ void ProgressReporter::step(const StepReport& r) {
     line("{\"event\":\"step\",\"step\":" + std::to_string(r.step) + ",\"epoch\":" +
          std::to_string(r.epoch) + ",\"loss\":" + num(r.loss) + ",\"accuracy\":" + num(r.accuracy) +
          ",\"lr\":" + num(r.lr) + ",\"samples_per_s\":" + num(r.samplesPerSecond) +
+         (r.tokensPerSecond ? ",\"tokens_per_s\":" + num(*r.tokensPerSecond) : std::string()) +
          ",\"eta_s\":" + num(r.etaSeconds, 4) + "}");
+  } else if (r.tokensPerSecond) {
+    line("step " + std::to_string(r.step) + "/" + std::to_string(r.totalSteps) + "  loss " + fixed(r.loss, 4) +
+         "  acc " + fixed(100 * r.accuracy, 1) + "%  lr " + num(r.lr, 3) + "  " + fixed(*r.tokensPerSecond, 0) +
+         " tokens/s  ETA " + clockTime(r.etaSeconds));
   } else {
     line("epoch " + std::to_string(r.epoch) + "/" + std::to_string(r.epochs) + " step " +
          std::to_string(r.step) + "/" + std::to_string(r.totalSteps) + "  loss " + fixed(r.loss, 4) +
@@ -104,7 +109,8 @@ void ProgressReporter::step(const StepReport& r) {
 void ProgressReporter::eval(const EvalReport& r) {
   if (r.languageModel) {
     if (format_ == LogFormat::kJson) {
-      line("{\"event\":\"eval\",\"step\":" + std::to_string(r.step) + ",\"test_loss\":" + num(r.testLoss) +
+      line("{\"event\":\"eval\",\"step\":" + std::to_string(r.step) + ",\"epoch\":" + std::to_string(r.epoch) +
+           ",\"test_loss\":" + num(r.testLoss) +
            ",\"val_loss\":" + num(r.testLoss) + ",\"perplexity\":" + num(std::exp(r.testLoss)) +
            ",\"test_accuracy\":" + num(r.testAccuracy) + ",\"elapsed_s\":" + num(r.elapsedSeconds, 4) + "}");
     } else {
@@ -162,10 +168,17 @@ void ProgressReporter::stop(int64_t step, const std::string& reason) {
   }
 }
 
-void ProgressReporter::done(int64_t step, int epoch, double testAccuracy, double elapsedSeconds) {
+void ProgressReporter::done(int64_t step, int epoch, double testAccuracy, double elapsedSeconds,
+                            std::optional<double> valLoss) {
   if (format_ == LogFormat::kJson) {
     line("{\"event\":\"done\",\"step\":" + std::to_string(step) + ",\"epoch\":" + std::to_string(epoch) +
-         ",\"test_accuracy\":" + num(testAccuracy) + ",\"elapsed_s\":" + num(elapsedSeconds, 4) + "}");
+         ",\"test_accuracy\":" + num(testAccuracy) +
+         (valLoss ? ",\"val_loss\":" + num(*valLoss) : std::string()) + ",\"elapsed_s\":" +
+         num(elapsedSeconds, 4) + "}");
+  } else if (valLoss) {
+    line("done: " + std::to_string(step) + " steps, final validation loss " + fixed(*valLoss, 4) + " (perplexity " +
+         fixed(std::exp(*valLoss), 2) + "), next-token accuracy " + fixed(100 * testAccuracy, 2) + "% in " +
+         fixed(elapsedSeconds, 1) + " s");
   } else {
     line("done: " + std::to_string(step) + " steps, " + std::to_string(epoch) +
          " epochs, final test accuracy " + fixed(100 * testAccuracy, 2) + "% in " +

@@ -9,6 +9,8 @@
 //   {"event":"step","step":..,"epoch":..,"loss":..,"accuracy":..,"lr":..,"samples_per_s":..,
 //    "eta_s":..}
 //   {"event":"eval","step":..,"epoch":..,"test_loss":..,"test_accuracy":..,"elapsed_s":..}
+//    (language models also "val_loss" (= test_loss, per token) and "perplexity"; step lines
+//    "tokens_per_s"; done lines "val_loss")
 //   {"event":"checkpoint","step":..,"path":..,"seconds":..}  (committed; with the controller's
 //    asynchronous commit also "stall_s", "write_s", "commit_s": Note [Asynchronous checkpoints])
 //   {"event":"checkpoint_failed","step":..,"reason":".."}  (not committed; training goes on)
@@ -23,6 +25,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 
 #include "worker/control/worker_config.h"
@@ -46,6 +49,8 @@ struct StepReport {
   double lr = 0;
   double samplesPerSecond = 0;  // global (all workers)
   double etaSeconds = 0;
+  // Language models: global training tokens per second (shown instead of samples).
+  std::optional<double> tokensPerSecond;
 };
 
 struct EvalReport {
@@ -72,7 +77,9 @@ class ProgressReporter {
   void checkpoint(int64_t step, const std::string& path, double seconds, const CheckpointTimes& times);
   void checkpointFailed(int64_t step, const std::string& reason);
   void stop(int64_t step, const std::string& reason);
-  void done(int64_t step, int epoch, double testAccuracy, double elapsedSeconds);
+  // `valLoss`: a language model's last validation loss (per token).
+  void done(int64_t step, int epoch, double testAccuracy, double elapsedSeconds,
+            std::optional<double> valLoss = std::nullopt);
   struct Summary {
     int64_t steps = 0;
     double samplesPerSecond = 0, compute = 0, exposedComm = 0, hook = 0, optimizer = 0, data = 0;

@@ -256,6 +256,10 @@ void Trainer::Impl::logStep(RunContext& run, const model::BatchStats& stats) {
   r.epoch = state.epoch + 1;
   r.epochs = config.epochs;
   r.lr = config.lr.lrAt(static_cast<int64_t>(state.scheduleStep - scheduleIncrement + 1e-9)) * lrScale;  // the step's
+  if (windows) {  // the log counted tokens
+    r.tokensPerSecond = r.samplesPerSecond;
+    r.samplesPerSecond /= config.gpt.contextLength;
+  }
   reporter.step(r);
   run.logStart = SteadyClock::now();
 }
@@ -347,7 +351,9 @@ Result<TrainResult> Trainer::Impl::endRun(RunContext& run) {
   result.samplesPerSecond = stepSeconds > 0 ? static_cast<double>(run.samplesHere) * backend.size() / stepSeconds : 0;
   result.tokensPerSecond = stepSeconds > 0 ? static_cast<double>(run.tokensHere) * backend.size() / stepSeconds : 0;
   result.timings.hook = reducer ? reducer->stats().hookSeconds : 0.0;
-  if (printing() && !result.stopped) reporter.done(state.step, state.epoch, result.testAccuracy, result.trainSeconds);
+  if (printing() && !result.stopped) {
+    reporter.done(state.step, state.epoch, result.testAccuracy, result.trainSeconds, result.valLoss);
+  }
   if (printing()) reporter.summary({t.steps, result.samplesPerSecond, t.compute, t.exposedComm, t.hook, t.optimizer, t.data});
   return std::move(result);
 }

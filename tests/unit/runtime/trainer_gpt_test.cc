@@ -185,6 +185,38 @@ TEST_F(TrainerGptTest, ResumeAfterStopIsBitwiseEqualToUninterruptedRun) {
   EXPECT_EQ(second[0].result.valLoss, reference[0].result.valLoss);
 }
 
+// Note [Token windows]: a checkpoint of 2 ranks resumed by 1 keeps the global batch of 8 windows
+// and reads the same windows at every step, so it follows the uninterrupted 2-rank run (up to the
+// summation order of the loss over the batch).
+TEST_F(TrainerGptTest, AResumeAtAnotherWorldSizeReadsTheSameWindows) {
+  TrainerConfig c = gptConfig(path_);
+  c.batchSize = 4;
+  c.nominalWorldSize = 2;  // the global batch is 8 at any world size
+  auto reference = train(2, c);
+  ASSERT_TRUE(reference[0].status.isOk()) << reference[0].status;
+
+  test::TempDir ckpt("trainer_gpt_elastic");
+  c.checkpointDir = ckpt.path();
+  const TrainingFaults stop = TrainingFaults().stopDuring(7);
+  TrainerIo io;
+  io.faults = &stop;
+  auto first = train(2, c, io);
+  ASSERT_TRUE(first[0].status.isOk()) << first[0].status;
+  ASSERT_EQ(first[0].result.steps, 7);
+  auto single = train(1, c);
+  ASSERT_TRUE(single[0].status.isOk()) << single[0].status;
+  ASSERT_TRUE(single[0].result.resumed);
+  EXPECT_EQ(single[0].result.steps, 20);
+  EXPECT_LT(maxAbsDiff(single[0].params, reference[0].params), 1e-4f);
+  const auto& ref0 = reference[0].result.stepLosses;
+  const auto& ref1 = reference[1].result.stepLosses;
+  const auto& res = single[0].result.stepLosses;
+  ASSERT_EQ(res.size(), 13u);
+  for (size_t i = 0; i < res.size(); ++i) EXPECT_NEAR(res[i], (ref0[7 + i] + ref1[7 + i]) / 2, 1e-4) << "step " << 8 + i;
+  ASSERT_TRUE(single[0].result.valLoss && reference[0].result.valLoss);
+  EXPECT_NEAR(*single[0].result.valLoss, *reference[0].result.valLoss, 1e-4);
+}
+
 TEST_F(TrainerGptTest, ATokenOutsideTheVocabularyNamesTheFile) {
   const std::string bad = dir_.path() + "/bad.bin";
   std::vector<int32_t> tokens(600, kVocab);  // every token is one past the vocabulary
