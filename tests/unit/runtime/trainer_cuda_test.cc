@@ -15,7 +15,9 @@
 #include <filesystem>
 #include <functional>
 
+#include "common/tokens/token_file.h"
 #include "tests/support/local_backend.h"
+#include "tests/support/temp_dir.h"
 #include "common/store/in_memory_store.h"
 #include "worker/comm/nccl_backend.h"
 #include "worker/comm/process_group.h"
@@ -190,6 +192,51 @@ TEST(TrainerCudaTest, CheckpointWrittenOnCudaResumesOnTheCpu) {
   stitched.result.stepLosses.insert(stitched.result.stepLosses.begin(), first.result.stepLosses.begin(),
                                     first.result.stepLosses.end());
   expectFollows(stitched, reference, kLossTol, kParamTol);
+}
+
+// A tiny GPT on a token file: the transformer ops on the GPU follow their CPU twins through a
+// training run (losses, parameters, the validation loss).
+TEST(TrainerCudaTest, GptMatchesTheCpuRun) {
+  if (!haveGpu()) GTEST_SKIP() << "no CUDA device";
+  test::TempDir dir("trainer_cuda_gpt");
+  std::vector<int32_t> tokens(4000);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>((i * 7 + i / 13) % 32);
+  ASSERT_TRUE(tokens::writeTokenFile(dir.path() + "/train.bin", tokens, tokens::TokenDType::kUint16).isOk());
+  TrainerConfig c;
+  c.job = "cuda-gpt";
+  c.seed = 5;
+  c.model = ModelType::kGpt;
+  c.gpt.vocabSize = 32;
+  c.gpt.contextLength = 16;
+  c.gpt.layers = 2;
+  c.gpt.heads = 2;
+  c.gpt.dModel = 32;
+  c.data = DatasetKind::kTokens;
+  c.trainTokens.path = dir.path() + "/train.bin";
+  c.batchSize = 8;
+  c.epochs = 0;
+  c.maxSteps = 30;
+  c.evalEverySteps = 10;
+  c.optimizer = optim::OptimizerConfig::adamw(3e-3f);
+  c.weightDecayOn = WeightDecayOn::kLinearWeights;
+  c.logEverySteps = 1000;
+  const RunOutput cpu = train(c);
+  c.device = Device::cuda(0);
+  const RunOutput gpu = train(c);
+  ASSERT_EQ(gpu.result.stepLosses.size(), cpu.result.stepLosses.size());
+  for (size_t s = 0; s < cpu.result.stepLosses.size(); ++s) {
+    EXPECT_NEAR(gpu.result.stepLosses[s], cpu.result.stepLosses[s], kLossTol * (1 + cpu.result.stepLosses[s]))
+        << "step " << s;
+  }
+  ASSERT_EQ(gpu.params.size(), cpu.params.size());
+  for (size_t i = 0; i < cpu.params.size(); ++i) {
+    for (size_t k = 0; k < cpu.params[i].size(); ++k) {
+      ASSERT_NEAR(gpu.params[i][k], cpu.params[i][k], kParamTol * (1 + std::fabs(cpu.params[i][k])))
+          << "parameter " << i << " element " << k;
+    }
+  }
+  ASSERT_TRUE(cpu.result.valLoss && gpu.result.valLoss);
+  EXPECT_NEAR(*gpu.result.valLoss, *cpu.result.valLoss, kLossTol * (1 + *cpu.result.valLoss));
 }
 
 }  // namespace
