@@ -2,7 +2,8 @@
 // run: real ddp-worker processes under an in-process controller (tests/fault/fault_harness.h),
 // a tiny GPT with dropout on a token file this test writes. The windows of a step depend on
 // (seed, step, global index) only and the dropout masks on (seed, the rank's slice, step) (Note
-// [Trainer step]), so the steps redone after the recovery draw the same data and masks.
+// [Trainer step]), so the steps redone after the recovery draw the same data and masks. A token
+// outside the vocabulary fails the job without a restart.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -77,6 +78,27 @@ TEST(GptRecoveryFaultTest, AKilledWorkerIsReplacedAndTheRunEndsBitwiseAsAnUninte
   const std::string faulted = finalModel(h.dir() + "/ckpt-killed", &step);
   EXPECT_EQ(step, kSteps);
   EXPECT_TRUE(clean == faulted) << "the recovered run's final parameters differ from the uninterrupted run's";
+}
+
+// A token the model's vocabulary does not hold is the data's fault, not the run's: the worker
+// that reads it exits with the bad-configuration status and the job fails at once, with no
+// restart spent and the file named in its condition.
+TEST(GptRecoveryFaultTest, ATokenOutsideTheVocabularyFailsTheJobAtOnceNamingTheFile) {
+  FaultHarness h;
+  ASSERT_TRUE(h.ok()) << h.startError();
+  std::vector<int32_t> tokens(4000);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(i % 24);  // vocabSize is 16
+  ASSERT_TRUE(tokens::writeTokenFile(h.dir() + "/train.bin", tokens, tokens::TokenDType::kUint16).isOk());
+  ASSERT_TRUE(h.submit(gptJob("bad-data", h.dir())).isOk());
+  ASSERT_TRUE(h.waitFor(kJobSeconds, [&] { return controller::isTerminal(h.record("bad-data").phase); }))
+      << h.describeEvents("bad-data");
+  const controller::JobRecord r = h.record("bad-data");
+  EXPECT_EQ(std::string(controller::jobPhaseName(r.phase)), "Failed") << h.describeEvents("bad-data");
+  EXPECT_EQ(r.restarts, 0) << h.describeEvents("bad-data");
+  std::string why;
+  for (const auto& c : r.conditions) why += c.type + ": " + c.message + "\n";
+  EXPECT_NE(why.find("train.bin"), std::string::npos) << why << h.describeEvents("bad-data");
+  EXPECT_NE(why.find("vocab"), std::string::npos) << why;
 }
 
 }  // namespace
