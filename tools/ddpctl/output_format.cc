@@ -154,9 +154,10 @@ Table jobTable(const Json& jobs, int64_t nowUnix, bool wide) {
   const bool withValLoss = any(valLoss);
   const bool withTokens = wide && any(tokensPerSecond);
   const bool withMfu = wide && any(mfu);
+  constexpr size_t kValLossColumn = 6;  // after LOSS
   Table t;
   t.header = {"NAME", "PHASE", "WORKERS", "STEP", "PROGRESS", "LOSS", "ACCURACY", "AGE"};
-  if (withValLoss) t.header.insert(t.header.begin() + 6, "VAL-LOSS");
+  if (withValLoss) t.header.insert(t.header.begin() + kValLossColumn, "VAL-LOSS");
   if (wide) t.header.insert(t.header.end(), {"GENERATION", "RESTARTS", "ETA"});
   if (withTokens) t.header.push_back("TOKENS/S");
   if (withMfu) t.header.push_back("MFU");
@@ -181,7 +182,7 @@ Table jobTable(const Json& jobs, int64_t nowUnix, bool wide) {
       row.push_back(restarts ? std::to_string(*restarts) : "-");
       row.push_back(left ? formatSeconds(*left) : "-");
     }
-    if (withValLoss) row.insert(row.begin() + 6, valLossText(job));
+    if (withValLoss) row.insert(row.begin() + kValLossColumn, valLossText(job));
     if (withTokens) {
       std::optional<double> tps = tokensPerSecond(job);
       row.push_back(tps ? formatNumber("%.0f", *tps) : "-");
