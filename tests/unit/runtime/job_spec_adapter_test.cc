@@ -61,6 +61,39 @@ TEST(JobSpecAdapterTest, MapsTheFieldsTheTrainerUses) {
   EXPECT_EQ(c->seed, 9u);
 }
 
+TEST(JobSpecAdapterTest, MapsAGptJob) {
+  auto c = adapt("apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: lm}\nspec:\n"
+                 "  model: {type: gpt, contextLength: 32, layers: 3, heads: 2, dModel: 48, mlpHidden: 100,\n"
+                 "          norm: rmsnorm, positions: rope, tiedEmbeddings: false, dropout: 0.25}\n"
+                 "  data: {dataset: text, train: {path: /d/a.txt}, valFraction: 0.2, batchSize: 4}\n"
+                 "  optimizer: {type: adamw, lr: 0.001, weightDecay: 0.1, schedule: {type: linear, warmupSteps: 5, minLr: 0.0001}}\n"
+                 "  eval: {everySteps: 25, limit: 9}\n  steps: 100\n");
+  ASSERT_TRUE(c.isOk()) << c.status();
+  EXPECT_TRUE(c->languageModel());
+  EXPECT_EQ(c->model, ModelType::kGpt);
+  EXPECT_EQ(c->gpt.vocabSize, 256) << "text: the bytes' vocabulary when vocabSize is left out";
+  EXPECT_EQ(c->gpt.contextLength, 32);
+  EXPECT_EQ(c->gpt.layers, 3);
+  EXPECT_EQ(c->gpt.heads, 2);
+  EXPECT_EQ(c->gpt.dModel, 48);
+  EXPECT_EQ(c->gpt.mlpHidden, 100);
+  EXPECT_EQ(c->gpt.norm, model::GptNormKind::kRmsNorm);
+  EXPECT_TRUE(c->gpt.rope);
+  EXPECT_FALSE(c->gpt.tiedEmbeddings);
+  EXPECT_FLOAT_EQ(c->gpt.dropout, 0.25f);
+  EXPECT_EQ(c->data, DatasetKind::kText);
+  EXPECT_EQ(c->trainTokens.path, "/d/a.txt");
+  EXPECT_TRUE(c->valTokens.path.empty());
+  EXPECT_EQ(c->valFraction, 0.2);
+  EXPECT_EQ(c->lr.kind, LrScheduleKind::kLinear);
+  EXPECT_EQ(c->lr.minLr, 0.0001);
+  EXPECT_EQ(c->weightDecayOn, WeightDecayOn::kLinearWeights) << "gpt's default";
+  EXPECT_EQ(c->evalEverySteps, 25);
+  EXPECT_EQ(c->testLimit, 9);
+  EXPECT_EQ(c->maxSteps, 100);
+  EXPECT_TRUE(c->validate().isOk()) << c->validate();
+}
+
 TEST(JobSpecAdapterTest, MixedPrecisionBecomesTheReduceDtype) {
   const std::pair<const char*, MixedPrecision> cases[] = {
       {"none", MixedPrecision::kNone}, {"fp16", MixedPrecision::kFp16}, {"bf16", MixedPrecision::kBf16}};
