@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,15 @@ TEST(GptRecoveryFaultTest, AKilledWorkerIsReplacedAndTheRunEndsBitwiseAsAnUninte
   const std::string clean = finalModel(h.dir() + "/ckpt-clean", &cleanStep);
   ASSERT_FALSE(clean.empty());
   EXPECT_EQ(cleanStep, kSteps);
+  // The heartbeats carried the language-model figures to the job's progress (rank 0's last).
+  const controller::JobRecord cleanRecord = h.record("clean");
+  ASSERT_TRUE(cleanRecord.progress.valLoss.has_value()) << h.describeEvents("clean");
+  EXPECT_GT(*cleanRecord.progress.valLoss, 0);
+  EXPECT_LT(*cleanRecord.progress.valLoss, std::log(16.0));
+  ASSERT_TRUE(cleanRecord.progress.tokensPerSecond.has_value());
+  EXPECT_GT(*cleanRecord.progress.tokensPerSecond, 0);
+  ASSERT_TRUE(cleanRecord.progress.mfu.has_value());
+  EXPECT_GT(*cleanRecord.progress.mfu, 0);
 
   ASSERT_TRUE(h.submit(gptJob("killed", h.dir())).isOk());
   ASSERT_TRUE(h.waitTraining("killed", 150, kJobSeconds)) << h.describeEvents("killed");
@@ -78,6 +88,7 @@ TEST(GptRecoveryFaultTest, AKilledWorkerIsReplacedAndTheRunEndsBitwiseAsAnUninte
   const std::string faulted = finalModel(h.dir() + "/ckpt-killed", &step);
   EXPECT_EQ(step, kSteps);
   EXPECT_TRUE(clean == faulted) << "the recovered run's final parameters differ from the uninterrupted run's";
+  EXPECT_EQ(h.record("killed").progress.valLoss, cleanRecord.progress.valLoss);
 }
 
 // A token the model's vocabulary does not hold is the data's fault, not the run's: the worker
