@@ -32,6 +32,28 @@ Result<double> measureCpuPeakFlops(kernels::LayerOps& ops, int n, int runs) {
   return 2.0 * n * n * static_cast<double>(n) / best;
 }
 
+std::optional<double> gpuPeakFlopsF32(std::string_view name) {
+  // Ordered: a longer name before a shorter one it contains ("A100" before "A10", "L40S" before
+  // "L40" before "L4", the H100 variants before the SXM default).
+  struct Card {
+    std::string_view part;
+    double teraflops;
+  };
+  static constexpr Card kCards[] = {
+      {"H200", 67.0},      {"H100 PCIe", 51.0}, {"H100 NVL", 60.0}, {"H100", 67.0},     {"A100", 19.5},
+      {"A10", 31.2},       {"L40S", 91.6},      {"L40", 90.5},      {"L4", 30.3},       {"V100-PCIE", 14.0},
+      {"V100", 15.7},      {"T4", 8.1},
+  };
+  for (const Card& c : kCards) {
+    if (name.find(c.part) != std::string_view::npos) return c.teraflops * 1e12;
+  }
+  return std::nullopt;
+}
+
+#if !DDP_WITH_CUDA
+Result<std::string> cudaDeviceName(int) { return unimplemented("cudaDeviceName: this build has no CUDA"); }
+#endif
+
 double modelFlopsUtilisation(double flopsPerToken, double tokensPerSecond, int ranks, double peakFlopsPerRank) {
   if (!(peakFlopsPerRank > 0) || ranks <= 0) return 0;
   return flopsPerToken * tokensPerSecond / (ranks * peakFlopsPerRank);

@@ -3,6 +3,9 @@
 // PaLM's estimate of the training FLOPs per token and the peak a CPU worker measures for itself.
 // Thread model: pure functions, except measureCpuPeakFlops, which computes on the calling thread.
 
+#include <optional>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -20,6 +23,14 @@ double gptFlopsPerToken(const model::GptConfig& config, const std::vector<Parame
 // The f32 GEMM speed of `ops` (a CPU LayerOps, on the threads it trains with): 2 n^3 / seconds of
 // an n x n x n product, the best of `runs` after a warm-up. Blocks for a few tenths of a second.
 Result<double> measureCpuPeakFlops(kernels::LayerOps& ops, int n = 1024, int runs = 3);
+
+// The dense f32 peak (FLOP/s) of a GPU by its CUDA device name (cudaDeviceProp::name, e.g.
+// "NVIDIA H100 80GB HBM3"): the CUDA layer ops run plain FP32 GEMMs (no TF32, no tensor cores),
+// so the datasheet's FP32 figure is the denominator. nullopt for a card the table does not know
+// (no MFU then, rather than a made-up figure).
+std::optional<double> gpuPeakFlopsF32(std::string_view cardName);
+// The CUDA device's name (cudaGetDeviceProperties); Unimplemented in a build without CUDA.
+Result<std::string> cudaDeviceName(int index);
 
 // flopsPerToken x tokensPerSecond / (ranks x peakFlopsPerRank); 0 when the peak is not > 0.
 double modelFlopsUtilisation(double flopsPerToken, double tokensPerSecond, int ranks, double peakFlopsPerRank);

@@ -202,15 +202,7 @@ Status Trainer::Impl::setup() {
   // initialised them from the same seed, bitwise identical (worker/model/sequential.h).
   DDP_ASSIGN_OR_RETURN(optimizer, OptimizerRunner::create(config, model->parameters(), backend));
   DDP_RETURN_IF_ERROR(config.languageModel() ? setupWindows() : setupSchedule());
-  if (config.languageModel() && io.onProgress && model->device().isCpu()) {
-    // docs/TRAINING.md, "Language-model figures": the CPU's peak is measured, not looked up.
-    if (auto peak = measureCpuPeakFlops(model->ops()); peak.isOk()) {
-      peakFlops = *peak;
-      flopsPerToken = gptFlopsPerToken(config.gpt, model->parameters());
-    } else {
-      DDP_LOG(Warning) << "no MFU: " << peak.status();
-    }
-  }
+  if (config.languageModel() && io.onProgress) setupPeakFlops();
   state.seed = config.seed;
   state.worldSize = backend.size();
   state.batchSize = config.batchSize;
@@ -298,6 +290,29 @@ Status Trainer::Impl::setupWindows() {
   config.lr.baseLr = config.optimizer.lr;
   config.lr.totalSteps = static_cast<int64_t>(std::ceil(static_cast<double>(totalSteps) * scheduleIncrement - 1e-9));
   return config.lr.validate().withContext("optimizer.schedule");
+}
+
+// docs/TRAINING.md, "Language-model figures": the CPU's peak is measured, a GPU's looked up by
+// its name (no MFU for a card the table does not know).
+void Trainer::Impl::setupPeakFlops() {
+  if (model->device().isCpu()) {
+    auto peak = measureCpuPeakFlops(model->ops());
+    if (!peak.isOk()) {
+      DDP_LOG(Warning) << "no MFU: " << peak.status();
+      return;
+    }
+    peakFlops = *peak;
+  } else {
+    auto name = cudaDeviceName(model->device().index);
+    const std::optional<double> peak = name.isOk() ? gpuPeakFlopsF32(*name) : std::nullopt;
+    if (!peak) {
+      if (isRank0()) DDP_LOG(Info) << "no MFU: the f32 peak of " << (name.isOk() ? *name : name.status().toString())
+                                   << " is not in the table (worker/training/model_flops.cc)";
+      return;
+    }
+    peakFlops = *peak;
+  }
+  flopsPerToken = gptFlopsPerToken(config.gpt, model->parameters());
 }
 
 bool Trainer::Impl::canEvaluate() const { return !config.languageModel() || data->valTokens.size() > 0; }

@@ -128,7 +128,11 @@ Status Trainer::Impl::applyLoaded(const LoadedCheckpoint& loaded, TrainResult* r
   if (saved.worldSize != backend.size()) {
     // Note [Elastic batch]: the rest of the epoch is split over this world size.
     totalSteps = stepsToEnd();
-    if (isRank0()) {
+    if (isRank0() && windows) {
+      DDP_LOG(Info) << "resuming step " << saved.step << " written by " << saved.worldSize << " workers at world size "
+                    << backend.size() << ": the same windows per step (Note [Token windows]), " << totalSteps
+                    << " steps in all";
+    } else if (isRank0()) {
       DDP_LOG(Info) << "resuming step " << saved.step << " written by " << saved.worldSize << " workers at world size "
                     << backend.size() << ": " << samplesLeftHere() << " samples of epoch " << saved.epoch + 1
                     << " left for rank 0, " << totalSteps << " steps in all";

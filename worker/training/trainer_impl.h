@@ -90,8 +90,9 @@ struct Trainer::Impl {
   int64_t lastCheckpointStep = -1;  // the step of the last checkpoint written or resumed
   TrainingProgress progress;          // what io.onProgress sees (Note [Trainer progress observer])
   CompressionStats compressionBase;   // a PowerSGD hook's statistics when run() started
-  // Language models on the CPU with a progress observer: this rank's measured GEMM peak and the
-  // model's training FLOPs per token, for progress.mfu (model_flops.h); 0: no MFU.
+  // Language models with a progress observer: this rank's peak (a CPU's measured GEMM speed, a
+  // GPU's f32 datasheet figure) and the model's training FLOPs per token, for progress.mfu
+  // (model_flops.h); 0: no MFU.
   double peakFlops = 0;
   double flopsPerToken = 0;
 
@@ -114,6 +115,8 @@ struct Trainer::Impl {
   Status setupSchedule();
   // Language models: the window sampler and the step counts (spec.steps, no epochs).
   Status setupWindows();
+  // Language models with a progress observer: peakFlops and flopsPerToken for the MFU.
+  void setupPeakFlops();
   void planBatch();
   // Steps left from the sampler's position to the end of the run (stepsPerEpoch per later epoch).
   int64_t stepsToEnd() const;

@@ -39,6 +39,17 @@ TEST(ModelFlopsTest, MfuOfTheDocumentedExample) {
   EXPECT_EQ(modelFlopsUtilisation(1e9, 100, 1, 0), 0);
 }
 
+TEST(ModelFlopsTest, GpuPeaksComeFromTheTableByCardName) {
+  EXPECT_EQ(gpuPeakFlopsF32("NVIDIA H100 80GB HBM3"), 67e12);
+  EXPECT_EQ(gpuPeakFlopsF32("NVIDIA H100 PCIe"), 51e12);
+  EXPECT_EQ(gpuPeakFlopsF32("NVIDIA H200"), 67e12);
+  EXPECT_EQ(gpuPeakFlopsF32("NVIDIA A100-SXM4-80GB"), 19.5e12);
+  EXPECT_EQ(gpuPeakFlopsF32("NVIDIA A10"), 31.2e12) << "not A100's";
+  EXPECT_EQ(gpuPeakFlopsF32("NVIDIA L4"), 30.3e12);
+  EXPECT_EQ(gpuPeakFlopsF32("NVIDIA L40S"), 91.6e12) << "not L4's";
+  EXPECT_EQ(gpuPeakFlopsF32("Some Future Card"), std::nullopt) << "unknown: no MFU rather than a guess";
+}
+
 TEST(ModelFlopsTest, TheMeasuredCpuPeakIsPositive) {
   auto ops = model::makeLayerOps(model::ModelOptions{});
   ASSERT_TRUE(ops.isOk()) << ops.status();
