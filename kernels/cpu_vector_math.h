@@ -37,4 +37,18 @@ inline float expApprox(float x) {
   return e * std::bit_cast<float>(static_cast<uint32_t>(n + 127) << 23);
 }
 
+// Sum with 8 independent partial sums: vectorizes without reassociation flags. The order is
+// fixed, so a sum gives the same bits every run.
+inline float sum8(const float* x, int64_t n) {
+  float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    for (int k = 0; k < 8; ++k) part[k] += x[i + k];
+  }
+  float s = 0.f;
+  for (; i < n; ++i) s += x[i];
+  for (int k = 0; k < 8; ++k) s += part[k];
+  return s;
+}
+
 }  // namespace ddp::kernels::cpu

@@ -135,21 +135,6 @@ void activationBackward(Activation a, const float* x, const float* y, const floa
   }
 }
 
-namespace {
-// Sum with 8 independent partial sums: vectorizes without reassociation flags.
-float sum(const float* x, int64_t n) {
-  float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; ++k) part[k] += x[i + k];
-  }
-  float s = 0.f;
-  for (; i < n; ++i) s += x[i];
-  for (int k = 0; k < 8; ++k) s += part[k];
-  return s;
-}
-}  // namespace
-
 void channelBiasAdd(float* y, const float* bias, int n, int c, int64_t p) {
   for (int i = 0; i < n; ++i) {
     for (int ch = 0; ch < c; ++ch) {
@@ -164,7 +149,7 @@ void channelBiasGrad(const float* dy, int n, int c, int64_t p, float* db, bool a
   if (!accumulate) std::fill(db, db + c, 0.f);
   for (int i = 0; i < n; ++i) {
     for (int ch = 0; ch < c; ++ch) {
-      db[ch] += sum(dy + (int64_t{i} * c + ch) * p, p);
+      db[ch] += sum8(dy + (int64_t{i} * c + ch) * p, p);
     }
   }
 }

@@ -16,18 +16,6 @@
 namespace ddp::kernels::cpu {
 namespace {
 
-// Reductions with 8 independent partials: they vectorize without reassociation flags.
-float sum8(const float* x, int64_t n) {
-  float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int k = 0; k < 8; ++k) part[k] += x[i + k];
-  }
-  float s = 0.f;
-  for (; i < n; ++i) s += x[i];
-  for (int k = 0; k < 8; ++k) s += part[k];
-  return s;
-}
 
 float dot8(const float* a, const float* b, int64_t n) {
   float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
