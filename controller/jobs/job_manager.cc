@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "common/secret.h"
+#include "controller/jobs/data_checks.h"
 #include "controller/jobs/memory_estimate.h"
 #include "controller/jobs/job_decision.h"
 #include "controller/jobs/job_live.h"
@@ -216,6 +217,7 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
                            ")");
   }
   DDP_RETURN_IF_ERROR(options_.paths.check("spec.checkpoint.dir", spec.checkpoint.dir));
+  if (launcher_.sharesFilesystem()) DDP_RETURN_IF_ERROR(checkDataFiles(spec));
   {  // Note [Memory estimate]
     const auto limit = spec.kubernetes.resources.limits.find("memory");
     const std::string podLimit = limit == spec.kubernetes.resources.limits.end() ? "" : limit->second;

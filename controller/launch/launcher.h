@@ -90,6 +90,10 @@ class Launcher {
     return std::nullopt;
   }
 
+  // Whether the workers see the controller's filesystem (a local launcher): then the controller
+  // checks the job's data files at submission (Note [Data checks at submission]).
+  virtual bool sharesFilesystem() const { return false; }
+
   // Every slot 0..workers-1 has a live worker: starts each slot that never had one. Idempotent.
   // A slot whose worker exited is NOT refilled by this call: the controller asks for that with
   // replaceWorker once it has seen the exit.

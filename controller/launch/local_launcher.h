@@ -102,6 +102,7 @@ class LocalLauncher final : public Launcher {
   int maxWorkersPerJob() const override { return maxWorkers_; }
   // This machine's physical memory, shared by the job's workers.
   std::optional<WorkerMemoryBudget> workerMemory(int workers, const std::string& kubernetesLimit) const override;
+  bool sharesFilesystem() const override { return true; }
   Status ensureWorkers(const JobLaunch& job) override;
   Status adoptJob(const JobLaunch& job) override;
   Status killWorker(const std::string& job, const std::string& workerId, int signal) override;

@@ -40,6 +40,8 @@ class FakeLauncher final : public Launcher {
   }
   Status forgetJob(const std::string&) override { return Status::ok(); }
   std::vector<int64_t> livePids(const std::string&) const override { return {}; }
+  bool sharesFilesystem() const override { return shares_; }
+  void setSharesFilesystem(bool shares) { shares_ = shares; }
 
   std::vector<int> signalsTo(const std::string& workerId) const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -63,6 +65,7 @@ class FakeLauncher final : public Launcher {
   std::vector<std::pair<std::string, int>> kills_;  // guarded by mu_
   std::vector<std::string> replaced_;               // guarded by mu_
   int stops_ = 0;                                   // guarded by mu_
+  bool shares_ = false;                             // set before the JobManager uses it
 };
 
 }  // namespace ddp::controller
