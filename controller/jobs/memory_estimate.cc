@@ -15,7 +15,7 @@
 // layer's output, and for a convolution its im2col buffer); the data set decoded into floats. It
 // is a lower bound of the peak (allocator overhead, the communication library's buffers and the
 // process itself come on top), so a refusal is certain and an acceptance is not a promise.
-// Every model type gets a rule here as it is added. A job on `device: cuda` is not checked: its
+// Every model type gets a rule here as it is added (gpt: gptShape). A job on `device: cuda` is not checked: its
 // model lives in GPU memory, which the controller does not know.
 
 namespace ddp::controller {
@@ -72,6 +72,23 @@ void modelShape(const JobSpec& spec, const DataShape& d, int64_t* params, int64_
   addLinear(width, d.classes, params, actsPerSample);
 }
 
+// A gpt (worker/model/gpt.h): its parameters, and the floats one sample (a window of T tokens)
+// keeps for backward: per block the residual copies, norms, QKV, attention output, MLP
+// pre-activation and GELU output, and the attention probabilities (heads x T per token); once,
+// the backward scratch and the embedding, final-norm and head-gradient rows. The LM head's
+// logits are computed in chunks of at most 8 Mi floats (counted once, not per sample).
+void gptShape(const JobSpec& spec, int64_t* params, int64_t* actsPerSample, int64_t* fixedActs) {
+  const GptSpec& g = spec.model.gpt;
+  const int64_t v = g.vocabSize > 0 ? g.vocabSize : 256, t = g.contextLength, d = g.dModel;
+  const int64_t h = g.mlpHidden > 0 ? g.mlpHidden : 4 * d, layers = g.layers, heads = g.heads;
+  const int64_t norm = g.norm == GptNorm::kLayerNorm ? 2 * d : d;
+  const int64_t block = 2 * norm + (3 * d * d + 3 * d) + (d * d + d) + (h * d + h) + (d * h + d);
+  *params = v * d + (g.positions == GptPositions::kLearned ? t * d : 0) + layers * block + norm +
+            (g.tiedEmbeddings ? 0 : v * d);
+  *actsPerSample = t * (layers * (8 * d + 2 * h + heads * t) + (6 * d + h) + 3 * d);
+  *fixedActs = std::min<int64_t>(int64_t{1} << 23, v * t * spec.data.batchSize);
+}
+
 std::string gib(int64_t bytes) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f GiB", static_cast<double>(bytes) / (int64_t{1} << 30));
@@ -82,8 +99,13 @@ std::string gib(int64_t bytes) {
 
 MemoryEstimate estimateWorkerMemory(const JobSpec& spec) {
   const DataShape d = dataShape(spec);
-  int64_t params = 0, acts = 0;
-  modelShape(spec, d, &params, &acts);
+  int64_t params = 0, acts = 0, fixedActs = 0;
+  const bool gpt = spec.model.type == ModelType::kGpt;
+  if (gpt) {
+    gptShape(spec, &params, &acts, &fixedActs);
+  } else {
+    modelShape(spec, d, &params, &acts);
+  }
   MemoryEstimate e;
   e.parameters = params;
   e.modelBytes = 2 * params * kF32;
@@ -96,8 +118,10 @@ MemoryEstimate estimateWorkerMemory(const JobSpec& spec) {
   }
   if (spec.zero != ZeroMode::kNone) optimizer /= std::max(1, spec.workers.min);
   e.optimizerBytes = optimizer;
-  e.activationBytes = 2 * acts * spec.data.batchSize * kF32;
-  e.dataBytes = d.samples * d.features() * kF32;
+  // A gpt's activation count already includes what backward keeps (its saved activations);
+  // token files are memory-mapped (the page cache holds them, not the worker).
+  e.activationBytes = ((gpt ? 1 : 2) * acts * spec.data.batchSize + fixedActs) * kF32;
+  e.dataBytes = gpt ? 0 : d.samples * d.features() * kF32;
   return e;
 }
 

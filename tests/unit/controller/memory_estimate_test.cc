@@ -61,5 +61,31 @@ TEST(MemoryEstimateTest, AModelThatCannotFitIsRefusedNamingTheFieldAndTheFigures
   EXPECT_TRUE(checkWorkerMemory(huge, std::nullopt).isOk()) << "nothing known: nothing checked";
 }
 
+// A gpt by closed form: the parameter count of worker/model/gpt.h's tiny test model (1208, also
+// asserted against the real model in tests/unit/model/gpt_test.cc), and its activations.
+TEST(MemoryEstimateTest, AGptByClosedForm) {
+  JobSpec s;
+  s.model.type = ModelType::kGpt;
+  s.model.gpt.vocabSize = 11;
+  s.model.gpt.contextLength = 5;
+  s.model.gpt.layers = 2;
+  s.model.gpt.heads = 2;
+  s.model.gpt.dModel = 8;
+  s.model.gpt.mlpHidden = 12;
+  s.data.dataset = DatasetKind::kTokens;
+  s.data.batchSize = 3;
+  s.optimizer.type = OptimizerType::kAdamW;
+  const MemoryEstimate e = estimateWorkerMemory(s);
+  EXPECT_EQ(e.parameters, 1208);
+  EXPECT_EQ(e.optimizerBytes, 2 * 1208 * 4);
+  const int64_t perSample = 5 * (2 * (8 * 8 + 2 * 12 + 2 * 5) + (6 * 8 + 12) + 3 * 8);
+  EXPECT_EQ(e.activationBytes, (perSample * 3 + 11 * 5 * 3) * 4);
+  EXPECT_EQ(e.dataBytes, 0) << "token files are memory-mapped";
+  s.model.gpt.tiedEmbeddings = false;
+  s.model.gpt.positions = GptPositions::kRope;
+  s.model.gpt.norm = GptNorm::kRmsNorm;
+  EXPECT_EQ(estimateWorkerMemory(s).parameters, 1208 + 11 * 8 - 5 * 8 - (2 * 2 * 8 + 8));
+}
+
 }  // namespace
 }  // namespace ddp::controller
