@@ -38,13 +38,11 @@ class TrajectoryHasher {
   uint64_t h_ = fnv1a("ddp trajectory v1");
 };
 
-}  // namespace
-
-uint64_t trajectoryHash(const TrainerConfig& c) {
-  TrajectoryHasher h;
+// The feeds of trajectoryHash, section by section, in the order the pinned hashes were made
+// with (tests/unit/runtime/trajectory_hash_pin_test.cc): reordering them changes every hash.
+void addModel(TrajectoryHasher& h, const TrainerConfig& c) {
   h.add(c.seed);
-  // Model: the active one's shape.
-  h.add(c.model);
+  h.add(c.model);  // the active model's shape
   if (c.model == ModelType::kMlp) {
     h.add(c.mlp.inputs);
     h.add(c.mlp.hidden);
@@ -58,7 +56,9 @@ uint64_t trajectoryHash(const TrainerConfig& c) {
     h.add(c.cnn.classes);
     h.add(c.cnn.activation);
   }
-  // Data.
+}
+
+void addData(TrajectoryHasher& h, const TrainerConfig& c) {
   h.add(c.data);
   if (c.data == DatasetKind::kSynthetic) {
     h.add(c.synthetic.samples);
@@ -72,7 +72,9 @@ uint64_t trajectoryHash(const TrainerConfig& c) {
   h.add(c.normalize);
   h.add(c.shuffle);
   h.add(c.samplerMode);
-  // Schedule.
+}
+
+void addSchedule(TrajectoryHasher& h, const TrainerConfig& c) {
   h.add(c.batchSize);
   h.add(c.epochs);
   h.add(c.maxSteps);
@@ -92,7 +94,9 @@ uint64_t trajectoryHash(const TrainerConfig& c) {
   h.add(c.lr.stepSize);
   h.add(c.lr.gamma);
   h.add(c.lr.minLr);
-  // Communication.
+}
+
+void addCommunication(TrajectoryHasher& h, const TrainerConfig& c) {
   h.add(c.hook);
   h.add(c.hookWrapper);
   if (c.hook == CommHookType::kPowerSgd || c.hook == CommHookType::kBatchedPowerSgd) {
@@ -111,26 +115,42 @@ uint64_t trajectoryHash(const TrainerConfig& c) {
   h.add(c.sharding);
   h.add(c.join);
   if (c.join) h.add(c.joinDivideByInitialWorldSize);
-  if (c.languageModel()) {
-    const model::GptConfig& g = c.gpt;
-    h.add(g.vocabSize);
-    h.add(g.contextLength);
-    h.add(g.layers);
-    h.add(g.heads);
-    h.add(g.dModel);
-    h.add(g.mlpHidden);
-    h.add(g.norm);
-    h.add(g.rope);
-    h.add(g.tiedEmbeddings);
-    h.add(g.dropout);
-    h.add(fnv1a(c.trainTokens.rawDType));
-    h.add(!c.valTokens.path.empty());
-    h.add(fnv1a(c.valTokens.rawDType));
-    h.add(c.valFraction);
-    h.add(c.weightDecayOn);
-  } else if (c.weightDecayOn != WeightDecayOn::kAll) {
-    h.add(c.weightDecayOn);
+}
+
+// Fed only for language-model jobs, and weightDecayOn only off its default otherwise, so every
+// earlier job keeps its hash.
+void addLanguageModel(TrajectoryHasher& h, const TrainerConfig& c) {
+  if (!c.languageModel()) {
+    if (c.weightDecayOn != WeightDecayOn::kAll) h.add(c.weightDecayOn);
+    return;
   }
+  const model::GptConfig& g = c.gpt;
+  h.add(g.vocabSize);
+  h.add(g.contextLength);
+  h.add(g.layers);
+  h.add(g.heads);
+  h.add(g.dModel);
+  h.add(g.mlpHidden);
+  h.add(g.norm);
+  h.add(g.rope);
+  h.add(g.tiedEmbeddings);
+  h.add(g.dropout);
+  h.add(fnv1a(c.trainTokens.rawDType));
+  h.add(!c.valTokens.path.empty());
+  h.add(fnv1a(c.valTokens.rawDType));
+  h.add(c.valFraction);
+  h.add(c.weightDecayOn);
+}
+
+}  // namespace
+
+uint64_t trajectoryHash(const TrainerConfig& c) {
+  TrajectoryHasher h;
+  addModel(h, c);
+  addData(h, c);
+  addSchedule(h, c);
+  addCommunication(h, c);
+  addLanguageModel(h, c);
   return h.value();
 }
 
