@@ -5,14 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include "common/split_mix_rng.h"
 #include "common/tokens/token_file.h"
-#include "tests/support/local_backend.h"
+#include "tests/support/gpt_runs.h"
 #include "tests/support/temp_dir.h"
 #include "worker/training/trainer.h"
 #include "worker/training/training_faults.h"
@@ -20,100 +18,12 @@
 namespace ddp::runtime {
 namespace {
 
-using Params = std::vector<std::vector<float>>;
-
-constexpr int kVocab = 16;
-
-// A learnable sequence: next = (3 prev + 1) mod 16, with one token in ten drawn at random.
-std::vector<int32_t> markovTokens(int64_t n, uint64_t seed) {
-  SplitMixRng rng(seed);
-  std::vector<int32_t> t(static_cast<size_t>(n));
-  int32_t prev = 0;
-  for (auto& x : t) {
-    x = rng.next() % 10 == 0 ? static_cast<int32_t>(rng.next() % kVocab) : (3 * prev + 1) % kVocab;
-    prev = x;
-  }
-  return t;
-}
-
-TrainerConfig gptConfig(const std::string& trainPath) {
-  TrainerConfig c;
-  c.job = "gpt-unit";
-  c.seed = 11;
-  c.model = ModelType::kGpt;
-  c.gpt.vocabSize = kVocab;
-  c.gpt.contextLength = 8;
-  c.gpt.layers = 1;
-  c.gpt.heads = 2;
-  c.gpt.dModel = 16;
-  c.data = DatasetKind::kTokens;
-  c.trainTokens.path = trainPath;
-  c.valFraction = 0.1;
-  c.batchSize = 8;
-  c.epochs = 0;
-  c.maxSteps = 20;
-  c.evalEverySteps = 5;
-  c.optimizer = optim::OptimizerConfig::adamw(1e-2f, 0.9f, 0.99f, 1e-8f, 0.1f);
-  c.weightDecayOn = WeightDecayOn::kLinearWeights;
-  c.lr.kind = LrScheduleKind::kCosine;
-  c.lr.warmupSteps = 2;
-  c.lr.minLr = 1e-3;
-  c.logEverySteps = 1000;
-  return c;
-}
-
-struct RankOutput {
-  Params params;
-  TrainResult result;
-  Status status;
-};
-
-Params copyParams(model::TrainableModel& m) {
-  Params out;
-  for (Parameter* p : m.parameters()) {
-    const float* d = static_cast<const float*>(p->data);
-    out.emplace_back(d, d + p->numel());
-  }
-  return out;
-}
-
-std::vector<RankOutput> train(int world, const TrainerConfig& config, TrainerIo io = {}) {
-  std::vector<RankOutput> out(static_cast<size_t>(world));
-  io.progress = nullptr;
-  comm::runLocalRanks(world, [&](int rank, comm::Backend& backend) {
-    RankOutput& mine = out[static_cast<size_t>(rank)];
-    auto trainer = Trainer::create(config, backend, io);
-    if (!trainer.isOk()) {
-      mine.status = trainer.status();
-      return;
-    }
-    auto r = (*trainer)->run();
-    if (!r.isOk()) {
-      mine.status = r.status();
-      (*trainer)->stopCommunication();
-      return;
-    }
-    mine.result = *r;
-    mine.params = copyParams((*trainer)->model());
-  });
-  return out;
-}
-
-bool bitwiseEqual(const Params& a, const Params& b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].size() != b[i].size() || std::memcmp(a[i].data(), b[i].data(), a[i].size() * 4) != 0) return false;
-  }
-  return true;
-}
-
-float maxAbsDiff(const Params& a, const Params& b) {
-  float m = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    for (size_t j = 0; j < a[i].size(); ++j) m = std::max(m, std::abs(a[i][j] - b[i][j]));
-  }
-  return m;
-}
+using test::bitwiseEqual;
+using test::kGptVocab;
+using test::markovTokens;
+using test::maxAbsDiff;
+using test::tinyGptConfig;
+using test::trainRanks;
 
 class TrainerGptTest : public ::testing::Test {
  protected:
@@ -126,12 +36,12 @@ class TrainerGptTest : public ::testing::Test {
 };
 
 TEST_F(TrainerGptTest, TwoRanksMatchOneRankOnTheSameGlobalBatchAndLearn) {
-  TrainerConfig two = gptConfig(path_);
+  TrainerConfig two = tinyGptConfig(path_);
   two.batchSize = 4;  // 2 x 4 = the single process's 8 windows, the same ones
-  auto ranks = train(2, two);
+  auto ranks = trainRanks(2, two);
   ASSERT_TRUE(ranks[0].status.isOk()) << ranks[0].status;
   ASSERT_TRUE(ranks[1].status.isOk()) << ranks[1].status;
-  auto single = train(1, gptConfig(path_));
+  auto single = trainRanks(1, tinyGptConfig(path_));
   ASSERT_TRUE(single[0].status.isOk()) << single[0].status;
 
   EXPECT_TRUE(bitwiseEqual(ranks[0].params, ranks[1].params));
@@ -151,16 +61,16 @@ TEST_F(TrainerGptTest, TwoRanksMatchOneRankOnTheSameGlobalBatchAndLearn) {
   for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(ranks[0].result.valLosses[i], single[0].result.valLosses[i], 1e-4);
   // It learns the rule: well below the uniform guess ln 16.
   ASSERT_TRUE(single[0].result.valLoss.has_value());
-  EXPECT_LT(*single[0].result.valLoss, 0.75 * std::log(double{kVocab}));
+  EXPECT_LT(*single[0].result.valLoss, 0.75 * std::log(double{kGptVocab}));
   EXPECT_LT(single[0].result.valLosses.back(), single[0].result.valLosses.front());
 }
 
 TEST_F(TrainerGptTest, ResumeAfterStopIsBitwiseEqualToUninterruptedRun) {
-  TrainerConfig c = gptConfig(path_);
+  TrainerConfig c = tinyGptConfig(path_);
   c.batchSize = 4;
   c.gpt.dropout = 0.1f;  // the masks come from (seed, rank, step): a resumed step draws the same
   c.gradAccumulation = 2;
-  auto reference = train(2, c);
+  auto reference = trainRanks(2, c);
   ASSERT_TRUE(reference[0].status.isOk()) << reference[0].status;
 
   test::TempDir ckpt("trainer_gpt_ckpt");
@@ -169,11 +79,11 @@ TEST_F(TrainerGptTest, ResumeAfterStopIsBitwiseEqualToUninterruptedRun) {
   const TrainingFaults stop = TrainingFaults().stopDuring(7);
   TrainerIo io;
   io.faults = &stop;
-  auto first = train(2, c, io);
+  auto first = trainRanks(2, c, io);
   ASSERT_TRUE(first[0].status.isOk()) << first[0].status;
   ASSERT_TRUE(first[0].result.stopped);
   ASSERT_EQ(first[0].result.steps, 7);
-  auto second = train(2, c);
+  auto second = trainRanks(2, c);
   ASSERT_TRUE(second[0].status.isOk()) << second[0].status;
   ASSERT_TRUE(second[0].result.resumed);
   EXPECT_EQ(second[0].result.startStep, 7);
@@ -189,10 +99,10 @@ TEST_F(TrainerGptTest, ResumeAfterStopIsBitwiseEqualToUninterruptedRun) {
 // and reads the same windows at every step, so it follows the uninterrupted 2-rank run (up to the
 // summation order of the loss over the batch).
 TEST_F(TrainerGptTest, AResumeAtAnotherWorldSizeReadsTheSameWindows) {
-  TrainerConfig c = gptConfig(path_);
+  TrainerConfig c = tinyGptConfig(path_);
   c.batchSize = 4;
   c.nominalWorldSize = 2;  // the global batch is 8 at any world size
-  auto reference = train(2, c);
+  auto reference = trainRanks(2, c);
   ASSERT_TRUE(reference[0].status.isOk()) << reference[0].status;
 
   test::TempDir ckpt("trainer_gpt_elastic");
@@ -200,10 +110,10 @@ TEST_F(TrainerGptTest, AResumeAtAnotherWorldSizeReadsTheSameWindows) {
   const TrainingFaults stop = TrainingFaults().stopDuring(7);
   TrainerIo io;
   io.faults = &stop;
-  auto first = train(2, c, io);
+  auto first = trainRanks(2, c, io);
   ASSERT_TRUE(first[0].status.isOk()) << first[0].status;
   ASSERT_EQ(first[0].result.steps, 7);
-  auto single = train(1, c);
+  auto single = trainRanks(1, c);
   ASSERT_TRUE(single[0].status.isOk()) << single[0].status;
   ASSERT_TRUE(single[0].result.resumed);
   EXPECT_EQ(single[0].result.steps, 20);
@@ -219,9 +129,9 @@ TEST_F(TrainerGptTest, AResumeAtAnotherWorldSizeReadsTheSameWindows) {
 
 TEST_F(TrainerGptTest, ATokenOutsideTheVocabularyNamesTheFile) {
   const std::string bad = dir_.path() + "/bad.bin";
-  std::vector<int32_t> tokens(600, kVocab);  // every token is one past the vocabulary
+  std::vector<int32_t> tokens(600, kGptVocab);  // every token is one past the vocabulary
   ASSERT_TRUE(tokens::writeTokenFile(bad, tokens, tokens::TokenDType::kUint16).isOk());
-  auto out = train(1, gptConfig(bad));
+  auto out = trainRanks(1, tinyGptConfig(bad));
   ASSERT_FALSE(out[0].status.isOk());
   EXPECT_EQ(out[0].status.code(), StatusCode::kInvalidArgument) << out[0].status;
   EXPECT_NE(out[0].status.message().find("bad.bin"), std::string::npos) << out[0].status;
@@ -233,14 +143,14 @@ TEST_F(TrainerGptTest, TextIsReadAsBytesAndSplitByValFraction) {
     std::ofstream f(text, std::ios::binary);
     for (int i = 0; i < 300; ++i) f << "the quick brown fox jumps over the lazy dog. ";
   }
-  TrainerConfig c = gptConfig(text);
+  TrainerConfig c = tinyGptConfig(text);
   c.data = DatasetKind::kText;
   c.gpt.vocabSize = 256;
   c.maxSteps = 6;
   c.evalEverySteps = 0;  // at the end only
   c.batchSize = 2;
   c.testLimit = 16;      // the first 16 validation windows
-  auto out = train(2, c);
+  auto out = trainRanks(2, c);
   ASSERT_TRUE(out[0].status.isOk()) << out[0].status;
   ASSERT_TRUE(out[1].status.isOk()) << out[1].status;
   EXPECT_EQ(out[0].result.evalSteps, std::vector<int64_t>{6});
