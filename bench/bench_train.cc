@@ -1,10 +1,12 @@
 // bench_train: end-to-end training throughput of `ddp-worker` processes on this machine, run
 // exactly as `ddpctl run` runs them (Note [bench_train runs]), for 1, 2 and 4 workers, MLP
 // (784-256-256-10) and CNN, batch 64 per worker, plus the step-time breakdown of rank 0
-// (compute, exposed communication, hook, optimizer).
+// (compute, exposed communication, hook, optimizer); and the GPT of examples/gpt-fortunes.yaml
+// on 1 and 2 workers (Note [bench_train GPT rows]).
 //
-//   build/bin/bench_train [--json] [--models mlp,cnn] [--workers 1,2,4] [--repeats 3]
+//   build/bin/bench_train [--json] [--models mlp,cnn,gpt] [--workers 1,2,4] [--repeats 3]
 //                         [--mlp-steps 400] [--cnn-steps 120] [--worker-bin PATH]
+//                         [--gpt-steps 60] [--gpt-workers 1,2] [--gpt-tokens DIR]
 //                         [--gpu auto|on|off] [--gpu-models cnn,mlp_wide] [--gpu-steps 500]
 //                         [--gpu-batch 256] [--data-dir DIR]
 //
@@ -39,7 +41,22 @@
 // contract]), read from the job's merged log; the run counts when the job Succeeded and that
 // line was seen. The workers' warnings, errors and non-log lines (a crash) are copied to
 // stderr; a failed job's condition message too. A run gets kRunLimit; then the job is
-// cancelled and its workers killed.
+// cancelled and its workers killed (bench/train/train_job.cc).
+//
+// Note [bench_train GPT rows]
+// The job of examples/gpt-fortunes.yaml (byte-level GPT, 4 layers, 4 heads, dModel 128, context
+// 128, batch 16 windows per worker, AdamW with its cosine schedule) shortened to --gpt-steps
+// steps with only a final evaluation of 32 windows, on --gpt-workers workers (1 and 2). Its
+// token files are --gpt-tokens DIR's train.bin and val.bin, or else the fortunes corpus
+// tokenized as `ddpctl tokenize --bytes` does, into a temporary folder. JSON lines:
+// {"bench":"train","model":"gpt","workers","tokens_per_s","ms_per_step","mfu",
+//  "speedup_vs_1_worker","compute_ms","exposed_comm_ms","hook_ms","optimizer_ms","data_ms",
+//  "peak_gflops","steps","repeats","device":"cpu"} (the first five are a contract: docs and
+// scripts read them). tokens_per_s counts every worker's tokens over the step loop; ms_per_step
+// is rank 0's compute + exposed communication + optimizer + data per step; mfu is
+// runtime::modelFlopsUtilisation of tokens_per_s against peak_gflops per worker, the sgemm
+// speed bench_train measures once at its start on one thread (runtime::measureCpuPeakFlops,
+// the denominator a CPU worker uses for its own MFU; docs/TRAINING.md).
 //
 // Note [bench_train GPU rows]
 // The GPU check asks kernels::cudaDeviceCount() and comm::ncclBackendAvailable(), which exist in
@@ -48,58 +65,50 @@
 // --worker-bin should come from the same build (a CPU-only worker refuses spec.device cuda, and
 // the GPU rows then fail, exit status 1). The launcher starts the workers by fork + exec, so
 // the CUDA driver state the check may create in this process does not reach them.
-#include <limits.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
+#include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "bench/common/bench_args.h"
+#include "bench/train/gpt_rows.h"
+#include "bench/train/train_job.h"
 #include "common/jobspec/job_spec.h"
 #include "common/log.h"
-#include "common/process/output_router.h"
-#include "controller/jobs/job_manager.h"
-#include "controller/launch/launcher.h"
-#include "controller/service/controller.h"
 #include "kernels/layer_ops.h"
 #include "worker/comm/nccl_backend.h"
-#include "worker/data/fashion_mnist.h"
 #include "worker/control/launch_env.h"
+#include "worker/data/fashion_mnist.h"
 
 namespace {
 
 using namespace ddp;
+using ddp::bench::GptBench;
 using ddp::bench::programDir;
 using ddp::bench::splitList;
-
-// One run's bound: past it the job is cancelled and its workers killed.
-constexpr Duration kRunLimit = std::chrono::minutes(10);
-// After the job ended: how long its workers get to exit and its log to be read.
-constexpr Duration kDrainLimit = std::chrono::seconds(30);
+using ddp::bench::TrainSample;
 
 struct Options {
   bool json = false;
-  std::vector<std::string> models = {"mlp", "cnn"};
+  std::vector<std::string> models = {"mlp", "cnn", "gpt"};
   std::vector<int> workers = {1, 2, 4};
   int repeats = 3;
   int mlpSteps = 400;
   int cnnSteps = 120;
-  std::string workerBin;
+  int gptSteps = 60;
+  std::vector<int> gptWorkers = {1, 2};
+  std::string gptTokens;
   std::string gpu = "auto";  // auto | on | off
   std::vector<std::string> gpuModels = {"cnn", "mlp_wide"};
   int gpuSteps = 500;
   int gpuBatch = 256;
   std::string dataDir = JobSpec().data.dir;  // the Fashion-MNIST IDX files
-  std::optional<CommThreadPriority> operatorPriority;  // this process's DDP_COMM_THREAD_PRIORITY
+  ddp::bench::TrainRunOptions run;
 };
 
 // One measured configuration: a model on `workers` CPU workers, or on 1 worker with cuda.
@@ -110,17 +119,41 @@ struct Config {
   JobSpec spec;
 };
 
-struct Sample {
-  double samplesPerS = 0, compute = 0, exposedComm = 0, hook = 0, optimizer = 0, data = 0;
-  int64_t steps = 0;
-  bool ok = false;
-};
+std::vector<int> intList(const std::string& s) {
+  std::vector<int> out;
+  for (const auto& w : splitList(s)) out.push_back(std::atoi(w.c_str()));
+  return out;
+}
 
-
-double field(const std::string& line, const std::string& name) {
-  auto pos = line.find("\"" + name + "\":");
-  if (pos == std::string::npos) return 0;
-  return std::strtod(line.c_str() + pos + name.size() + 3, nullptr);
+// False on a flag it does not know or a bad value.
+bool parseOptions(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
+    if (a == "--json") o->json = true;
+    else if (a == "--models") o->models = splitList(next());
+    else if (a == "--workers") o->workers = intList(next());
+    else if (a == "--repeats") o->repeats = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--mlp-steps") o->mlpSteps = std::atoi(next().c_str());
+    else if (a == "--cnn-steps") o->cnnSteps = std::atoi(next().c_str());
+    else if (a == "--gpt-steps") o->gptSteps = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--gpt-workers") o->gptWorkers = intList(next());
+    else if (a == "--gpt-tokens") o->gptTokens = next();
+    else if (a == "--worker-bin") o->run.workerBin = next();
+    else if (a == "--gpu") o->gpu = next();
+    else if (a == "--gpu-models") o->gpuModels = splitList(next());
+    else if (a == "--gpu-steps") o->gpuSteps = std::atoi(next().c_str());
+    else if (a == "--gpu-batch") o->gpuBatch = std::max(1, std::atoi(next().c_str()));
+    else if (a == "--data-dir") o->dataDir = next();
+    else return false;
+  }
+  const auto known = [](const std::vector<std::string>& v, std::initializer_list<const char*> names) {
+    return std::all_of(v.begin(), v.end(), [&](const std::string& m) {
+      return std::any_of(names.begin(), names.end(), [&](const char* n) { return m == n; });
+    });
+  };
+  return (o->gpu == "auto" || o->gpu == "on" || o->gpu == "off") && known(o->gpuModels, {"cnn", "mlp_wide"}) &&
+         known(o->models, {"mlp", "cnn", "gpt"});
 }
 
 // Empty when this build can train on a visible GPU; otherwise why not.
@@ -128,6 +161,10 @@ std::string gpuUnavailableReason() {
   if (!comm::ncclBackendAvailable()) return "this build has no CUDA";
   if (kernels::cudaDeviceCount() == 0) return "no CUDA device is visible";
   return "";
+}
+
+bool wants(const Options& o, const char* model) {
+  return std::find(o.models.begin(), o.models.end(), model) != o.models.end();
 }
 
 // The job of one configuration (spec.workers is set per run): Fashion-MNIST (first 16384
@@ -159,166 +196,104 @@ JobSpec benchSpec(const std::string& model, int steps, bool cuda = false, int ba
   return spec;
 }
 
-// The job's merged log ("[wN] " before each line), line by line: keeps rank 0's summary line
-// and copies what a person should see (warnings, errors, non-log lines such as a crash) to
-// stderr; progress lines and info logs are dropped.
-class WorkerLines {
- public:
-  void feed(const std::string& chunk) {
-    partial_ += chunk;
-    size_t from = 0;
-    for (size_t nl; (nl = partial_.find('\n', from)) != std::string::npos; from = nl + 1) {
-      line(partial_.substr(from, nl - from));
-    }
-    partial_.erase(0, from);
+// One MLP/CNN row (CPU: `base` is the 1-worker samples/s of the model; GPU: world size 1).
+void printSampleRow(const Options& o, const std::string& m, int w, const TrainSample& med, size_t repeats,
+                    double base, bool cuda) {
+  const double speedup = base > 0 ? med.samplesPerS / base : 0;
+  const double perStep = 1000.0 / static_cast<double>(med.steps);
+  if (o.json) {
+    std::printf("{\"bench\":\"train\",\"model\":\"%s\",\"workers\":%d,\"samples_per_s\":%.1f,"
+                "\"speedup_vs_1_worker\":%.3f,\"step_ms\":%.3f,\"compute_ms\":%.3f,\"exposed_comm_ms\":%.3f,"
+                "\"hook_ms\":%.3f,\"optimizer_ms\":%.3f,\"data_ms\":%.3f,\"steps\":%lld,\"repeats\":%zu,"
+                "\"device\":\"%s\"}\n",
+                m.c_str(), w, med.samplesPerS, speedup, med.stepMs(), med.compute * perStep,
+                med.exposedComm * perStep, med.hook * perStep, med.optimizer * perStep, med.data * perStep,
+                static_cast<long long>(med.steps), repeats, cuda ? "cuda" : "cpu");
+  } else {
+    std::printf("%-8s %7d %12.0f %7.2fx %9.2f %10.2f %13.2f %8.2f %11.2f\n", m.c_str(), w, med.samplesPerS, speedup,
+                med.stepMs(), med.compute * perStep, med.exposedComm * perStep, med.hook * perStep,
+                med.optimizer * perStep);
   }
-  const std::string& summary() const { return summary_; }
-
- private:
-  void line(const std::string& tagged) {
-    std::string text = tagged;
-    if (text.rfind("[w", 0) == 0) {
-      const auto close = text.find("] ");
-      if (close != std::string::npos) text = text.substr(close + 2);
-    }
-    if (text.find("\"event\":\"summary\"") != std::string::npos) {
-      summary_ = text;
-      return;
-    }
-    const char level = runtime::OutputRouter::logLevelOf(text);
-    const bool progress = level == 0 && !text.empty() && text[0] == '{';
-    if (level == 'W' || level == 'E' || (level == 0 && !progress && !text.empty())) {
-      std::fprintf(stderr, "%s\n", tagged.c_str());
-    }
-  }
-  std::string partial_;
-  std::string summary_;
-};
-
-// Runs `spec` to its end on `ctl` (Note [bench_train runs]). Returns the summary line, empty
-// when the job did not succeed or printed none (the reason is on stderr).
-std::string runJob(controller::Controller& ctl, const JobSpec& spec) {
-  auto submitted = ctl.jobs().submit(spec);
-  if (!submitted.isOk()) {
-    std::fprintf(stderr, "bench_train: could not start job %s: %s\n", spec.name.c_str(),
-                 submitted.status().toString().c_str());
-    return "";
-  }
-  controller::LogOptions follow;
-  follow.follow = true;
-  auto log = ctl.launcher().openLog(spec.name, "", follow);
-  WorkerLines lines;
-  auto pump = [&](Duration wait) {  // false once the log has ended
-    if (!log.isOk()) {
-      std::this_thread::sleep_for(wait);
-      return true;
-    }
-    auto chunk = (*log)->read(Deadline::after(wait));
-    if (!chunk.isOk()) return false;
-    lines.feed(*chunk);
-    return true;
-  };
-  const Deadline limit = Deadline::after(kRunLimit);
-  bool killed = false;
-  controller::JobRecord rec = *submitted;
-  while (!controller::isTerminal(rec.phase)) {
-    pump(std::chrono::milliseconds(100));
-    if (limit.expired() && !killed) {
-      killed = true;
-      std::fprintf(stderr, "bench_train: job %s ran past %s: killing its workers\n", spec.name.c_str(),
-                   formatDuration(kRunLimit).c_str());
-      (void)ctl.jobs().cancel(spec.name);
-      (void)ctl.launcher().stopJob(spec.name, Duration::zero());
-    }
-    if (killed && Deadline(limit.at() + kDrainLimit).expired()) break;
-    if (auto now = ctl.jobs().get(spec.name); now.isOk()) rec = *now;
-  }
-  // The rest of the output, and no worker left behind to load the next run.
-  const Deadline drain = Deadline::after(kDrainLimit);
-  while (!ctl.launcher().livePids(spec.name).empty() && !drain.expired() && pump(std::chrono::milliseconds(50))) {
-  }
-  for (int i = 0; i < 5 && lines.summary().empty() && pump(std::chrono::milliseconds(60)); ++i) {
-  }
-  if (rec.phase != controller::JobPhase::kSucceeded) {
-    const controller::JobCondition* failed = rec.findCondition(controller::kConditionFailed);
-    const std::string why = failed != nullptr ? failed->message : controller::jobPhaseName(rec.phase);
-    std::fprintf(stderr, "bench_train: job %s: %s\n", spec.name.c_str(), why.c_str());
-    return "";
-  }
-  return lines.summary();
+  std::fflush(stdout);
 }
 
-Sample runOnce(const Options& o, JobSpec spec, int workers) {
-  Sample s;
-  spec.workers.count = spec.workers.min = spec.workers.max = workers;
-  char stateTemplate[] = "/tmp/bench-train-XXXXXX";
-  if (::mkdtemp(stateTemplate) == nullptr) {
-    std::perror("bench_train: cannot create a state directory under /tmp");
-    return s;
+// The rows of every configuration, in the order of --models (GPU rows last); 1 when a
+// configuration had no successful run.
+int printRows(const Options& o, const std::vector<Config>& configs, const std::vector<std::vector<TrainSample>>& results,
+              const GptBench* gpt) {
+  int rc = 0;
+  bool header = false;
+  for (const auto& m : o.models) {
+    if (m == "gpt") {
+      std::vector<int> w;
+      std::vector<std::vector<TrainSample>> r;
+      for (size_t c = 0; c < configs.size(); ++c) {
+        if (configs[c].model == "gpt") w.push_back(configs[c].workers), r.push_back(results[c]);
+      }
+      if (gpt != nullptr && !gpt->printRows(w, r, o.json)) rc = 1;
+      continue;
+    }
+    double base = 0;
+    for (size_t c = 0; c < configs.size(); ++c) {
+      if (configs[c].cuda || configs[c].model != m) continue;
+      size_t ok = 0;
+      const std::optional<TrainSample> med = ddp::bench::medianSample(results[c], &ok);
+      if (!med) {
+        rc = 1;
+        continue;
+      }
+      if (configs[c].workers == 1) base = med->samplesPerS;
+      if (!o.json && !header) {
+        std::printf("%-8s %7s %12s %8s %9s %10s %13s %8s %11s\n", "model", "workers", "samples/s", "speedup",
+                    "step ms", "compute ms", "exp. comm ms", "hook ms", "optim ms");
+        header = true;
+      }
+      printSampleRow(o, m, configs[c].workers, *med, ok, base, false);
+    }
   }
-  controller::ControllerConfig cc;
-  cc.listenHost = "127.0.0.1";
-  cc.listenPort = 0;
-  cc.stateDir = stateTemplate;
-  cc.workerBinary = o.workerBin;
-  cc.tieWorkersToProcess = true;
-  cc.workerLogFormat = "json";
-  // As ddpctl run: the operator's DDP_COMM_THREAD_PRIORITY, else normal-priority comm threads
-  // when the workers oversubscribe the cores (Note [Comm thread priority]).
-  if (auto p = runtime::workerCommPriority(spec, workers, runtime::usableCores(), o.operatorPriority)) {
-    cc.commThreadPriority = commThreadPriorityName(*p);
+  bool gpuHeader = false;
+  for (size_t c = 0; c < configs.size(); ++c) {
+    if (!configs[c].cuda) continue;
+    size_t ok = 0;
+    const std::optional<TrainSample> med = ddp::bench::medianSample(results[c], &ok);
+    if (!med) {
+      rc = 1;
+      continue;
+    }
+    if (!o.json && !gpuHeader) {
+      std::printf("# GPU: spec.device cuda, 1 worker (NCCL), batch %d\n", o.gpuBatch);
+      std::printf("%-8s %7s %12s %8s %9s %10s %13s %8s %11s\n", "model", "workers", "samples/s", "speedup",
+                  "step ms", "compute ms", "exp. comm ms", "hook ms", "optim ms");
+      gpuHeader = true;
+    }
+    printSampleRow(o, configs[c].model, 1, *med, ok, med->samplesPerS, true);
   }
-  std::string summary;
-  if (auto ctl = controller::Controller::start(cc); ctl.isOk()) {
-    summary = runJob(**ctl, spec);
-    (*ctl)->stop();
-  } else {
-    std::fprintf(stderr, "bench_train: controller: %s\n", ctl.status().toString().c_str());
+  return rc;
+}
+
+// 0 when the GPU rows run, 1 when they are skipped, 2 for --gpu on without a GPU.
+int checkGpu(const Options& o) {
+  if (o.gpu == "off" || o.gpuModels.empty()) return 1;
+  const std::string why = gpuUnavailableReason();
+  if (why.empty()) return 0;
+  if (o.gpu == "on") {
+    std::fprintf(stderr, "bench_train: --gpu on but no GPU to run on: %s\n", why.c_str());
+    return 2;
   }
-  std::error_code ignored;
-  std::filesystem::remove_all(stateTemplate, ignored);
-  if (summary.empty()) return s;
-  s.steps = static_cast<int64_t>(field(summary, "steps"));
-  s.samplesPerS = field(summary, "samples_per_s");
-  s.compute = field(summary, "compute_s");
-  s.exposedComm = field(summary, "exposed_comm_s");
-  s.hook = field(summary, "hook_s");
-  s.optimizer = field(summary, "optimizer_s");
-  s.data = field(summary, "data_s");
-  s.ok = s.steps > 0;
-  return s;
+  std::printf("# no GPU: GPU rows skipped (%s)\n", why.c_str());
+  std::fflush(stdout);
+  return 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  bool badArg = false;
-  for (int i = 1; i < argc && !badArg; ++i) {
-    std::string a = argv[i];
-    auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--json") o.json = true;
-    else if (a == "--models") o.models = splitList(next());
-    else if (a == "--workers") {
-      o.workers.clear();
-      for (const auto& w : splitList(next())) o.workers.push_back(std::atoi(w.c_str()));
-    } else if (a == "--repeats") o.repeats = std::max(1, std::atoi(next().c_str()));
-    else if (a == "--mlp-steps") o.mlpSteps = std::atoi(next().c_str());
-    else if (a == "--cnn-steps") o.cnnSteps = std::atoi(next().c_str());
-    else if (a == "--worker-bin") o.workerBin = next();
-    else if (a == "--gpu") o.gpu = next();
-    else if (a == "--gpu-models") o.gpuModels = splitList(next());
-    else if (a == "--gpu-steps") o.gpuSteps = std::atoi(next().c_str());
-    else if (a == "--gpu-batch") o.gpuBatch = std::max(1, std::atoi(next().c_str()));
-    else if (a == "--data-dir") o.dataDir = next();
-    else badArg = true;
-  }
-  const bool gpuModelsOk = std::all_of(o.gpuModels.begin(), o.gpuModels.end(),
-                                       [](const std::string& m) { return m == "cnn" || m == "mlp_wide"; });
-  if (badArg || (o.gpu != "auto" && o.gpu != "on" && o.gpu != "off") || !gpuModelsOk) {
-    std::fprintf(stderr, "usage: bench_train [--json] [--models mlp,cnn] [--workers 1,2,4] [--repeats N] "
-                         "[--mlp-steps N] [--cnn-steps N] [--worker-bin PATH] [--gpu auto|on|off] "
-                         "[--gpu-models cnn,mlp_wide] [--gpu-steps N] [--gpu-batch N] [--data-dir DIR]\n");
+  if (!parseOptions(argc, argv, &o)) {
+    std::fprintf(stderr, "usage: bench_train [--json] [--models mlp,cnn,gpt] [--workers 1,2,4] [--repeats N] "
+                         "[--mlp-steps N] [--cnn-steps N] [--gpt-steps N] [--gpt-workers 1,2] [--gpt-tokens DIR] "
+                         "[--worker-bin PATH] [--gpu auto|on|off] [--gpu-models cnn,mlp_wide] [--gpu-steps N] "
+                         "[--gpu-batch N] [--data-dir DIR]\n");
     return 2;
   }
   auto operatorPriority = runtime::operatorCommPriority(runtime::processEnv());
@@ -326,47 +301,52 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bench_train: %s\n", operatorPriority.status().message().c_str());
     return 2;
   }
-  o.operatorPriority = *operatorPriority;
-  bool gpuRows = false;
-  if (o.gpu != "off") {
-    const std::string why = gpuUnavailableReason();
-    if (why.empty()) {
-      gpuRows = !o.gpuModels.empty();
-    } else if (o.gpu == "on") {
-      std::fprintf(stderr, "bench_train: --gpu on but no GPU to run on: %s\n", why.c_str());
-      return 2;
-    } else {
-      std::printf("# no GPU: GPU rows skipped (%s)\n", why.c_str());
-      std::fflush(stdout);
-    }
-  }
-  if (o.workerBin.empty()) o.workerBin = programDir() + "/ddp-worker";
-  if (::access(o.workerBin.c_str(), X_OK) != 0) {
-    std::fprintf(stderr, "bench_train: no worker program at %s (build ddp-worker)\n", o.workerBin.c_str());
+  o.run.operatorPriority = *operatorPriority;
+  const int gpu = checkGpu(o);
+  if (gpu == 2) return 2;
+  if (o.run.workerBin.empty()) o.run.workerBin = programDir() + "/ddp-worker";
+  if (::access(o.run.workerBin.c_str(), X_OK) != 0) {
+    std::fprintf(stderr, "bench_train: no worker program at %s (build ddp-worker)\n", o.run.workerBin.c_str());
     return 2;
   }
-  if (!data::fashionMnistAvailable(o.dataDir)) {
+  const bool fashion = wants(o, "mlp") || wants(o, "cnn") || gpu == 0;
+  if (fashion && !data::fashionMnistAvailable(o.dataDir)) {
     std::fprintf(stderr, "bench_train: the Fashion-MNIST files are not in %s (apt-get install %s)\n",
                  o.dataDir.c_str(), data::kFashionMnistPackage);
     return 2;
+  }
+  std::unique_ptr<GptBench> gpt;
+  if (wants(o, "gpt")) {
+    auto prepared = GptBench::prepare({std::string(DDP_SOURCE_DIR) + "/examples/gpt-fortunes.yaml", o.gptTokens,
+                                       o.gptSteps});
+    if (!prepared.isOk()) {
+      std::fprintf(stderr, "bench_train: gpt rows: %s\n", prepared.status().toString().c_str());
+      return 2;
+    }
+    gpt = std::move(*prepared);
   }
   // The embedded controllers' info lines (phase changes) would only interleave the figures.
   log::setLevel(log::Level::kWarning);
   std::vector<Config> configs;
   for (const auto& m : o.models) {
-    const JobSpec spec = benchSpec(m, m == "cnn" ? o.cnnSteps : o.mlpSteps);
+    if (m == "gpt") {
+      for (int w : o.gptWorkers) configs.push_back({m, w, false, gpt->spec()});
+      continue;
+    }
+    JobSpec spec = benchSpec(m, m == "cnn" ? o.cnnSteps : o.mlpSteps);
+    spec.data.dir = o.dataDir;
     for (int w : o.workers) configs.push_back({m, w, false, spec});
   }
-  if (gpuRows) {
-    for (const auto& m : o.gpuModels) configs.push_back({m, 1, true, benchSpec(m, o.gpuSteps, true, o.gpuBatch)});
+  for (const auto& m : gpu == 0 ? o.gpuModels : std::vector<std::string>{}) {
+    configs.push_back({m, 1, true, benchSpec(m, o.gpuSteps, true, o.gpuBatch)});
+    configs.back().spec.data.dir = o.dataDir;
   }
-  for (Config& c : configs) c.spec.data.dir = o.dataDir;
   // Round-robin: repeat r of every configuration before repeat r + 1 of any.
-  std::vector<std::vector<Sample>> results(configs.size());
+  std::vector<std::vector<TrainSample>> results(configs.size());
   for (int r = 0; r < o.repeats; ++r) {
     for (size_t c = 0; c < configs.size(); ++c) {
       const Config& cfg = configs[c];
-      Sample s = runOnce(o, cfg.spec, cfg.workers);
+      TrainSample s = ddp::bench::runTrainJob(o.run, cfg.spec, cfg.workers);
       if (!s.ok) {
         std::fprintf(stderr, "bench_train: %s with %d workers%s failed\n", cfg.model.c_str(), cfg.workers,
                      cfg.cuda ? " on cuda" : "");
@@ -374,77 +354,5 @@ int main(int argc, char** argv) {
       results[c].push_back(s);
     }
   }
-  if (!o.json) {
-    std::printf("%-5s %7s %12s %8s %9s %10s %13s %8s %11s\n", "model", "workers", "samples/s", "speedup", "step ms",
-                "compute ms", "exp. comm ms", "hook ms", "optim ms");
-  }
-  int rc = 0;
-  bool gpuHeader = false;
-  for (const auto& m : o.models) {
-    double base = 0;
-    for (size_t c = 0; c < configs.size(); ++c) {
-      if (configs[c].cuda || configs[c].model != m) continue;
-      const int w = configs[c].workers;
-      auto v = results[c];
-      v.erase(std::remove_if(v.begin(), v.end(), [](const Sample& s) { return !s.ok; }), v.end());
-      if (v.empty()) {
-        rc = 1;
-        continue;
-      }
-      std::sort(v.begin(), v.end(), [](const Sample& a, const Sample& b) { return a.samplesPerS < b.samplesPerS; });
-      const Sample& med = v[v.size() / 2];
-      if (w == 1) base = med.samplesPerS;
-      const double speedup = base > 0 ? med.samplesPerS / base : 0;
-      const double perStep = 1000.0 / static_cast<double>(med.steps);
-      const double stepMs = (med.compute + med.exposedComm + med.optimizer + med.data) * perStep;
-      if (o.json) {
-        std::printf("{\"bench\":\"train\",\"model\":\"%s\",\"workers\":%d,\"samples_per_s\":%.1f,"
-                    "\"speedup_vs_1_worker\":%.3f,\"step_ms\":%.3f,\"compute_ms\":%.3f,\"exposed_comm_ms\":%.3f,"
-                    "\"hook_ms\":%.3f,\"optimizer_ms\":%.3f,\"data_ms\":%.3f,\"steps\":%lld,\"repeats\":%zu,"
-                    "\"device\":\"cpu\"}\n",
-                    m.c_str(), w, med.samplesPerS, speedup, stepMs, med.compute * perStep, med.exposedComm * perStep,
-                    med.hook * perStep, med.optimizer * perStep, med.data * perStep, static_cast<long long>(med.steps),
-                    v.size());
-      } else {
-        std::printf("%-5s %7d %12.0f %7.2fx %9.2f %10.2f %13.2f %8.2f %11.2f\n", m.c_str(), w, med.samplesPerS, speedup,
-                    stepMs, med.compute * perStep, med.exposedComm * perStep, med.hook * perStep,
-                    med.optimizer * perStep);
-      }
-      std::fflush(stdout);
-    }
-  }
-  // GPU rows: world size 1, so the 1-worker baseline is the row itself.
-  for (size_t c = 0; c < configs.size(); ++c) {
-    if (!configs[c].cuda) continue;
-    auto v = results[c];
-    v.erase(std::remove_if(v.begin(), v.end(), [](const Sample& s) { return !s.ok; }), v.end());
-    if (v.empty()) {
-      rc = 1;
-      continue;
-    }
-    std::sort(v.begin(), v.end(), [](const Sample& a, const Sample& b) { return a.samplesPerS < b.samplesPerS; });
-    const Sample& med = v[v.size() / 2];
-    const double perStep = 1000.0 / static_cast<double>(med.steps);
-    const double stepMs = (med.compute + med.exposedComm + med.optimizer + med.data) * perStep;
-    const char* m = configs[c].model.c_str();
-    if (o.json) {
-      std::printf("{\"bench\":\"train\",\"model\":\"%s\",\"workers\":1,\"samples_per_s\":%.1f,"
-                  "\"speedup_vs_1_worker\":1.000,\"step_ms\":%.3f,\"compute_ms\":%.3f,\"exposed_comm_ms\":%.3f,"
-                  "\"hook_ms\":%.3f,\"optimizer_ms\":%.3f,\"data_ms\":%.3f,\"steps\":%lld,\"repeats\":%zu,"
-                  "\"device\":\"cuda\"}\n",
-                  m, med.samplesPerS, stepMs, med.compute * perStep, med.exposedComm * perStep, med.hook * perStep,
-                  med.optimizer * perStep, med.data * perStep, static_cast<long long>(med.steps), v.size());
-    } else {
-      if (!gpuHeader) {
-        std::printf("# GPU: spec.device cuda, 1 worker (NCCL), batch %d\n", o.gpuBatch);
-        std::printf("%-8s %7s %12s %8s %9s %10s %13s %8s %11s\n", "model", "workers", "samples/s", "speedup",
-                    "step ms", "compute ms", "exp. comm ms", "hook ms", "optim ms");
-        gpuHeader = true;
-      }
-      std::printf("%-8s %7d %12.0f %7.2fx %9.2f %10.2f %13.2f %8.2f %11.2f\n", m, 1, med.samplesPerS, 1.0, stepMs,
-                  med.compute * perStep, med.exposedComm * perStep, med.hook * perStep, med.optimizer * perStep);
-    }
-    std::fflush(stdout);
-  }
-  return rc;
+  return printRows(o, configs, results, gpt.get());
 }
