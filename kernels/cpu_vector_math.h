@@ -17,6 +17,22 @@
 #include <bit>
 #include <cstdint>
 
+// Note [Vector clones]
+// The project builds for baseline x86-64 (SSE2), so the loops above vectorize 4 floats wide.
+// The hot elementwise ops (GELU, the norms, the attention softmax, the cross-entropy, bias and
+// residual adds) carry DDP_VECTOR_CLONES: GCC compiles them also for AVX2 and AVX-512 and picks
+// one per process at load time (an ifunc on the CPU's features), 8 or 16 floats wide. Every clone
+// computes the same IEEE operations in the same order: the files that use it are compiled with
+// -ffp-contract=off (kernels/CMakeLists.txt), so no clone fuses a multiply and an add into an FMA,
+// and the 8 partial sums of sum8 fix the order of every reduction whatever the vector width.
+// So a clone's results equal the SSE2 code's bit for bit (tests/kernels/transformer_ops_test.cc
+// checks each op against the SSE2 build of the same source).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__) && !defined(__SANITIZE_ADDRESS__)
+#define DDP_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define DDP_VECTOR_CLONES
+#endif
+
 namespace ddp::kernels::cpu {
 
 inline float expApprox(float x) {

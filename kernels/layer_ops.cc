@@ -55,14 +55,14 @@ void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const floa
               transB ? k : n, beta, c, n);
 }
 
-void biasAdd(float* y, const float* bias, int rows, int cols) {
+DDP_VECTOR_CLONES void biasAdd(float* y, const float* bias, int rows, int cols) {
   for (int r = 0; r < rows; ++r) {
     float* row = y + int64_t{r} * cols;
     for (int c = 0; c < cols; ++c) row[c] += bias[c];
   }
 }
 
-void biasGrad(const float* dy, int rows, int cols, float* db, bool accumulate) {
+DDP_VECTOR_CLONES void biasGrad(const float* dy, int rows, int cols, float* db, bool accumulate) {
   if (!accumulate) std::fill(db, db + cols, 0.f);
   for (int r = 0; r < rows; ++r) {
     const float* row = dy + int64_t{r} * cols;
@@ -86,7 +86,7 @@ inline float geluTanhSigmoid(float x) {
 }
 }  // namespace
 
-void activationForward(Activation a, const float* x, float* y, size_t n) {
+DDP_VECTOR_CLONES void activationForward(Activation a, const float* x, float* y, size_t n) {
   switch (a) {
     case Activation::kIdentity:
       if (x != y) std::memcpy(y, x, n * sizeof(float));
@@ -106,7 +106,7 @@ void activationForward(Activation a, const float* x, float* y, size_t n) {
   }
 }
 
-void activationBackward(Activation a, const float* x, const float* y, const float* dy, float* dx,
+DDP_VECTOR_CLONES void activationBackward(Activation a, const float* x, const float* y, const float* dy, float* dx,
                         size_t n) {
   switch (a) {
     case Activation::kIdentity:

@@ -1,6 +1,7 @@
 // CPU twins of the transformer ops (kernels/transformer_ops.h): the oracle for the CUDA
 // versions, and fast enough to train on: OpenBLAS GEMMs straight on strided head slices for the
-// attention, and loops the compiler vectorizes (8 partial sums, expApprox) for the rest.
+// attention, and loops the compiler vectorizes (8 partial sums, expApprox) for the rest, in
+// AVX2 / AVX-512 clones where the CPU has them (Note [Vector clones]).
 #include "kernels/transformer_ops.h"
 
 #include <cblas.h>
@@ -17,7 +18,7 @@ namespace ddp::kernels::cpu {
 namespace {
 
 
-float dot8(const float* a, const float* b, int64_t n) {
+DDP_VECTOR_CLONES float dot8(const float* a, const float* b, int64_t n) {
   float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -30,7 +31,7 @@ float dot8(const float* a, const float* b, int64_t n) {
 }
 
 // Sum of (x - c)^2.
-float centeredSquares8(const float* x, float c, int64_t n) {
+DDP_VECTOR_CLONES float centeredSquares8(const float* x, float c, int64_t n) {
   float part[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -45,7 +46,7 @@ float centeredSquares8(const float* x, float c, int64_t n) {
   return s;
 }
 
-float max8(const float* x, int64_t n) {
+DDP_VECTOR_CLONES float max8(const float* x, int64_t n) {
   constexpr float kLow = -std::numeric_limits<float>::infinity();
   float part[8] = {kLow, kLow, kLow, kLow, kLow, kLow, kLow, kLow};
   int64_t i = 0;
@@ -66,7 +67,7 @@ void gemmStrided(bool transA, bool transB, int m, int n, int k, float alpha, con
 }
 
 // In place over row[0, len): softmax; row[len, width) = 0.
-void causalSoftmaxRow(float* row, int len, int width) {
+DDP_VECTOR_CLONES void causalSoftmaxRow(float* row, int len, int width) {
   const float mx = max8(row, len);
   for (int j = 0; j < len; ++j) row[j] = expApprox(row[j] - mx);
   const float inv = 1.f / sum8(row, len);
@@ -75,7 +76,7 @@ void causalSoftmaxRow(float* row, int len, int width) {
 }
 
 // dS over [0, len) in place on dp: p * (dp - <p, dp>); dp[len, width) = 0.
-void causalSoftmaxBackwardRow(const float* p, float* dp, int len, int width) {
+DDP_VECTOR_CLONES void causalSoftmaxBackwardRow(const float* p, float* dp, int len, int width) {
   const float d = dot8(p, dp, len);
   for (int j = 0; j < len; ++j) dp[j] = p[j] * (dp[j] - d);
   std::fill(dp + len, dp + width, 0.f);
@@ -145,7 +146,7 @@ void dropoutApply(const float* x, float* y, size_t n, float p, uint64_t seed) {
 
 }  // namespace
 
-void embeddingForward(const int32_t* ids, int n, const float* table, int dim, float* out,
+DDP_VECTOR_CLONES void embeddingForward(const int32_t* ids, int n, const float* table, int dim, float* out,
                       bool accumulate) {
   for (int i = 0; i < n; ++i) {
     const float* src = table + int64_t{ids[i]} * dim;
@@ -158,7 +159,7 @@ void embeddingForward(const int32_t* ids, int n, const float* table, int dim, fl
   }
 }
 
-void embeddingBackward(const int32_t* ids, int n, const float* dout, int dim, int vocab,
+DDP_VECTOR_CLONES void embeddingBackward(const int32_t* ids, int n, const float* dout, int dim, int vocab,
                        float* dtable, bool accumulate) {
   if (!accumulate) std::fill(dtable, dtable + int64_t{vocab} * dim, 0.f);
   for (int i = 0; i < n; ++i) {
@@ -168,7 +169,7 @@ void embeddingBackward(const int32_t* ids, int n, const float* dout, int dim, in
   }
 }
 
-void layerNormForward(const float* x, const float* gamma, const float* beta, int rows, int dim,
+DDP_VECTOR_CLONES void layerNormForward(const float* x, const float* gamma, const float* beta, int rows, int dim,
                       float eps, float* y, float* mean, float* rstd) {
   for (int r = 0; r < rows; ++r) {
     const float* xr = x + int64_t{r} * dim;
@@ -182,7 +183,7 @@ void layerNormForward(const float* x, const float* gamma, const float* beta, int
   }
 }
 
-void layerNormBackward(const float* x, const float* gamma, const float* mean, const float* rstd,
+DDP_VECTOR_CLONES void layerNormBackward(const float* x, const float* gamma, const float* mean, const float* rstd,
                        const float* dy, int rows, int dim, float* dx, float* dgamma, float* dbeta,
                        bool accumulateParams) {
   if (!accumulateParams) {
@@ -212,7 +213,7 @@ void layerNormBackward(const float* x, const float* gamma, const float* mean, co
   }
 }
 
-void rmsNormForward(const float* x, const float* gamma, int rows, int dim, float eps, float* y,
+DDP_VECTOR_CLONES void rmsNormForward(const float* x, const float* gamma, int rows, int dim, float eps, float* y,
                     float* rstd) {
   for (int r = 0; r < rows; ++r) {
     const float* xr = x + int64_t{r} * dim;
@@ -223,7 +224,7 @@ void rmsNormForward(const float* x, const float* gamma, int rows, int dim, float
   }
 }
 
-void rmsNormBackward(const float* x, const float* gamma, const float* rstd, const float* dy,
+DDP_VECTOR_CLONES void rmsNormBackward(const float* x, const float* gamma, const float* rstd, const float* dy,
                      int rows, int dim, float* dx, float* dgamma, bool accumulateParams) {
   if (!accumulateParams) std::fill(dgamma, dgamma + dim, 0.f);
   const float invDim = 1.f / static_cast<float>(dim);
@@ -242,7 +243,7 @@ void rmsNormBackward(const float* x, const float* gamma, const float* rstd, cons
   }
 }
 
-void causalAttentionForward(const float* qkv, int batch, int seq, int heads, int headDim,
+DDP_VECTOR_CLONES void causalAttentionForward(const float* qkv, int batch, int seq, int heads, int headDim,
                             float* out, float* probs) {
   if (batch == 0 || seq == 0 || heads == 0 || headDim == 0) return;
   const float scale = 1.f / std::sqrt(static_cast<float>(headDim));
@@ -270,7 +271,7 @@ void causalAttentionForward(const float* qkv, int batch, int seq, int heads, int
   }
 }
 
-void causalAttentionBackward(const float* qkv, const float* probs, const float* dout, int batch,
+DDP_VECTOR_CLONES void causalAttentionBackward(const float* qkv, const float* probs, const float* dout, int batch,
                              int seq, int heads, int headDim, float* dqkv) {
   if (batch == 0 || seq == 0 || heads == 0 || headDim == 0) return;
   const float scale = 1.f / std::sqrt(static_cast<float>(headDim));
@@ -322,11 +323,11 @@ void ropeBackward(float* dqkv, int batch, int seq, int heads, int headDim, float
   ropeApply(dqkv, batch, seq, heads, headDim, base, -1.f);
 }
 
-void addInPlace(float* y, const float* x, size_t n) {
+DDP_VECTOR_CLONES void addInPlace(float* y, const float* x, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
-void crossEntropyInPlace(float* logits, const int32_t* labels, int rows, int classes, float scale,
+DDP_VECTOR_CLONES void crossEntropyInPlace(float* logits, const int32_t* labels, int rows, int classes, float scale,
                          float* rowLoss, int32_t* rowCorrect) {
   for (int r = 0; r < rows; ++r) {
     float* z = logits + int64_t{r} * classes;
