@@ -1,5 +1,7 @@
 #include "worker/optim/dfa_layout.h"
 
+#include <algorithm>
+
 namespace ddp::optim {
 
 size_t DfaLayout::shardElemsTotal() const {
@@ -34,6 +36,27 @@ DfaLayout planDfaLayout(const std::vector<size_t>& numels, int world, size_t buc
   }
   if (!cur.params.empty()) close(cur);
   return out;
+}
+
+std::vector<DfaDecayRun> dfaDecayRuns(const DfaBucket& bucket, int rank, const std::vector<bool>& decay) {
+  std::vector<DfaDecayRun> runs;
+  const size_t lo = static_cast<size_t>(rank) * bucket.shardElems, hi = lo + bucket.shardElems;
+  // Segments arrive in element order and touch each other: a run grows while the flag holds.
+  auto add = [&](size_t s, size_t e, bool d) {
+    if (s >= e) return;
+    if (!runs.empty() && runs.back().decay == d) {
+      runs.back().count += e - s;
+    } else {
+      runs.push_back({s - lo, e - s, d});
+    }
+  };
+  for (size_t k = 0; k < bucket.params.size(); ++k) {
+    const size_t o = bucket.offsets[k];
+    const size_t e = k + 1 < bucket.params.size() ? bucket.offsets[k + 1] : bucket.usedElems;
+    add(std::max(o, lo), std::min(e, hi), decay[bucket.params[k]]);
+  }
+  add(std::max(bucket.usedElems, lo), hi, runs.empty() || runs.back().decay);
+  return runs;
 }
 
 }  // namespace ddp::optim

@@ -35,4 +35,17 @@ struct DfaLayout {
 
 DfaLayout planDfaLayout(const std::vector<size_t>& numels, int world, size_t bucketCapElems);
 
+// A run of elements of one rank's shard of a bucket that all decay, or all do not.
+struct DfaDecayRun {
+  size_t offset = 0;  // within the shard
+  size_t count = 0;
+  bool decay = true;
+};
+
+// Rank `rank`'s shard of `bucket` cut into maximal runs by decay[position] (decay has one entry
+// per parameter of the model): a parameter's elements decay or not wherever the shard
+// boundaries cut it. The runs cover the whole shard in order; padding joins the run before it
+// (its elements stay zero either way), a shard of padding only is one decaying run.
+std::vector<DfaDecayRun> dfaDecayRuns(const DfaBucket& bucket, int rank, const std::vector<bool>& decay);
+
 }  // namespace ddp::optim

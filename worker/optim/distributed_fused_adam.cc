@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "kernels/optim_ops.h"
+#include "worker/optim/grad_norm.h"
 
 namespace ddp::optim {
 
@@ -34,6 +35,11 @@ Result<std::unique_ptr<DistributedFusedAdam>> DistributedFusedAdam::create(std::
     }
     numels.push_back(p->numel());
   }
+  if (!options.weightDecayMask.empty() && options.weightDecayMask.size() != params.size()) {
+    return invalidArgument("DistributedFusedAdam: weight decay mask has " +
+                           std::to_string(options.weightDecayMask.size()) + " entries, the model has " +
+                           std::to_string(params.size()) + " parameters");
+  }
   DfaLayout layout = planDfaLayout(numels, pg.size(), options.bucketCapBytes / sizeof(float));
   return std::unique_ptr<DistributedFusedAdam>(
       new DistributedFusedAdam(std::move(params), pg, std::move(options), std::move(layout)));
@@ -59,6 +65,9 @@ DistributedFusedAdam::DistributedFusedAdam(std::vector<Parameter*> params, comm:
   }
   readyCount_.assign(nb, 0);
   paramReady_.assign(params_.size(), false);
+  if (!options_.weightDecayMask.empty()) {
+    for (const DfaBucket& bk : layout_.buckets) decayRuns_.push_back(dfaDecayRuns(bk, rank_, options_.weightDecayMask));
+  }
 }
 
 DistributedFusedAdam::~DistributedFusedAdam() {
@@ -185,16 +194,12 @@ Status DistributedFusedAdam::step(Deadline deadline) {
   DDP_RETURN_IF_ERROR(finishBackward(deadline));
   DDP_RETURN_IF_ERROR(computeNorm(deadline, &lastGradNorm_));
   float gradScale = 1.f / static_cast<float>(world_);
-  if (options_.maxGradNorm > 0.f) {
-    const double coef = options_.maxGradNorm / (lastGradNorm_ + 1e-6);
-    if (coef < 1.0) gradScale *= static_cast<float>(coef);
-  }
+  if (options_.maxGradNorm > 0.f) gradScale *= clipCoefficient(lastGradNorm_, options_.maxGradNorm);
   // Per bucket: pack this rank's slice of the parameters into the shard buffer (padding stays
   // zero), run the fused Adam on it and launch its all-gather at once, so the all-gather of
   // bucket b overlaps the update of bucket b + 1.
   ++step_;
   accumulated_ = 0;
-  const kernels::AdamHyper hyper = options_.config.adamHyper();
   const size_t nb = layout_.buckets.size();
   std::vector<comm::WorkPtr> works;
   works.reserve(nb);
@@ -210,11 +215,30 @@ Status DistributedFusedAdam::step(Deadline deadline) {
       std::memcpy(shard + (s - lo), static_cast<const float*>(params_[bk.params[k]]->data) + (s - o),
                   (e - s) * sizeof(float));
     }
-    kernels::adamStepCpu({{shard, gradShard_[b].data(), expAvg_[b].data(), expAvgSq_[b].data(), bk.shardElems, step_}},
-                         hyper, gradScale);
+    updateShard(b, gradScale);
     works.push_back(pg_.allgather(comm::viewOf(shard, bk.shardElems), comm::viewOf(full_[b].data(), full_[b].size())));
   }
   return unpackParameters(works, deadline);
+}
+
+void DistributedFusedAdam::updateShard(size_t b, float gradScale) {
+  const kernels::AdamHyper hyper = options_.config.adamHyper();
+  float* p = scratch_[b].data();
+  const float* g = gradShard_[b].data();
+  float* m = expAvg_[b].data();
+  float* v = expAvgSq_[b].data();
+  if (decayRuns_.empty() || hyper.weightDecay == 0.f) {
+    kernels::adamStepCpu({{p, g, m, v, layout_.buckets[b].shardElems, step_}}, hyper, gradScale);
+    return;
+  }
+  std::vector<kernels::AdamTensor> decayed, plain;
+  for (const DfaDecayRun& r : decayRuns_[b]) {
+    (r.decay ? decayed : plain).push_back({p + r.offset, g + r.offset, m + r.offset, v + r.offset, r.count, step_});
+  }
+  if (!decayed.empty()) kernels::adamStepCpu(decayed, hyper, gradScale);
+  kernels::AdamHyper noDecay = hyper;
+  noDecay.weightDecay = 0.f;
+  if (!plain.empty()) kernels::adamStepCpu(plain, noDecay, gradScale);
 }
 
 Status DistributedFusedAdam::unpackParameters(std::vector<comm::WorkPtr>& works, Deadline deadline) {

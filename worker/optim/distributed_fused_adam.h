@@ -13,10 +13,14 @@
 //    trade: one reduce-scatter per micro-step, bounded memory).
 //  - step(): finishes the reduction, computes the global gradient norm (allreduced sum of the
 //    shards' squares, of the world-averaged gradient), clips by maxGradNorm if set
-//    (coefficient maxGradNorm / (norm + 1e-6), as torch.nn.utils.clip_grad_norm_), then per
-//    bucket runs the fused Adam kernel on the local shard (averaging and clipping folded into
-//    its gradScale) and launches the all-gather of the updated parameters at once (the
-//    all-gather of one bucket overlaps the update of the next).
+//    (clipCoefficient of grad_norm.h: maxGradNorm / (norm + 1e-6) when the norm exceeds it, as
+//    torch.nn.utils.clip_grad_norm_), then per bucket runs the fused Adam kernel on the local
+//    shard (averaging and clipping folded into its gradScale) and launches the all-gather of the
+//    updated parameters at once (the all-gather of one bucket overlaps the update of the next).
+//  - Decay groups (weightDecayMask, spec.optimizer.weightDecayOn): the shard is cut into runs of
+//    elements that decay or not (dfaDecayRuns in dfa_layout.h: a parameter's elements follow its
+//    mask entry wherever the shard boundaries cut it); the non-decaying runs step with weight
+//    decay 0. The mask is not state: the state stream is unchanged.
 //  - If no gradient was marked ready since the last step, step() reads every parameter's grad
 //    itself (models without grad-ready hooks still work, without overlap).
 //
@@ -53,6 +57,8 @@ struct DistributedFusedAdamOptions {
   size_t bucketCapBytes = kDefaultDfaBucketBytes;
   int maxBucketsInFlight = 2;
   float maxGradNorm = 0.f;  // 0: no clipping
+  // Weight decay applies to parameter i only where weightDecayMask[i] (empty: to every one).
+  std::vector<bool> weightDecayMask;
   size_t stateChunkBytes = kDefaultDfaStateChunkBytes;
   Status validate() const;
 };
@@ -107,6 +113,8 @@ class DistributedFusedAdam {
   void launch(size_t bucket);
   Status completeOldest(Deadline deadline);
   Status computeNorm(Deadline deadline, double* norm);
+  // The fused Adam on this rank's shard of bucket b (scratch_[b] holds the parameters).
+  void updateShard(size_t b, float gradScale);
   Status unpackParameters(std::vector<comm::WorkPtr>& works, Deadline deadline);
 
   struct InFlight {
@@ -127,6 +135,7 @@ class DistributedFusedAdam {
   std::vector<std::vector<float>> gradShard_;  // accumulated summed gradient shard
   std::vector<std::vector<float>> expAvg_, expAvgSq_;
   std::vector<size_t> readyCount_;
+  std::vector<std::vector<DfaDecayRun>> decayRuns_;  // per bucket; empty without a mask
 
   std::vector<bool> paramReady_;
   size_t nextToLaunch_ = 0;

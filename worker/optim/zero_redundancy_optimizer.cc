@@ -6,6 +6,7 @@
 
 #include "common/binary_io.h"
 #include "worker/join/join.h"
+#include "worker/optim/grad_norm.h"
 #include "worker/optim/reshard_plan.h"
 #include "worker/optim/zero_partition.h"
 
@@ -68,8 +69,29 @@ ZeroRedundancyOptimizer::ZeroRedundancyOptimizer(std::vector<Parameter*> params,
 Status ZeroRedundancyOptimizer::step(Deadline deadline) {
   DDP_ASSIGN_OR_RETURN(auto note, join::Join::notifyJoinContext(*this, deadline));
   (void)note;  // ZeRO does not need the active count; the notification keeps its buffer alive
-  DDP_RETURN_IF_ERROR(local_->step().withContext("ZeroRedundancyOptimizer local step"));
+  float gradScale = 1.f;
+  if (maxGradNorm_ > 0) {
+    // Note [ZeRO clipping and decay groups]: every rank holds the same averaged gradients.
+    auto norm = globalGradNorm(params_);
+    if (!norm.isOk()) return norm.status().withContext("ZeroRedundancyOptimizer clipping");
+    lastGradNorm_ = *norm;
+    gradScale = clipCoefficient(lastGradNorm_, maxGradNorm_);
+  }
+  DDP_RETURN_IF_ERROR(local_->step(gradScale).withContext("ZeroRedundancyOptimizer local step"));
   return syncParameters(deadline);
+}
+
+Status ZeroRedundancyOptimizer::setWeightDecayMask(const std::vector<bool>& mask) {
+  if (!mask.empty() && mask.size() != params_.size()) {
+    return invalidArgument("ZeroRedundancyOptimizer: weight decay mask has " + std::to_string(mask.size()) +
+                           " entries, the model has " + std::to_string(params_.size()) + " parameters");
+  }
+  std::vector<bool> mine;
+  if (!mask.empty()) {
+    for (size_t i : shardOf_[pg_.rank()]) mine.push_back(mask[i]);
+  }
+  local_->setWeightDecayMask(std::move(mine));
+  return Status::ok();
 }
 
 Status ZeroRedundancyOptimizer::syncParameters(Deadline deadline) {

@@ -20,6 +20,22 @@
 // trajectory at world 2 or 3 (PyTorch cannot do this: pytorch#65650). A plain Optimizer's
 // stateDict() loads too, and a consolidated state loads into a plain Optimizer.
 //
+// Note [ZeRO clipping and decay groups]
+// Clipping (setMaxGradNorm): step() computes the global norm of every parameter's gradient and
+// folds clipCoefficient(norm, maxNorm) into the shard update's gradScale, like the non-sharded
+// trainer. The norm is computed locally, over the full gradient, not as a sum of shard norms
+// allreduced: step()'s precondition is that every rank holds the same averaged gradients (DDP's
+// allreduce gives every rank the same bits), so every rank computes the same norm from the same
+// values in the same order, hence the same coefficient, without a collective per step (Note
+// [Per-op latency] in docs/ARCHITECTURE.md), and bitwise the coefficient of the non-sharded
+// optimizer. The cost is one read of the whole gradient per rank, which the non-sharded trainer
+// pays as well. A joined rank's step (the join hook) clips by the norm of the gradients DDP's
+// shadow iteration reduced for it, the same as the active ranks'.
+// Decay groups (setWeightDecayMask): the mask is per model position; the local optimizer gets
+// the entries of the parameters it owns (Optimizer::setWeightDecayMask), so a parameter decays
+// or not whichever rank owns it. Neither changes the saved state: resume and resharding are as
+// before (Note [Resharding]).
+//
 // Join: a Joinable whose main hook is step() (a joined rank steps its own shard with the
 // gradients DDP's join hook reduced for it and takes part in the broadcasts).
 // Thread model: not thread-safe; the training thread calls everything. Collectives are waited
@@ -49,6 +65,14 @@ class ZeroRedundancyOptimizer final : public join::Joinable {
   // Collective: local step on the owned shard, then the owners' broadcasts.
   Status step(Deadline deadline);
   Status step() { return step(Deadline::after(pg_.defaultTimeout())); }
+
+  // Weight decay applies to parameter i only where mask[i] (empty, the default: to every one).
+  // InvalidArgument unless empty or one entry per parameter. Not a collective.
+  Status setWeightDecayMask(const std::vector<bool>& mask);
+  // Clip by the global gradient norm when maxNorm > 0 (Note [ZeRO clipping and decay groups]).
+  void setMaxGradNorm(double maxNorm) { maxGradNorm_ = maxNorm; }
+  // The global norm of the gradient the last step() computed (0 without clipping).
+  double lastGradNorm() const { return lastGradNorm_; }
 
   float lr() const { return local_->lr(); }
   void setLr(float lr) { local_->setLr(lr); }
@@ -87,6 +111,8 @@ class ZeroRedundancyOptimizer final : public join::Joinable {
   std::vector<size_t> shardNumel_;            // elements per rank
   std::unique_ptr<Optimizer> local_;          // over this rank's owned parameters
   std::vector<std::vector<float>> packed_;    // one broadcast buffer per owner
+  double maxGradNorm_ = 0;                    // setMaxGradNorm; 0: no clipping
+  double lastGradNorm_ = 0;
 };
 
 }  // namespace ddp::optim
