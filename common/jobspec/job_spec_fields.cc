@@ -224,7 +224,7 @@ void appendOptimizerFields(std::vector<SpecField>* out) {
   f.push_back(number("spec.optimizer.eps", at(&JobSpec::optimizer, &O::eps), "adam, adamw: the denominator's epsilon.")
                   .above(0).checkedByRule().onlyWhen(adam, "spec.optimizer.type is adam or adamw"));
   f.push_back(number("spec.optimizer.maxGradNorm", at(&JobSpec::optimizer, &O::maxGradNorm),
-                     "Clip the gradients to this global L2 norm; not with zero: zero1.")
+                     "Clip the gradients to this global L2 norm.")
                   .atLeast(0).single().note("0: no clipping"));
   f.push_back(enumeration("spec.optimizer.weightDecayOn", at(&JobSpec::optimizer, &O::weightDecayOn),
                           kWeightDecayOnNames,

@@ -22,8 +22,7 @@ namespace ddp {
 // TrainerConfig directly):
 //  - TrainerConfig::validate: commHook.type noop; Trainer::Impl::setup: a cnn on synthetic data
 //    whose features are not 784 (the cnn is built for 1x28x28 inputs);
-//  - TrainerConfig::validate (trainer_config.cc): maxGradNorm > 0 with zero1 (clipping is not
-//    implemented for ZeroRedundancyOptimizer); join.enabled without data.uneven.enabled; join
+//  - TrainerConfig::validate (trainer_config.cc): join.enabled without data.uneven.enabled; join
 //    with gradientAccumulation.steps > 1; mixedPrecision with gradientAsBucketView; PowerSGD's
 //    minCompressionRate and orthogonalizationEpsilon (a float) not finite;
 //  - TrainerConfig::validateDevice: device cuda with zero1, dfa, join, powerSGD or
@@ -185,10 +184,6 @@ void checkLanguageModel(const JobSpec& s, Checker& c) {
   // the files) fails the job from the worker, naming the file and the token's index.
   c.check(s.precision == ComputePrecision::kFp32, "spec.precision",
           "bf16 compute is not implemented by this release's workers yet (use fp32)");
-  c.check(s.optimizer.weightDecayOn == WeightDecayOn::kAll || s.optimizer.weightDecay == 0 || s.zero == ZeroMode::kNone,
-          "spec.optimizer.weightDecayOn",
-          "linearWeights is not supported with spec.zero (the sharded optimizers decay every parameter): set "
-          "weightDecayOn: all, weightDecay: 0 or zero: none");
 }
 
 // Every rank needs training samples (Note [Trainer refusals]).
@@ -265,11 +260,6 @@ void checkOptimizer(const JobSpec& s, Checker& c) {
   const auto single = Precision::kSingle;  // the worker's optimizers compute in f32
   // lr, weightDecay and maxGradNorm: the field table's checks (job_spec_field_checks.cc).
   const bool lr = std::isfinite(o.lr) && o.lr > 0;
-  if (std::isfinite(o.maxGradNorm) && o.maxGradNorm > 0) {
-    c.check(s.zero != ZeroMode::kZero1, p + "maxGradNorm",
-            "clipping is not supported with spec.zero: zero1 (ZeroRedundancyOptimizer steps its "
-            "shards without a gradient scale); use maxGradNorm: 0, or zero: none or dfa");
-  }
   const bool momentum = c.finite(o.momentum, p + "momentum", single);
   const bool dampening = c.finite(o.dampening, p + "dampening", single);
   const bool beta1 = c.finite(o.beta1, p + "betas[0]", single);

@@ -11,7 +11,6 @@
 #include "common/log.h"
 #include "worker/ddp/powersgd_hook_base.h"
 #include "worker/model/module.h"
-#include "worker/optim/grad_norm.h"
 #include "worker/training/model_flops.h"
 #include "worker/training/trainer_impl.h"
 
@@ -166,12 +165,6 @@ int64_t Trainer::Impl::stepsToEnd() const {
   int64_t steps = state.step + (batchesLeft + micro - 1) / micro + stepsPerEpoch * laterEpochs;
   if (config.maxSteps > 0) steps = std::min(steps, config.maxSteps);
   return steps;
-}
-
-// Gradients are identical on every rank after the reduction, so the global norm is local.
-Result<float> Trainer::Impl::clipScale() {
-  DDP_ASSIGN_OR_RETURN(double norm, optim::globalGradNorm(model->parameters()));
-  return optim::clipCoefficient(norm, config.maxGradNorm);
 }
 
 Status Trainer::Impl::setup() {

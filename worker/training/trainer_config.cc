@@ -170,9 +170,6 @@ Status TrainerConfig::validate() const {
     DDP_RETURN_IF_ERROR(powerSgd.validate().withContext("spec.commHook.powerSGD"));
   }
   if (maxGradNorm < 0) return invalidArgument("spec.optimizer.maxGradNorm: must be >= 0");
-  if (maxGradNorm > 0 && sharding == ZeroMode::kZero1) {
-    return invalidArgument("spec.optimizer.maxGradNorm: not supported with spec.zero in this build");
-  }
   if (bucketCapMb <= 0) return invalidArgument("spec.bucketCapMb: must be > 0");
   if (keepCheckpoints < 0) return invalidArgument("spec.checkpoint.keep: must be >= 0");
   if (checkpointEverySteps < 0) return invalidArgument("spec.checkpoint.everySteps: must be >= 0");
@@ -206,10 +203,6 @@ Status TrainerConfig::validate() const {
     return invalidArgument(std::string("spec.mixedPrecision: ") + mixedPrecisionName(mixedPrecision) +
                            " cannot be combined with spec.gradientAsBucketView (the half-precision buckets "
                            "cannot hold the f32 gradients)");
-  }
-  if (weightDecayOn != WeightDecayOn::kAll && optimizer.weightDecay > 0 && sharding != ZeroMode::kNone) {
-    return invalidArgument("spec.optimizer.weightDecayOn: linearWeights is not supported with spec.zero (the sharded "
-                           "optimizers decay every parameter); set weightDecay 0 or zero: none");
   }
   if (join && gradAccumulation != 1) {
     return invalidArgument("spec.join.enabled: not supported with spec.gradientAccumulation.steps > 1");

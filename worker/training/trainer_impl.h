@@ -128,7 +128,6 @@ struct Trainer::Impl {
   // This rank's samples of the epoch left (language models: no epochs, always some).
   int64_t samplesLeftHere() const { return sampler ? sampler->remaining() : 1; }
   data::SamplerState samplerState() const { return sampler ? sampler->state() : data::SamplerState{}; }
-  Result<float> clipScale();
 
   // --- checkpoints, resume, healing (trainer_checkpoints.cc) ---
   Status resume(TrainResult* result);

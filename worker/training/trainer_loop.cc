@@ -220,11 +220,8 @@ Status Trainer::Impl::optimizerStep(RunContext& run) {
   const auto t0 = SteadyClock::now();
   optimizer->setLr(config.lr.lrAt(static_cast<int64_t>(state.scheduleStep + 1e-9)) * lrScale);
   if (run.onDevice) DDP_RETURN_IF_ERROR(model->ops().synchronize().withContext("step " + std::to_string(state.step)));
-  float gradScale = 1.f;
-  if (config.maxGradNorm > 0) {
-    DDP_ASSIGN_OR_RETURN(gradScale, clipScale());
-  }
-  DDP_RETURN_IF_ERROR(optimizer->step(opDeadline(), gradScale).withContext("optimizer step " + std::to_string(state.step)));
+  // Clipping by spec.optimizer.maxGradNorm happens inside (OptimizerRunner::step).
+  DDP_RETURN_IF_ERROR(optimizer->step(opDeadline()).withContext("optimizer step " + std::to_string(state.step)));
   model->zeroGrad();
   run.result.timings.optimizer += secondsSince(t0);
   return Status::ok();

@@ -14,6 +14,7 @@
 #include "worker/model/cnn.h"
 #include "worker/model/gpt.h"
 #include "worker/model/mlp.h"
+#include "worker/optim/grad_norm.h"
 
 namespace ddp::runtime {
 
@@ -209,16 +210,21 @@ Result<std::unique_ptr<OptimizerRunner>> OptimizerRunner::create(const TrainerCo
       std::vector<bool> mask = weightDecayMask(c, params);
       DDP_ASSIGN_OR_RETURN(r->plain_, optim::makeOptimizer(c.optimizer, std::move(params)));
       r->plain_->setWeightDecayMask(std::move(mask));
+      r->maxGradNorm_ = c.maxGradNorm;
       break;
     }
     case ZeroMode::kZero1: {
+      std::vector<bool> mask = weightDecayMask(c, params);
       DDP_ASSIGN_OR_RETURN(r->zero_, optim::ZeroRedundancyOptimizer::create(std::move(params), backend, c.optimizer));
+      DDP_RETURN_IF_ERROR(r->zero_->setWeightDecayMask(mask));
+      r->zero_->setMaxGradNorm(c.maxGradNorm);
       break;
     }
     case ZeroMode::kDfa: {
       optim::DistributedFusedAdamOptions o;
       o.config = c.optimizer;
       o.maxGradNorm = static_cast<float>(c.maxGradNorm);
+      o.weightDecayMask = weightDecayMask(c, params);
       DDP_ASSIGN_OR_RETURN(r->dfa_, optim::DistributedFusedAdam::create(std::move(params), backend, o));
       break;
     }
@@ -232,9 +238,16 @@ void OptimizerRunner::setLr(double lr) {
   if (dfa_) dfa_->setLr(static_cast<float>(lr));
 }
 
-Status OptimizerRunner::step(Deadline deadline, float gradScale) {
-  if (plain_) return plain_->step(gradScale);
-  if (gradScale != 1.f) return unimplemented("gradient scaling with ZeRO");
+Status OptimizerRunner::step(Deadline deadline) {
+  if (plain_) {
+    float gradScale = 1.f;
+    if (maxGradNorm_ > 0) {
+      // Gradients are identical on every rank after the reduction, so the global norm is local.
+      DDP_ASSIGN_OR_RETURN(double norm, optim::globalGradNorm(plain_->parameters()));
+      gradScale = optim::clipCoefficient(norm, maxGradNorm_);
+    }
+    return plain_->step(gradScale);
+  }
   if (zero_) return zero_->step(deadline);
   return dfa_->step(deadline);
 }

@@ -91,8 +91,12 @@ class OptimizerRunner {
                                                          std::vector<Parameter*> params,
                                                          comm::Backend& backend);
   void setLr(double lr);
-  // `gradScale` multiplies every gradient first (clipping); plain optimizer only.
-  Status step(Deadline deadline, float gradScale = 1.f);
+  // One update, clipped by spec.optimizer.maxGradNorm when set: the plain optimizer folds the
+  // coefficient of the (averaged, identical on every rank) gradient's global norm into its
+  // step; ZeRO (Note [ZeRO clipping and decay groups] in worker/optim/zero_redundancy_optimizer.h)
+  // and DistributedFusedAdam (from its reduced shards) clip inside their step. Each optimizer
+  // applies the weightDecayMask of its parameters.
+  Status step(Deadline deadline);
   // This rank's state: the whole optimizer (device state copied through the host), its ZeRO
   // shard, or (DFA, a collective) the full state streamed to rank 0 (empty elsewhere).
   Result<std::string> saveState(Deadline deadline);
@@ -113,6 +117,7 @@ class OptimizerRunner {
   std::unique_ptr<optim::Optimizer> plain_;
   std::unique_ptr<optim::ZeroRedundancyOptimizer> zero_;
   std::unique_ptr<optim::DistributedFusedAdam> dfa_;
+  double maxGradNorm_ = 0;  // the plain optimizer's clipping (the sharded ones clip themselves)
 };
 
 }  // namespace ddp::runtime

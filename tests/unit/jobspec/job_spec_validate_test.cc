@@ -47,8 +47,6 @@ void expectOnlyRefusal(const Refusal& c) {
 TEST(JobSpecValidateTest, TrainerRefusalsAreReportedAtTheField) {
   const std::vector<Refusal> cases = {
       {kBody + "  commHook: {type: noop}\n", "spec.commHook.type", "debugging only", 8},
-      {kBody + "  zero: zero1\n  optimizer: {maxGradNorm: 1.0}\n", "spec.optimizer.maxGradNorm",
-       "not supported with spec.zero: zero1", 9},
       {kBody + "  join: {enabled: true}\n", "spec.join.enabled", "needs spec.data.uneven.enabled", 8},
       {kUnevenBody + "  join: {enabled: true}\n  gradientAccumulation: {steps: 2}\n", "spec.join.enabled",
        "spec.gradientAccumulation.steps > 1", 8},
@@ -94,6 +92,7 @@ TEST(JobSpecValidateTest, TheOtherHalfOfEachRefusedCombinationIsAccepted) {
       kBody + "  zero: zero1\n",
       kBody + "  optimizer: {maxGradNorm: 1.0}\n",
       kBody + "  zero: dfa\n  optimizer: {type: adam, maxGradNorm: 1.0}\n",
+      kBody + "  zero: zero1\n  optimizer: {maxGradNorm: 1.0}\n",  // ZeRO-1 clips since this release
       kUnevenBody + "  join: {enabled: true}\n",
       kBody + "  gradientAccumulation: {steps: 2}\n",
       kBody + "  mixedPrecision: fp16\n",
@@ -130,13 +129,13 @@ TEST(JobSpecValidateTest, TrainerRefusalsOnAStructBuiltInCode) {
   s.gradientAsBucketView = true;
   std::vector<SpecError> errors;
   EXPECT_EQ(s.validate(&errors).code(), StatusCode::kInvalidArgument);
-  for (const char* path : {"spec.zero", "spec.optimizer.maxGradNorm", "spec.commHook.type",
-                           "spec.join.enabled", "spec.mixedPrecision"}) {
+  for (const char* path : {"spec.zero", "spec.commHook.type", "spec.join.enabled", "spec.mixedPrecision"}) {
     EXPECT_NE(find(errors, path), nullptr) << path;
   }
-  // cuda+zero1, maxGradNorm+zero1, noop, join without uneven, join+accumulation, cuda+join,
+  EXPECT_EQ(find(errors, "spec.optimizer.maxGradNorm"), nullptr) << "clipping works with zero1";
+  // cuda+zero1, noop, join without uneven, join+accumulation, cuda+join,
   // mixedPrecision+gradientAsBucketView.
-  EXPECT_EQ(errors.size(), 7u) << s.validate();
+  EXPECT_EQ(errors.size(), 6u) << s.validate();
 }
 
 // `lr: .inf` is "must be a finite number", not "must be > 0", for every number and spelling.
@@ -364,7 +363,7 @@ TEST(JobSpecValidateTest, EveryProblemIsReportedAtOnce) {
   };
   const std::vector<Expect> expected = {
       {"spec.workers.count", 5},         {"spec.optimizer.lr", 9},
-      {"spec.optimizer.maxGradNorm", 9}, {"spec.zero", 10},
+      {"spec.zero", 10},
       {"spec.commHook.type", 11},        {"spec.join.enabled", 12},
       {"spec.mixedPrecision", 13},   {"spec.timeouts.collectiveSeconds", 16},
       {"spec.timeouts.hangSeconds", 16},
@@ -374,11 +373,12 @@ TEST(JobSpecValidateTest, EveryProblemIsReportedAtOnce) {
     ASSERT_NE(got, nullptr) << e.path << "\n" << parseJobSpec(doc).status();
     EXPECT_EQ(got->line, e.line) << got->toString();
   }
-  // workers.count, lr (.inf), maxGradNorm with zero1, cuda with zero1, noop, join without
-  // uneven, cuda with join, mixedPrecision with gradientAsBucketView, collectiveSeconds over 7
-  // days, heartbeatSeconds x heartbeatMisses over hangSeconds.
-  EXPECT_EQ(errors.size(), 10u) << parseJobSpec(doc).status();
-  EXPECT_TRUE(contains(parseJobSpec(doc).status().message(), "10 errors"));
+  EXPECT_EQ(find(errors, "spec.optimizer.maxGradNorm"), nullptr) << "clipping works with zero1";
+  // workers.count, lr (.inf), cuda with zero1, noop, join without uneven, cuda with join,
+  // mixedPrecision with gradientAsBucketView, collectiveSeconds over 7 days, heartbeatSeconds x
+  // heartbeatMisses over hangSeconds.
+  EXPECT_EQ(errors.size(), 9u) << parseJobSpec(doc).status();
+  EXPECT_TRUE(contains(parseJobSpec(doc).status().message(), "9 errors"));
 }
 
 }  // namespace

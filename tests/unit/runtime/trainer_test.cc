@@ -213,6 +213,19 @@ TEST(TrainerTest, ResumeIsBitwiseForZeroFusedAdamAndPowerSgd) {
   const Variant variants[] = {
       {"zero", [](TrainerConfig& c) { c.sharding = ZeroMode::kZero1; }},
       {"dfa", [](TrainerConfig& c) { c.sharding = ZeroMode::kDfa; }},
+      // Clipping and decay groups add no state: the sharded states resume as they are.
+      {"zero-clipped-decay-groups", [](TrainerConfig& c) {
+         c.sharding = ZeroMode::kZero1;
+         c.maxGradNorm = 0.5;
+         c.optimizer = optim::OptimizerConfig::adamw(0.01f, 0.9f, 0.999f, 1e-8f, 0.1f);
+         c.weightDecayOn = WeightDecayOn::kLinearWeights;
+       }},
+      {"dfa-clipped-decay-groups", [](TrainerConfig& c) {
+         c.sharding = ZeroMode::kDfa;
+         c.maxGradNorm = 0.5;
+         c.optimizer = optim::OptimizerConfig::adamw(0.01f, 0.9f, 0.999f, 1e-8f, 0.1f);
+         c.weightDecayOn = WeightDecayOn::kLinearWeights;
+       }},
       {"powersgd", [](TrainerConfig& c) {
          c.hook = CommHookType::kPowerSgd;
          c.powerSgd.matrixApproximationRank = 2;
