@@ -4,7 +4,8 @@
 // loopback, and helpers to wait on the job's record and events. Faults are real signals sent by
 // PID to worker processes this harness's controller started (or that startWorker started: the
 // external launcher, where the test plays the launcher; startWorker can prefix the command, as
-// `ip netns exec NS`, which execs the worker in place).
+// `ip netns exec NS`, which execs the worker in place). finalModel reads a run's final
+// parameters from its checkpoints; runWithFault runs a job with one signal sent mid-run.
 // Cleanup: the destructor SIGCONTs every worker it stopped (while the process is still the one
 // it stopped: same start time), stops the controller, SIGKILLs every worker process named in
 // the launcher's pid files and every worker it started itself (reaping them); then removes the
@@ -12,6 +13,7 @@
 // Thread model: the test's thread only.
 
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -28,6 +30,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/checkpoint/checkpoint_store.h"
 #include "common/jobspec/job_spec.h"
 #include "controller/jobs/job_manager.h"
 #include "controller/launch/pid_file.h"
@@ -42,6 +45,20 @@ inline const std::string kFaultBin = DDP_TEST_BIN_DIR;
 inline int64_t processStartTime(int64_t pid) {
   auto st = controller::readProcStat(pid);
   return st.isOk() && st->alive() ? st->startTime : 0;
+}
+
+// The model section of `rank`'s shard in the newest complete checkpoint in `dir` (a run's final
+// one), and its step in *step; "" when there is none or it cannot be read. Runs that end with
+// the same parameters have equal sections (byte for byte).
+inline std::string finalModel(const std::string& dir, int64_t* step, int rank = 0) {
+  runtime::CheckpointStore store(dir);
+  auto latest = store.findLatestComplete();
+  if (!latest.isOk() || !latest->manifest) return "";
+  *step = latest->manifest->step;
+  auto shard = store.readShard(*latest->manifest, rank);
+  if (!shard.isOk()) return "";
+  auto model = shard->section("model");
+  return model.isOk() ? std::string(*model) : "";
 }
 
 class FaultHarness {
@@ -248,6 +265,36 @@ class FaultHarness {
   std::vector<std::pair<int64_t, int64_t>> stopped_;  // (pid, start time)
   std::vector<pid_t> started_;  // children started by startWorker, not yet reaped
 };
+
+// One run of the job `name` (`yaml`, checkpointing to `checkpointDir`) with `sig` sent to the
+// worker of `rank` (of 2) once rank 0 has stepped past `afterStep`: SIGKILL, a dead worker
+// (verdict Exited); SIGSTOP, a hung one (Unresponsive; the recovery kills the stopped process).
+// Expects the job to recover once, keeping the other worker's process and replacing the
+// faulty one, and to succeed within `seconds`. Returns the model of its final checkpoint and
+// that checkpoint's step (finalModel).
+inline std::string runWithFault(FaultHarness& h, const std::string& name, const std::string& yaml,
+                                const std::string& checkpointDir, int rank, int sig, int64_t afterStep,
+                                double seconds, int64_t* step) {
+  EXPECT_TRUE(h.submit(yaml).isOk());
+  EXPECT_TRUE(h.waitTraining(name, afterStep, seconds)) << h.describeEvents(name);
+  const int64_t other = h.pidOfRank(name, 1 - rank);
+  const int64_t victim = h.pidOfRank(name, rank);
+  EXPECT_GT(victim, 0);
+  h.signal(victim, sig);
+  EXPECT_TRUE(h.waitPhase(name, "Succeeded", seconds)) << h.describeEvents(name);
+  auto verdict = h.event(name, sig == SIGKILL ? "Exited" : "Unresponsive");
+  EXPECT_NE(verdict, nullptr) << h.describeEvents(name);
+  if (verdict) {
+    const std::string who = sig == SIGKILL ? "worker rank " + std::to_string(rank) + " killed by signal 9"
+                                           : "worker rank " + std::to_string(rank) + " (" + name + "-w";
+    EXPECT_NE(verdict->message.find(who), std::string::npos) << verdict->message;
+  }
+  EXPECT_NE(h.event(name, "Recovered"), nullptr) << h.describeEvents(name);
+  EXPECT_EQ(h.pidOfRank(name, 1 - rank), other) << "the survivor kept its process";
+  EXPECT_EQ(processStartTime(victim), 0) << "the faulty worker was killed and replaced";
+  EXPECT_EQ(h.record(name).restarts, 1);
+  return finalModel(checkpointDir, step);
+}
 
 // A short synthetic job with the fault-test timeouts (heartbeat 1 s x 3, hang 5 s).
 // Steps of a fault job that a test acts on while it runs (waitTraining, then a signal): the

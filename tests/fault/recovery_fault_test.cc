@@ -12,7 +12,6 @@
 #include <chrono>
 #include <cstdlib>
 
-#include "common/checkpoint/checkpoint_store.h"
 #include "controller/launch/pid_file.h"
 #include "tests/fault/fault_harness.h"
 #include "tests/support/launcher_pid_files.h"
@@ -22,20 +21,9 @@ namespace {
 
 using test::FaultHarness;
 using test::faultJobYaml;
+using test::finalModel;
 
 constexpr double kJobSeconds = 120;  // bound of any wait on a job (they finish in seconds)
-
-// The model parameters of rank 0's newest complete checkpoint in `dir` (the run's final one).
-std::string finalModel(const std::string& dir, int64_t* step) {
-  runtime::CheckpointStore store(dir);
-  auto latest = store.findLatestComplete();
-  if (!latest.isOk() || !latest->manifest) return "";
-  *step = latest->manifest->step;
-  auto shard = store.readShard(*latest->manifest, 0);
-  if (!shard.isOk()) return "";
-  auto model = shard->section("model");
-  return model.isOk() ? std::string(*model) : "";
-}
 
 TEST(RecoveryFaultTest, SigstoppedWorkerIsNamedUnresponsiveAndTheSurvivorRecoversInProcess) {
   FaultHarness h;
@@ -57,30 +45,13 @@ TEST(RecoveryFaultTest, SigstoppedWorkerIsNamedUnresponsiveAndTheSurvivorRecover
   EXPECT_EQ(h.record("stop").restarts, 1);
 }
 
-// One run of `name` with `sig` sent to the worker of `rank` once it trains (SIGKILL: a dead
-// worker, Exited; SIGSTOP: a hung one, Unresponsive; the harness SIGCONTs nothing it has not
-// stopped, and the stopped process is killed by the recovery itself). Returns its final model.
+// One run of `name` (a fault job with `extraSpec`) with `sig` sent to the worker of `rank` once
+// it trains (test::runWithFault). Returns its final model.
 std::string runWithFault(FaultHarness& h, const std::string& name, const std::string& extraSpec, int rank, int sig,
                          int64_t* step) {
-  EXPECT_TRUE(h.submit(faultJobYaml(name, h.dir() + "/ckpt-" + name, test::kMidRunSteps, 3, extraSpec)).isOk());
-  EXPECT_TRUE(h.waitTraining(name, 50, kJobSeconds)) << h.describeEvents(name);
-  const int64_t other = h.pidOfRank(name, 1 - rank);
-  const int64_t victim = h.pidOfRank(name, rank);
-  EXPECT_GT(victim, 0);
-  h.signal(victim, sig);
-  EXPECT_TRUE(h.waitPhase(name, "Succeeded", kJobSeconds)) << h.describeEvents(name);
-  auto verdict = h.event(name, sig == SIGKILL ? "Exited" : "Unresponsive");
-  EXPECT_NE(verdict, nullptr) << h.describeEvents(name);
-  if (verdict) {
-    const std::string who = sig == SIGKILL ? "worker rank " + std::to_string(rank) + " killed by signal 9"
-                                           : "worker rank " + std::to_string(rank) + " (" + name + "-w";
-    EXPECT_NE(verdict->message.find(who), std::string::npos) << verdict->message;
-  }
-  EXPECT_NE(h.event(name, "Recovered"), nullptr) << h.describeEvents(name);
-  EXPECT_EQ(h.pidOfRank(name, 1 - rank), other) << "the survivor kept its process";
-  EXPECT_EQ(test::processStartTime(victim), 0) << "the faulty worker was killed and replaced";
-  EXPECT_EQ(h.record(name).restarts, 1);
-  return finalModel(h.dir() + "/ckpt-" + name, step);
+  const std::string dir = h.dir() + "/ckpt-" + name;
+  return test::runWithFault(h, name, faultJobYaml(name, dir, test::kMidRunSteps, 3, extraSpec), dir, rank, sig, 50,
+                            kJobSeconds, step);
 }
 
 // A killed (SIGKILL) and a hung (SIGSTOP) rank 1 are replaced; both runs end with parameters
