@@ -1,5 +1,5 @@
-// A language-model job recovers from a SIGKILLed and from a hung (SIGSTOPped) worker and ends
-// bitwise as the uninterrupted run: real ddp-worker processes under an in-process controller
+// A language-model job recovers from a SIGKILLed worker, a hung (SIGSTOPped) one and a rank
+// stalled inside training, and ends bitwise as the uninterrupted run: real ddp-worker processes under an in-process controller
 // (tests/fault/fault_harness.h), a tiny GPT with dropout on a token file this test writes
 // (gpt_fault_job.h). The windows of a step depend on (seed, step, global index) only and the
 // dropout masks on (seed, the rank's slice, step) (Note [Trainer step]), so the steps redone after
@@ -9,6 +9,7 @@
 #include <signal.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,34 @@ TEST(GptRecoveryFaultTest, AHungWorkerIsReplacedAndTheRunEndsBitwiseAsAnUninterr
   expectRecoveredBitwise(h, clean, "hung", SIGSTOP);
   const std::string survivorLog = h.launchedWorkerLog("hung", "hung-w0");
   EXPECT_NE(survivorLog.find("resumed from the state of rank 0"), std::string::npos) << survivorLog;
+}
+
+// A rank stalled inside training (DDP_TEST_STALL: it keeps heartbeating but never issues the
+// next collective, Note [Injected faults]) is named CollectiveStuck after hangSeconds; the job
+// recovers and ends bitwise as the uninterrupted run.
+TEST(GptRecoveryFaultTest, ARankStalledInsideTrainingIsNamedAndTheRunEndsBitwiseAsAnUninterruptedOne) {
+  FaultHarness h;
+  ASSERT_TRUE(h.ok()) << h.startError();
+  const std::string clean = cleanRun(h);
+  ASSERT_FALSE(clean.empty()) << h.describeEvents("clean");
+  // The local launcher passes its environment on to the workers it starts from here on; the
+  // stall applies to the job's first generation only.
+  ::setenv("DDP_TEST_STALL", "1:1000:60", 1);
+  struct Unset {
+    ~Unset() { ::unsetenv("DDP_TEST_STALL"); }
+  } unset;
+  ASSERT_TRUE(h.submit(test::gptFaultJobYaml("stalled", h.dir(), job())).isOk());
+  ASSERT_TRUE(h.waitPhase("stalled", "Succeeded", kJobSeconds)) << h.describeEvents("stalled");
+  auto verdict = h.event("stalled", "CollectiveStuck");
+  ASSERT_NE(verdict, nullptr) << h.describeEvents("stalled");
+  EXPECT_NE(verdict->message.find("rank 1 never reached allreduce #"), std::string::npos) << verdict->message;
+  EXPECT_NE(h.event("stalled", "Recovered"), nullptr) << h.describeEvents("stalled");
+  EXPECT_EQ(h.record("stalled").restarts, 1);
+  int64_t step = 0;
+  const std::string faulted = test::finalModel(h.dir() + "/ckpt-stalled", &step);
+  EXPECT_EQ(step, kSteps);
+  EXPECT_TRUE(clean == faulted) << "the recovered run's final parameters differ from the uninterrupted run's";
+  EXPECT_EQ(h.record("stalled").progress.valLoss, h.record("clean").progress.valLoss);
 }
 
 // A token the model's vocabulary does not hold is the data's fault, not the run's: the worker
