@@ -17,7 +17,7 @@ cd "$(dirname "$0")/.."
 PACKAGES=(build-essential cmake ninja-build pkg-config unzip ccache libgloo-dev libyaml-cpp-dev
   libcpp-httplib-dev prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev
   libopenblas-dev nlohmann-json3-dev libssl-dev libsqlite3-dev libspdlog-dev libfmt-dev
-  libcli11-dev prometheus dataset-fashion-mnist fortunes xz-utils python3)
+  libcli11-dev prometheus dataset-fashion-mnist fortunes xz-utils python3 python3-numpy)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

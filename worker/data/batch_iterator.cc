@@ -13,10 +13,16 @@ bool BatchIterator::next(Batch* out) {
   const int64_t numel = dataset_.sampleNumel();
   out->size = static_cast<int>(idx.size());
   if (out->images.size() < idx.size() * numel) out->images.resize(idx.size() * numel);
-  if (out->labels.size() < idx.size()) out->labels.resize(idx.size());
+  const bool values = dataset_.floatTargets;
+  if (!values && out->labels.size() < idx.size()) out->labels.resize(idx.size());
+  if (values && out->values.size() < idx.size()) out->values.resize(idx.size());
   for (size_t i = 0; i < idx.size(); ++i) {
     std::memcpy(out->images.data() + i * numel, dataset_.sample(idx[i]), numel * sizeof(float));
-    out->labels[i] = dataset_.labels[idx[i]];
+    if (values) {
+      out->values[i] = dataset_.values[idx[i]];
+    } else {
+      out->labels[i] = dataset_.labels[idx[i]];
+    }
   }
   return true;
 }

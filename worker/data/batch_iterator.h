@@ -14,7 +14,8 @@ namespace ddp::data {
 struct Batch {
   int size = 0;                  // samples in this batch
   std::vector<float> images;     // size * sampleNumel values (capacity may be larger)
-  std::vector<int32_t> labels;   // size labels (capacity may be larger)
+  std::vector<int32_t> labels;   // size labels (capacity may be larger); class targets
+  std::vector<float> values;     // size float targets instead (Dataset::floatTargets)
 };
 
 class BatchIterator {

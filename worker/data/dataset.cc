@@ -33,8 +33,13 @@ Dataset Dataset::head(int64_t n) const {
   d.name = name;
   d.sampleShape = sampleShape;
   d.classes = classes;
+  d.floatTargets = floatTargets;
   d.images.assign(images.begin(), images.begin() + n * sampleNumel());
-  d.labels.assign(labels.begin(), labels.begin() + n);
+  if (floatTargets) {
+    d.values.assign(values.begin(), values.begin() + n);
+  } else {
+    d.labels.assign(labels.begin(), labels.begin() + n);
+  }
   return d;
 }
 
@@ -44,9 +49,10 @@ Status Dataset::validate() const {
   }
   if (static_cast<int64_t>(images.size()) != size() * sampleNumel()) {
     return invalidArgument("dataset " + name + ": " + std::to_string(images.size()) +
-                           " image values for " + std::to_string(size()) + " labels of " +
+                           " feature values for " + std::to_string(size()) + " samples of " +
                            std::to_string(sampleNumel()) + " values each");
   }
+  if (floatTargets) return Status::ok();
   for (int64_t i = 0; i < size(); ++i) {
     if (labels[i] < 0 || labels[i] >= classes) {
       return invalidArgument("dataset " + name + ": label " + std::to_string(labels[i]) +
