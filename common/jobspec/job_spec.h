@@ -54,7 +54,7 @@ inline constexpr int kMaxHeartbeatMisses = 1000;
 enum class JobDevice : uint8_t { kCpu = 0, kCuda };
 // New values go at the end: the values are fed to trajectoryHash (Note [Trajectory hash]).
 enum class ModelType : uint8_t { kMlp = 0, kCnn, kGpt };
-enum class DatasetKind : uint8_t { kFashionMnist = 0, kSynthetic, kTokens, kText };
+enum class DatasetKind : uint8_t { kFashionMnist = 0, kSynthetic, kTokens, kText, kIdx, kNpy, kCsv };
 enum class OptimizerType : uint8_t { kSgd = 0, kAdam, kAdamW };
 enum class ScheduleType : uint8_t { kConstant = 0, kStep, kCosine, kLinear };
 enum class GptNorm : uint8_t { kLayerNorm = 0, kRmsNorm };
@@ -150,16 +150,31 @@ struct UnevenSpec {
 // One split of a file-based dataset (spec.data.train / spec.data.val): Note [Spec shapes] in
 // docs/JOB_SPEC.md.
 struct DataSplitSpec {
-  std::string path;   // a file or a glob
-  std::string dtype;  // tokens: "" (llm.c header) | uint16 | uint32 (raw files)
+  std::string path;      // tokens, text: a file or a glob; csv: the file; idx: the directory
+  std::string dtype;     // tokens: "" (llm.c header) | uint16 | uint32 (raw files)
+  std::string features;  // npy: the features array (N, ...)
+  std::string targets;   // npy: the targets array (N,)
+  bool empty() const { return path.empty() && features.empty() && targets.empty(); }
   bool operator==(const DataSplitSpec&) const = default;
+};
+
+// spec.data.standardize (idx, npy, csv): x -> (x - mean) / std per feature, the statistics given
+// or (auto) computed on the training split (Note [Standardization] in worker/data/standardize.h).
+struct StandardizeSpec {
+  bool automatic = false;    // YAML: auto
+  std::vector<double> mean;  // one value, or one per feature
+  std::vector<double> std;
+  bool operator==(const StandardizeSpec&) const = default;
 };
 
 struct DataSpec {
   DatasetKind dataset = DatasetKind::kFashionMnist;
-  DataSplitSpec train;      // tokens, text
-  DataSplitSpec val;        // tokens, text; empty path: valFraction of train
-  double valFraction = 0.1; // tokens, text, without val: the last fraction of train
+  DataSplitSpec train;      // tokens, text, idx, npy, csv
+  DataSplitSpec val;        // the same; empty: valFraction of train
+  double valFraction = 0.1; // without val: the last fraction of train
+  std::string target;       // csv: the label column
+  int classes = 0;          // idx, npy, csv: 0 = the largest training label + 1
+  StandardizeSpec standardize;  // idx, npy, csv
   std::string dir = "/usr/share/datasets/fashion-mnist";
   int batchSize = 64;     // per worker
   // The global batch an elastic job keeps (docs/ELASTIC.md); 0: batchSize x workers.count. A

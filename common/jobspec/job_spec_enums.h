@@ -20,7 +20,10 @@ inline const EnumTable<ModelType> kModelTypeNames = {
 inline const EnumTable<DatasetKind> kDatasetNames = {{"fashion-mnist", DatasetKind::kFashionMnist},
                                                      {"synthetic", DatasetKind::kSynthetic},
                                                      {"tokens", DatasetKind::kTokens},
-                                                     {"text", DatasetKind::kText}};
+                                                     {"text", DatasetKind::kText},
+                                                     {"idx", DatasetKind::kIdx},
+                                                     {"npy", DatasetKind::kNpy},
+                                                     {"csv", DatasetKind::kCsv}};
 inline const EnumTable<OptimizerType> kOptimizerNames = {
     {"sgd", OptimizerType::kSgd}, {"adam", OptimizerType::kAdam}, {"adamw", OptimizerType::kAdamW}};
 inline const EnumTable<ScheduleType> kScheduleNames = {

@@ -153,6 +153,13 @@ Field integerList(std::string_view path, Ref ref, std::string_view description) 
 }
 
 template <typename Ref>
+Field numberList(std::string_view path, Ref ref, std::string_view description) {
+  return Field(path, SpecFieldType::kNumberList, description)
+      .bind([ref](const JobSpec& s) { return SpecValue(ref(s)); },
+            [ref](JobSpec& s, const SpecValue& v) { ref(s) = std::get<std::vector<double>>(v); });
+}
+
+template <typename Ref>
 Field stringMap(std::string_view path, Ref ref, std::string_view description,
                 SpecFieldType type = SpecFieldType::kStringMap) {
   return Field(path, type, description)

@@ -23,9 +23,16 @@ bool gpt(const JobSpec& s) { return s.model.type == ModelType::kGpt; }
 bool notGpt(const JobSpec& s) { return s.model.type != ModelType::kGpt; }
 bool synthetic(const JobSpec& s) { return s.data.dataset == DatasetKind::kSynthetic; }
 bool fashionMnist(const JobSpec& s) { return s.data.dataset == DatasetKind::kFashionMnist; }
-bool fromFiles(const JobSpec& s) {
-  return s.data.dataset == DatasetKind::kTokens || s.data.dataset == DatasetKind::kText;
+bool userData(const JobSpec& s) {
+  return s.data.dataset == DatasetKind::kIdx || s.data.dataset == DatasetKind::kNpy ||
+         s.data.dataset == DatasetKind::kCsv;
 }
+bool fromFiles(const JobSpec& s) {
+  return s.data.dataset == DatasetKind::kTokens || s.data.dataset == DatasetKind::kText || userData(s);
+}
+bool npy(const JobSpec& s) { return s.data.dataset == DatasetKind::kNpy; }
+bool notNpy(const JobSpec& s) { return !npy(s); }
+bool csv(const JobSpec& s) { return s.data.dataset == DatasetKind::kCsv; }
 bool tokenFiles(const JobSpec& s) { return s.data.dataset == DatasetKind::kTokens; }
 bool adam(const JobSpec& s) { return s.optimizer.type != OptimizerType::kSgd; }
 bool powerSgd(const JobSpec& s) {
@@ -86,14 +93,24 @@ void appendGptFields(std::vector<SpecField>* out) {
 void appendSplitFields(std::vector<SpecField>* out) {
   using D = DataSpec;
   using S = DataSplitSpec;
-  const std::string_view when = "spec.data.dataset is tokens or text";
+  const std::string_view when = "spec.data.dataset is tokens, text, idx, npy or csv";
   for (const bool train : {true, false}) {
     const auto split = train ? &D::train : &D::val;
     out->push_back(object(train ? "spec.data.train" : "spec.data.val",
                           train ? "The training split's files." : "The evaluation split's files; absent: valFraction of train.")
                        .onlyWhen(fromFiles, when));
     out->push_back(string(train ? "spec.data.train.path" : "spec.data.val.path", at(&JobSpec::data, split, &S::path),
-                          "A file, or a glob of files (read in sorted order)."));
+                          "tokens, text: a file, or a glob of files (read in sorted order); csv: the file; idx: the "
+                          "directory of the IDX files.")
+                       .onlyWhen(notNpy, "spec.data.dataset is tokens, text, idx or csv"));
+    out->push_back(string(train ? "spec.data.train.features" : "spec.data.val.features",
+                          at(&JobSpec::data, split, &S::features),
+                          "npy: the features array (N, ...) of '<f4', '<f8' or '|u1', C order.")
+                       .onlyWhen(npy, "spec.data.dataset is npy"));
+    out->push_back(string(train ? "spec.data.train.targets" : "spec.data.val.targets",
+                          at(&JobSpec::data, split, &S::targets),
+                          "npy: the targets array (N,): '<i4' or '<i8' class labels ('<f4' or '<f8': float targets).")
+                       .onlyWhen(npy, "spec.data.dataset is npy"));
     out->push_back(string(train ? "spec.data.train.dtype" : "spec.data.val.dtype", at(&JobSpec::data, split, &S::dtype),
                           "tokens: the token type of raw files, uint16 or uint32; empty: llm.c files with a header.")
                        .oneOf({"", "uint16", "uint32"}).onlyWhen(tokenFiles, "spec.data.dataset is tokens"));
@@ -101,6 +118,26 @@ void appendSplitFields(std::vector<SpecField>* out) {
   out->push_back(number("spec.data.valFraction", at(&JobSpec::data, &D::valFraction),
                         "Without val: the last fraction of train held out for evaluation.")
                      .atLeast(0).below(1).onlyWhen(fromFiles, when));
+}
+
+// The fields of a user's dataset (idx, npy, csv: docs/DATA.md) beside train and val.
+void appendUserDataFields(std::vector<SpecField>* out) {
+  using D = DataSpec;
+  using St = StandardizeSpec;
+  const std::string_view when = "spec.data.dataset is idx, npy or csv";
+  out->push_back(string("spec.data.target", at(&JobSpec::data, &D::target), "csv: the name of the label column.")
+                     .onlyWhen(csv, "spec.data.dataset is csv"));
+  out->push_back(integer("spec.data.classes", at(&JobSpec::data, &D::classes),
+                         "Classes the model tells apart; a label must be below it.")
+                     .atLeast(0).atMost(1 << 24).note("0: the largest training label + 1").onlyWhen(userData, when));
+  out->push_back(object("spec.data.standardize", "x -> (x - mean) / std per feature, the same on both splits (docs/DATA.md).")
+                     .onlyWhen(userData, when));
+  out->push_back(boolean("spec.data.standardize.auto", at(&JobSpec::data, &D::standardize, &St::automatic),
+                         "Compute mean and std on the training split (saved in checkpoints)."));
+  out->push_back(numberList("spec.data.standardize.mean", at(&JobSpec::data, &D::standardize, &St::mean),
+                            "The means: one value, or one per feature.").single());
+  out->push_back(numberList("spec.data.standardize.std", at(&JobSpec::data, &D::standardize, &St::std),
+                            "The standard deviations (> 0): one value, or one per feature.").single());
 }
 
 void appendWorkerFields(std::vector<SpecField>* out) {
@@ -156,11 +193,14 @@ void appendDataFields(std::vector<SpecField>* out) {
   std::vector<SpecField> f;
   f.push_back(object("spec.data", "The training and evaluation data.").required());
   f.push_back(enumeration("spec.data.dataset", at(&JobSpec::data, &D::dataset), kDatasetNames,
-                          "fashion-mnist (IDX files in dir) or synthetic (separable clusters from the seed).")
+                          "fashion-mnist (IDX files in dir), synthetic (separable clusters from the seed), tokens or text "
+                          "(a gpt's token windows), idx (an IDX directory), npy (feature and target arrays) or csv "
+                          "(a numeric table).")
                   .required());
   f.push_back(string("spec.data.dir", at(&JobSpec::data, &D::dir), "The directory of the Fashion-MNIST IDX files (Debian package dataset-fashion-mnist).")
                   .onlyWhen(fashionMnist, "spec.data.dataset is fashion-mnist"));
   appendSplitFields(&f);
+  appendUserDataFields(&f);
   f.push_back(integer("spec.data.batchSize", at(&JobSpec::data, &D::batchSize), "Samples per worker and step (global batch: workers x batchSize).")
                   .atLeast(1));
   f.push_back(integer("spec.data.globalBatchSize", at(&JobSpec::data, &D::globalBatchSize),

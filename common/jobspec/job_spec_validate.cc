@@ -241,6 +241,45 @@ void checkData(const JobSpec& s, Checker& c) {
   checkSamplesPerRank(s, c);
 }
 
+// A user's dataset (idx, npy, csv): the files each format needs, and standardize's shape. What
+// the files hold is checked at submission when the controller sees them (controller/jobs/
+// data_checks.h) and by the worker before the first step.
+void checkUserData(const JobSpec& s, Checker& c) {
+  const DataSpec& d = s.data;
+  const bool npy = d.dataset == DatasetKind::kNpy;
+  if (d.dataset != DatasetKind::kIdx && !npy && d.dataset != DatasetKind::kCsv) return;
+  const std::string kind = datasetKindName(d.dataset);
+  if (npy) {
+    c.check(!d.train.features.empty(), "spec.data.train.features", "required for dataset npy");
+    c.check(!d.train.targets.empty(), "spec.data.train.targets", "required for dataset npy");
+    if (!d.val.empty()) {
+      c.check(!d.val.features.empty(), "spec.data.val.features", "required with spec.data.val.targets");
+      c.check(!d.val.targets.empty(), "spec.data.val.targets", "required with spec.data.val.features");
+    }
+  } else {
+    c.check(!d.train.path.empty(), "spec.data.train.path",
+            "required for dataset " + kind + (d.dataset == DatasetKind::kIdx ? " (the IDX directory)" : " (the file)"));
+    if (!d.val.empty()) c.check(!d.val.path.empty(), "spec.data.val.path", "required when spec.data.val is given");
+  }
+  if (d.dataset == DatasetKind::kCsv) c.check(!d.target.empty(), "spec.data.target", "required for dataset csv (the label column)");
+  c.check(d.classes != 1, "spec.data.classes", "must be 0 (from the labels) or >= 2");
+  const StandardizeSpec& st = d.standardize;
+  const std::string p = "spec.data.standardize.";
+  if (st.automatic) {
+    c.check(st.mean.empty() && st.std.empty(), p + "auto", "cannot be combined with mean and std (given statistics)");
+    return;
+  }
+  c.check(st.mean.empty() == st.std.empty(), st.mean.empty() ? p + "mean" : p + "std",
+          "required with spec.data.standardize." + std::string(st.mean.empty() ? "std" : "mean"));
+  if (!st.mean.empty() && !st.std.empty()) {
+    c.check(st.mean.size() == st.std.size(), p + "std",
+            "has " + std::to_string(st.std.size()) + " values, mean has " + std::to_string(st.mean.size()));
+  }
+  for (size_t i = 0; i < st.std.size(); ++i) {
+    c.check(st.std[i] > 0, p + "std[" + std::to_string(i) + "]", "must be > 0 (got " + num(st.std[i]) + ")");
+  }
+}
+
 void checkSchedule(const OptimizerSpec& o, bool lrOk, Checker& c) {
   const ScheduleSpec& sch = o.schedule;
   const std::string p = "spec.optimizer.schedule.";
@@ -420,6 +459,7 @@ Status JobSpec::validate(std::vector<SpecError>* errors) const {
   checkModel(*this, c);
   checkLanguageModel(*this, c);
   checkData(*this, c);
+  checkUserData(*this, c);
   checkOptimizer(*this, c);
   checkCommunication(*this, c);
   checkDevice(*this, c);

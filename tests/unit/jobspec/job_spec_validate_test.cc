@@ -383,3 +383,53 @@ TEST(JobSpecValidateTest, EveryProblemIsReportedAtOnce) {
 
 }  // namespace
 }  // namespace ddp
+
+namespace ddp {
+namespace {
+
+// A user's dataset (idx, npy, csv): the files each format needs and standardize's shape, each
+// refused at its field as the only error; the complete forms are accepted and round-trip.
+TEST(JobSpecValidateTest, UserDataNeedsItsFilesAndAWellFormedStandardize) {
+  const std::string mlp = "  model: {type: mlp}\n  epochs: 1\n";
+  const struct {
+    std::string data, path, words;
+  } cases[] = {
+      {"{dataset: npy, train: {features: /d/x.npy}}", "spec.data.train.targets", "required for dataset npy"},
+      {"{dataset: npy, train: {features: /d/x.npy, targets: /d/y.npy}, val: {targets: /d/vy.npy}}",
+       "spec.data.val.features", "required with spec.data.val.targets"},
+      {"{dataset: csv, train: {path: /d/a.csv}}", "spec.data.target", "required for dataset csv"},
+      {"{dataset: idx, valFraction: 0.2}", "spec.data.train.path", "required for dataset idx (the IDX directory)"},
+      {"{dataset: idx, train: {path: /d}, classes: 1}", "spec.data.classes", "must be 0 (from the labels) or >= 2"},
+      {"{dataset: idx, train: {path: /d}, standardize: {auto: true, mean: [0.5], std: [0.2]}}",
+       "spec.data.standardize.auto", "cannot be combined with mean and std"},
+      {"{dataset: idx, train: {path: /d}, standardize: {mean: [0.5]}}", "spec.data.standardize.std",
+       "required with spec.data.standardize.mean"},
+      {"{dataset: idx, train: {path: /d}, standardize: {mean: [0.5, 1], std: [0.2]}}", "spec.data.standardize.std",
+       "has 1 values, mean has 2"},
+      {"{dataset: idx, train: {path: /d}, standardize: {mean: [0.5], std: [0]}}", "spec.data.standardize.std[0]",
+       "must be > 0"},
+      {"{dataset: npy, train: {path: /d/x.npy}}", "spec.data.train.path", "only valid when"},
+      {"{dataset: synthetic, target: y}", "spec.data.target", "only valid when"},
+  };
+  for (const auto& c : cases) {
+    const std::string yaml = jobWithSpec(mlp + "  data: " + c.data + "\n");
+    SCOPED_TRACE(yaml);
+    auto errors = errorsOf(yaml);
+    const SpecError* e = find(errors, c.path);
+    ASSERT_NE(e, nullptr) << parseJobSpec(yaml).status();
+    EXPECT_TRUE(contains(e->message, c.words)) << e->toString();
+  }
+  for (const std::string data :
+       {"{dataset: idx, train: {path: /d}, val: {path: /d}, standardize: {auto: true}}",
+        "{dataset: npy, train: {features: /d/x.npy, targets: /d/y.npy}, classes: 10, valFraction: 0.2}",
+        "{dataset: csv, train: {path: /d/a.csv}, target: label, standardize: {mean: [1, 2], std: [3, 4]}}"}) {
+    auto spec = parseJobSpec(jobWithSpec(mlp + "  data: " + data + "\n"));
+    ASSERT_TRUE(spec.isOk()) << spec.status();
+    auto back = parseJobSpec(spec->toYaml());
+    ASSERT_TRUE(back.isOk()) << back.status() << "\n" << spec->toYaml();
+    EXPECT_EQ(*back, *spec);
+  }
+}
+
+}  // namespace
+}  // namespace ddp
