@@ -6,6 +6,7 @@
 #include <string>
 #include <system_error>
 
+#include "common/datafiles/user_data_files.h"
 #include "common/tokens/token_file.h"
 
 namespace ddp::controller {
@@ -39,7 +40,64 @@ Status checkText(const std::string& field, const std::string& pattern, int64_t w
   return Status::ok();
 }
 
+bool isUserData(DatasetKind k) { return k == DatasetKind::kIdx || k == DatasetKind::kNpy || k == DatasetKind::kCsv; }
+
+datafiles::UserDataFiles userFiles(const DataSpec& d) {
+  datafiles::UserDataFiles f;
+  f.format = d.dataset == DatasetKind::kIdx   ? datafiles::UserDataFormat::kIdx
+             : d.dataset == DatasetKind::kNpy ? datafiles::UserDataFormat::kNpy
+                                              : datafiles::UserDataFormat::kCsv;
+  f.train = {d.train.path, d.train.features, d.train.targets};
+  f.val = {d.val.path, d.val.features, d.val.targets};
+  f.target = d.target;
+  return f;
+}
+
+std::string shapeText(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s;
+}
+
 }  // namespace
+
+std::vector<std::pair<std::string, std::string>> userDataPaths(const JobSpec& spec) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!isUserData(spec.data.dataset)) return out;
+  for (const auto& [name, split] : {std::pair{"spec.data.train", &spec.data.train}, std::pair{"spec.data.val", &spec.data.val}}) {
+    if (!split->path.empty()) out.emplace_back(std::string(name) + ".path", split->path);
+    if (!split->features.empty()) out.emplace_back(std::string(name) + ".features", split->features);
+    if (!split->targets.empty()) out.emplace_back(std::string(name) + ".targets", split->targets);
+  }
+  return out;
+}
+
+Status checkUserDataFiles(const JobSpec& spec) {
+  if (!isUserData(spec.data.dataset)) return Status::ok();
+  DDP_ASSIGN_OR_RETURN(datafiles::SplitInfo info, datafiles::inspectUserData(userFiles(spec.data)));
+  const std::string shape = shapeText(info.sampleShape);
+  if (info.floatTargets) {
+    return invalidArgument("spec.data.train.targets: " + spec.data.train.targets +
+                           " holds float targets (regression), which need a regression loss this release's "
+                           "trainer does not have yet: give integer class labels ('<i4' or '<i8')");
+  }
+  if (spec.model.type == ModelType::kCnn && info.sampleShape != std::vector<int64_t>{1, 28, 28} &&
+      info.sampleShape != std::vector<int64_t>{28, 28}) {
+    return invalidArgument("spec.model.type: cnn takes 1x28x28 images, but the training samples are " + shape +
+                           " (save the features as (N, 1, 28, 28), or use an mlp)");
+  }
+  const StandardizeSpec& st = spec.data.standardize;
+  const int64_t features = info.features();
+  for (const auto& [name, list] : {std::pair{"mean", &st.mean}, std::pair{"std", &st.std}}) {
+    const int64_t n = static_cast<int64_t>(list->size());
+    if (n > 1 && n != features) {
+      return invalidArgument(std::string("spec.data.standardize.") + name + ": " + std::to_string(n) +
+                             " values, but the data has " + std::to_string(features) + " features (samples of " +
+                             shape + "): give one value for every feature, or one per feature");
+    }
+  }
+  return Status::ok();
+}
 
 Status checkDataFiles(const JobSpec& spec) {
   const int64_t window = int64_t{spec.model.gpt.contextLength} + 1;
@@ -51,7 +109,7 @@ Status checkDataFiles(const JobSpec& spec) {
     DDP_RETURN_IF_ERROR(checkText("spec.data.train.path", d.train.path, window));
     if (!d.val.path.empty()) DDP_RETURN_IF_ERROR(checkText("spec.data.val.path", d.val.path, window));
   }
-  return Status::ok();
+  return checkUserDataFiles(spec);
 }
 
 }  // namespace ddp::controller

@@ -217,6 +217,7 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
                            ")");
   }
   DDP_RETURN_IF_ERROR(options_.paths.check("spec.checkpoint.dir", spec.checkpoint.dir));
+  for (const auto& [field, path] : userDataPaths(spec)) DDP_RETURN_IF_ERROR(options_.paths.check(field, path));
   if (launcher_.sharesFilesystem()) DDP_RETURN_IF_ERROR(checkDataFiles(spec));
   {  // Note [Memory estimate]
     const auto limit = spec.kubernetes.resources.limits.find("memory");

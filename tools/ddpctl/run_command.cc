@@ -311,8 +311,14 @@ int runCommand(const std::vector<std::string>& argv) {
     return kExitUsage;
   }
   // Note [Allowed path roots]: the user's own directories, named as the user would, from here.
-  if (!spec->checkpoint.dir.empty() && spec->checkpoint.dir.front() != '/') {
-    spec->checkpoint.dir = std::filesystem::absolute(spec->checkpoint.dir).lexically_normal().string();
+  for (std::string* p : {&spec->checkpoint.dir, &spec->data.train.features, &spec->data.train.targets,
+                         &spec->data.val.features, &spec->data.val.targets}) {
+    if (!p->empty() && p->front() != '/') *p = std::filesystem::absolute(*p).lexically_normal().string();
+  }
+  if (spec->data.dataset == DatasetKind::kIdx || spec->data.dataset == DatasetKind::kCsv) {
+    for (std::string* p : {&spec->data.train.path, &spec->data.val.path}) {
+      if (!p->empty() && p->front() != '/') *p = std::filesystem::absolute(*p).lexically_normal().string();
+    }
   }
   auto config = runtime::trainerConfigFromJobSpec(*spec);
   if (!config.isOk()) {

@@ -53,6 +53,27 @@ void adaptModel(const JobSpec& s, TrainerConfig& c) {
   }
 }
 
+datafiles::SplitFiles splitFiles(const DataSplitSpec& s) { return {s.path, s.features, s.targets}; }
+
+// idx, npy, csv (docs/DATA.md): the model's widths follow the data once it is loaded
+// (fitModelToData).
+void adaptUserData(const JobSpec& s, TrainerConfig& c) {
+  data::UserDataConfig& u = c.userData;
+  u.files.format = s.data.dataset == DatasetKind::kIdx   ? datafiles::UserDataFormat::kIdx
+                   : s.data.dataset == DatasetKind::kNpy ? datafiles::UserDataFormat::kNpy
+                                                         : datafiles::UserDataFormat::kCsv;
+  u.files.train = splitFiles(s.data.train);
+  u.files.val = splitFiles(s.data.val);
+  u.files.target = s.data.target;
+  u.classes = s.data.classes;
+  u.valFraction = s.data.valFraction;
+  u.trainLimit = s.data.limit;
+  u.valLimit = s.eval.limit;
+  u.standardizeAuto = s.data.standardize.automatic;
+  u.standardizeMean = s.data.standardize.mean;
+  u.standardizeStd = s.data.standardize.std;
+}
+
 void adaptData(const JobSpec& s, TrainerConfig& c) {
   const bool synthetic = s.data.dataset == DatasetKind::kSynthetic;
   c.data = s.data.dataset;
@@ -86,6 +107,7 @@ void adaptData(const JobSpec& s, TrainerConfig& c) {
   c.evalEachEpoch = s.eval.everyEpoch;
   c.evalBatchSize = s.eval.batchSize;
   c.evalEverySteps = s.eval.everySteps;
+  if (c.fromUserFiles()) adaptUserData(s, c);
   if (s.data.dataset == DatasetKind::kTokens || s.data.dataset == DatasetKind::kText) {
     c.trainTokens = {s.data.train.path, s.data.train.dtype};
     c.valTokens = {s.data.val.path, s.data.val.dtype};

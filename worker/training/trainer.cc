@@ -177,6 +177,7 @@ Status Trainer::Impl::setup() {
     DDP_ASSIGN_OR_RETURN(TrainingData loaded, loadTrainingData(config));
     data = std::make_shared<const TrainingData>(std::move(loaded));
   }
+  DDP_RETURN_IF_ERROR(fitModelToData(config, *data));
   DDP_ASSIGN_OR_RETURN(model, buildModel(config));
   planBatch();
   if (!config.languageModel()) model->reserve(std::max(localBatch, config.evalBatchSize));

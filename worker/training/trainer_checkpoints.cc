@@ -110,6 +110,7 @@ Status Trainer::Impl::applyLoaded(const LoadedCheckpoint& loaded, TrainResult* r
                               "; this job has seed " + std::to_string(state.seed) + " and batch size " +
                               std::to_string(state.batchSize) + " (use a fresh checkpoint directory)");
   }
+  DDP_RETURN_IF_ERROR(restoreStandardization(shard, loaded.path));
   DDP_ASSIGN_OR_RETURN(std::string_view modelBytes, shard.section("model"));
   DDP_RETURN_IF_ERROR(model::loadParameters(modelBytes, model->parameters(), model->ops()).withContext(loaded.path));
   DDP_RETURN_IF_ERROR(optimizer->loadState(loaded.optimizerShards, backend.rank()).withContext(loaded.path));
@@ -165,7 +166,31 @@ Result<CheckpointSnapshot> Trainer::Impl::snapshot() {
     DDP_ASSIGN_OR_RETURN(shard.sections["comm_hook"], reducer->commHook()->saveState());
   }
   shard.sections["sampler"] = samplerState().serialize();
+  if (!data->standardization.empty()) shard.sections["standardize"] = data->standardization.encode();
   return snap;
+}
+
+// Note [Standardization] (worker/data/standardize.h): the parameters were trained on inputs
+// scaled by the checkpoint's statistics; statistics computed here differ only when the training
+// files changed, and then the data is scaled again by the saved ones.
+Status Trainer::Impl::restoreStandardization(const CheckpointShard& shard, const std::string& path) {
+  auto section = shard.section("standardize");
+  if (!section.isOk()) return Status::ok();  // nothing was standardized
+  auto saved = data::Standardization::decode(*section);
+  if (!saved.isOk()) return saved.status().withContext(path);
+  if (*saved == data->standardization) return Status::ok();
+  if (!data->standardization.empty() && saved->mean.size() != data->standardization.mean.size()) {
+    return failedPrecondition(path + ": its standardization has " + std::to_string(saved->mean.size()) +
+                              " statistics, this run's data " + std::to_string(data->standardization.mean.size()));
+  }
+  auto copy = std::make_shared<TrainingData>(*data);
+  data::restandardize(data->standardization, *saved, &copy->train);
+  data::restandardize(data->standardization, *saved, &copy->test);
+  copy->standardization = *saved;
+  data = std::move(copy);
+  DDP_LOG(Warning) << "the training data's standardization differs from the one in " << path
+                   << " (the training files changed?): the checkpoint's is used";
+  return Status::ok();
 }
 
 void Trainer::Impl::reportWrittenCheckpoints() {

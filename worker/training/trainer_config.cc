@@ -142,6 +142,20 @@ void addLanguageModel(TrajectoryHasher& h, const TrainerConfig& c) {
   h.add(c.weightDecayOn);
 }
 
+// Fed only for a user's dataset (idx, npy, csv), so every earlier job keeps its hash. Not the
+// paths (locations, as dataDir), nor valLimit (evaluation only).
+void addUserData(TrajectoryHasher& h, const TrainerConfig& c) {
+  if (!c.fromUserFiles()) return;
+  const data::UserDataConfig& u = c.userData;
+  h.add(fnv1a(u.files.target));
+  h.add(!u.files.val.empty());
+  h.add(u.classes);
+  h.add(u.valFraction);
+  h.add(u.standardizeAuto);
+  h.add(u.standardizeMean);
+  h.add(u.standardizeStd);
+}
+
 }  // namespace
 
 uint64_t trajectoryHash(const TrainerConfig& c) {
@@ -151,6 +165,7 @@ uint64_t trajectoryHash(const TrainerConfig& c) {
   addSchedule(h, c);
   addCommunication(h, c);
   addLanguageModel(h, c);
+  addUserData(h, c);
   return h.value();
 }
 

@@ -18,6 +18,7 @@
 #include "common/thread_priority.h"
 #include "worker/data/distributed_sampler.h"
 #include "worker/data/synthetic_dataset.h"
+#include "worker/data/user_data.h"
 #include "worker/ddp/powersgd_options.h"
 #include "worker/model/cnn.h"
 #include "worker/model/gpt_block.h"
@@ -66,6 +67,10 @@ struct TrainerConfig {
   };
   TokenFiles trainTokens, valTokens;
   double valFraction = 0.1;
+  // A user's dataset (kIdx, kNpy, kCsv: docs/DATA.md): its files, class count, held-out
+  // fraction and standardization (trainLimit and testLimit apply too). The model's input and
+  // output widths follow the data (fitModelToData in training_setup.h).
+  data::UserDataConfig userData;
 
   // Schedule.
   int batchSize = 64;            // per worker, per micro-batch, at nominalWorldSize workers
@@ -126,6 +131,11 @@ struct TrainerConfig {
   // Progress.
   int logEverySteps = 50;
 
+  // A user's dataset: idx, npy or csv files.
+  bool fromUserFiles() const {
+    return data == DatasetKind::kIdx || data == DatasetKind::kNpy || data == DatasetKind::kCsv;
+  }
+
   // A language model on token windows (model gpt, data tokens or text).
   bool languageModel() const {
     return model == ModelType::kGpt || data == DatasetKind::kTokens || data == DatasetKind::kText;
@@ -149,10 +159,12 @@ struct TrainerConfig {
 // accumulation, optimizer and its hyperparameters, the LR schedule (kind, warmup, step size,
 // gamma, min lr; not baseLr and totalSteps, which the trainer fills in), max grad norm, comm
 // hook, wrapper and PowerSGD options (not its logging frequency), mixed precision, ZeRO/DFA,
-// Join and its divisor, epochs and maxSteps. Out: the world size (a resumed job may change it;
+// Join and its divisor, epochs and maxSteps; for a user's dataset (idx, npy, csv only, so earlier
+// hashes stay) its target column, whether a val split is given, classes, valFraction and
+// standardize. Out: the world size (a resumed job may change it;
 // its checkpoints are then skipped, not refused) and the per-rank uneven counts, which follow
 // the world size; the device (checkpoints move between CPU and CUDA); the data directory (a
-// location, not a data set); evaluation settings (testLimit, syntheticTestSamples,
+// location, not a data set; so are a user's file paths); evaluation settings (testLimit, syntheticTestSamples,
 // evalEachEpoch, evalBatchSize: they do not touch the parameters); bucket sizes, bucket views,
 // cpuThreads and the comm thread priority (performance knobs); checkpoint, logging, stop-check
 // and timeout settings. Stable across builds and machines for the same values, and pinned for

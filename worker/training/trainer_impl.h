@@ -135,6 +135,8 @@ struct Trainer::Impl {
   Result<bool> healFromPeers(TrainResult* result);
   // Loads a checkpoint (or a peer's state in its form) at this world size.
   Status applyLoaded(const LoadedCheckpoint& loaded, TrainResult* result);
+  // The checkpoint's "standardize" section adopted (Note [Standardization]).
+  Status restoreStandardization(const CheckpointShard& shard, const std::string& path);
   std::optional<PeerState> peerState();
   Result<std::string> checkpoint();
   Result<CheckpointSnapshot> snapshot();

@@ -77,6 +77,13 @@ Result<TrainingData> loadTokenData(const TrainerConfig& c) {
 Result<TrainingData> loadTrainingData(const TrainerConfig& c) {
   if (c.languageModel()) return loadTokenData(c);
   TrainingData d;
+  if (c.fromUserFiles()) {
+    DDP_ASSIGN_OR_RETURN(data::UserData u, data::loadUserData(c.userData));
+    d.train = std::move(u.train);
+    d.test = std::move(u.val);
+    d.standardization = std::move(u.standardization);
+    return d;
+  }
   if (c.data == DatasetKind::kSynthetic) {
     data::SyntheticConfig train = c.synthetic;
     DDP_ASSIGN_OR_RETURN(d.train, data::makeSyntheticDataset(train, data::SyntheticSplit::kTrain));
@@ -101,6 +108,29 @@ Result<TrainingData> loadTrainingData(const TrainerConfig& c) {
     if (c.testLimit > 0) d.test = d.test.head(c.testLimit);
   }
   return d;
+}
+
+Status fitModelToData(TrainerConfig& c, const TrainingData& d) {
+  if (!c.fromUserFiles()) return Status::ok();
+  const data::Dataset& t = d.train;
+  if (t.floatTargets) {
+    return unimplemented("spec.data: " + t.name + " holds float targets (regression), which need a regression loss " +
+                         "this trainer does not have yet: give integer class labels ('<i4' or '<i8')");
+  }
+  std::string shape;
+  for (size_t i = 0; i < t.sampleShape.size(); ++i) shape += (i ? "x" : "") + std::to_string(t.sampleShape[i]);
+  if (c.model == ModelType::kMlp) {
+    c.mlp.inputs = t.sampleNumel();
+    c.mlp.classes = t.classes;
+  } else if (c.model == ModelType::kCnn) {
+    const bool image = t.sampleShape == std::vector<int64_t>{1, 28, 28} || t.sampleShape == std::vector<int64_t>{28, 28};
+    if (!image) {
+      return invalidArgument("spec.model.type: cnn takes 1x28x28 images, but the samples of " + t.name + " are " + shape +
+                             " (save the features as (N, 1, 28, 28), or use an mlp)");
+    }
+    c.cnn.classes = t.classes;
+  }
+  return Status::ok();
 }
 
 Status checkTrainingDevice(const TrainerConfig& c, const comm::Backend& backend) {

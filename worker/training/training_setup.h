@@ -12,6 +12,7 @@
 #include "common/status.h"
 #include "worker/comm/backend.h"
 #include "worker/data/dataset.h"
+#include "worker/data/standardize.h"
 #include "worker/data/token_source.h"
 #include "worker/ddp/comm_hook.h"
 #include "worker/ddp/reducer.h"
@@ -31,13 +32,23 @@ struct TrainingData {
   // (size 0) when nothing is held out (valFraction 0 without a val path).
   data::TokenSource trainTokens;
   data::TokenSource valTokens;
+  // A user's dataset: the standardization applied to both splits (empty: none; Note
+  // [Standardization] in worker/data/standardize.h).
+  data::Standardization standardization;
 };
 
 // Loads (or synthesises) both splits. A missing Fashion-MNIST names the package to install.
 // Language models: token files are memory-mapped (never read whole: MappedTokens), text files
 // read as bytes (bytesToTokens); without a val path the last valFraction of the training tokens
 // is the validation split. Either split must hold one window of contextLength + 1 tokens.
+// A user's dataset (idx, npy, csv): loadUserData (worker/data/user_data.h), the evaluation split
+// as `test`.
 Result<TrainingData> loadTrainingData(const TrainerConfig& config);
+// A user's dataset decides the model's widths: the mlp's inputs (the flattened sample) and, for
+// the mlp and the cnn, the classes. A cnn needs 1x28x28 (or 28x28) samples; float targets need a
+// regression loss this trainer does not have yet. InvalidArgument naming what does not fit.
+// Other datasets: nothing changes.
+Status fitModelToData(TrainerConfig& config, const TrainingData& data);
 // Whether training on config.device can start here: always on the CPU. CUDA needs a CUDA build
 // (Unimplemented otherwise), a visible GPU (Unavailable naming the device otherwise), an
 // existing ordinal (InvalidArgument), and a backend that carries CUDA buffers (InvalidArgument:

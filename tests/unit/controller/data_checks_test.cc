@@ -95,3 +95,101 @@ TEST(DataChecksTest, SubmitChecksOnlyWhenTheWorkersShareTheFilesystem) {
 
 }  // namespace
 }  // namespace ddp::controller
+
+#include "tests/support/user_data_writers.h"
+
+namespace ddp::controller {
+namespace {
+
+JobSpec userJob(const std::string& data, const std::string& model = "mlp") {
+  auto spec = decodeJobSpec("apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: u}\nspec:\n  model: {type: " +
+                            model + "}\n  data: " + data + "\n  epochs: 1\n");
+  EXPECT_TRUE(spec.isOk()) << spec.status();
+  return spec.isOk() ? *spec : JobSpec{};
+}
+
+void expectRefused(const JobSpec& spec, const std::string& words) {
+  const Status s = checkDataFiles(spec);
+  ASSERT_FALSE(s.isOk()) << words;
+  EXPECT_NE(s.message().find(words), std::string::npos) << s;
+}
+
+TEST(DataChecksTest, NpyFilesAreCheckedAtSubmission) {
+  testing::TempDir dir("data_checks_test");
+  test::writeNpy<float>(dir.file("x.npy"), "<f4", {4, 3}, std::vector<float>(12, 1.f));
+  test::writeNpy<int32_t>(dir.file("y.npy"), "<i4", {4}, {0, 1, 0, 1});
+  test::writeNpy<int32_t>(dir.file("y3.npy"), "<i4", {3}, {0, 1, 0});
+  test::writeNpy<float>(dir.file("yf.npy"), "<f4", {4}, {0, 1, 0, 1});
+  test::writeNpyBytes(dir.file("cut.npy"), "<f4", {4, 3}, std::string(40, '\0'));
+  test::writeNpy<float>(dir.file("vx.npy"), "<f4", {2, 4}, std::vector<float>(8, 1.f));
+  test::writeNpy<int32_t>(dir.file("vy.npy"), "<i4", {2}, {0, 1});
+  const auto npy = [&](const std::string& x, const std::string& y, const std::string& more = "") {
+    return userJob("{dataset: npy, train: {features: \"" + dir.file(x) + "\", targets: \"" + dir.file(y) + "\"}" +
+                   more + "}");
+  };
+  EXPECT_TRUE(checkDataFiles(npy("x.npy", "y.npy")).isOk()) << checkDataFiles(npy("x.npy", "y.npy"));
+  expectRefused(npy("missing.npy", "y.npy"), "spec.data.train.features: " + dir.file("missing.npy"));
+  expectRefused(npy("cut.npy", "y.npy"), "spec.data.train.features: " + dir.file("cut.npy") + ": the header says shape (4, 3)");
+  expectRefused(npy("x.npy", "y3.npy"), "spec.data.train.targets: " + dir.file("y3.npy") + " has 3 targets but");
+  expectRefused(npy("x.npy", "yf.npy"), "float targets (regression)");
+  expectRefused(npy("x.npy", "y.npy", ", val: {features: \"" + dir.file("vx.npy") + "\", targets: \"" +
+                                          dir.file("vy.npy") + "\"}"),
+                "spec.data.val: samples of shape 4, but the training split's are 3");
+  expectRefused(npy("x.npy", "y.npy", ", standardize: {mean: [1, 2], std: [1, 1]}"),
+                "spec.data.standardize.mean: 2 values, but the data has 3 features");
+  EXPECT_TRUE(checkDataFiles(npy("x.npy", "y.npy", ", standardize: {mean: [1, 2, 3], std: [1, 1, 1]}")).isOk());
+  const JobSpec cnn = userJob("{dataset: npy, train: {features: \"" + dir.file("x.npy") + "\", targets: \"" +
+                                  dir.file("y.npy") + "\"}}",
+                              "cnn");
+  expectRefused(cnn, "cnn takes 1x28x28 images, but the training samples are 3");
+}
+
+TEST(DataChecksTest, CsvAndIdxFilesAreCheckedAtSubmission) {
+  testing::TempDir dir("data_checks_test");
+  test::writeText(dir.file("a.csv"), "x,y,label\n1,2,0\n");
+  const auto csv = [&](const std::string& f, const std::string& target) {
+    return userJob("{dataset: csv, train: {path: \"" + dir.file(f) + "\"}, target: " + target + "}");
+  };
+  EXPECT_TRUE(checkDataFiles(csv("a.csv", "label")).isOk());
+  expectRefused(csv("a.csv", "klass"), "spec.data.train.path: " + dir.file("a.csv") + ": no column 'klass'");
+  expectRefused(csv("none.csv", "label"), "spec.data.train.path: " + dir.file("none.csv"));
+
+  std::filesystem::create_directory(dir.file("mnist"));
+  const std::string m = dir.file("mnist");
+  test::writeIdx(m + "/train-images-idx3-ubyte.gz", {2, 28, 28}, std::vector<uint8_t>(2 * 784, 7), true);
+  test::writeIdx(m + "/train-labels-idx1-ubyte.gz", {3}, {0, 1, 2}, true);
+  const JobSpec idx = userJob("{dataset: idx, train: {path: \"" + m + "\"}}", "cnn");
+  expectRefused(idx, "spec.data.train.path: " + m + "/train-images-idx3-ubyte.gz has 2 images but");
+  test::writeIdx(m + "/train-labels-idx1-ubyte.gz", {2}, {0, 1}, true);
+  EXPECT_TRUE(checkDataFiles(idx).isOk()) << checkDataFiles(idx);
+  expectRefused(userJob("{dataset: idx, train: {path: \"" + m + "\"}, val: {path: \"" + m + "\"}}"),
+                "spec.data.val.path: " + m + ": no IDX file named *t10k-images-idx3-ubyte[.gz] or *test-images");
+}
+
+// The data paths lie under the allowed roots (Note [Allowed path roots]), checked at submit.
+TEST(DataChecksTest, SubmitConfinesDataPathsToTheAllowedRoots) {
+  testing::TempDir dir("data_checks_test");
+  auto store = SqliteJobStore::open(dir.file("jobs.db"));
+  ASSERT_TRUE(store.isOk()) << store.status();
+  FakeClock clock;
+  FakeLauncher launcher;
+  launcher.setSharesFilesystem(false);
+  JobManagerOptions o;
+  o.paths = PathPolicy({dir.path()}, "");
+  JobManager jobs(o, **store, launcher, clock);
+  ASSERT_TRUE(jobs.start().isOk());
+  JobSpec outside = userJob("{dataset: npy, train: {features: /etc/x.npy, targets: \"" + dir.file("y.npy") + "\"}}");
+  auto r = jobs.submit(outside);
+  ASSERT_FALSE(r.isOk());
+  EXPECT_NE(r.status().message().find("spec.data.train.features: /etc/x.npy is outside the directories"),
+            std::string::npos)
+      << r.status();
+  JobSpec inside = userJob("{dataset: npy, train: {features: \"" + dir.file("x.npy") + "\", targets: \"" +
+                           dir.file("y.npy") + "\"}}");
+  inside.name = "inside";
+  EXPECT_TRUE(jobs.submit(inside).isOk());
+  jobs.stop();
+}
+
+}  // namespace
+}  // namespace ddp::controller

@@ -94,6 +94,38 @@ TEST(JobSpecAdapterTest, MapsAGptJob) {
   EXPECT_TRUE(c->validate().isOk()) << c->validate();
 }
 
+// A user's dataset: the files, target, classes, fractions, limits and standardize reach
+// TrainerConfig::userData; its trajectory hash moves with what changes training, not with paths.
+TEST(JobSpecAdapterTest, MapsAUserDataJob) {
+  const std::string head = "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: u}\nspec:\n  model: {type: mlp}\n";
+  auto c = adapt(head + "  data: {dataset: csv, train: {path: /d/a.csv}, val: {path: /d/b.csv}, target: y, classes: 3, "
+                        "limit: 50, standardize: {mean: [1, 2], std: [3, 4]}}\n  eval: {limit: 20}\n  epochs: 1\n");
+  ASSERT_TRUE(c.isOk()) << c.status();
+  const data::UserDataConfig& u = c->userData;
+  EXPECT_EQ(c->data, DatasetKind::kCsv);
+  EXPECT_EQ(u.files.format, datafiles::UserDataFormat::kCsv);
+  EXPECT_EQ(u.files.train.path, "/d/a.csv");
+  EXPECT_EQ(u.files.val.path, "/d/b.csv");
+  EXPECT_EQ(u.files.target, "y");
+  EXPECT_EQ(u.classes, 3);
+  EXPECT_EQ(u.trainLimit, 50);
+  EXPECT_EQ(u.valLimit, 20);
+  EXPECT_EQ(u.standardizeMean, (std::vector<double>{1, 2}));
+  EXPECT_EQ(u.standardizeStd, (std::vector<double>{3, 4}));
+  auto n = adapt(head + "  data: {dataset: npy, train: {features: /d/x.npy, targets: /d/y.npy}, valFraction: 0.3, "
+                        "standardize: {auto: true}}\n  epochs: 1\n");
+  ASSERT_TRUE(n.isOk()) << n.status();
+  EXPECT_EQ(n->userData.files.train.features, "/d/x.npy");
+  EXPECT_EQ(n->userData.files.train.targets, "/d/y.npy");
+  EXPECT_EQ(n->userData.valFraction, 0.3);
+  EXPECT_TRUE(n->userData.standardizeAuto);
+  TrainerConfig moved = *n;
+  moved.userData.files.train.features = "/elsewhere/x.npy";
+  EXPECT_EQ(trajectoryHash(moved), trajectoryHash(*n));
+  moved.userData.standardizeAuto = false;
+  EXPECT_NE(trajectoryHash(moved), trajectoryHash(*n));
+}
+
 TEST(JobSpecAdapterTest, MixedPrecisionBecomesTheReduceDtype) {
   const std::pair<const char*, MixedPrecision> cases[] = {
       {"none", MixedPrecision::kNone}, {"fp16", MixedPrecision::kFp16}, {"bf16", MixedPrecision::kBf16}};
