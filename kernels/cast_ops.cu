@@ -92,6 +92,17 @@ Status axpby(FlatView dst, double alpha, FlatView src, double beta) {
 
 Status castScaled(FlatView dst, FlatView src, double scale) { return axpby(dst, 0.0, src, scale); }
 
+Status castToBf16Async(cudaStream_t stream, const float* src, void* dst, size_t n) {
+  if (n == 0) return Status::ok();
+  const int threads = 256;
+  const size_t want = (n + threads - 1) / threads;
+  const int blocks = static_cast<int>(want < 4096 ? want : 4096);
+  // alpha 0 never reads dst; src * 1.0f is src exactly, then __float2bfloat16_rn.
+  axpbyKernel<__nv_bfloat16, float, false><<<blocks, threads, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), src, n,
+                                                                           0.0, 1.0);
+  return cudaStatus(cudaGetLastError(), "bf16 cast kernel launch");
+}
+
 Status fillZero(FlatView buf) {
   DDP_RETURN_IF_ERROR(cudaStatus(cudaSetDevice(buf.device.index), "cudaSetDevice"));
   DDP_RETURN_IF_ERROR(cudaStatus(cudaMemsetAsync(buf.data, 0, buf.bytes(), 0), "cudaMemsetAsync"));

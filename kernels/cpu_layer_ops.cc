@@ -1,6 +1,6 @@
-// CpuLayerOps: the LayerOps of the CPU, forwarding to the free functions of kernels/layer_ops.h
-// and kernels/transformer_ops.h (the CPU twins); it owns only the allocation policy and the
-// sticky allocation status (Note [Sticky device errors]).
+// CpuLayerOps: the LayerOps of the CPU, forwarding to the free functions of kernels/layer_ops.h,
+// kernels/transformer_ops.h and kernels/bf16_ops.h (the CPU twins); it owns only the allocation
+// policy and the sticky allocation status (Note [Sticky device errors]).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "kernels/bf16_ops.h"
 #include "kernels/layer_ops.h"
 #include "kernels/transformer_ops.h"
 
@@ -143,6 +144,19 @@ class CpuLayerOps final : public LayerOps {
   }
   void dropoutBackward(const float* dy, float* dx, size_t n, float p, uint64_t seed) override {
     cpu::dropoutBackward(dy, dx, n, p, seed);
+  }
+  void gemmBf16(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b,
+                float beta, float* c) override {
+    cpu::gemmBf16(ta, tb, m, n, k, alpha, a, b, beta, c);
+  }
+  void causalAttentionForwardBf16(const float* qkv, int batch, int seq, int heads, int headDim,
+                                  float* out, float* probs) override {
+    cpu::causalAttentionForwardBf16(qkv, batch, seq, heads, headDim, out, probs);
+  }
+  void causalAttentionBackwardBf16(const float* qkv, const float* probs, const float* dout,
+                                   int batch, int seq, int heads, int headDim,
+                                   float* dqkv) override {
+    cpu::causalAttentionBackwardBf16(qkv, probs, dout, batch, seq, heads, headDim, dqkv);
   }
 
  private:

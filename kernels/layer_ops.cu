@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <string>
 
+#include "kernels/cast_ops_cuda.h"
 #include "kernels/cuda_launch.h"
 #include "kernels/layer_ops.h"
 #include "kernels/transformer_ops_cuda.h"
@@ -412,6 +413,39 @@ class CudaLayerOps final : public LayerOps {
   }
   void dropoutBackward(const float* dy, float* dx, size_t n, float p, uint64_t seed) override {
     if (ok()) record(tcuda::dropout(stream_, dy, dx, n, p, seed));
+  }
+
+  // The bf16 matmuls (Note [bf16 matmuls] in kernels/bf16_ops.h): bf16 copies of the operands in
+  // the workspace, cuBLAS multiplies them with fp32 accumulation into the fp32 C.
+  void gemmBf16(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b,
+                float beta, float* c) override {
+    if (!ok() || m == 0 || n == 0) return;
+    const size_t na = static_cast<size_t>(m) * k, nb = static_cast<size_t>(k) * n;
+    const size_t offsetB = (na * 2 + 255) / 256 * 256;
+    char* ws = static_cast<char*>(workspace(offsetB + nb * 2 + 2));
+    if (!ok()) return;
+    record(cuda::castToBf16Async(stream_, a, ws, na));
+    record(cuda::castToBf16Async(stream_, b, ws + offsetB, nb));
+    if (!ok()) return;
+    checkBlas(cublasGemmEx(blas_, tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha,
+                           ws + offsetB, CUDA_R_16BF, tb ? k : n, ws, CUDA_R_16BF, ta ? m : k, &beta, c, CUDA_R_32F,
+                           n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+              "cublasGemmEx (bf16 operands)");
+  }
+  void causalAttentionForwardBf16(const float* qkv, int batch, int seq, int heads, int headDim,
+                                  float* out, float* probs) override {
+    void* ws = workspace(tcuda::causalAttentionForwardBf16WorkspaceBytes(batch, seq, heads, headDim));
+    if (ok()) {
+      record(tcuda::causalAttentionForwardBf16(stream_, blas_, qkv, batch, seq, heads, headDim, out, probs, ws));
+    }
+  }
+  void causalAttentionBackwardBf16(const float* qkv, const float* probs, const float* dout, int batch,
+                                   int seq, int heads, int headDim, float* dqkv) override {
+    void* ws = workspace(tcuda::causalAttentionBackwardBf16WorkspaceBytes(batch, seq, heads, headDim));
+    if (ok()) {
+      record(tcuda::causalAttentionBackwardBf16(stream_, blas_, qkv, probs, dout, batch, seq, heads, headDim,
+                                                dqkv, ws));
+    }
   }
 
  private:

@@ -193,6 +193,16 @@ class LayerOps {
   // Backward recomputes the mask from seed: dx = mask * dy / (1-p); dx may alias dy.
   virtual void dropoutForward(const float* x, float* y, size_t n, float p, uint64_t seed) = 0;
   virtual void dropoutBackward(const float* dy, float* dx, size_t n, float p, uint64_t seed) = 0;
+
+  // The bf16 matmuls (kernels/bf16_ops.h, Note [bf16 matmuls]): gemm and causal attention with
+  // every GEMM operand rounded to bf16 and fp32 accumulation; arguments and contracts as above.
+  virtual void gemmBf16(bool transA, bool transB, int m, int n, int k, float alpha, const float* a,
+                        const float* b, float beta, float* c) = 0;
+  virtual void causalAttentionForwardBf16(const float* qkv, int batch, int seq, int heads,
+                                          int headDim, float* out, float* probs) = 0;
+  virtual void causalAttentionBackwardBf16(const float* qkv, const float* probs, const float* dout,
+                                           int batch, int seq, int heads, int headDim,
+                                           float* dqkv) = 0;
 };
 
 // The CPU implementation (kernels/cpu_layer_ops.cc; OpenBLAS with `threads` threads, 0 keeps

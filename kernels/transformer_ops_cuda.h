@@ -47,6 +47,17 @@ Status causalAttentionBackward(cudaStream_t stream, cublasHandle_t blas, const f
                                const float* probs, const float* dout, int batch, int seq, int heads,
                                int headDim, float* dqkv, void* workspace);
 
+// The bf16 matmul versions (Note [bf16 matmuls] in kernels/bf16_ops.h): the same products on
+// bf16 copies of qkv, probs, dout and dS, made in the workspace.
+size_t causalAttentionForwardBf16WorkspaceBytes(int batch, int seq, int heads, int headDim);
+Status causalAttentionForwardBf16(cudaStream_t stream, cublasHandle_t blas, const float* qkv,
+                                  int batch, int seq, int heads, int headDim, float* out,
+                                  float* probs, void* workspace);
+size_t causalAttentionBackwardBf16WorkspaceBytes(int batch, int seq, int heads, int headDim);
+Status causalAttentionBackwardBf16(cudaStream_t stream, cublasHandle_t blas, const float* qkv,
+                                   const float* probs, const float* dout, int batch, int seq,
+                                   int heads, int headDim, float* dqkv, void* workspace);
+
 size_t ropeWorkspaceBytes(int seq, int headDim);
 // sign +1: forward (turn by +angle); -1: backward.
 Status rope(cudaStream_t stream, float* qkv, int batch, int seq, int heads, int headDim, float base,

@@ -24,7 +24,8 @@ Result<std::unique_ptr<Gpt>> Gpt::create(const GptConfig& config, std::unique_pt
   return gpt;
 }
 
-Gpt::Gpt(const GptConfig& config, std::unique_ptr<kernels::LayerOps> ops) : c_(config), ops_(std::move(ops)) {
+Gpt::Gpt(const GptConfig& config, std::unique_ptr<kernels::LayerOps> ops)
+    : c_(config), ops_(std::move(ops)), mm_{ops_.get(), config.precision} {
   kernels::LayerOps* o = ops_.get();
   const int64_t d = c_.dModel;
   tokens_.allocate(o, "embed.tokens", {c_.vocabSize, d});
@@ -80,7 +81,8 @@ std::string Gpt::describe() const {
   os << "Gpt(vocab " << c_.vocabSize << ", context " << c_.contextLength << ", " << c_.layers << " layers, "
      << c_.heads << " heads, dModel " << c_.dModel << ", mlp " << c_.hidden() << ", "
      << (c_.norm == GptNormKind::kLayerNorm ? "layernorm" : "rmsnorm") << ", " << (c_.rope ? "rope" : "learned positions")
-     << (c_.tiedEmbeddings ? ", tied" : ", untied") << ")";
+     << (c_.tiedEmbeddings ? ", tied" : ", untied") << (c_.precision == GptPrecision::kBf16 ? ", bf16 matmuls" : "")
+     << ")";
   return os.str();
 }
 
@@ -148,11 +150,11 @@ void Gpt::headAndLoss(int rows, float scale, bool train) {
   for (int r0 = 0; r0 < rows; r0 += chunk) {
     const int n = std::min(chunk, rows - r0);
     const float* xf = xf_.f32() + static_cast<size_t>(r0) * d;
-    ops_->gemm(false, true, n, v, d, 1.f, xf, headWeight(), 0.f, logits_.f32());
+    mm_.gemm(false, true, n, v, d, 1.f, xf, headWeight(), 0.f, logits_.f32());
     ops_->crossEntropyInPlace(logits_.f32(), labels_.i32() + r0, n, v, scale, rowLoss_.f32() + r0, rowCorrect_.i32() + r0);
     if (!train) continue;
-    ops_->gemm(false, false, n, d, v, 1.f, logits_.f32(), headWeight(), 0.f, dxf_.f32() + static_cast<size_t>(r0) * d);
-    ops_->gemm(true, false, v, d, n, 1.f, logits_.f32(), xf, 1.f, headGrad());
+    mm_.gemm(false, false, n, d, v, 1.f, logits_.f32(), headWeight(), 0.f, dxf_.f32() + static_cast<size_t>(r0) * d);
+    mm_.gemm(true, false, v, d, n, 1.f, logits_.f32(), xf, 1.f, headGrad());
   }
 }
 

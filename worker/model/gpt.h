@@ -69,6 +69,7 @@ class Gpt final : public TrainableModel {
 
   GptConfig c_;
   std::unique_ptr<kernels::LayerOps> ops_;
+  GptMatmul mm_;  // the LM head's GEMMs in the model's precision
   ParamStorage tokens_, positions_, head_;
   GptNormLayer norm_;
   std::vector<std::unique_ptr<GptBlock>> blocks_;

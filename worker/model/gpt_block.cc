@@ -25,6 +25,33 @@ Status GptConfig::validate() const {
   return Status::ok();
 }
 
+void GptMatmul::gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, const float* b,
+                     float beta, float* c) const {
+  if (precision == GptPrecision::kBf16) {
+    ops->gemmBf16(transA, transB, m, n, k, alpha, a, b, beta, c);
+  } else {
+    ops->gemm(transA, transB, m, n, k, alpha, a, b, beta, c);
+  }
+}
+
+void GptMatmul::attentionForward(const float* qkv, int batch, int seq, int heads, int headDim, float* out,
+                                 float* probs) const {
+  if (precision == GptPrecision::kBf16) {
+    ops->causalAttentionForwardBf16(qkv, batch, seq, heads, headDim, out, probs);
+  } else {
+    ops->causalAttentionForward(qkv, batch, seq, heads, headDim, out, probs);
+  }
+}
+
+void GptMatmul::attentionBackward(const float* qkv, const float* probs, const float* dout, int batch, int seq,
+                                  int heads, int headDim, float* dqkv) const {
+  if (precision == GptPrecision::kBf16) {
+    ops->causalAttentionBackwardBf16(qkv, probs, dout, batch, seq, heads, headDim, dqkv);
+  } else {
+    ops->causalAttentionBackward(qkv, probs, dout, batch, seq, heads, headDim, dqkv);
+  }
+}
+
 void GptNormLayer::allocate(kernels::LayerOps* ops, const GptConfig& c, const std::string& name) {
   kind = c.norm;
   eps = c.normEps;
@@ -71,7 +98,8 @@ void GptNormLayer::ready(const GradReadyFn& fn, size_t first) const {
   fn(first);
 }
 
-GptBlock::GptBlock(kernels::LayerOps* ops, const GptConfig& config, int index) : ops_(ops), c_(config), index_(index) {
+GptBlock::GptBlock(kernels::LayerOps* ops, const GptConfig& config, int index)
+    : ops_(ops), c_(config), mm_{ops, config.precision}, index_(index) {
   const std::string p = "blocks." + std::to_string(index) + ".";
   const int64_t d = c_.dModel, h = c_.hidden();
   auto dense = [&](Dense& l, const std::string& name, int64_t in, int64_t out) {
@@ -134,15 +162,15 @@ void GptBlock::reserve(int rows, int batch) {
 }
 
 void GptBlock::linearForward(Dense& l, const float* x, float* y, int rows) {
-  ops_->gemm(false, true, rows, l.out, l.in, 1.f, x, static_cast<const float*>(l.weight.param.data), 0.f, y);
+  mm_.gemm(false, true, rows, l.out, l.in, 1.f, x, static_cast<const float*>(l.weight.param.data), 0.f, y);
   ops_->biasAdd(y, static_cast<const float*>(l.bias.param.data), rows, l.out);
 }
 
 // Parameter gradients accumulate; dx (rows x in) is overwritten.
 void GptBlock::linearBackward(Dense& l, const float* x, const float* dy, float* dx, int rows) {
   ops_->biasGrad(dy, rows, l.out, static_cast<float*>(l.bias.param.grad), /*accumulate=*/true);
-  ops_->gemm(true, false, l.out, l.in, rows, 1.f, dy, x, 1.f, static_cast<float*>(l.weight.param.grad));
-  ops_->gemm(false, false, rows, l.in, l.out, 1.f, dy, static_cast<const float*>(l.weight.param.data), 0.f, dx);
+  mm_.gemm(true, false, l.out, l.in, rows, 1.f, dy, x, 1.f, static_cast<float*>(l.weight.param.grad));
+  mm_.gemm(false, false, rows, l.in, l.out, 1.f, dy, static_cast<const float*>(l.weight.param.data), 0.f, dx);
 }
 
 void GptBlock::forward(float* x, int batch, bool training, uint64_t dropoutSeed) {
@@ -154,7 +182,7 @@ void GptBlock::forward(float* x, int batch, bool training, uint64_t dropoutSeed)
   norm1_.forward(*ops_, x, h1_.f32(), rows);
   linearForward(qkv_, h1_.f32(), qkvOut_.f32(), rows);
   if (c_.rope) ops_->ropeForward(qkvOut_.f32(), batch, t, c_.heads, c_.headDim(), c_.ropeBase);
-  ops_->causalAttentionForward(qkvOut_.f32(), batch, t, c_.heads, c_.headDim(), att_.f32(), probs_.f32());
+  mm_.attentionForward(qkvOut_.f32(), batch, t, c_.heads, c_.headDim(), att_.f32(), probs_.f32());
   linearForward(proj_, att_.f32(), branch_.f32(), rows);
   if (drop) ops_->dropoutForward(branch_.f32(), branch_.f32(), rd, c_.dropout, SplitMixRng::mix(dropoutSeed, 0));
   ops_->addInPlace(x, branch_.f32(), rd);
@@ -203,7 +231,7 @@ void GptBlock::backward(float* dx, int batch, uint64_t dropoutSeed, const GradRe
   }
   linearBackward(proj_, att_.f32(), dBranch, datt_.f32(), rows);
   readyPair(iProj);
-  ops_->causalAttentionBackward(qkvOut_.f32(), probs_.f32(), datt_.f32(), batch, t, c_.heads, c_.headDim(), dqkv_.f32());
+  mm_.attentionBackward(qkvOut_.f32(), probs_.f32(), datt_.f32(), batch, t, c_.heads, c_.headDim(), dqkv_.f32());
   if (c_.rope) ops_->ropeBackward(dqkv_.f32(), batch, t, c_.heads, c_.headDim(), c_.ropeBase);
   linearBackward(qkv_, h1_.f32(), dqkv_.f32(), dh_.f32(), rows);
   readyPair(iQkv);

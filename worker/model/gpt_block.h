@@ -23,6 +23,8 @@
 namespace ddp::model {
 
 enum class GptNormKind : uint8_t { kLayerNorm = 0, kRmsNorm };
+// The precision of the GPT's matmuls (spec.precision; Note [bf16 matmuls] in kernels/bf16_ops.h).
+enum class GptPrecision : uint8_t { kFp32 = 0, kBf16 };
 
 struct GptConfig {
   int vocabSize = 256;
@@ -37,11 +39,24 @@ struct GptConfig {
   float dropout = 0;
   float normEps = 1e-5f;
   float ropeBase = 10000.f;
+  GptPrecision precision = GptPrecision::kFp32;
 
   int hidden() const { return mlpHidden > 0 ? mlpHidden : 4 * dModel; }
   int headDim() const { return dModel / heads; }
   // InvalidArgument naming the field (spec.model.<field>) when the shape cannot be built.
   Status validate() const;
+};
+
+// The GPT's GEMMs in its precision: LayerOps::gemm and causalAttention* for fp32, their bf16
+// versions (bf16 operands, fp32 accumulation) for bf16. Every matmul of the model goes through it.
+struct GptMatmul {
+  kernels::LayerOps* ops = nullptr;
+  GptPrecision precision = GptPrecision::kFp32;
+  void gemm(bool transA, bool transB, int m, int n, int k, float alpha, const float* a, const float* b, float beta,
+            float* c) const;
+  void attentionForward(const float* qkv, int batch, int seq, int heads, int headDim, float* out, float* probs) const;
+  void attentionBackward(const float* qkv, const float* probs, const float* dout, int batch, int seq, int heads,
+                         int headDim, float* dqkv) const;
 };
 
 // A layernorm or rmsnorm over dModel and the statistics its backward needs.
@@ -86,6 +101,7 @@ class GptBlock {
 
   kernels::LayerOps* ops_;
   GptConfig c_;
+  GptMatmul mm_;
   int index_;
   GptNormLayer norm1_, norm2_;
   Dense qkv_, proj_, fc_, mproj_;
