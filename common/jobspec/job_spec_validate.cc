@@ -179,11 +179,8 @@ void checkLanguageModel(const JobSpec& s, Checker& c) {
             "must be 0 or >= 256 for dataset text (bytes are tokens 0-255)");
   }
   c.check(s.steps > 0, "spec.steps", "language models train by steps: set spec.steps (not spec.epochs)");
-  // What the workers do not do yet is refused here, so a job is never accepted that every
-  // worker would then refuse. What only a worker can see (a token >= vocabSize in a window of
-  // the files) fails the job from the worker, naming the file and the token's index.
-  c.check(s.precision == ComputePrecision::kFp32, "spec.precision",
-          "bf16 compute is not implemented by this release's workers yet (use fp32)");
+  // What only a worker can see (a token >= vocabSize in a window of the files) fails the job
+  // from the worker, naming the file and the token's index.
 }
 
 // Every rank needs training samples (Note [Trainer refusals]).

@@ -25,6 +25,7 @@ void adaptGpt(const JobSpec& s, TrainerConfig& c) {
   m.rope = g.positions == GptPositions::kRope;
   m.tiedEmbeddings = g.tiedEmbeddings;
   m.dropout = static_cast<float>(g.dropout);
+  m.precision = s.precision == ComputePrecision::kBf16 ? model::GptPrecision::kBf16 : model::GptPrecision::kFp32;
 }
 
 void adaptModel(const JobSpec& s, TrainerConfig& c) {
@@ -185,9 +186,6 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   // Note [Validated once] (job_spec.h): `s` passed the gate; it is not validated again here. A
   // valid spec makes a valid TrainerConfig (Note [Trainer refusals]), which the Trainer checks
   // as its own precondition.
-  if (s.precision != ComputePrecision::kFp32) {
-    return unimplemented("spec.precision: bf16 compute is not implemented by this worker yet (use fp32)");
-  }
   TrainerConfig c;
   c.job = s.name.empty() ? "job" : s.name;
   c.seed = s.seed;

@@ -32,23 +32,36 @@ Result<double> measureCpuPeakFlops(kernels::LayerOps& ops, int n, int runs) {
   return 2.0 * n * n * static_cast<double>(n) / best;
 }
 
-std::optional<double> gpuPeakFlopsF32(std::string_view name) {
-  // Ordered: a longer name before a shorter one it contains ("A100" before "A10", "L40S" before
-  // "L40" before "L4", the H100 variants before the SXM default).
-  struct Card {
-    std::string_view part;
-    double teraflops;
-  };
-  static constexpr Card kCards[] = {
-      {"H200", 67.0},      {"H100 PCIe", 51.0}, {"H100 NVL", 60.0}, {"H100", 67.0},     {"A100", 19.5},
-      {"A10", 31.2},       {"L40S", 91.6},      {"L40", 90.5},      {"L4", 30.3},       {"V100-PCIE", 14.0},
-      {"V100", 15.7},      {"T4", 8.1},
-  };
+namespace {
+
+// Dense datasheet peaks in TFLOP/s (no 2:4 sparsity): f32 without tensor cores, and bf16 on
+// tensor cores (0: the card has no bf16 tensor cores). Ordered: a longer name before a shorter
+// one it contains ("A100" before "A10", "L40S" before "L40" before "L4", the H100 variants
+// before the SXM default).
+struct Card {
+  std::string_view part;
+  double f32, bf16;
+};
+constexpr Card kCards[] = {
+    {"H200", 67.0, 989.0},  {"H100 PCIe", 51.0, 756.0}, {"H100 NVL", 60.0, 835.0}, {"H100", 67.0, 989.0},
+    {"A100", 19.5, 312.0},  {"A10", 31.2, 125.0},       {"L40S", 91.6, 362.0},     {"L40", 90.5, 181.0},
+    {"L4", 30.3, 121.0},    {"V100-PCIE", 14.0, 0.0},   {"V100", 15.7, 0.0},       {"T4", 8.1, 0.0},
+};
+
+std::optional<double> lookup(std::string_view name, double Card::*column) {
   for (const Card& c : kCards) {
-    if (name.find(c.part) != std::string_view::npos) return c.teraflops * 1e12;
+    if (name.find(c.part) == std::string_view::npos) continue;
+    if (!(c.*column > 0)) return std::nullopt;
+    return c.*column * 1e12;
   }
   return std::nullopt;
 }
+
+}  // namespace
+
+std::optional<double> gpuPeakFlopsF32(std::string_view name) { return lookup(name, &Card::f32); }
+
+std::optional<double> gpuPeakFlopsBf16(std::string_view name) { return lookup(name, &Card::bf16); }
 
 #if !DDP_WITH_CUDA
 Result<std::string> cudaDeviceName(int) { return unimplemented("cudaDeviceName: this build has no CUDA"); }

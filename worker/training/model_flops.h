@@ -1,6 +1,7 @@
 #pragma once
 // The model FLOPs utilisation of a language model (docs/TRAINING.md, "Language-model figures"):
-// PaLM's estimate of the training FLOPs per token and the peak a CPU worker measures for itself.
+// PaLM's estimate of the training FLOPs per token, the peak a CPU worker measures for itself and
+// the datasheet peaks of GPUs.
 // Thread model: pure functions, except measureCpuPeakFlops, which computes on the calling thread.
 
 #include <optional>
@@ -29,6 +30,10 @@ Result<double> measureCpuPeakFlops(kernels::LayerOps& ops, int n = 1024, int run
 // so the datasheet's FP32 figure is the denominator. nullopt for a card the table does not know
 // (no MFU then, rather than a made-up figure).
 std::optional<double> gpuPeakFlopsF32(std::string_view cardName);
+// The dense bf16 tensor-core peak, the denominator of a GPT with bf16 matmuls (spec.precision:
+// bf16, Note [bf16 matmuls] in kernels/bf16_ops.h): e.g. 989 TFLOP/s for H100 SXM and H200.
+// nullopt for an unknown card and for one without bf16 tensor cores (V100, T4).
+std::optional<double> gpuPeakFlopsBf16(std::string_view cardName);
 // The CUDA device's name (cudaGetDeviceProperties); Unimplemented in a build without CUDA.
 Result<std::string> cudaDeviceName(int index);
 

@@ -286,8 +286,9 @@ Status Trainer::Impl::setupWindows() {
   return config.lr.validate().withContext("optimizer.schedule");
 }
 
-// docs/TRAINING.md, "Language-model figures": the CPU's peak is measured, a GPU's looked up by
-// its name (no MFU for a card the table does not know).
+// docs/TRAINING.md, "Language-model figures": the CPU's peak is measured (an f32 GEMM, also for
+// bf16, whose CPU twin multiplies bf16-rounded fp32 copies), a GPU's looked up by its name and
+// the matmuls' precision (no MFU for a card the table does not know).
 void Trainer::Impl::setupPeakFlops() {
   if (model->device().isCpu()) {
     auto peak = measureCpuPeakFlops(model->ops());
@@ -297,10 +298,14 @@ void Trainer::Impl::setupPeakFlops() {
     }
     peakFlops = *peak;
   } else {
+    // The peak of the precision the matmuls run in (Note [bf16 matmuls] in kernels/bf16_ops.h).
+    const bool bf16 = config.gpt.precision == model::GptPrecision::kBf16;
     auto name = cudaDeviceName(model->device().index);
-    const std::optional<double> peak = name.isOk() ? gpuPeakFlopsF32(*name) : std::nullopt;
+    const std::optional<double> peak =
+        !name.isOk() ? std::nullopt : bf16 ? gpuPeakFlopsBf16(*name) : gpuPeakFlopsF32(*name);
     if (!peak) {
-      if (isRank0()) DDP_LOG(Info) << "no MFU: the f32 peak of " << (name.isOk() ? *name : name.status().toString())
+      if (isRank0()) DDP_LOG(Info) << "no MFU: the " << (bf16 ? "bf16" : "f32") << " peak of "
+                                   << (name.isOk() ? *name : name.status().toString())
                                    << " is not in the table (worker/training/model_flops.cc)";
       return;
     }

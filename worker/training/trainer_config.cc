@@ -140,6 +140,8 @@ void addLanguageModel(TrajectoryHasher& h, const TrainerConfig& c) {
   h.add(fnv1a(c.valTokens.rawDType));
   h.add(c.valFraction);
   h.add(c.weightDecayOn);
+  // bf16 matmuls compute another trajectory; fp32 (the default) is not fed, so earlier hashes hold.
+  if (g.precision != model::GptPrecision::kFp32) h.add(g.precision);
 }
 
 // Fed only for a user's dataset (idx, npy, csv), so every earlier job keeps its hash. Not the

@@ -91,6 +91,7 @@ TEST(JobSpecAdapterTest, MapsAGptJob) {
   EXPECT_EQ(c->evalEverySteps, 25);
   EXPECT_EQ(c->testLimit, 9);
   EXPECT_EQ(c->maxSteps, 100);
+  EXPECT_EQ(c->gpt.precision, model::GptPrecision::kFp32) << "fp32 by default";
   EXPECT_TRUE(c->validate().isOk()) << c->validate();
 }
 
@@ -124,6 +125,18 @@ TEST(JobSpecAdapterTest, MapsAUserDataJob) {
   EXPECT_EQ(trajectoryHash(moved), trajectoryHash(*n));
   moved.userData.standardizeAuto = false;
   EXPECT_NE(trajectoryHash(moved), trajectoryHash(*n));
+}
+
+TEST(JobSpecAdapterTest, Bf16PrecisionReachesTheGpt) {
+  auto c = adapt("apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: lm}\nspec:\n"
+                 "  model: {type: gpt, contextLength: 8, layers: 1, heads: 2, dModel: 8}\n"
+                 "  data: {dataset: text, train: {path: /d/a.txt}}\n  precision: bf16\n  steps: 3\n");
+  ASSERT_TRUE(c.isOk()) << c.status();
+  EXPECT_EQ(c->gpt.precision, model::GptPrecision::kBf16);
+  EXPECT_TRUE(c->validate().isOk()) << c->validate();
+  TrainerConfig fp32 = *c;
+  fp32.gpt.precision = model::GptPrecision::kFp32;
+  EXPECT_NE(trajectoryHash(*c), trajectoryHash(fp32)) << "bf16 matmuls compute another trajectory";
 }
 
 TEST(JobSpecAdapterTest, MixedPrecisionBecomesTheReduceDtype) {

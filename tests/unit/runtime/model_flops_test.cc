@@ -48,6 +48,20 @@ TEST(ModelFlopsTest, GpuPeaksComeFromTheTableByCardName) {
   EXPECT_EQ(gpuPeakFlopsF32("NVIDIA L4"), 30.3e12);
   EXPECT_EQ(gpuPeakFlopsF32("NVIDIA L40S"), 91.6e12) << "not L4's";
   EXPECT_EQ(gpuPeakFlopsF32("Some Future Card"), std::nullopt) << "unknown: no MFU rather than a guess";
+  EXPECT_EQ(gpuPeakFlopsF32("Tesla V100-SXM2-16GB"), 15.7e12);
+}
+
+TEST(ModelFlopsTest, Bf16PeaksAreTheTensorCoreColumn) {
+  EXPECT_EQ(gpuPeakFlopsBf16("NVIDIA H100 80GB HBM3"), 989e12);
+  EXPECT_EQ(gpuPeakFlopsBf16("NVIDIA H200"), 989e12);
+  EXPECT_EQ(gpuPeakFlopsBf16("NVIDIA H100 PCIe"), 756e12);
+  EXPECT_EQ(gpuPeakFlopsBf16("NVIDIA A100-SXM4-80GB"), 312e12);
+  EXPECT_EQ(gpuPeakFlopsBf16("NVIDIA A10"), 125e12) << "not A100's";
+  EXPECT_EQ(gpuPeakFlopsBf16("NVIDIA L40S"), 362e12) << "not L40's";
+  EXPECT_EQ(gpuPeakFlopsBf16("NVIDIA L4"), 121e12);
+  EXPECT_EQ(gpuPeakFlopsBf16("Tesla V100-SXM2-16GB"), std::nullopt) << "no bf16 tensor cores: no MFU";
+  EXPECT_EQ(gpuPeakFlopsBf16("Tesla T4"), std::nullopt);
+  EXPECT_EQ(gpuPeakFlopsBf16("Some Future Card"), std::nullopt);
 }
 
 TEST(ModelFlopsTest, TheMeasuredCpuPeakIsPositive) {

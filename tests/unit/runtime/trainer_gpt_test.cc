@@ -159,6 +159,31 @@ TEST_F(TrainerGptTest, TextIsReadAsBytesAndSplitByValFraction) {
   EXPECT_LT(*out[0].result.valLoss, std::log(256.0));
 }
 
+// spec.precision: bf16 (Note [bf16 matmuls] in kernels/bf16_ops.h): two ranks train the bf16 GPT
+// with bitwise equal replicas, learn the rule, and end near the fp32 run of the same data and
+// init (its matmul operands keep 8 significant bits; the weights, gradients and the allreduce
+// stay fp32).
+TEST_F(TrainerGptTest, TwoRanksTrainTheBf16GptAndLearn) {
+  TrainerConfig c = gptConfig(path_);
+  c.batchSize = 4;
+  auto fp32 = train(2, c);
+  c.gpt.precision = model::GptPrecision::kBf16;
+  auto bf16 = train(2, c);
+  for (const auto* run : {&fp32, &bf16}) {
+    ASSERT_TRUE((*run)[0].status.isOk()) << (*run)[0].status;
+    ASSERT_TRUE((*run)[1].status.isOk()) << (*run)[1].status;
+  }
+  EXPECT_TRUE(bitwiseEqual(bf16[0].params, bf16[1].params));
+  EXPECT_FALSE(bitwiseEqual(bf16[0].params, fp32[0].params)) << "another computation";
+  ASSERT_TRUE(bf16[0].result.valLoss.has_value() && fp32[0].result.valLoss.has_value());
+  EXPECT_EQ(bf16[0].result.valLosses, bf16[1].result.valLosses);
+  EXPECT_LT(*bf16[0].result.valLoss, 0.75 * std::log(double{kVocab}));
+  EXPECT_LT(bf16[0].result.valLosses.back(), bf16[0].result.valLosses.front());
+  // 20 AdamW steps from the same init: the runs part by bf16's rounding (2^-8 relative per
+  // product), which AdamW's normalized steps do not amplify much in so few steps.
+  EXPECT_NEAR(*bf16[0].result.valLoss, *fp32[0].result.valLoss, 0.05 * *fp32[0].result.valLoss);
+}
+
 TEST(TrainerGptConfigTest, WeightDecayMaskTakesLinearWeightsOnly) {
   TrainerConfig c;
   c.weightDecayOn = WeightDecayOn::kLinearWeights;
