@@ -3,7 +3,8 @@
 // causal multi-head self-attention (materialized), rotary position embedding, residual adds,
 // token-level cross-entropy and dropout. As in kernels/layer_ops.h, every op exists twice:
 //  - the CPU twin below (namespace ddp::kernels::cpu), the oracle, OpenBLAS for the GEMMs;
-//  - the CUDA version (kernels/transformer_ops.cu, cuBLAS + kernels), built with DDP_WITH_CUDA;
+//  - the CUDA version (kernels/transformer_ops.cu and attention_ops.cu, cuBLAS + kernels), built
+//    with DDP_WITH_CUDA;
 // models call them through kernels::LayerOps, whose methods carry the same names, arguments
 // and contracts (documented there).
 //

@@ -1,6 +1,6 @@
-// CUDA transformer ops (kernels/transformer_ops.cu through CudaLayerOps) against their CPU twins
-// (the oracle, checked against double references in transformer_ops_test.cc), on odd shapes.
-// Skips when no GPU is visible.
+// CUDA transformer ops (kernels/transformer_ops.cu and attention_ops.cu through CudaLayerOps) and
+// the bf16 matmuls against their CPU twins (the oracles, checked against double references in
+// transformer_ops_test.cc and bf16_ops_test.cc), on odd shapes. Skips when no GPU is visible.
 //
 // Tolerances, relative (|gpu - cpu| <= tol * (1 + |cpu|)):
 //  - embedding forward/backward, dropout, addInPlace: 0, bit for bit (same additions in the same
@@ -8,6 +8,20 @@
 //  - RoPE: 1e-6 (the same float cos/sin tables; the device contracts a*c - b*s into an FMA);
 //  - norms, cross-entropy, tanh GELU: 1e-5 (other summation trees; expf vs expApprox);
 //  - attention: 1e-4 (cuBLAS full-square FP32 GEMMs vs OpenBLAS over row blocks; no TF32).
+// The bf16 matmuls (Note [bf16 matmuls] in kernels/bf16_ops.h: cuBLAS with CUDA_R_16BF operands
+// and CUBLAS_COMPUTE_32F against kernels/bf16_ops_cpu.cc):
+//  - GEMM: both sides round the same fp32 operands to the same bf16 bits (round to nearest even
+//    on both), and a product of two bf16 values is exact in fp32, so only the order of the fp32
+//    additions differs (OpenBLAS vs the tensor cores' tree, whose fp32 accumulator may truncate
+//    the bits an alignment shifts out instead of rounding them: a few ulp per addition):
+//    |gpu - cpu| <= 8 (k + 2) 2^-24 sum_l |alpha a_il b_lj| + |beta c_ij| 2^-23, per element;
+//  - attention probabilities: fp32 softmax (expf vs std::exp, 1-2 ulp) of scores from the same
+//    bf16 operands summed in other orders: 1e-5;
+//  - attention outputs and gradients: 1e-2. The operands entering the second product of each
+//    pair (P for P V, dS for dQ and dK) are results computed in fp32 in different orders, and
+//    one that close to a bf16 rounding tie rounds to the neighbouring bf16 value (one bf16 ulp,
+//    2^-7 relative) on the other device; outputs are short sums of such products of O(1)
+//    values, while a missing rounding or a wrong operand moves them by O(1).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,6 +29,7 @@
 #include <vector>
 
 #include "common/split_mix_rng.h"
+#include "kernels/bf16_ops.h"
 #include "kernels/layer_ops.h"
 #include "kernels/transformer_ops.h"
 
@@ -234,6 +249,67 @@ TEST_F(TransformerOpsCudaTest, DropoutAndAddMatchCpuBitForBit) {
   gpu_->addInPlace(ga, up(dy), n);
   EXPECT_EQ(down(ga, n), a);
   EXPECT_TRUE(gpu_->status().isOk()) << gpu_->status();
+}
+
+TEST_F(TransformerOpsCudaTest, Bf16GemmMatchesTheCpuTwinOnOddShapes) {
+  const int shapes[][3] = {{1, 1, 1}, {7, 5, 3}, {13, 17, 11}, {33, 9, 65}, {129, 67, 257}};
+  const float alpha = 0.7f, beta = 0.3f;
+  for (const auto& s : shapes) {
+    const int m = s[0], n = s[1], k = s[2];
+    for (int t = 0; t < 4; ++t) {
+      const bool ta = t & 1, tb = t & 2;
+      SCOPED_TRACE(testing::Message() << m << "x" << n << "x" << k << " ta " << ta << " tb " << tb);
+      const auto a = rnd(static_cast<size_t>(m) * k, 1 + t), b = rnd(static_cast<size_t>(k) * n, 2 + t);
+      const auto c0 = rnd(static_cast<size_t>(m) * n, 3 + t);
+      auto want = c0;
+      cpu::gemmBf16(ta, tb, m, n, k, alpha, a.data(), b.data(), beta, want.data());
+      float* gc = up(c0);
+      gpu_->gemmBf16(ta, tb, m, n, k, alpha, up(a), up(b), beta, gc);
+      const auto got = down(gc, c0.size());
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) {
+          double mag = 0;
+          for (int l = 0; l < k; ++l) {
+            mag += std::fabs(roundToBf16(a[ta ? l * m + i : i * k + l]) * roundToBf16(b[tb ? j * k + l : l * n + j]));
+          }
+          const size_t e = static_cast<size_t>(i) * n + j;
+          const double bound = 8 * (k + 2) * std::ldexp(1.0, -24) * std::fabs(alpha) * mag +
+                               std::ldexp(std::fabs(beta * c0[e]), -23) + 1e-30;
+          ASSERT_NEAR(got[e], want[e], bound) << i << "," << j;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(TransformerOpsCudaTest, Bf16AttentionMatchesTheCpuTwinOnOddShapes) {
+  struct Shape {
+    int batch, seq, heads, hd;
+  };
+  // Heads >= batch and batch > heads take the two batching plans (Note [CUDA attention batching]).
+  for (const Shape s : {Shape{2, 7, 3, 5}, Shape{3, 33, 2, 9}, Shape{1, 70, 1, 16}}) {
+    SCOPED_TRACE(testing::Message() << s.batch << " " << s.seq << " " << s.heads << " " << s.hd);
+    const size_t rows = static_cast<size_t>(s.batch) * s.seq, hd = static_cast<size_t>(s.heads) * s.hd;
+    const auto qkv = rnd(rows * 3 * hd, 7), dout = rnd(rows * hd, 8);
+    const size_t np = static_cast<size_t>(s.batch) * s.heads * s.seq * s.seq;
+    std::vector<float> out(rows * hd), probs(np), dqkv(qkv.size());
+    cpu::causalAttentionForwardBf16(qkv.data(), s.batch, s.seq, s.heads, s.hd, out.data(), probs.data());
+    cpu::causalAttentionBackwardBf16(qkv.data(), probs.data(), dout.data(), s.batch, s.seq, s.heads, s.hd,
+                                     dqkv.data());
+    float* gq = up(qkv);
+    float* go = up(std::vector<float>(out.size()));
+    float* gp = up(std::vector<float>(np, -1.f));
+    float* gd = up(std::vector<float>(qkv.size(), 9.f));
+    gpu_->causalAttentionForwardBf16(gq, s.batch, s.seq, s.heads, s.hd, go, gp);
+    gpu_->causalAttentionBackwardBf16(gq, gp, up(dout), s.batch, s.seq, s.heads, s.hd, gd);
+    expectNear(down(gp, np), probs, 1e-5, "probs");
+    expectNear(down(go, out.size()), out, 1e-2, "out");
+    expectNear(down(gd, dqkv.size()), dqkv, 1e-2, "dqkv");
+    // The same call twice gives the same bits (fixed reduction trees, no atomics).
+    float* go2 = up(std::vector<float>(out.size()));
+    gpu_->causalAttentionForwardBf16(gq, s.batch, s.seq, s.heads, s.hd, go2, gp);
+    EXPECT_EQ(down(go2, out.size()), down(go, out.size()));
+  }
 }
 
 }  // namespace
