@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/bf16_ops.h"
+#include "kernels/cpu_vector_math.h"
 #include "kernels/layer_ops.h"
 
 namespace ddp::kernels::cpu {
@@ -68,7 +69,7 @@ struct Slice {
 
 }  // namespace
 
-__attribute__((target_clones("avx2", "default"))) void roundToBf16N(const float* src, float* dst, size_t n) {
+DDP_VECTOR_CLONES void roundToBf16N(const float* src, float* dst, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = roundBf16Bits(src[i]);
 }
 

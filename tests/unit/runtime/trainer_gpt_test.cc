@@ -164,11 +164,11 @@ TEST_F(TrainerGptTest, TextIsReadAsBytesAndSplitByValFraction) {
 // init (its matmul operands keep 8 significant bits; the weights, gradients and the allreduce
 // stay fp32).
 TEST_F(TrainerGptTest, TwoRanksTrainTheBf16GptAndLearn) {
-  TrainerConfig c = gptConfig(path_);
+  TrainerConfig c = tinyGptConfig(path_);
   c.batchSize = 4;
-  auto fp32 = train(2, c);
+  auto fp32 = trainRanks(2, c);
   c.gpt.precision = model::GptPrecision::kBf16;
-  auto bf16 = train(2, c);
+  auto bf16 = trainRanks(2, c);
   for (const auto* run : {&fp32, &bf16}) {
     ASSERT_TRUE((*run)[0].status.isOk()) << (*run)[0].status;
     ASSERT_TRUE((*run)[1].status.isOk()) << (*run)[1].status;
@@ -177,7 +177,7 @@ TEST_F(TrainerGptTest, TwoRanksTrainTheBf16GptAndLearn) {
   EXPECT_FALSE(bitwiseEqual(bf16[0].params, fp32[0].params)) << "another computation";
   ASSERT_TRUE(bf16[0].result.valLoss.has_value() && fp32[0].result.valLoss.has_value());
   EXPECT_EQ(bf16[0].result.valLosses, bf16[1].result.valLosses);
-  EXPECT_LT(*bf16[0].result.valLoss, 0.75 * std::log(double{kVocab}));
+  EXPECT_LT(*bf16[0].result.valLoss, 0.75 * std::log(double{kGptVocab}));
   EXPECT_LT(bf16[0].result.valLosses.back(), bf16[0].result.valLosses.front());
   // 20 AdamW steps from the same init: the runs part by bf16's rounding (2^-8 relative per
   // product), which AdamW's normalized steps do not amplify much in so few steps.
