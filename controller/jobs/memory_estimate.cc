@@ -76,7 +76,9 @@ void modelShape(const JobSpec& spec, const DataShape& d, int64_t* params, int64_
 // keeps for backward: per block the residual copies, norms, QKV, attention output, MLP
 // pre-activation and GELU output, and the attention probabilities (heads x T per token); once,
 // the backward scratch and the embedding, final-norm and head-gradient rows. The LM head's
-// logits are computed in chunks of at most 8 Mi floats (counted once, not per sample).
+// logits are computed in chunks of at most 8 Mi floats (counted once, not per sample). With
+// spec.precision bf16 on the CPU, each GEMM multiplies bf16-rounded fp32 copies of its operands
+// (Note [bf16 matmuls] in kernels/bf16_ops.h): the LM head's copy of its V x d weight is counted.
 void gptShape(const JobSpec& spec, int64_t* params, int64_t* actsPerSample, int64_t* fixedActs) {
   const GptSpec& g = spec.model.gpt;
   const int64_t v = g.vocabSize > 0 ? g.vocabSize : 256, t = g.contextLength, d = g.dModel;
@@ -86,7 +88,8 @@ void gptShape(const JobSpec& spec, int64_t* params, int64_t* actsPerSample, int6
   *params = v * d + (g.positions == GptPositions::kLearned ? t * d : 0) + layers * block + norm +
             (g.tiedEmbeddings ? 0 : v * d);
   *actsPerSample = t * (layers * (8 * d + 2 * h + heads * t) + (6 * d + h) + 3 * d);
-  *fixedActs = std::min<int64_t>(int64_t{1} << 23, v * t * spec.data.batchSize);
+  *fixedActs = std::min<int64_t>(int64_t{1} << 23, v * t * spec.data.batchSize) +
+               (spec.precision == ComputePrecision::kBf16 ? v * d : 0);
 }
 
 std::string gib(int64_t bytes) {

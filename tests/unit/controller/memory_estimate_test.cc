@@ -81,6 +81,10 @@ TEST(MemoryEstimateTest, AGptByClosedForm) {
   const int64_t perSample = 5 * (2 * (8 * 8 + 2 * 12 + 2 * 5) + (6 * 8 + 12) + 3 * 8);
   EXPECT_EQ(e.activationBytes, (perSample * 3 + 11 * 5 * 3) * 4);
   EXPECT_EQ(e.dataBytes, 0) << "token files are memory-mapped";
+  JobSpec bf16 = s;
+  bf16.precision = ComputePrecision::kBf16;
+  EXPECT_EQ(estimateWorkerMemory(bf16).activationBytes, e.activationBytes + 11 * 8 * 4)
+      << "the LM head's bf16-rounded weight copy";
   s.model.gpt.tiedEmbeddings = false;
   s.model.gpt.positions = GptPositions::kRope;
   s.model.gpt.norm = GptNorm::kRmsNorm;
