@@ -216,4 +216,18 @@ double MappedNpy::at(int64_t i) const {
   return 0;
 }
 
+void MappedNpy::toFloat(int64_t first, int64_t n, float* out) const {
+  const unsigned char* p = data() + first * npyDTypeBytes(header_.dtype);
+  switch (header_.dtype) {
+    case NpyDType::kF32:
+      std::memcpy(out, p, static_cast<size_t>(n) * 4);
+      return;
+    case NpyDType::kU8:
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(p[i]);
+      return;
+    default:
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(at(first + i));
+  }
+}
+
 }  // namespace ddp::datafiles

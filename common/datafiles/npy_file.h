@@ -57,6 +57,9 @@ class MappedNpy {
   const unsigned char* data() const { return base_ == nullptr ? nullptr : base_ + header_.dataOffset; }
   // Element i of the flattened array converted to double (i < header().count()).
   double at(int64_t i) const;
+  // Elements [first, first + n) of the flattened array converted to float (as static_cast from
+  // the stored type, through double for '<f8').
+  void toFloat(int64_t first, int64_t n, float* out) const;
 
  private:
   MappedNpy() = default;

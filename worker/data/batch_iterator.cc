@@ -17,7 +17,7 @@ bool BatchIterator::next(Batch* out) {
   if (!values && out->labels.size() < idx.size()) out->labels.resize(idx.size());
   if (values && out->values.size() < idx.size()) out->values.resize(idx.size());
   for (size_t i = 0; i < idx.size(); ++i) {
-    std::memcpy(out->images.data() + i * numel, dataset_.sample(idx[i]), numel * sizeof(float));
+    dataset_.copySamples(idx[i], 1, out->images.data() + i * numel);
     if (values) {
       out->values[i] = dataset_.values[idx[i]];
     } else {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace ddp::data {
 
@@ -27,18 +28,39 @@ void Dataset::normalize(float mean, float stddev) {
   for (float& v : images) v = (v - mean) * inv;
 }
 
-Dataset Dataset::head(int64_t n) const {
-  n = std::clamp<int64_t>(n, 0, size());
+void Dataset::copySamples(int64_t first, int64_t n, float* out) const {
+  const int64_t numel = sampleNumel();
+  if (mapped) {
+    mapped->copy(first, n, numel, out);
+  } else {
+    std::memcpy(out, images.data() + first * numel, static_cast<size_t>(n * numel) * sizeof(float));
+  }
+}
+
+std::vector<float> Dataset::features() const {
+  std::vector<float> out(static_cast<size_t>(size() * sampleNumel()));
+  if (!out.empty()) copySamples(0, size(), out.data());
+  return out;
+}
+
+Dataset Dataset::slice(int64_t first, int64_t n) const {
+  first = std::clamp<int64_t>(first, 0, size());
+  n = std::clamp<int64_t>(n, 0, size() - first);
   Dataset d;
   d.name = name;
   d.sampleShape = sampleShape;
   d.classes = classes;
   d.floatTargets = floatTargets;
-  d.images.assign(images.begin(), images.begin() + n * sampleNumel());
-  if (floatTargets) {
-    d.values.assign(values.begin(), values.begin() + n);
+  if (mapped) {
+    d.mapped = mapped;
+    d.mapped->firstRow += first;
   } else {
-    d.labels.assign(labels.begin(), labels.begin() + n);
+    d.images.assign(images.begin() + first * sampleNumel(), images.begin() + (first + n) * sampleNumel());
+  }
+  if (floatTargets) {
+    d.values.assign(values.begin() + first, values.begin() + first + n);
+  } else {
+    d.labels.assign(labels.begin() + first, labels.begin() + first + n);
   }
   return d;
 }
@@ -47,7 +69,13 @@ Status Dataset::validate() const {
   if (sampleShape.empty() || sampleNumel() <= 0) {
     return invalidArgument("dataset " + name + ": empty sample shape");
   }
-  if (static_cast<int64_t>(images.size()) != size() * sampleNumel()) {
+  if (mapped) {
+    const int64_t rows = mapped->file->header().count() / sampleNumel();
+    if (mapped->firstRow + size() > rows) {
+      return invalidArgument("dataset " + name + ": a view of " + std::to_string(size()) + " samples from row " +
+                             std::to_string(mapped->firstRow) + " of " + std::to_string(rows));
+    }
+  } else if (static_cast<int64_t>(images.size()) != size() * sampleNumel()) {
     return invalidArgument("dataset " + name + ": " + std::to_string(images.size()) +
                            " feature values for " + std::to_string(size()) + " samples of " +
                            std::to_string(sampleNumel()) + " values each");

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <limits>
 
+#include <memory>
+#include <vector>
+
 #include "common/datafiles/npy_file.h"
 
 namespace ddp::data {
@@ -12,20 +15,20 @@ namespace {
 using datafiles::MappedNpy;
 using datafiles::NpyDType;
 
-Status readFeatures(const MappedNpy& f, Dataset* d) {
+// Every feature finite: one pass over the mapped file (paged in, not copied to the heap).
+Status checkFeatures(const MappedNpy& f, int64_t numel) {
+  if (!datafiles::npyDTypeIsFloat(f.header().dtype)) return Status::ok();  // bytes are finite
+  constexpr int64_t kChunk = 1 << 16;
+  std::vector<float> buf(static_cast<size_t>(kChunk));
   const int64_t n = f.header().count();
-  d->images.resize(static_cast<size_t>(n));
-  if (f.header().dtype == NpyDType::kF32) {
-    const float* src = reinterpret_cast<const float*>(f.data());
-    for (int64_t i = 0; i < n; ++i) d->images[i] = src[i];
-  } else {
-    for (int64_t i = 0; i < n; ++i) d->images[i] = static_cast<float>(f.at(i));
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(d->images[i])) {
-      const int64_t per = std::max<int64_t>(1, d->sampleNumel());
-      return invalidArgument(f.path() + ": feature " + std::to_string(i % per) + " of sample " +
-                             std::to_string(i / per) + " is not a finite float (" + std::to_string(f.at(i)) + ")");
+  for (int64_t at = 0; at < n; at += kChunk) {
+    const int64_t m = std::min(kChunk, n - at);
+    f.toFloat(at, m, buf.data());
+    for (int64_t i = 0; i < m; ++i) {
+      if (std::isfinite(buf[i])) continue;
+      const int64_t k = at + i;
+      return invalidArgument(f.path() + ": feature " + std::to_string(k % numel) + " of sample " +
+                             std::to_string(k / numel) + " is not a finite float (" + std::to_string(f.at(k)) + ")");
     }
   }
   return Status::ok();
@@ -57,9 +60,10 @@ Status readTargets(const MappedNpy& t, Dataset* d) {
 }  // namespace
 
 Result<Dataset> loadNpyDataset(const std::string& featuresPath, const std::string& targetsPath) {
-  DDP_ASSIGN_OR_RETURN(MappedNpy features, MappedNpy::open(featuresPath));
+  DDP_ASSIGN_OR_RETURN(MappedNpy mappedFeatures, MappedNpy::open(featuresPath));
+  auto features = std::make_shared<const MappedNpy>(std::move(mappedFeatures));
   DDP_ASSIGN_OR_RETURN(MappedNpy targets, MappedNpy::open(targetsPath));
-  const auto& fh = features.header();
+  const auto& fh = features->header();
   if (fh.shape.empty()) return invalidArgument(featuresPath + ": a scalar; features are an array of samples (N, ...)");
   if (fh.dtype == NpyDType::kI32 || fh.dtype == NpyDType::kI64) {
     return invalidArgument(featuresPath + ": dtype " + std::string(datafiles::npyDTypeName(fh.dtype)) +
@@ -77,8 +81,9 @@ Result<Dataset> loadNpyDataset(const std::string& featuresPath, const std::strin
   d.name = targetsPath;
   d.sampleShape = fh.trailingShape();
   if (d.sampleShape.empty()) d.sampleShape = {1};
-  DDP_RETURN_IF_ERROR(readFeatures(features, &d));
+  DDP_RETURN_IF_ERROR(checkFeatures(*features, std::max<int64_t>(1, d.sampleNumel())));
   DDP_RETURN_IF_ERROR(readTargets(targets, &d));
+  d.mapped = MappedFeatures{std::move(features), 0, {}, {}};
   return d;
 }
 

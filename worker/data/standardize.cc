@@ -47,8 +47,10 @@ Standardization computeStandardization(const Dataset& train, bool perFeature) {
   const int64_t f = train.sampleNumel();
   const int64_t stats = perFeature ? f : 1;
   std::vector<double> sum(static_cast<size_t>(stats), 0.0), sq(static_cast<size_t>(stats), 0.0);
+  std::vector<float> row(static_cast<size_t>(f));
   for (int64_t i = 0; i < train.size(); ++i) {
-    const float* x = train.sample(i);
+    train.copySamples(i, 1, row.data());
+    const float* x = row.data();
     for (int64_t j = 0; j < f; ++j) {
       const size_t k = perFeature ? static_cast<size_t>(j) : 0;
       sum[k] += x[j];
@@ -85,8 +87,20 @@ Status checkStandardization(const Standardization& s, int64_t features) {
   return Status::ok();
 }
 
+namespace {
+
+// Note [Mapped features]: a mapped dataset standardizes as samples are copied.
+void setMappedTransform(const Standardization& s, Dataset* d) {
+  d->mapped->shift = s.mean;
+  d->mapped->scale.clear();
+  for (float sd : s.std) d->mapped->scale.push_back(1.f / sd);
+}
+
+}  // namespace
+
 void applyStandardization(const Standardization& s, Dataset* d) {
   if (s.empty()) return;
+  if (d->mapped) return setMappedTransform(s, d);
   const int64_t f = d->sampleNumel();
   std::vector<float> inv(static_cast<size_t>(f));
   for (int64_t j = 0; j < f; ++j) inv[j] = 1.f / at(s.std, j);
@@ -97,6 +111,7 @@ void applyStandardization(const Standardization& s, Dataset* d) {
 }
 
 void restandardize(const Standardization& from, const Standardization& to, Dataset* d) {
+  if (d->mapped) return setMappedTransform(to, d);  // the raw values are in the file: exact
   const int64_t f = d->sampleNumel();
   for (int64_t i = 0; i < d->size(); ++i) {
     float* x = d->images.data() + i * f;

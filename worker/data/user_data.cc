@@ -61,14 +61,7 @@ Result<int> settleClasses(const UserDataConfig& c, const Dataset& train, const D
 Dataset holdOut(Dataset* train, double fraction) {
   const int64_t n = train->size();
   const int64_t held = fraction > 0 ? static_cast<int64_t>(std::floor(static_cast<double>(n) * fraction)) : 0;
-  Dataset val;
-  val.name = train->name;
-  val.sampleShape = train->sampleShape;
-  val.floatTargets = train->floatTargets;
-  const int64_t f = train->sampleNumel();
-  val.images.assign(train->images.begin() + (n - held) * f, train->images.end());
-  if (train->floatTargets) val.values.assign(train->values.begin() + (n - held), train->values.end());
-  else val.labels.assign(train->labels.begin() + (n - held), train->labels.end());
+  Dataset val = train->slice(n - held, held);
   *train = train->head(n - held);
   return val;
 }

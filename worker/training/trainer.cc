@@ -346,10 +346,17 @@ Result<model::BatchStats> Trainer::Impl::evaluate() {
     const int64_t n = data->test.size();
     const int64_t w = backend.size(), r = backend.rank();
     const int64_t begin = n * r / w, end = n * (r + 1) / w;
+    std::vector<float> staged;  // a mapped dataset's samples (Note [Mapped features])
     for (int64_t start = begin; start < end; start += config.evalBatchSize) {
       model::Batch b;
       b.size = static_cast<int>(std::min<int64_t>(config.evalBatchSize, end - start));
-      b.features = data->test.sample(start);
+      if (data->test.inMemory()) {
+        b.features = data->test.sample(start);
+      } else {
+        staged.resize(static_cast<size_t>(b.size * data->test.sampleNumel()));
+        data->test.copySamples(start, b.size, staged.data());
+        b.features = staged.data();
+      }
       b.classes = data->test.labels.data() + start;
       DDP_ASSIGN_OR_RETURN(model::BatchStats s, model->evaluate(b));
       local += s;

@@ -34,14 +34,14 @@ TEST_F(NpyDatasetTest, EachFeatureDTypeReadsAsFloat) {
     auto d = loadNpyDataset(file(name), file("y.npy"));
     ASSERT_TRUE(d.isOk()) << d.status();
     EXPECT_EQ(d->sampleShape, std::vector<int64_t>{2});
-    EXPECT_EQ(d->images, (std::vector<float>{0.5f, -1.25f, 2, 3, 4, 5})) << name;
+    EXPECT_EQ(d->features(), (std::vector<float>{0.5f, -1.25f, 2, 3, 4, 5})) << name;
     EXPECT_EQ(d->labels, (std::vector<int32_t>{2, 0, 1}));
     EXPECT_FALSE(d->floatTargets);
     EXPECT_EQ(d->name, file("y.npy"));
   }
   auto u = loadNpyDataset(file("u1.npy"), file("y.npy"));
   ASSERT_TRUE(u.isOk()) << u.status();
-  EXPECT_EQ(u->images, (std::vector<float>{1, 255, 2, 3, 4, 5})) << "bytes are not rescaled";
+  EXPECT_EQ(u->features(), (std::vector<float>{1, 255, 2, 3, 4, 5})) << "bytes are not rescaled";
 }
 
 TEST_F(NpyDatasetTest, TargetDTypesAndTheTrailingShape) {
@@ -134,13 +134,13 @@ TEST_F(NpyDatasetTest, ReadsWhatNumpySaveWrites) {
       auto d = loadNpyDataset(file(f), file(t));
       ASSERT_TRUE(d.isOk()) << d.status();
       EXPECT_EQ(d->sampleShape, (std::vector<int64_t>{2, 3}));
-      EXPECT_EQ(d->images, expect) << f;
+      EXPECT_EQ(d->features(), expect) << f;
       EXPECT_EQ(d->labels, (std::vector<int32_t>{3, 1, 0, 2})) << t;
     }
   }
   auto u = loadNpyDataset(file("u1.npy"), file("v8.npy"));
   ASSERT_TRUE(u.isOk()) << u.status();
-  EXPECT_EQ(u->images[23], 23.f);
+  EXPECT_EQ(u->features()[23], 23.f);
   EXPECT_EQ(u->values, (std::vector<float>{0.5f, -1.5f, 2.25f, 1e-3f}));
   auto fortran = loadNpyDataset(file("fortran.npy"), file("i4.npy"));
   ASSERT_FALSE(fortran.isOk());

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 
 #include "tests/support/temp_dir.h"
 #include "tests/support/user_data_writers.h"
@@ -66,7 +67,7 @@ TEST_F(UserDataTest, ValFractionHoldsOutTheLastSamples) {
   auto u = loadUserData(c);
   ASSERT_TRUE(u.isOk()) << u.status();
   EXPECT_EQ(u->train.size(), 8);
-  EXPECT_EQ(u->val.images, (std::vector<float>{8, 9}));
+  EXPECT_EQ(u->val.features(), (std::vector<float>{8, 9}));
   EXPECT_EQ(u->val.labels, (std::vector<int32_t>{0, 1}));
   EXPECT_EQ(u->val.classes, 2);
 }
@@ -84,8 +85,8 @@ TEST_F(UserDataTest, AutoStandardizationPerFeatureMatchesTheClosedForm) {
   ASSERT_TRUE(u.isOk()) << u.status();
   EXPECT_EQ(u->standardization.mean, (std::vector<float>{2, 10}));
   EXPECT_EQ(u->standardization.std, (std::vector<float>{1, 1}));
-  EXPECT_EQ(u->train.images, (std::vector<float>{-1, 0, 1, 0}));
-  EXPECT_EQ(u->val.images, (std::vector<float>{3, 2})) << "the training split's statistics";
+  EXPECT_EQ(u->train.features(), (std::vector<float>{-1, 0, 1, 0}));
+  EXPECT_EQ(u->val.features(), (std::vector<float>{3, 2})) << "the training split's statistics";
 }
 
 TEST_F(UserDataTest, GivenStatisticsBroadcastOrGoPerFeatureAndBadLengthsAreNamed) {
@@ -96,12 +97,12 @@ TEST_F(UserDataTest, GivenStatisticsBroadcastOrGoPerFeatureAndBadLengthsAreNamed
   c.standardizeStd = {2};
   auto one = loadUserData(c);
   ASSERT_TRUE(one.isOk()) << one.status();
-  EXPECT_EQ(one->train.images, (std::vector<float>{0, 4.5f, 1, 9.5f}));
+  EXPECT_EQ(one->train.features(), (std::vector<float>{0, 4.5f, 1, 9.5f}));
   c.standardizeMean = {1, 10};
   c.standardizeStd = {2, 5};
   auto per = loadUserData(c);
   ASSERT_TRUE(per.isOk()) << per.status();
-  EXPECT_EQ(per->train.images, (std::vector<float>{0, 0, 1, 2}));
+  EXPECT_EQ(per->train.features(), (std::vector<float>{0, 0, 1, 2}));
   c.standardizeMean = {1, 2, 3};
   c.standardizeStd = {1, 1, 1};
   auto bad = loadUserData(c);
@@ -126,6 +127,51 @@ TEST_F(UserDataTest, IdxImagesGetOneMeanAndStdOverEveryPixel) {
   EXPECT_FLOAT_EQ(u->standardization.mean[0], 0.75f);
   EXPECT_FLOAT_EQ(u->standardization.std[0], std::sqrt(0.75f * 0.25f));
   EXPECT_EQ(u->train.sampleShape, (std::vector<int64_t>{1, 1, 2}));
+}
+
+// Note [Mapped features]: the NPY features stay in the mapped file, narrowed by valFraction and
+// limit and standardized as they are copied; the same numbers through the CSV reader (an
+// in-memory matrix standardized in place) give the same bits.
+TEST_F(UserDataTest, MappedNpyFeaturesMatchTheInMemoryCsvBitForBit) {
+  std::vector<float> x;
+  std::vector<int32_t> y;
+  std::string csv = "a,b,c,label\n";
+  for (int i = 0; i < 20; ++i) {
+    const float row[3] = {0.1f * static_cast<float>(i * i), -0.37f * static_cast<float>(i), 7.5f};
+    x.insert(x.end(), row, row + 3);
+    y.push_back(i % 3);
+    char line[128];
+    std::snprintf(line, sizeof(line), "%.9g,%.9g,%.9g,%d\n", row[0], row[1], row[2], i % 3);
+    csv += line;
+  }
+  test::writeNpy<float>(file("x.npy"), "<f4", {20, 3}, x);
+  test::writeNpy<int32_t>(file("y.npy"), "<i4", {20}, y);
+  test::writeText(file("d.csv"), csv);
+  UserDataConfig n = npy("x.npy", "y.npy");
+  n.valFraction = 0.25;
+  n.trainLimit = 12;
+  n.standardizeAuto = true;
+  UserDataConfig c = n;
+  c.files.format = UserDataFormat::kCsv;
+  c.files.train = {file("d.csv"), "", ""};
+  c.files.target = "label";
+  auto mapped = loadUserData(n);
+  auto memory = loadUserData(c);
+  ASSERT_TRUE(mapped.isOk()) << mapped.status();
+  ASSERT_TRUE(memory.isOk()) << memory.status();
+  ASSERT_FALSE(mapped->train.inMemory());
+  ASSERT_TRUE(memory->train.inMemory());
+  EXPECT_TRUE(mapped->train.images.empty()) << "nothing copied to the heap";
+  EXPECT_EQ(mapped->train.size(), 12);
+  EXPECT_EQ(mapped->val.size(), 5);
+  EXPECT_EQ(mapped->standardization, memory->standardization);
+  EXPECT_EQ(mapped->train.features(), memory->train.features());
+  EXPECT_EQ(mapped->val.features(), memory->val.features());
+  EXPECT_EQ(mapped->val.labels, memory->val.labels);
+  std::vector<float> one(3);
+  mapped->val.copySamples(4, 1, one.data());  // the last row of the file, standardized
+  const auto& s = mapped->standardization;
+  for (int j = 0; j < 3; ++j) EXPECT_EQ(one[j], (x[19 * 3 + j] - s.mean[j]) * (1.f / s.std[j])) << j;
 }
 
 TEST(StandardizationTest, EncodeDecodeAndRestandardize) {

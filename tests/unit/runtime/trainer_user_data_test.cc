@@ -170,8 +170,8 @@ TEST_F(TrainerUserDataTest, StandardizationIsSavedAndAdoptedOnResume) {
   ASSERT_TRUE(adopted[0].result.resumed);
   const TrainingData& d = *adopted[0].data;
   EXPECT_EQ(d.standardization, computed);
-  EXPECT_NEAR(d.train.images[0], (changed.images[0] - computed.mean[0]) / computed.std[0], 1e-4);
-  EXPECT_NEAR(d.test.images[5], (changed.images[256 * 12 + 5] - computed.mean[5]) / computed.std[5], 1e-4);
+  EXPECT_NEAR(d.train.features()[0], (changed.images[0] - computed.mean[0]) / computed.std[0], 1e-4);
+  EXPECT_NEAR(d.test.features()[5], (changed.images[256 * 12 + 5] - computed.mean[5]) / computed.std[5], 1e-4);
 }
 
 TEST_F(TrainerUserDataTest, ACnnRefusesSamplesThatAreNotImages) {
