@@ -186,5 +186,28 @@ TEST_F(TrainerUserDataTest, ACnnRefusesSamplesThatAreNotImages) {
   });
 }
 
+// A worker whose filesystem the controller did not see checks the files itself before the first
+// step, with the controller's messages (Note [Data checks at submission]).
+TEST_F(TrainerUserDataTest, TheWorkerChecksTheFilesBeforeTheFirstStep) {
+  test::writeNpy<int64_t>(file("y5.npy"), "<i8", {5}, {0, 1, 0, 1, 0});
+  test::writeNpy<float>(file("yf.npy"), "<f4", {320}, std::vector<float>(320, 0.5f));
+  const struct {
+    std::string targets, expect;
+  } cases[] = {
+      {"y5.npy", "spec.data.train.targets: " + file("y5.npy") + " has 5 targets but " + file("x.npy") + " has 320"},
+      {"none.npy", "spec.data.train.targets: " + file("none.npy")},
+      {"yf.npy", "holds float targets (regression)"},
+  };
+  for (const auto& c : cases) {
+    TrainerConfig t = config(UserDataFormat::kNpy);
+    t.userData.files.train.targets = file(c.targets);
+    comm::runLocalRanks(1, [&](int, comm::Backend& backend) {
+      auto trainer = Trainer::create(t, backend, {});
+      ASSERT_FALSE(trainer.isOk()) << c.targets;
+      EXPECT_NE(trainer.status().message().find(c.expect), std::string::npos) << trainer.status();
+    });
+  }
+}
+
 }  // namespace
 }  // namespace ddp::runtime
