@@ -210,7 +210,8 @@ void appendDataFields(std::vector<SpecField>* out) {
   f.push_back(boolean("spec.data.dropLast", at(&JobSpec::data, &D::dropLast),
                       "Drop the samples that do not fill every rank instead of padding."));
   f.push_back(boolean("spec.data.normalize", at(&JobSpec::data, &D::normalize),
-                      "Standardize the features: (x - mean) / std."));
+                      "fashion-mnist: standardize the pixels by the training split's constants, (x - 0.2860) / "
+                      "0.3530 (idx, npy, csv: spec.data.standardize)."));
   f.push_back(integer("spec.data.limit", at(&JobSpec::data, &D::limit), "Train on the first limit samples only.")
                   .atLeast(0).note("0: all"));
   f.push_back(object("spec.data.uneven", "Uneven inputs: ranks read different sample counts (needs spec.join)."));
