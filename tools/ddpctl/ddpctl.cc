@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tools/ddpctl/client_commands.h"
+#include "tools/ddpctl/export_command.h"
 #include "tools/ddpctl/run_command.h"
 #include "tools/ddpctl/tokenize_command.h"
 
@@ -19,6 +20,8 @@ std::string usage() {
          "  run JOB.yaml        train the job here (local workers, embedded store)\n"
          "  tokenize --bytes FILE... -o DIR\n"
          "                      text files to token files (train.bin, val.bin)\n"
+         "  export (JOB | --checkpoint-dir DIR) [-o FILE] [--step N]\n"
+         "                      a checkpoint's model as safetensors (PyTorch names)\n"
          "\n"
          "with a controller:\n" +
          ddp::ddpctl::clientCommandsSummary() + "\n" + ddp::ddpctl::clientGlobalOptionsUsage() +
@@ -41,6 +44,10 @@ int main(int argc, char** argv) {
       const std::string& topic = args[at + 1];
       if (topic == "run") {
         std::fputs(ctl::runUsage().c_str(), stdout);
+        return ctl::kExitOk;
+      }
+      if (topic == "export") {
+        std::fputs(ctl::exportUsage().c_str(), stdout);
         return ctl::kExitOk;
       }
       if (topic == "tokenize") {
@@ -75,6 +82,7 @@ int main(int argc, char** argv) {
     }
     return ctl::tokenizeCommand(rest, std::cout, std::cerr);
   }
+  if (cmd == "export") return ctl::exportCommand(rest, std::cout, std::cerr);
   if (ctl::isClientCommand(cmd)) return ctl::runClientCommand(cmd, std::move(rest), ctl::processClientIo());
   std::fprintf(stderr, "ddpctl: unknown command '%s'\n%s", cmd.c_str(), usage().c_str());
   return ctl::kExitUsage;

@@ -209,4 +209,21 @@ Result<BatchStats> Gpt::evaluate(const Batch& batch) {
   return readStats(rows);
 }
 
+Result<std::vector<float>> Gpt::logits(const int32_t* tokens, int batch) {
+  const int rows = batch * c_.contextLength, v = c_.vocabSize, d = c_.dModel;
+  const std::vector<int32_t> noClasses(static_cast<size_t>(rows), 0);
+  DDP_RETURN_IF_ERROR(upload(Batch{.size = batch, .tokensPerSample = c_.contextLength, .tokens = tokens,
+                                   .classes = noClasses.data()}));
+  forwardTrunk(batch, /*training=*/false, 0);
+  std::vector<float> out(static_cast<size_t>(rows) * v);
+  const int chunk = headChunkRows(rows, v);
+  for (int r0 = 0; r0 < rows; r0 += chunk) {
+    const int n = std::min(chunk, rows - r0);
+    mm_.gemm(false, true, n, v, d, 1.f, xf_.f32() + static_cast<size_t>(r0) * d, headWeight(), 0.f, logits_.f32());
+    ops_->copyToHost(out.data() + static_cast<size_t>(r0) * v, logits_.data(), static_cast<size_t>(n) * v * sizeof(float));
+  }
+  DDP_RETURN_IF_ERROR(ops_->status().withContext("gpt logits"));
+  return out;
+}
+
 }  // namespace ddp::model

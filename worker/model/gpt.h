@@ -54,6 +54,10 @@ class Gpt final : public TrainableModel {
                                      uint64_t dropoutSeed = 0) override;
   // Forward and loss only (no dropout).
   Result<BatchStats> evaluate(const Batch& batch) override;
+  // Inference: the logits at every position of `batch` windows of contextLength tokens, on the
+  // host, batch x contextLength x vocabSize (no dropout). A window shorter than the context is
+  // padded at its end: positions up to the last real token do not see the padding (causal).
+  Result<std::vector<float>> logits(const int32_t* tokens, int batch);
 
  private:
   Gpt(const GptConfig& config, std::unique_ptr<kernels::LayerOps> ops);

@@ -35,6 +35,12 @@ std::string encodeParameters(const ParameterSnapshot& snapshot);
 // Serialises `params` (data, not gradients): encodeParameters(snapshotParameters(...)). `ops`
 // copies device memory to the host.
 std::string saveParameters(const std::vector<Parameter*>& params, kernels::LayerOps& ops);
+// The entries of saveParameters' bytes (DataLoss naming what is damaged), without a model.
+Result<ParameterSnapshot> decodeParameters(std::string_view bytes);
+// Loads `snapshot` into `params`: names, dtypes and shapes must match one by one (the first
+// mismatch is InvalidArgument naming the parameter); on a mismatch params stay untouched.
+Status loadSnapshot(const ParameterSnapshot& snapshot, const std::vector<Parameter*>& params,
+                    kernels::LayerOps& ops);
 // Loads into `params`; on any mismatch returns InvalidArgument/DataLoss and leaves params
 // untouched.
 Status loadParameters(std::string_view bytes, const std::vector<Parameter*>& params,

@@ -4,6 +4,7 @@
 #include "common/log.h"
 #include "worker/ddp/powersgd_state.h"
 #include "worker/model/param_io.h"
+#include "worker/training/model_description.h"
 #include "worker/training/trainer_impl.h"
 
 namespace ddp::runtime {
@@ -166,6 +167,7 @@ Result<CheckpointSnapshot> Trainer::Impl::snapshot() {
     DDP_ASSIGN_OR_RETURN(shard.sections["comm_hook"], reducer->commHook()->saveState());
   }
   shard.sections["sampler"] = samplerState().serialize();
+  shard.sections[kModelSpecSection] = describeModel(config).toYaml();  // for export and predict
   if (!data->standardization.empty()) shard.sections["standardize"] = data->standardization.encode();
   return snap;
 }

@@ -1,0 +1,138 @@
+// `ddpctl export` (docs/MODELS.md, "Exported models") with real processes. The oracle: an
+// independent reader (tests/integration/safetensors_numpy.py: numpy, /usr/bin/python3) reads the
+// exported file by its PyTorch names, recomputes the forward pass of a few samples in numpy and
+// matches the outputs of our model loaded from the same checkpoint (rtol = atol = 1e-4): an MLP,
+// a CNN and a GPT, each trained a few steps by `ddpctl run`.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+
+#include "tests/integration/cli_process.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/user_data_writers.h"
+#include "worker/model/gpt.h"
+#include "worker/model/module.h"
+#include "worker/training/model_description.h"
+#include "worker/training/safetensors_weights.h"
+
+namespace ddp {
+namespace {
+
+const std::string kDdpctl = std::string(DDP_TEST_BIN_DIR) + "/ddpctl";
+const std::string kPython = "/usr/bin/python3";
+const std::string kScript = std::string(DDP_SOURCE_DIR) + "/tests/integration/safetensors_numpy.py";
+
+bool numpyAvailable() { return test::runCli({kPython, "-c", "import numpy"}, 30).exitCode == 0; }
+
+std::string header(const std::string& name) {
+  return "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: " + name + "}\nspec:\n";
+}
+
+// Trains `body` with `ddpctl run`, checkpointing into dir/ckpt; returns the checkpoint directory.
+std::string train(const test::TempDir& dir, const std::string& name, const std::string& body) {
+  const std::string ckpt = dir.path() + "/ckpt";
+  const std::string path = dir.path() + "/job.yaml";
+  std::ofstream(path) << header(name) << body << "  checkpoint: {dir: " << ckpt << ", everySteps: 4}\n";
+  auto r = test::runCli({kDdpctl, "run", path}, 300);
+  EXPECT_EQ(r.exitCode, 0) << r.err << r.out;
+  return ckpt;
+}
+
+// Our model of the checkpoint in `ckpt`, loaded as predict loads it.
+std::unique_ptr<model::TrainableModel> loadOurs(const std::string& ckpt) {
+  auto m = runtime::readCheckpointModel(ckpt);
+  EXPECT_TRUE(m.isOk()) << m.status();
+  if (!m.isOk() || !m->modelSpec) return nullptr;
+  auto d = runtime::parseModelDescription(*m->modelSpec, "model_spec");
+  EXPECT_TRUE(d.isOk()) << d.status();
+  auto built = runtime::buildDescribedModel(*d);
+  EXPECT_TRUE(built.isOk()) << built.status();
+  EXPECT_TRUE(model::loadSnapshot(m->params, (*built)->parameters(), (*built)->ops()).isOk());
+  return std::move(*built);
+}
+
+// Exports ckpt, then runs the numpy forward check on inputs.npy / outputs.npy in dir.
+void exportAndCheck(const test::TempDir& dir, const std::string& ckpt) {
+  const std::string out = dir.path() + "/model.safetensors";
+  auto e = test::runCli({kDdpctl, "export", "--checkpoint-dir", ckpt, "-o", out}, 60);
+  ASSERT_EQ(e.exitCode, 0) << e.err;
+  EXPECT_NE(e.out.find("wrote " + out), std::string::npos) << e.out;
+  auto r = test::runCli({kPython, kScript, "forward", out, dir.path() + "/inputs.npy", dir.path() + "/outputs.npy"}, 120);
+  std::printf("%s%s", r.out.c_str(), r.err.c_str());
+  EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
+}
+
+void checkClassifier(const std::string& name, const std::string& body, int features) {
+  if (!numpyAvailable()) GTEST_SKIP() << "/usr/bin/python3 with numpy (Debian python3-numpy) not installed";
+  test::TempDir dir("ddpctl_export_test");
+  const std::string ckpt = train(dir, name, body);
+  auto ours = loadOurs(ckpt);
+  ASSERT_NE(ours, nullptr);
+  auto* module = dynamic_cast<model::Module*>(ours.get());
+  ASSERT_NE(module, nullptr);
+  const int n = 5;
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<size_t>(n) * features);
+  for (float& v : x) v = normal(rng);
+  const float* y = module->forward(x.data(), n);
+  std::vector<float> out(y, y + n * module->outputFeatures());
+  test::writeNpy<float>(dir.path() + "/inputs.npy", "<f4", {n, features}, x);
+  test::writeNpy<float>(dir.path() + "/outputs.npy", "<f4", {n, module->outputFeatures()}, out);
+  exportAndCheck(dir, ckpt);
+}
+
+TEST(DdpctlExportTest, AnMlpExportMatchesNumpy) {
+  checkClassifier("export-mlp",
+                  "  model: {type: mlp, hidden: [16, 8], activation: gelu}\n"
+                  "  data: {dataset: synthetic, batchSize: 32, synthetic: {samples: 256, features: 20, classes: 4}}\n"
+                  "  optimizer: {type: adam, lr: 0.01}\n  epochs: 1\n  seed: 3\n",
+                  20);
+}
+
+TEST(DdpctlExportTest, ACnnExportMatchesNumpy) {
+  checkClassifier("export-cnn",
+                  "  model: {type: cnn, convChannels: [3, 4], kernelSize: 3, hidden: [8], activation: tanh}\n"
+                  "  data: {dataset: synthetic, batchSize: 32, synthetic: {samples: 128, features: 784, classes: 3}}\n"
+                  "  optimizer: {type: adam, lr: 0.01}\n  epochs: 1\n  seed: 4\n",
+                  784);
+}
+
+TEST(DdpctlExportTest, AGptExportMatchesNumpy) {
+  if (!numpyAvailable()) GTEST_SKIP() << "/usr/bin/python3 with numpy (Debian python3-numpy) not installed";
+  test::TempDir dir("ddpctl_export_test");
+  std::string text;
+  for (int i = 0; i < 300; ++i) text += "the cat sat. ";
+  std::ofstream(dir.path() + "/train.txt") << text;
+  const std::string ckpt = train(dir, "export-gpt",
+                                 "  model: {type: gpt, contextLength: 16, layers: 2, heads: 2, dModel: 32, "
+                                 "tiedEmbeddings: false}\n"
+                                 "  data: {dataset: text, train: {path: " + dir.path() + "/train.txt}, batchSize: 8}\n"
+                                 "  optimizer: {type: adamw, lr: 0.01}\n  steps: 12\n  seed: 5\n");
+  auto ours = loadOurs(ckpt);
+  ASSERT_NE(ours, nullptr);
+  auto* gpt = dynamic_cast<model::Gpt*>(ours.get());
+  ASSERT_NE(gpt, nullptr);
+  const int n = 3, t = gpt->config().contextLength, v = gpt->config().vocabSize;
+  std::vector<int32_t> tokens(static_cast<size_t>(n) * t);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<unsigned char>(text[i * 7 % text.size()]);
+  auto logits = gpt->logits(tokens.data(), n);
+  ASSERT_TRUE(logits.isOk()) << logits.status();
+  test::writeNpy<int32_t>(dir.path() + "/inputs.npy", "<i4", {n, t}, tokens);
+  test::writeNpy<float>(dir.path() + "/outputs.npy", "<f4", {n, t, v}, *logits);
+  exportAndCheck(dir, ckpt);
+}
+
+TEST(DdpctlExportTest, ItNeedsOneCheckpointSource) {
+  test::TempDir dir("ddpctl_export_test");
+  auto none = test::runCli({kDdpctl, "export"}, 30);
+  EXPECT_EQ(none.exitCode, 2);
+  EXPECT_NE(none.err.find("name a job or give --checkpoint-dir DIR"), std::string::npos) << none.err;
+  auto empty = test::runCli({kDdpctl, "export", "--checkpoint-dir", dir.path()}, 30);
+  EXPECT_EQ(empty.exitCode, 1);
+  EXPECT_NE(empty.err.find(dir.path() + " holds no complete checkpoint"), std::string::npos) << empty.err;
+}
+
+}  // namespace
+}  // namespace ddp
