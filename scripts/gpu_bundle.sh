@@ -34,7 +34,7 @@ if [ "$(cat "$BUILD_DIR/ddp_cuda_enabled" 2>/dev/null)" != "ON" ]; then
 fi
 tests=()
 while IFS= read -r src; do tests+=("$(basename "$src" .cc)"); done < <(find tests -name '*_cuda_test.cc' | sort)
-benches=(bench_kernels_cuda bench_train)
+benches=(bench_kernels_cuda bench_train bench_lm)
 programs=(ddp-worker ddp-controller ddpctl)
 cmake --build "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --target "${tests[@]}" "${benches[@]}" "${programs[@]}"
 
