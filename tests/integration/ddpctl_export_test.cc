@@ -9,6 +9,7 @@
 #include <random>
 
 #include "tests/integration/cli_process.h"
+#include "tests/integration/model_jobs.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/user_data_writers.h"
 #include "worker/model/gpt.h"
@@ -19,25 +20,11 @@
 namespace ddp {
 namespace {
 
-const std::string kDdpctl = std::string(DDP_TEST_BIN_DIR) + "/ddpctl";
-const std::string kPython = "/usr/bin/python3";
-const std::string kScript = std::string(DDP_SOURCE_DIR) + "/tests/integration/safetensors_numpy.py";
-
-bool numpyAvailable() { return test::runCli({kPython, "-c", "import numpy"}, 30).exitCode == 0; }
-
-std::string header(const std::string& name) {
-  return "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: " + name + "}\nspec:\n";
-}
-
-// Trains `body` with `ddpctl run`, checkpointing into dir/ckpt; returns the checkpoint directory.
-std::string train(const test::TempDir& dir, const std::string& name, const std::string& body) {
-  const std::string ckpt = dir.path() + "/ckpt";
-  const std::string path = dir.path() + "/job.yaml";
-  std::ofstream(path) << header(name) << body << "  checkpoint: {dir: " << ckpt << ", everySteps: 4}\n";
-  auto r = test::runCli({kDdpctl, "run", path}, 300);
-  EXPECT_EQ(r.exitCode, 0) << r.err << r.out;
-  return ckpt;
-}
+using test::kDdpctl;
+using test::kPython;
+using test::kScript;
+using test::numpyAvailable;
+using test::train;
 
 // Our model of the checkpoint in `ckpt`, loaded as predict loads it.
 std::unique_ptr<model::TrainableModel> loadOurs(const std::string& ckpt) {

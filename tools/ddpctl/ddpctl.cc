@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "tools/ddpctl/client_commands.h"
-#include "tools/ddpctl/export_command.h"
+#include "tools/ddpctl/model_commands.h"
 #include "tools/ddpctl/run_command.h"
 #include "tools/ddpctl/tokenize_command.h"
 
@@ -22,6 +22,10 @@ std::string usage() {
          "                      text files to token files (train.bin, val.bin)\n"
          "  export (JOB | --checkpoint-dir DIR) [-o FILE] [--step N]\n"
          "                      a checkpoint's model as safetensors (PyTorch names)\n"
+         "  predict (JOB | --checkpoint-dir DIR) --input FILE.npy [-o OUT.npy]\n"
+         "                      run a checkpoint's model on samples (CPU)\n"
+         "  generate (JOB | --checkpoint-dir DIR) (--prompt TEXT | --prompt-tokens IDS)\n"
+         "                      sample text from a checkpoint's GPT (CPU)\n"
          "\n"
          "with a controller:\n" +
          ddp::ddpctl::clientCommandsSummary() + "\n" + ddp::ddpctl::clientGlobalOptionsUsage() +
@@ -46,8 +50,8 @@ int main(int argc, char** argv) {
         std::fputs(ctl::runUsage().c_str(), stdout);
         return ctl::kExitOk;
       }
-      if (topic == "export") {
-        std::fputs(ctl::exportUsage().c_str(), stdout);
+      if (const auto usage = ctl::modelCommandUsage(topic); !usage.empty()) {
+        std::fputs(usage.c_str(), stdout);
         return ctl::kExitOk;
       }
       if (topic == "tokenize") {
@@ -82,7 +86,7 @@ int main(int argc, char** argv) {
     }
     return ctl::tokenizeCommand(rest, std::cout, std::cerr);
   }
-  if (cmd == "export") return ctl::exportCommand(rest, std::cout, std::cerr);
+  if (ctl::isModelCommand(cmd)) return ctl::modelCommand(cmd, rest, std::cout, std::cerr);
   if (ctl::isClientCommand(cmd)) return ctl::runClientCommand(cmd, std::move(rest), ctl::processClientIo());
   std::fprintf(stderr, "ddpctl: unknown command '%s'\n%s", cmd.c_str(), usage().c_str());
   return ctl::kExitUsage;
