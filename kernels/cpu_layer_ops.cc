@@ -158,6 +158,12 @@ class CpuLayerOps final : public LayerOps {
                                    float* dqkv) override {
     cpu::causalAttentionBackwardBf16(qkv, probs, dout, batch, seq, heads, headDim, dqkv);
   }
+  void avgPoolForward(const ConvGeometry& g, const float* x, float* y) override { cpu::avgPoolForward(g, x, y); }
+  void avgPoolBackward(const ConvGeometry& g, const float* dy, float* dx) override { cpu::avgPoolBackward(g, dy, dx); }
+  void meanSquaredError(const float* pred, const float* target, int rows, int cols, float scale, float* rowLoss,
+                        float* dpred) override {
+    cpu::meanSquaredError(pred, target, rows, cols, scale, rowLoss, dpred);
+  }
 
  private:
   void copyIfOk(void* dst, const void* src, size_t bytes) const {

@@ -20,13 +20,14 @@ const char* activationName(Activation a) {
     case Activation::kTanh: return "tanh";
     case Activation::kGelu: return "gelu";
     case Activation::kGeluTanh: return "gelu_tanh";
+    case Activation::kSigmoid: return "sigmoid";
   }
   return "?";
 }
 
 bool parseActivation(const std::string& name, Activation* out) {
   for (Activation a : {Activation::kIdentity, Activation::kRelu, Activation::kTanh,
-                       Activation::kGelu, Activation::kGeluTanh}) {
+                       Activation::kGelu, Activation::kGeluTanh, Activation::kSigmoid}) {
     if (name == activationName(a)) {
       *out = a;
       return true;
@@ -103,6 +104,9 @@ DDP_VECTOR_CLONES void activationForward(Activation a, const float* x, float* y,
     case Activation::kGeluTanh:
       for (size_t i = 0; i < n; ++i) y[i] = x[i] * geluTanhSigmoid(x[i]);
       return;
+    case Activation::kSigmoid:
+      for (size_t i = 0; i < n; ++i) y[i] = 1.f / (1.f + std::exp(-x[i]));
+      return;
   }
 }
 
@@ -131,6 +135,9 @@ DDP_VECTOR_CLONES void activationBackward(Activation a, const float* x, const fl
         const float du = kSqrt2OverPi * (1.f + 3.f * kGeluTanhCubic * x[i] * x[i]);
         dx[i] = dy[i] * (s + 2.f * x[i] * s * (1.f - s) * du);
       }
+      return;
+    case Activation::kSigmoid:
+      for (size_t i = 0; i < n; ++i) dx[i] = dy[i] * (y[i] * (1.f - y[i]));
       return;
   }
 }

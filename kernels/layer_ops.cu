@@ -41,6 +41,7 @@ __device__ inline float actForward(Activation a, float x) {
     case Activation::kTanh: return tanhf(x);
     case Activation::kGelu: return 0.5f * x * (1.f + erff(x * 0.70710678118654752f));
     case Activation::kGeluTanh: return x * geluTanhSigmoid(x);
+    case Activation::kSigmoid: return 1.f / (1.f + expf(-x));
     default: return x;
   }
 }
@@ -68,6 +69,7 @@ __global__ void activationBackwardKernel(Activation a, const float* x, const flo
         g = g * (s + 2.f * x[i] * s * (1.f - s) * du);
         break;
       }
+      case Activation::kSigmoid: g = g * (y[i] * (1.f - y[i])); break;
       default: break;
     }
     dx[i] = g;
@@ -172,6 +174,14 @@ __global__ void maxPoolForwardKernel(ConvGeometry g, const float* x, float* y, i
   }
 }
 
+// The output windows [oyLo, oyHi] x [oxLo, oxHi] that hold input element (y, x) of a pool.
+__device__ inline void windowsHolding(const ConvGeometry& g, int y, int x, int* oyLo, int* oyHi, int* oxLo, int* oxHi) {
+  *oyLo = y - g.kernelH + 1 > 0 ? (y - g.kernelH + 1 + g.stride - 1) / g.stride : 0;
+  *oyHi = min(y / g.stride, g.outHeight() - 1);
+  *oxLo = x - g.kernelW + 1 > 0 ? (x - g.kernelW + 1 + g.stride - 1) / g.stride : 0;
+  *oxHi = min(x / g.stride, g.outWidth() - 1);
+}
+
 // Gather: each input element sums dy of the windows whose argmax it is.
 __global__ void maxPoolBackwardKernel(ConvGeometry g, const float* dy, const int32_t* argmax, float* dx) {
   const int oh = g.outHeight(), ow = g.outWidth();
@@ -179,11 +189,8 @@ __global__ void maxPoolBackwardKernel(ConvGeometry g, const float* dy, const int
   DDP_GRID_STRIDE(i, int64_t{g.batch} * g.channels * hw) {
     const int64_t pl = i / hw;
     const int idx = static_cast<int>(i % hw);
-    const int y = idx / g.width, x = idx % g.width;
-    const int oyLo = y - g.kernelH + 1 > 0 ? (y - g.kernelH + 1 + g.stride - 1) / g.stride : 0;
-    const int oyHi = min(y / g.stride, oh - 1);
-    const int oxLo = x - g.kernelW + 1 > 0 ? (x - g.kernelW + 1 + g.stride - 1) / g.stride : 0;
-    const int oxHi = min(x / g.stride, ow - 1);
+    int oyLo, oyHi, oxLo, oxHi;
+    windowsHolding(g, idx / g.width, idx % g.width, &oyLo, &oyHi, &oxLo, &oxHi);
     float s = 0.f;
     for (int oy = oyLo; oy <= oyHi; ++oy) {
       for (int ox = oxLo; ox <= oxHi; ++ox) {
@@ -192,6 +199,58 @@ __global__ void maxPoolBackwardKernel(ConvGeometry g, const float* dy, const int
       }
     }
     dx[i] = s;
+  }
+}
+
+// Average pooling and the mean squared error: the formulas and summation order of
+// kernels/sequential_ops.cc.
+__global__ void avgPoolForwardKernel(ConvGeometry g, const float* x, float* y) {
+  const int oh = g.outHeight(), ow = g.outWidth();
+  const int64_t hw = int64_t{g.height} * g.width;
+  const float inv = 1.f / static_cast<float>(g.kernelH * g.kernelW);
+  DDP_GRID_STRIDE(i, int64_t{g.batch} * g.channels * oh * ow) {
+    const int64_t pl = i / (int64_t{oh} * ow);
+    const int oy = static_cast<int>((i / ow) % oh), ox = static_cast<int>(i % ow);
+    const float* in = x + pl * hw;
+    float s = 0.f;
+    for (int ki = 0; ki < g.kernelH; ++ki) {
+      const float* row = in + int64_t{oy * g.stride + ki} * g.width + ox * g.stride;
+      for (int kj = 0; kj < g.kernelW; ++kj) s += row[kj];
+    }
+    y[i] = s * inv;
+  }
+}
+
+__global__ void avgPoolBackwardKernel(ConvGeometry g, const float* dy, float* dx) {
+  const int oh = g.outHeight(), ow = g.outWidth();
+  const int64_t hw = int64_t{g.height} * g.width;
+  const float inv = 1.f / static_cast<float>(g.kernelH * g.kernelW);
+  DDP_GRID_STRIDE(i, int64_t{g.batch} * g.channels * hw) {
+    const int64_t pl = i / hw;
+    const int idx = static_cast<int>(i % hw);
+    int oyLo, oyHi, oxLo, oxHi;
+    windowsHolding(g, idx / g.width, idx % g.width, &oyLo, &oyHi, &oxLo, &oxHi);
+    const float* d = dy + pl * oh * ow;
+    float s = 0.f;
+    for (int oy = oyLo; oy <= oyHi; ++oy) {
+      for (int ox = oxLo; ox <= oxHi; ++ox) s += d[oy * ow + ox];
+    }
+    dx[i] = s * inv;
+  }
+}
+
+__global__ void meanSquaredErrorKernel(const float* pred, const float* target, int rows, int cols, float scale,
+                                       float* rowLoss, float* dpred) {
+  const float inv = 1.f / static_cast<float>(cols);
+  DDP_GRID_STRIDE(r, int64_t{rows}) {
+    const int64_t base = r * cols;
+    float s = 0.f;
+    for (int c = 0; c < cols; ++c) {
+      const float e = pred[base + c] - target[base + c];
+      s += e * e;
+      if (dpred != nullptr) dpred[base + c] = scale * 2.f * e * inv;
+    }
+    rowLoss[r] = s * inv;
   }
 }
 
@@ -338,6 +397,16 @@ class CudaLayerOps final : public LayerOps {
   }
   void maxPoolBackward(const ConvGeometry& g, const float* dy, const int32_t* am, float* dx) override {
     launch(maxPoolBackwardKernel, int64_t{g.batch} * g.channels * g.height * g.width, g, dy, am, dx);
+  }
+  void avgPoolForward(const ConvGeometry& g, const float* x, float* y) override {
+    launch(avgPoolForwardKernel, int64_t{g.batch} * g.channels * g.outHeight() * g.outWidth(), g, x, y);
+  }
+  void avgPoolBackward(const ConvGeometry& g, const float* dy, float* dx) override {
+    launch(avgPoolBackwardKernel, int64_t{g.batch} * g.channels * g.height * g.width, g, dy, dx);
+  }
+  void meanSquaredError(const float* pred, const float* target, int rows, int cols, float scale, float* rowLoss,
+                        float* dpred) override {
+    launch(meanSquaredErrorKernel, rows, pred, target, rows, cols, scale, rowLoss, dpred);
   }
   void softmaxCrossEntropyForward(const float* logits, const int32_t* labels, int rows, int classes,
                                   float* probs, float* rowLoss, int32_t* rowCorrect) override {

@@ -35,9 +35,10 @@
 namespace ddp::kernels {
 
 // kGelu is the exact (erf) GELU; kGeluTanh GPT-2's tanh approximation
-// 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))). New values go at the end (the numbers are kept).
-enum class Activation : uint8_t { kIdentity = 0, kRelu, kTanh, kGelu, kGeluTanh };
-const char* activationName(Activation a);  // "identity", "relu", "tanh", "gelu", "gelu_tanh"
+// 0.5x(1 + tanh(sqrt(2/pi)(x + 0.044715x^3))); kSigmoid 1/(1 + exp(-x)). New values go at the
+// end (the numbers are kept).
+enum class Activation : uint8_t { kIdentity = 0, kRelu, kTanh, kGelu, kGeluTanh, kSigmoid };
+const char* activationName(Activation a);  // "identity", "relu", "tanh", "gelu", "gelu_tanh", "sigmoid"
 bool parseActivation(const std::string& name, Activation* out);  // inverse of the above
 
 // Geometry of a 2-D convolution / pooling window over one NCHW batch.
@@ -85,6 +86,16 @@ void swapLeadingDims(const float* x, int a, int b, int64_t p, float* y);
 void maxPoolForward(const ConvGeometry& g, const float* x, float* y, int32_t* argmax);
 // dx (overwritten, N*C*H*W) receives dy at the argmax positions (summed on ties of windows).
 void maxPoolBackward(const ConvGeometry& g, const float* dy, const int32_t* argmax, float* dx);
+// Average pooling, window kernelH x kernelW, stride, no padding (g.pad must be 0): y is the mean
+// of each window. Backward overwrites dx (N*C*H*W): each input element gets dy / (kh*kw) of
+// every window holding it, summed in increasing output index (kernels/sequential_ops.cc).
+void avgPoolForward(const ConvGeometry& g, const float* x, float* y);
+void avgPoolBackward(const ConvGeometry& g, const float* dy, float* dx);
+// Mean squared error per row of pred and target (rows x cols): rowLoss[r] = sum_c (p - t)^2 / cols
+// and, unless dpred is nullptr, dpred = scale * 2 (p - t) / cols (scale is usually 1/rows: the
+// mean over every value, as torch.nn.MSELoss()).
+void meanSquaredError(const float* pred, const float* target, int rows, int cols, float scale, float* rowLoss,
+                      float* dpred);
 // Row-wise softmax cross-entropy of logits (rows x classes) against labels in [0, classes):
 // probs = softmax(logits), rowLoss[r] = -log probs[r][label], rowCorrect[r] = argmax == label.
 void softmaxCrossEntropyForward(const float* logits, const int32_t* labels, int rows, int classes,
@@ -132,6 +143,10 @@ class LayerOps {
                               int32_t* argmax) = 0;
   virtual void maxPoolBackward(const ConvGeometry& g, const float* dy, const int32_t* argmax,
                                float* dx) = 0;
+  virtual void avgPoolForward(const ConvGeometry& g, const float* x, float* y) = 0;
+  virtual void avgPoolBackward(const ConvGeometry& g, const float* dy, float* dx) = 0;
+  virtual void meanSquaredError(const float* pred, const float* target, int rows, int cols, float scale,
+                                float* rowLoss, float* dpred) = 0;
   virtual void softmaxCrossEntropyForward(const float* logits, const int32_t* labels, int rows,
                                           int classes, float* probs, float* rowLoss,
                                           int32_t* rowCorrect) = 0;
