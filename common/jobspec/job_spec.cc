@@ -10,6 +10,7 @@ namespace ddp {
 
 const char* jobDeviceName(JobDevice v) { return enumName(kJobDeviceNames, v); }
 const char* modelTypeName(ModelType v) { return enumName(kModelTypeNames, v); }
+const char* lossTypeName(LossType v) { return enumName(kLossNames, v); }
 const char* datasetKindName(DatasetKind v) { return enumName(kDatasetNames, v); }
 const char* optimizerTypeName(OptimizerType v) { return enumName(kOptimizerNames, v); }
 const char* scheduleTypeName(ScheduleType v) { return enumName(kScheduleNames, v); }

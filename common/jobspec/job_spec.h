@@ -23,11 +23,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "common/jobspec/job_spec_kubernetes.h"
+#include "common/jobspec/layer_spec.h"
 #include "common/status.h"
 #include "common/thread_priority.h"
 
@@ -53,7 +55,10 @@ inline constexpr int kMaxHeartbeatMisses = 1000;
 
 enum class JobDevice : uint8_t { kCpu = 0, kCuda };
 // New values go at the end: the values are fed to trajectoryHash (Note [Trajectory hash]).
-enum class ModelType : uint8_t { kMlp = 0, kCnn, kGpt };
+enum class ModelType : uint8_t { kMlp = 0, kCnn, kGpt, kSequential };
+// The training loss of a feature model: softmax cross-entropy on int classes, or the mean squared
+// error on float targets (regression).
+enum class LossType : uint8_t { kCrossEntropy = 0, kMse };
 enum class DatasetKind : uint8_t { kFashionMnist = 0, kSynthetic, kTokens, kText, kIdx, kNpy, kCsv };
 enum class OptimizerType : uint8_t { kSgd = 0, kAdam, kAdamW };
 enum class ScheduleType : uint8_t { kConstant = 0, kStep, kCosine, kLinear };
@@ -86,6 +91,7 @@ const char* gptNormName(GptNorm v);
 const char* gptPositionsName(GptPositions v);
 const char* weightDecayOnName(WeightDecayOn v);
 const char* computePrecisionName(ComputePrecision v);
+const char* lossTypeName(LossType v);
 
 // One problem found in a job document: "spec.workers.min (line 4, column 10): must be <= max".
 struct SpecError {
@@ -129,6 +135,7 @@ struct ModelSpec {
   std::vector<int64_t> convChannels = {8, 16};  // cnn only
   int kernelSize = 3;                           // cnn only (odd)
   GptSpec gpt;                                  // gpt only (YAML: the fields beside type)
+  std::vector<LayerSpec> stack;                 // sequential only (Note [Declared layer stacks])
   bool operator==(const ModelSpec&) const = default;
 };
 
@@ -290,6 +297,7 @@ struct JobSpec {
   JobDevice device = JobDevice::kCpu;
   int threadsPerWorker = 1;
   ModelSpec model;
+  LossType loss = LossType::kCrossEntropy;
   DataSpec data;
   OptimizerSpec optimizer;
   ZeroMode zero = ZeroMode::kNone;
@@ -329,6 +337,13 @@ struct JobSpec {
 // The checks of spec.kubernetes (job_spec_kubernetes.cc), part of JobSpec::validate(): appends
 // one SpecError per problem.
 void validateKubernetesSpec(const JobSpec& spec, std::vector<SpecError>* errors);
+// The checks of a declared layer stack and of spec.loss (job_spec_validate_model.cc), part of
+// JobSpec::validate(): each layer's parameters, the shapes from the dataset's sample shape
+// (Note [Declared layer stacks]), the loss against the targets.
+void validateModelStack(const JobSpec& spec, std::vector<SpecError>* errors);
+// The per-sample feature shape of the spec's dataset when it is known without reading files:
+// fashion-mnist [1, 28, 28], synthetic [features]; nullopt otherwise.
+std::optional<std::vector<int64_t>> datasetSampleShape(const JobSpec& spec);
 // The field table's plain checks (ranges, finite numbers, allowed spellings: Note [Job spec
 // field table] in job_spec_fields.h), part of JobSpec::validate(): one SpecError per problem.
 void checkJobSpecFields(const JobSpec& spec, std::vector<SpecError>* errors);

@@ -16,7 +16,8 @@ using EnumTable = std::vector<std::pair<std::string, E>>;
 
 inline const EnumTable<JobDevice> kJobDeviceNames = {{"cpu", JobDevice::kCpu}, {"cuda", JobDevice::kCuda}};
 inline const EnumTable<ModelType> kModelTypeNames = {
-    {"mlp", ModelType::kMlp}, {"cnn", ModelType::kCnn}, {"gpt", ModelType::kGpt}};
+    {"mlp", ModelType::kMlp}, {"cnn", ModelType::kCnn}, {"gpt", ModelType::kGpt}, {"sequential", ModelType::kSequential}};
+inline const EnumTable<LossType> kLossNames = {{"crossEntropy", LossType::kCrossEntropy}, {"mse", LossType::kMse}};
 inline const EnumTable<DatasetKind> kDatasetNames = {{"fashion-mnist", DatasetKind::kFashionMnist},
                                                      {"synthetic", DatasetKind::kSynthetic},
                                                      {"tokens", DatasetKind::kTokens},

@@ -77,6 +77,9 @@ class Field {
     f_.storeMax = hi;
     return std::move(*this);
   }
+  Field&& singleKey() && { f_.singleKey = true; return std::move(*this); }
+  // The default as the docs say it, for a field without a binding (a list item's).
+  Field&& documentedDefault(std::string_view doc) && { f_.defaultNote = doc; return std::move(*this); }
   Field&& enumerated() && { f_.enumeration = true; return std::move(*this); }
   Field&& list(std::function<void(job_spec_detail::Parser&, const YAML::Node&, JobSpec&)> parse,
                std::function<void(YAML::Emitter&, const JobSpec&)> emit) && {

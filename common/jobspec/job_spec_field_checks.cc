@@ -15,12 +15,12 @@
 
 namespace ddp {
 namespace {
-
 std::string num(double v) { return specNumberText(v); }
+}  // namespace
 
 // The bound `v` breaks, as "must be >= 1 s" / "must be <= 604800 (7 days)", with the field's
 // note ("0: no clipping"); empty when `v` is in range.
-std::string rangeError(const SpecField& f, double v) {
+std::string specRangeError(const SpecField& f, double v) {
   std::string text;
   const std::string unit = f.unit.empty() ? "" : " " + std::string(f.unit);
   if (f.min && (f.min->exclusive ? v <= f.min->value : v < f.min->value)) {
@@ -35,6 +35,8 @@ std::string rangeError(const SpecField& f, double v) {
   return text + ", got " + num(v);
 }
 
+namespace {
+
 // One number: finite (in single precision when the worker keeps a float), then in range.
 void checkNumber(const SpecField& f, const std::string& path, double v, std::vector<SpecError>* out) {
   if (!std::isfinite(v)) {
@@ -46,19 +48,19 @@ void checkNumber(const SpecField& f, const std::string& path, double v, std::vec
                               " in magnitude (got " + num(v) + ")"});
     return;
   }
-  if (std::string e = rangeError(f, v); !e.empty()) out->push_back({path, e});
+  if (std::string e = specRangeError(f, v); !e.empty()) out->push_back({path, e});
 }
 
 void checkField(const SpecField& f, const JobSpec& spec, std::vector<SpecError>* out) {
   const SpecValue v = f.get(spec);
   const std::string path(f.path);
   if (const auto* x = std::get_if<int64_t>(&v)) {
-    if (std::string e = rangeError(f, static_cast<double>(*x)); !e.empty()) out->push_back({path, e});
+    if (std::string e = specRangeError(f, static_cast<double>(*x)); !e.empty()) out->push_back({path, e});
   } else if (const auto* d = std::get_if<double>(&v)) {
     checkNumber(f, path, *d, out);
   } else if (const auto* xs = std::get_if<std::vector<int64_t>>(&v)) {
     for (size_t i = 0; i < xs->size(); ++i) {
-      const std::string e = rangeError(f, static_cast<double>((*xs)[i]));
+      const std::string e = specRangeError(f, static_cast<double>((*xs)[i]));
       if (!e.empty()) out->push_back({path + "[" + std::to_string(i) + "]", e});
     }
   } else if (const auto* ds = std::get_if<std::vector<double>>(&v)) {

@@ -13,6 +13,8 @@ namespace ddp {
 
 // job_spec_fields_kubernetes.cc
 void appendKubernetesFields(std::vector<SpecField>* fields);
+// job_spec_fields_stack.cc
+void appendStackFields(std::vector<SpecField>* fields);
 
 namespace {
 
@@ -20,7 +22,7 @@ using namespace spec_fields;  // NOLINT: the table's vocabulary
 
 bool cnn(const JobSpec& s) { return s.model.type == ModelType::kCnn; }
 bool gpt(const JobSpec& s) { return s.model.type == ModelType::kGpt; }
-bool notGpt(const JobSpec& s) { return s.model.type != ModelType::kGpt; }
+bool mlpOrCnn(const JobSpec& s) { return s.model.type == ModelType::kMlp || s.model.type == ModelType::kCnn; }
 bool synthetic(const JobSpec& s) { return s.data.dataset == DatasetKind::kSynthetic; }
 bool fashionMnist(const JobSpec& s) { return s.data.dataset == DatasetKind::kFashionMnist; }
 bool userData(const JobSpec& s) {
@@ -165,18 +167,18 @@ void appendModelFields(std::vector<SpecField>* out) {
   std::vector<SpecField> f;
   f.push_back(object("spec.model", "The network every worker trains a replica of.").required());
   f.push_back(enumeration("spec.model.type", at(&JobSpec::model, &ModelSpec::type), kModelTypeNames,
-                          "mlp (fully connected), cnn (conv blocks, then fully connected) or gpt (a decoder-only "
-                          "transformer language model).")
+                          "mlp (fully connected), cnn (conv blocks, then fully connected), gpt (a decoder-only "
+                          "transformer language model) or sequential (the layers of spec.model.stack).")
                   .required());
   f.push_back(integerList("spec.model.hidden", at(&JobSpec::model, &ModelSpec::hidden),
                           "Widths of the hidden fully connected layers (cnn: after the conv blocks).")
                   .atLeast(1)
                   .whenAbsent([](const JobSpec& s) { return SpecValue(cnn(s) ? kCnnDefaultHidden : std::vector<int64_t>{256, 256}); },
                               "[256, 256] (cnn: [128])")
-                  .onlyWhen(notGpt, "spec.model.type is mlp or cnn"));
+                  .onlyWhen(mlpOrCnn, "spec.model.type is mlp or cnn"));
   f.push_back(string("spec.model.activation", at(&JobSpec::model, &ModelSpec::activation),
                      "The activation after each hidden layer.")
-                  .oneOf({"relu", "tanh", "gelu"}).plain().onlyWhen(notGpt, "spec.model.type is mlp or cnn"));
+                  .oneOf({"relu", "tanh", "gelu"}).plain().onlyWhen(mlpOrCnn, "spec.model.type is mlp or cnn"));
   f.push_back(integerList("spec.model.convChannels", at(&JobSpec::model, &ModelSpec::convChannels),
                           "Output channels of each conv block (conv k x k, activation, 2x2 max pool); the cnn takes 1x28x28 images.")
                   .atLeast(1).onlyWhen(cnn, "spec.model.type is cnn"));
@@ -184,6 +186,10 @@ void appendModelFields(std::vector<SpecField>* out) {
                       "The square kernel of every conv (odd).")
                   .atLeast(1).onlyWhen(cnn, "spec.model.type is cnn"));
   appendGptFields(&f);
+  appendStackFields(&f);
+  f.push_back(enumeration("spec.loss", at(&JobSpec::loss), kLossNames,
+                          "crossEntropy (softmax over the outputs, int class targets) or mse (mean squared error "
+                          "over the outputs, float targets: regression)."));
   for (SpecField& x : f) out->push_back(std::move(x));
 }
 

@@ -107,6 +107,9 @@ struct SpecField {
   // listed under "path[]" for the parser's key checks, the CRD and the docs.
   std::function<void(job_spec_detail::Parser&, const YAML::Node&, JobSpec&)> parseList;
   std::function<void(YAML::Emitter&, const JobSpec&)> emitList;
+  // A list of single-key objects (kObjectList): each item holds exactly one of the keys listed
+  // under "path[]" (a layer of spec.model.stack: {linear: {out: 10}}).
+  bool singleKey = false;
 };
 
 // Every field, parents before their children.
@@ -121,6 +124,10 @@ std::vector<std::string> jobSpecFieldKeys(std::string_view path);
 
 // The fields directly under `path`, in table order.
 std::vector<const SpecField*> jobSpecChildren(std::string_view path);
+
+// The bound of `f` that `v` breaks, as "must be >= 1 s, got 0" (with the field's notes); empty
+// when `v` is in range.
+std::string specRangeError(const SpecField& f, double v);
 
 // "a.b[3].c" -> "a.b[].c"
 std::string withoutIndices(std::string_view path);

@@ -210,5 +210,8 @@ class Parser {
 // spec.kubernetes.tolerations (job_spec_kubernetes_yaml.cc): the table's list hooks.
 void parseTolerations(Parser& parser, const YAML::Node& n, JobSpec& spec);
 void emitTolerations(YAML::Emitter& out, const JobSpec& spec);
+// spec.model.stack (job_spec_stack_yaml.cc): the table's list hooks.
+void parseLayerStack(Parser& parser, const YAML::Node& n, JobSpec& spec);
+void emitLayerStack(YAML::Emitter& out, const JobSpec& spec);
 
 }  // namespace ddp::job_spec_detail

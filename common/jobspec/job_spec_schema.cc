@@ -153,6 +153,10 @@ void emitSchema(YAML::Emitter& out, const SpecField& f) {
       out << YAML::Key << "type" << YAML::Value << "array";
       out << YAML::Key << "description" << YAML::Value << description;
       out << YAML::Key << "items" << YAML::Value << YAML::BeginMap << YAML::Key << "type" << YAML::Value << "object";
+      if (f.singleKey) {
+        out << YAML::Key << "minProperties" << YAML::Value << 1;
+        out << YAML::Key << "maxProperties" << YAML::Value << 1;
+      }
       emitProperties(out, std::string(f.path) + "[]");
       out << YAML::EndMap;
       break;

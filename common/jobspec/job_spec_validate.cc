@@ -454,6 +454,7 @@ Status JobSpec::validate(std::vector<SpecError>* errors) const {
   checkJobSpecFields(*this, &errs);
   checkWorkers(*this, c);
   checkModel(*this, c);
+  validateModelStack(*this, &errs);
   checkLanguageModel(*this, c);
   checkData(*this, c);
   checkUserData(*this, c);

@@ -15,7 +15,7 @@
 // layer's output, and for a convolution its im2col buffer); the data set decoded into floats. It
 // is a lower bound of the peak (allocator overhead, the communication library's buffers and the
 // process itself come on top), so a refusal is certain and an acceptance is not a promise.
-// Every model type gets a rule here as it is added (gpt: gptShape). A job on `device: cuda` is not checked: its
+// Every model type gets a rule here as it is added (gpt: gptShape; sequential: stackShape). A job on `device: cuda` is not checked: its
 // model lives in GPU memory, which the controller does not know.
 
 namespace ddp::controller {
@@ -72,6 +72,35 @@ void modelShape(const JobSpec& spec, const DataShape& d, int64_t* params, int64_
   addLinear(width, d.classes, params, actsPerSample);
 }
 
+// A declared stack (spec.model.stack): per layer its parameters and per-sample floats: its
+// output, a conv's im2col and product buffers, a block's layers and its own output. Shapes from
+// inferStackShapes (a stack whose shapes fail was refused by validate: nothing is counted).
+void stackShape(const std::vector<LayerSpec>& layers, std::vector<int64_t> in, int64_t* params, int64_t* acts) {
+  const StackShapes shapes = inferStackShapes(layers, in);
+  if (!shapes.ok()) return;
+  const auto numel = [](const std::vector<int64_t>& s) {
+    int64_t n = 1;
+    for (int64_t x : s) n *= x;
+    return n;
+  };
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerSpec& l = layers[i];
+    const std::vector<int64_t>& out = shapes.outputs[i];
+    *acts += numel(out);
+    if (l.kind == LayerKind::kLinear) {
+      *params += numel(in) * l.out + l.out;
+    } else if (l.kind == LayerKind::kConv2d) {
+      *params += l.out * in[0] * l.kernel * l.kernel + l.out;
+      *acts += in[0] * l.kernel * l.kernel * out[1] * out[2] + numel(out);
+    } else if (l.kind == LayerKind::kLayerNorm) {
+      *params += 2 * numel(in);
+    } else if (l.kind == LayerKind::kResidual) {
+      stackShape(l.layers, in, params, acts);
+    }
+    in = out;
+  }
+}
+
 // A gpt (worker/model/gpt.h): its parameters, and the floats one sample (a window of T tokens)
 // keeps for backward: per block the residual copies, norms, QKV, attention output, MLP
 // pre-activation and GELU output, and the attention probabilities (heads x T per token); once,
@@ -106,6 +135,9 @@ MemoryEstimate estimateWorkerMemory(const JobSpec& spec) {
   const bool gpt = spec.model.type == ModelType::kGpt;
   if (gpt) {
     gptShape(spec, &params, &acts, &fixedActs);
+  } else if (spec.model.type == ModelType::kSequential) {
+    stackShape(spec.model.stack, datasetSampleShape(spec).value_or(std::vector<int64_t>{d.features()}), &params,
+               &acts);
   } else {
     modelShape(spec, d, &params, &acts);
   }

@@ -1,5 +1,7 @@
 #include "worker/model/cnn.h"
 
+#include "worker/model/sequential_builder.h"
+
 namespace ddp::model {
 
 Status CnnConfig::validate() const {
@@ -28,25 +30,34 @@ Status CnnConfig::validate() const {
   return Status::ok();
 }
 
+// A preset of the declared stacks: per conv block conv (named conv0, ...), 2x2 max pool, relu;
+// then flatten, [linear (fc0, ...), act] per hidden width and the final linear.
 Result<std::unique_ptr<Sequential>> buildCnn(const CnnConfig& config, const ModelOptions& options) {
   DDP_RETURN_IF_ERROR(config.validate());
-  DDP_ASSIGN_OR_RETURN(auto ops, makeLayerOps(options));
-  auto model = std::make_unique<Sequential>(std::move(ops), config.input);
+  DDP_ASSIGN_OR_RETURN(const LayerKind act, activationLayerKind(config.activation));
+  std::vector<LayerSpec> layers;
+  std::vector<std::string> names;
+  const auto add = [&](LayerSpec l, std::string name = "") {
+    layers.push_back(std::move(l));
+    names.push_back(std::move(name));
+  };
   for (size_t i = 0; i < config.convChannels.size(); ++i) {
-    DDP_RETURN_IF_ERROR(model->addConv2d(config.convChannels[i], config.kernel, 1,
-                                         config.kernel / 2, "conv" + std::to_string(i)));
+    add({.kind = LayerKind::kConv2d, .out = config.convChannels[i], .kernel = config.kernel, .stride = 1,
+         .padding = config.kernel / 2},
+        "conv" + std::to_string(i));
     // Note [Pool before ReLU]: max-pool and ReLU commute (ReLU is monotone), so pooling first
     // gives the same function and gradients with ReLU on 4x fewer values.
-    DDP_RETURN_IF_ERROR(model->addMaxPool2d(2));
-    DDP_RETURN_IF_ERROR(model->addActivation(kernels::Activation::kRelu));
+    add({.kind = LayerKind::kMaxPool2d, .kernel = 2});
+    add({.kind = LayerKind::kRelu});
   }
+  add({.kind = LayerKind::kFlatten});
   for (size_t i = 0; i < config.hidden.size(); ++i) {
-    DDP_RETURN_IF_ERROR(model->addLinear(config.hidden[i], "fc" + std::to_string(i)));
-    DDP_RETURN_IF_ERROR(model->addActivation(config.activation));
+    add({.kind = LayerKind::kLinear, .out = config.hidden[i]}, "fc" + std::to_string(i));
+    add({.kind = act});
   }
-  DDP_RETURN_IF_ERROR(model->addLinear(config.classes, "fc" + std::to_string(config.hidden.size())));
-  model->initialize(options.seed);
-  DDP_RETURN_IF_ERROR(model->status().withContext("building cnn"));
+  add({.kind = LayerKind::kLinear, .out = config.classes}, "fc" + std::to_string(config.hidden.size()));
+  auto model = buildSequential(layers, config.input, options, names);
+  if (!model.isOk()) return model.status().withContext("building cnn");
   return model;
 }
 

@@ -1,6 +1,10 @@
 #include "worker/model/layer.h"
 
+#include <algorithm>
+#include <cmath>
 #include <sstream>
+
+#include "common/split_mix_rng.h"
 
 namespace ddp::model {
 
@@ -16,6 +20,30 @@ std::string shapeString(const Shape& s) {
   for (size_t i = 0; i < s.size(); ++i) os << (i ? ", " : "") << s[i];
   os << "]";
   return os.str();
+}
+
+kernels::ConvGeometry poolGeometry(const Shape& in, int batch, int kernel, int stride) {
+  kernels::ConvGeometry g;
+  g.batch = batch;
+  g.channels = static_cast<int>(in.at(0));
+  g.height = static_cast<int>(in.at(1));
+  g.width = static_cast<int>(in.at(2));
+  g.kernelH = g.kernelW = kernel;
+  g.stride = stride;
+  g.pad = 0;
+  return g;
+}
+
+void Layer::initialize(uint64_t seed, size_t offset) {
+  std::vector<Parameter*> ps = parameters();
+  const float bound = 1.f / std::sqrt(static_cast<float>(std::max<int64_t>(1, fanIn())));
+  std::vector<float> host;
+  for (size_t j = 0; j < ps.size(); ++j) {
+    SplitMixRng rng(SplitMixRng::mix(seed, offset + j));
+    host.resize(ps[j]->numel());
+    for (float& v : host) v = rng.uniform(-bound, bound);
+    ops_->copyToDevice(ps[j]->data, host.data(), host.size() * sizeof(float));
+  }
 }
 
 void ParamStorage::allocate(kernels::LayerOps* ops, std::string name, Shape shape) {

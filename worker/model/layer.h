@@ -1,5 +1,6 @@
 #pragma once
-// Layer: one building block of a Sequential model (Linear, Conv2d, MaxPool2d, activation).
+// Layer: one building block of a Sequential model (Linear, Conv2d, pools, activations, norms,
+// dropout, flatten, residual blocks: worker/model/sequential_builder.h).
 // A layer knows its per-sample input and output shapes (fixed at construction), owns its
 // parameters and scratch buffers, and runs on the device of the LayerOps it was given.
 //
@@ -25,6 +26,8 @@ namespace ddp::model {
 using Shape = std::vector<int64_t>;  // per-sample shape, e.g. {784} or {1, 28, 28}
 int64_t shapeNumel(const Shape& s);
 std::string shapeString(const Shape& s);  // "[1, 28, 28]"
+// The window geometry of a pool over a {C, H, W} input (no padding).
+kernels::ConvGeometry poolGeometry(const Shape& in, int batch, int kernel, int stride);
 
 // A trainable tensor and its storage (the Parameter points into the two buffers).
 struct ParamStorage {
@@ -45,6 +48,14 @@ class Layer {
   virtual int64_t fanIn() const { return 0; }
   // Grows scratch buffers for `batch` samples (called before forward; never shrinks).
   virtual void reserve(int /*batch*/) {}
+  // Deterministic init of the layer's parameters, whose indices in the model are offset,
+  // offset + 1, ...: by default each is drawn from U(-1/sqrt(fanIn), 1/sqrt(fanIn)) with a
+  // generator seeded by mix(seed, index) (PyTorch's Linear and Conv2d bound); norms set 1 and 0,
+  // blocks initialize their layers.
+  virtual void initialize(uint64_t seed, size_t offset);
+  // The mode of the next forward and backward: training with the step's dropout seed, or
+  // evaluation (dropout is the identity). Only dropout and blocks holding it care.
+  virtual void setTraining(bool /*training*/, uint64_t /*seed*/) {}
   virtual void forward(const float* x, float* y, int batch) = 0;
   virtual void backward(const float* x, const float* y, const float* dy, float* dx, int batch,
                         const GradReadyFn& ready, size_t offset) = 0;

@@ -9,15 +9,7 @@ MaxPool2d::MaxPool2d(kernels::LayerOps* ops, const Shape& in, int kernel, int st
 }
 
 kernels::ConvGeometry MaxPool2d::geometry(int batch) const {
-  kernels::ConvGeometry g;
-  g.batch = batch;
-  g.channels = static_cast<int>(inputShape_.at(0));
-  g.height = static_cast<int>(inputShape_.at(1));
-  g.width = static_cast<int>(inputShape_.at(2));
-  g.kernelH = g.kernelW = kernel_;
-  g.stride = stride_;
-  g.pad = 0;
-  return g;
+  return poolGeometry(inputShape_, batch, kernel_, stride_);
 }
 
 std::string MaxPool2d::describe() const {

@@ -1,5 +1,7 @@
 #include "worker/model/mlp.h"
 
+#include "worker/model/sequential_builder.h"
+
 namespace ddp::model {
 
 Status MlpConfig::validate() const {
@@ -13,17 +15,23 @@ Status MlpConfig::validate() const {
   return Status::ok();
 }
 
+// A preset of the declared stacks: [linear, act] per hidden width, then the final linear, named
+// fc0, fc1, ... (the names checkpoints carry).
 Result<std::unique_ptr<Sequential>> buildMlp(const MlpConfig& config, const ModelOptions& options) {
   DDP_RETURN_IF_ERROR(config.validate());
-  DDP_ASSIGN_OR_RETURN(auto ops, makeLayerOps(options));
-  auto model = std::make_unique<Sequential>(std::move(ops), Shape{config.inputs});
+  DDP_ASSIGN_OR_RETURN(const LayerKind act, activationLayerKind(config.activation));
+  std::vector<LayerSpec> layers;
+  std::vector<std::string> names;
   for (size_t i = 0; i < config.hidden.size(); ++i) {
-    DDP_RETURN_IF_ERROR(model->addLinear(config.hidden[i], "fc" + std::to_string(i)));
-    DDP_RETURN_IF_ERROR(model->addActivation(config.activation));
+    layers.push_back({.kind = LayerKind::kLinear, .out = config.hidden[i]});
+    names.push_back("fc" + std::to_string(i));
+    layers.push_back({.kind = act});
+    names.emplace_back();
   }
-  DDP_RETURN_IF_ERROR(model->addLinear(config.classes, "fc" + std::to_string(config.hidden.size())));
-  model->initialize(options.seed);
-  DDP_RETURN_IF_ERROR(model->status().withContext("building mlp"));
+  layers.push_back({.kind = LayerKind::kLinear, .out = config.classes});
+  names.push_back("fc" + std::to_string(config.hidden.size()));
+  auto model = buildSequential(layers, Shape{config.inputs}, options, names);
+  if (!model.isOk()) return model.status().withContext("building mlp");
   return model;
 }
 

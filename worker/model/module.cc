@@ -6,7 +6,7 @@ namespace ddp::model {
 
 Module::Module(std::unique_ptr<kernels::LayerOps> ops)
     : ops_(std::move(ops)), input_(ops_.get()), labels_(ops_.get()), probs_(ops_.get()),
-      rowLoss_(ops_.get()), rowCorrect_(ops_.get()), dlogits_(ops_.get()) {}
+      rowLoss_(ops_.get()), rowCorrect_(ops_.get()), dlogits_(ops_.get()), values_(ops_.get()) {}
 
 Module::~Module() = default;
 
@@ -31,13 +31,7 @@ Result<BatchStats> Module::lossForward(const float* hostImages, const int32_t* h
                              ")");
     }
   }
-  const size_t inBytes = static_cast<size_t>(batch) * shapeNumel(inputShape()) * sizeof(float);
-  const float* input = hostImages;
-  if (!device().isCpu()) {
-    input_.reserve(inBytes);
-    ops_->copyToDevice(input_.data(), hostImages, inBytes);
-    input = input_.f32();
-  }
+  const float* input = uploadFeatures(hostImages, batch);
   labels_.reserve(batch * sizeof(int32_t));
   ops_->copyToDevice(labels_.data(), hostLabels, batch * sizeof(int32_t));
   const float* logits = forward(input, batch);
@@ -60,6 +54,44 @@ Result<BatchStats> Module::lossForward(const float* hostImages, const int32_t* h
   return stats;
 }
 
+const float* Module::uploadFeatures(const float* hostFeatures, int batch) {
+  if (device().isCpu()) return hostFeatures;
+  const size_t inBytes = static_cast<size_t>(batch) * shapeNumel(inputShape()) * sizeof(float);
+  input_.reserve(inBytes);
+  ops_->copyToDevice(input_.data(), hostFeatures, inBytes);
+  return input_.f32();
+}
+
+Result<BatchStats> Module::regression(const float* hostFeatures, const float* hostValues, int batch, bool backward,
+                                      const GradReadyFn& ready, float gradScale) {
+  if (batch <= 0) return invalidArgument("batch must be > 0, got " + std::to_string(batch));
+  const int cols = static_cast<int>(outputFeatures());
+  const size_t valueBytes = static_cast<size_t>(batch) * cols * sizeof(float);
+  const float* input = uploadFeatures(hostFeatures, batch);
+  values_.reserve(valueBytes);
+  ops_->copyToDevice(values_.data(), hostValues, valueBytes);
+  const float* pred = forward(input, batch);
+  rowLoss_.reserve(batch * sizeof(float));
+  float* dpred = nullptr;
+  if (backward) {
+    dlogits_.reserve(valueBytes);
+    dpred = dlogits_.f32();
+  }
+  ops_->meanSquaredError(pred, values_.f32(), batch, cols, gradScale / static_cast<float>(batch), rowLoss_.f32(),
+                         dpred);
+  hostLoss_.resize(batch);
+  ops_->copyToHost(hostLoss_.data(), rowLoss_.data(), batch * sizeof(float));
+  DDP_RETURN_IF_ERROR(ops_->status().withContext("model forward"));
+  if (backward) {
+    this->backward(dpred, ready);
+    DDP_RETURN_IF_ERROR(ops_->status().withContext("model backward"));
+  }
+  BatchStats stats;
+  for (int i = 0; i < batch; ++i) stats.lossSum += hostLoss_[i];
+  stats.count = batch;
+  return stats;
+}
+
 Result<BatchStats> Module::forwardBackward(const float* hostImages, const int32_t* hostLabels,
                                            int batch, const GradReadyFn& ready, float gradScale) {
   DDP_ASSIGN_OR_RETURN(BatchStats stats, lossForward(hostImages, hostLabels, batch));
@@ -77,22 +109,30 @@ Result<BatchStats> Module::evaluate(const float* hostImages, const int32_t* host
 }
 
 namespace {
-Status checkClassBatch(const Batch& b) {
-  if (b.features == nullptr || b.classes == nullptr || b.tokens != nullptr || b.tokensPerSample != 0) {
-    return invalidArgument("this model reads features with one class per sample (got another kind of batch)");
+Status checkFeatureBatch(const Batch& b) {
+  if (b.features == nullptr || b.tokens != nullptr || b.tokensPerSample != 0 ||
+      (b.classes == nullptr) == (b.values == nullptr)) {
+    return invalidArgument("this model reads features with one class or one row of float targets per sample (got "
+                           "another kind of batch)");
   }
   return Status::ok();
 }
 }  // namespace
 
 Result<BatchStats> Module::forwardBackward(const Batch& batch, const GradReadyFn& ready, float gradScale,
-                                           uint64_t /*dropoutSeed*/) {
-  DDP_RETURN_IF_ERROR(checkClassBatch(batch));
-  return forwardBackward(batch.features, batch.classes, batch.size, ready, gradScale);
+                                           uint64_t dropoutSeed) {
+  DDP_RETURN_IF_ERROR(checkFeatureBatch(batch));
+  setTraining(true, dropoutSeed);
+  Result<BatchStats> r = batch.values != nullptr
+                             ? regression(batch.features, batch.values, batch.size, true, ready, gradScale)
+                             : forwardBackward(batch.features, batch.classes, batch.size, ready, gradScale);
+  setTraining(false, 0);
+  return r;
 }
 
 Result<BatchStats> Module::evaluate(const Batch& batch) {
-  DDP_RETURN_IF_ERROR(checkClassBatch(batch));
+  DDP_RETURN_IF_ERROR(checkFeatureBatch(batch));
+  if (batch.values != nullptr) return regression(batch.features, batch.values, batch.size, false, {}, 1.f);
   return lossForward(batch.features, batch.classes, batch.size);
 }
 

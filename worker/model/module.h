@@ -16,7 +16,9 @@
 //    communicate while backward goes on. zeroGrad() clears gradients between steps.
 //  - status(): the first device error (Note [Sticky device errors] in kernels/layer_ops.h).
 // forwardBackward() and evaluate() wrap the above with softmax cross-entropy for
-// classification: labels are host int32 in [0, outputFeatures()).
+// classification: labels are host int32 in [0, outputFeatures()). On a typed batch with float
+// targets (Batch::values, batch x outputFeatures()) the loss is the mean squared error instead
+// (regression: torch.nn.MSELoss(), the mean over every value; `correct` stays 0).
 // Thread model: one training thread; GradReadyFn runs on that thread, inside backward().
 
 #include <cstdint>
@@ -46,6 +48,9 @@ class Module : public TrainableModel {
   virtual void backward(const float* gradOutput, const GradReadyFn& ready) = 0;
   // Preallocates activations for batches up to `batch` (optional; forward grows as needed).
   void reserve(int /*batch*/) override {}
+  // The mode of the next forward/backward: training with the step's dropout seed, or evaluation
+  // (no dropout; the default). forwardBackward(Batch) sets it for its step.
+  virtual void setTraining(bool /*training*/, uint64_t /*seed*/) {}
 
   kernels::LayerOps& ops() override { return *ops_; }
   Device device() const { return ops_->device(); }
@@ -63,8 +68,9 @@ class Module : public TrainableModel {
                                      const GradReadyFn& ready = {}, float gradScale = 1.f);
   // Forward and loss only.
   Result<BatchStats> evaluate(const float* hostImages, const int32_t* hostLabels, int batch);
-  // TrainableModel: the same on a typed batch of features and one class per sample (Note [Typed
-  // batches]); InvalidArgument for any other kind of batch. No dropout: the seed is ignored.
+  // TrainableModel: the same on a typed batch of features and one class per sample, or float
+  // targets (Note [Typed batches]); InvalidArgument for any other kind of batch. Training mode
+  // with `dropoutSeed` for this step (setTraining), evaluation mode after it.
   Result<BatchStats> forwardBackward(const Batch& batch, const GradReadyFn& ready = {}, float gradScale = 1.f,
                                      uint64_t dropoutSeed = 0) override;
   Result<BatchStats> evaluate(const Batch& batch) override;
@@ -77,10 +83,15 @@ class Module : public TrainableModel {
 
  private:
   Result<BatchStats> lossForward(const float* hostImages, const int32_t* hostLabels, int batch);
+  // Forward and the mean squared error against host `values` (batch x outputFeatures());
+  // with `backward`, the gradient (times gradScale) and backward too.
+  Result<BatchStats> regression(const float* hostFeatures, const float* hostValues, int batch, bool backward,
+                                const GradReadyFn& ready, float gradScale);
+  const float* uploadFeatures(const float* hostFeatures, int batch);
 
   std::unique_ptr<kernels::LayerOps> ops_;
   // Loss scratch (device) and its host mirrors.
-  kernels::DeviceBuffer input_, labels_, probs_, rowLoss_, rowCorrect_, dlogits_;
+  kernels::DeviceBuffer input_, labels_, probs_, rowLoss_, rowCorrect_, dlogits_, values_;
   std::vector<float> hostLoss_;
   std::vector<int32_t> hostCorrect_;
 };

@@ -1,9 +1,7 @@
 #include "worker/model/sequential.h"
 
-#include <cmath>
 #include <sstream>
 
-#include "common/split_mix_rng.h"
 #include "worker/model/activation_layer.h"
 #include "worker/model/conv2d.h"
 #include "worker/model/linear.h"
@@ -66,19 +64,22 @@ Status Sequential::addMaxPool2d(int kernel, int stride) {
   return Status::ok();
 }
 
-void Sequential::initialize(uint64_t seed) {
-  std::vector<float> host;
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    std::vector<Parameter*> ps = layers_[l]->parameters();
-    const float bound = 1.f / std::sqrt(static_cast<float>(std::max<int64_t>(1, layers_[l]->fanIn())));
-    for (size_t j = 0; j < ps.size(); ++j) {
-      SplitMixRng rng(SplitMixRng::mix(seed, paramOffset_[l] + j));
-      host.resize(ps[j]->numel());
-      for (float& v : host) v = rng.uniform(-bound, bound);
-      ops().copyToDevice(ps[j]->data, host.data(), host.size() * sizeof(float));
-    }
+Status Sequential::addLayer(std::unique_ptr<Layer> layer) {
+  if (layer->inputShape() != currentShape()) {
+    return invalidArgument(layer->describe() + " takes " + shapeString(layer->inputShape()) + " but the stack gives " +
+                           shapeString(currentShape()));
   }
+  append(std::move(layer));
+  return Status::ok();
+}
+
+void Sequential::initialize(uint64_t seed) {
+  for (size_t l = 0; l < layers_.size(); ++l) layers_[l]->initialize(seed, paramOffset_[l]);
   zeroGrad();
+}
+
+void Sequential::setTraining(bool training, uint64_t seed) {
+  for (auto& l : layers_) l->setTraining(training, seed);
 }
 
 std::string Sequential::describe() const {

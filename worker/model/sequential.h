@@ -3,7 +3,8 @@
 // buffer per layer output (grown to the largest batch seen, or reserved up front) and one
 // gradient buffer per layer input (grown on the first backward of the largest training batch),
 // so after the first step of each size a training step allocates nothing.
-// Parameters are named "<layer name>.weight" / ".bias" and ordered by layer; backward visits
+// Parameters are named "<layer name>.weight" / ".bias" and ordered by layer (a declared stack
+// names layer i "i", as torch.nn.Sequential does: Note [Declared layer stacks]); backward visits
 // layers in reverse and each layer reports its parameters ready in descending order, so the
 // GradReadyFn indices are strictly descending over the whole model.
 // Thread model: one training thread.
@@ -26,6 +27,9 @@ class Sequential final : public Module {
   Status addActivation(kernels::Activation a);
   Status addConv2d(int outChannels, int kernel, int stride, int pad, const std::string& name = "");
   Status addMaxPool2d(int kernel, int stride = 0);
+  // Any layer whose input shape is the current output shape (the declared stacks'
+  // builder, sequential_builder.h, checks shapes first).
+  Status addLayer(std::unique_ptr<Layer> layer);
 
   // Deterministic init: every parameter p (index i) is drawn from U(-1/sqrt(fanIn),
   // 1/sqrt(fanIn)) with a generator seeded by mix(seed, i); same seed -> bitwise same values.
@@ -38,6 +42,7 @@ class Sequential final : public Module {
   const float* forward(const float* input, int batch) override;
   void backward(const float* gradOutput, const GradReadyFn& ready) override;
   void reserve(int batch) override;
+  void setTraining(bool training, uint64_t seed) override;
 
   size_t numLayers() const { return layers_.size(); }
   const Layer& layer(size_t i) const { return *layers_[i]; }

@@ -34,12 +34,16 @@ void adaptModel(const JobSpec& s, TrainerConfig& c) {
     adaptGpt(s, c);
     return;
   }
+  c.loss = s.loss;
   kernels::Activation act = kernels::Activation::kRelu;
   (void)kernels::parseActivation(s.model.activation, &act);  // the field table: relu, tanh or gelu
   const bool synthetic = s.data.dataset == DatasetKind::kSynthetic;
   const int64_t features = synthetic ? s.data.synthetic.features : 784;
   const int classes = synthetic ? s.data.synthetic.classes : 10;
-  if (s.model.type == ModelType::kMlp) {
+  if (s.model.type == ModelType::kSequential) {
+    c.stack = s.model.stack;
+    c.stackInput = datasetSampleShape(s).value_or(model::Shape{});
+  } else if (s.model.type == ModelType::kMlp) {
     c.mlp.inputs = features;
     c.mlp.hidden = s.model.hidden;
     c.mlp.classes = classes;

@@ -38,6 +38,21 @@ class TrajectoryHasher {
   uint64_t h_ = fnv1a("ddp trajectory v1");
 };
 
+// A declared stack: every layer's kind and parameters, blocks with their layers.
+void addLayers(TrajectoryHasher& h, const std::vector<LayerSpec>& layers) {
+  h.add(static_cast<uint64_t>(layers.size()));
+  for (const LayerSpec& l : layers) {
+    h.add(l.kind);
+    h.add(l.out);
+    h.add(l.kernel);
+    h.add(l.stride);
+    h.add(l.padding);
+    h.add(l.p);
+    h.add(l.eps);
+    addLayers(h, l.layers);
+  }
+}
+
 // The feeds of trajectoryHash, section by section, in the order the pinned hashes were made
 // with (tests/unit/runtime/trajectory_hash_pin_test.cc): reordering them changes every hash.
 void addModel(TrajectoryHasher& h, const TrainerConfig& c) {
@@ -55,7 +70,11 @@ void addModel(TrajectoryHasher& h, const TrainerConfig& c) {
     h.add(c.cnn.hidden);
     h.add(c.cnn.classes);
     h.add(c.cnn.activation);
+  } else if (c.model == ModelType::kSequential) {
+    h.add(c.stackInput);
+    addLayers(h, c.stack);
   }
+  if (c.loss != LossType::kCrossEntropy) h.add(c.loss);  // fed only when not the default
 }
 
 void addData(TrajectoryHasher& h, const TrainerConfig& c) {
@@ -194,6 +213,13 @@ Status TrainerConfig::validate() const {
   DDP_RETURN_IF_ERROR(lr.validate().withContext("spec.optimizer.schedule"));
   if (model == ModelType::kMlp) DDP_RETURN_IF_ERROR(mlp.validate().withContext("spec.model"));
   if (model == ModelType::kCnn) DDP_RETURN_IF_ERROR(cnn.validate().withContext("spec.model"));
+  if (model == ModelType::kSequential) {
+    const StackShapes shapes = inferStackShapes(stack, stackInput);
+    if (!shapes.ok()) return invalidArgument(shapes.errorPath + ": " + shapes.error);
+  }
+  if (loss == LossType::kMse) {
+    return invalidArgument("spec.loss: mse needs float targets, and this worker's datasets give class labels");
+  }
   if (languageModel()) DDP_RETURN_IF_ERROR(validateLanguageModel());
   if (data == DatasetKind::kSynthetic) DDP_RETURN_IF_ERROR(synthetic.validate().withContext("spec.data.synthetic"));
   if (sharding == ZeroMode::kDfa && optimizer.kind == optim::OptimizerKind::kSgd) {

@@ -23,6 +23,7 @@
 #include "worker/model/cnn.h"
 #include "worker/model/gpt_block.h"
 #include "worker/model/mlp.h"
+#include "worker/model/sequential_builder.h"
 #include "worker/optim/optimizer_config.h"
 #include "worker/training/lr_schedule.h"
 
@@ -43,6 +44,12 @@ struct TrainerConfig {
   model::MlpConfig mlp;
   model::CnnConfig cnn;
   model::GptConfig gpt;  // kGpt (vocabSize resolved: 256 for text)
+  // kSequential: the declared layers and the per-sample input shape the data gives (Note
+  // [Declared layer stacks] in common/jobspec/layer_spec.h).
+  std::vector<LayerSpec> stack;
+  model::Shape stackInput;
+  // The loss of a feature model: crossEntropy on classes, mse on float targets.
+  LossType loss = LossType::kCrossEntropy;
   int cpuThreads = 1;  // compute threads per worker
 
   // Data.

@@ -165,6 +165,10 @@ Result<std::unique_ptr<model::TrainableModel>> buildModel(const TrainerConfig& c
     DDP_ASSIGN_OR_RETURN(std::unique_ptr<model::Gpt> gpt, model::Gpt::create(c.gpt, std::move(ops), c.seed));
     return std::unique_ptr<model::TrainableModel>(std::move(gpt));
   }
+  if (c.model == ModelType::kSequential) {
+    DDP_ASSIGN_OR_RETURN(std::unique_ptr<model::Sequential> seq, model::buildSequential(c.stack, c.stackInput, o));
+    return std::unique_ptr<model::TrainableModel>(std::move(seq));
+  }
   if (c.model == ModelType::kMlp) {
     DDP_ASSIGN_OR_RETURN(std::unique_ptr<model::Sequential> mlp, model::buildMlp(c.mlp, o));
     return std::unique_ptr<model::TrainableModel>(std::move(mlp));

@@ -47,6 +47,27 @@ TEST(MemoryEstimateTest, TheDefaultCnnByClosedForm) {
   EXPECT_EQ(estimateWorkerMemory(s).parameters, (8 * 9 + 8) + (16 * 8 * 9 + 16) + (784 * 128 + 128) + (128 * 10 + 10));
 }
 
+// A declared stack: the mlp's layers count the mlp's parameters; a conv stack by closed form.
+TEST(MemoryEstimateTest, ADeclaredStackByClosedForm) {
+  JobSpec s = mlp({256, 256});
+  const int64_t mlpParams = estimateWorkerMemory(s).parameters;
+  s.model.type = ModelType::kSequential;
+  s.model.stack = {{.kind = LayerKind::kFlatten},       {.kind = LayerKind::kLinear, .out = 256},
+                   {.kind = LayerKind::kRelu},          {.kind = LayerKind::kLinear, .out = 256},
+                   {.kind = LayerKind::kRelu},          {.kind = LayerKind::kLinear, .out = 10}};
+  EXPECT_EQ(estimateWorkerMemory(s).parameters, mlpParams);
+  EXPECT_EQ(estimateWorkerMemory(s).activationBytes, 2 * (784 + 4 * 256 + 10) * 64 * 4);
+  // conv 1->4 (3x3, pad 1): [4, 28, 28], a residual block of one conv 4->4, pool [4, 14, 14], flatten, linear 10.
+  s.model.stack = {{.kind = LayerKind::kConv2d, .out = 4, .kernel = 3, .padding = 1},
+                   {.kind = LayerKind::kResidual, .layers = {{.kind = LayerKind::kConv2d, .out = 4, .kernel = 3, .padding = 1}}},
+                   {.kind = LayerKind::kMaxPool2d, .kernel = 2},
+                   {.kind = LayerKind::kFlatten},
+                   {.kind = LayerKind::kLinear, .out = 10}};
+  EXPECT_EQ(estimateWorkerMemory(s).parameters, (4 * 9 + 4) + (4 * 4 * 9 + 4) + (784 * 10 + 10));
+  const int64_t conv0 = 784 * 4 + 9 * 784 + 784 * 4, conv1 = 784 * 4 + 36 * 784 + 784 * 4;
+  EXPECT_EQ(estimateWorkerMemory(s).activationBytes, 2 * (conv0 + conv1 + 784 * 4 + 196 * 4 + 784 + 10) * 64 * 4);
+}
+
 TEST(MemoryEstimateTest, AModelThatCannotFitIsRefusedNamingTheFieldAndTheFigures) {
   const JobSpec huge = mlp({100000000});
   WorkerMemoryBudget local{int64_t{32} << 30, "this machine's 32.0 GiB of memory shared by 2 worker(s)", ""};
