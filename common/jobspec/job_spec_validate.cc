@@ -33,6 +33,9 @@ namespace ddp {
 //    below one byte;
 //  - values the worker narrows: epochs and steps past an int, fields it keeps in single
 //    precision past the float range.
+//  - TrainerConfig::validate: a declared stack whose shapes do not fit its input
+//    (inferStackShapes; validateModelStack in job_spec_validate_model.cc), loss mse (the
+//    worker's datasets give class labels).
 // Not mirrored: what depends on the machine a worker runs on (cuda in a build without CUDA, no
 // visible GPU, a missing or short Fashion-MNIST directory).
 

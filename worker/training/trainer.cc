@@ -178,6 +178,9 @@ Status Trainer::Impl::setup() {
     data = std::make_shared<const TrainingData>(std::move(loaded));
   }
   DDP_RETURN_IF_ERROR(fitModelToData(config, *data));
+  // A declared stack on data whose sample shape only its files tell: the shapes are checked here,
+  // before the first step (buildSequential names the layer that does not fit).
+  if (config.model == ModelType::kSequential && config.stackInput.empty()) config.stackInput = data->train.sampleShape;
   DDP_ASSIGN_OR_RETURN(model, buildModel(config));
   planBatch();
   if (!config.languageModel()) model->reserve(std::max(localBatch, config.evalBatchSize));

@@ -213,7 +213,7 @@ Status TrainerConfig::validate() const {
   DDP_RETURN_IF_ERROR(lr.validate().withContext("spec.optimizer.schedule"));
   if (model == ModelType::kMlp) DDP_RETURN_IF_ERROR(mlp.validate().withContext("spec.model"));
   if (model == ModelType::kCnn) DDP_RETURN_IF_ERROR(cnn.validate().withContext("spec.model"));
-  if (model == ModelType::kSequential) {
+  if (model == ModelType::kSequential && !stackInput.empty()) {  // empty: the data's shape, at setup
     const StackShapes shapes = inferStackShapes(stack, stackInput);
     if (!shapes.ok()) return invalidArgument(shapes.errorPath + ": " + shapes.error);
   }

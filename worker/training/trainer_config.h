@@ -45,7 +45,8 @@ struct TrainerConfig {
   model::CnnConfig cnn;
   model::GptConfig gpt;  // kGpt (vocabSize resolved: 256 for text)
   // kSequential: the declared layers and the per-sample input shape the data gives (Note
-  // [Declared layer stacks] in common/jobspec/layer_spec.h).
+  // [Declared layer stacks] in common/jobspec/layer_spec.h); empty: the loaded data's sample
+  // shape (the trainer's setup checks the stack against it before the first step).
   std::vector<LayerSpec> stack;
   model::Shape stackInput;
   // The loss of a feature model: crossEntropy on classes, mse on float targets.

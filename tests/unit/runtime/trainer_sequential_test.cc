@@ -81,5 +81,21 @@ TEST(TrainerSequentialTest, TwoRanksMatchOneRankOnTheSameGlobalBatch) {
   EXPECT_GT(moved, 1e-2f);
 }
 
+// Data whose shape only the worker learns (stackInput empty): the stack is checked against the
+// loaded samples before the first step, naming the layer that does not fit.
+TEST(TrainerSequentialTest, TheWorkerChecksTheStackAgainstTheLoadedData) {
+  TrainerConfig c = configOf("    type: sequential\n    stack: [{linear: {out: 4}}]\n");
+  c.stackInput.clear();
+  EXPECT_EQ(train(1, c).size(), 2u);  // linear 24 -> 4: weight and bias
+  c.stack = {{.kind = LayerKind::kConv2d, .out = 2, .kernel = 3}, {.kind = LayerKind::kFlatten},
+             {.kind = LayerKind::kLinear, .out = 4}};
+  comm::runLocalRanks(1, [&](int, comm::Backend& backend) {
+    auto trainer = Trainer::create(c, backend, {});
+    ASSERT_FALSE(trainer.isOk());
+    EXPECT_NE(trainer.status().message().find("spec.model.stack[0].conv2d"), std::string::npos) << trainer.status();
+    EXPECT_NE(trainer.status().message().find("[24]"), std::string::npos) << trainer.status();
+  });
+}
+
 }  // namespace
 }  // namespace ddp::runtime
