@@ -68,6 +68,7 @@ std::vector<RankRun> trainRanks(int world, const TrainerConfig& config, runtime:
     }
     mine.result = *r;
     mine.params = copyParams((*trainer)->model());
+    mine.data = (*trainer)->data();
   });
   return out;
 }

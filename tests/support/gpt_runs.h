@@ -10,6 +10,7 @@
 // functions.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,7 @@ struct RankRun {
   runtime::TrainResult result;
   Status status;                        // create()'s or run()'s error
   runtime::TrainingProgress progress;   // the last progress report
+  std::shared_ptr<const runtime::TrainingData> data;  // what the trainer trained on
 };
 
 // Runs `config` on `world` local ranks (io.progress is silenced; io.onProgress is replaced).

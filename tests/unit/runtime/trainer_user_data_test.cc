@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "tests/support/local_backend.h"
+#include "tests/support/gpt_runs.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/user_data_writers.h"
 #include "worker/data/synthetic_dataset.h"
@@ -23,39 +23,13 @@ namespace {
 
 using datafiles::UserDataFormat;
 
-struct RankOutput {
-  std::vector<std::vector<float>> params;
-  TrainResult result;
-  std::shared_ptr<const TrainingData> data;
-};
+using test::maxAbsDiff;
 
-std::vector<std::vector<float>> copyParams(model::TrainableModel& m) {
-  std::vector<std::vector<float>> out;
-  for (Parameter* p : m.parameters()) {
-    const float* d = static_cast<const float*>(p->data);
-    out.emplace_back(d, d + p->numel());
-  }
+// Every rank's run (test::trainRanks), each checked to have succeeded.
+std::vector<test::RankRun> train(int world, const TrainerConfig& config, TrainerIo io = {}) {
+  auto out = test::trainRanks(world, config, io);
+  for (const auto& r : out) EXPECT_TRUE(r.status.isOk()) << r.status;
   return out;
-}
-
-std::vector<RankOutput> train(int world, const TrainerConfig& config, TrainerIo io = {}) {
-  std::vector<RankOutput> out(static_cast<size_t>(world));
-  comm::runLocalRanks(world, [&](int rank, comm::Backend& backend) {
-    auto trainer = Trainer::create(config, backend, io);
-    ASSERT_TRUE(trainer.isOk()) << trainer.status();
-    auto r = (*trainer)->run();
-    ASSERT_TRUE(r.isOk()) << r.status();
-    out[static_cast<size_t>(rank)] = {copyParams((*trainer)->model()), *r, (*trainer)->data()};
-  });
-  return out;
-}
-
-float maxAbsDiff(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
-  float m = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    for (size_t j = 0; j < a[i].size(); ++j) m = std::max(m, std::abs(a[i][j] - b[i][j]));
-  }
-  return m;
 }
 
 class TrainerUserDataTest : public ::testing::Test {
@@ -177,13 +151,11 @@ TEST_F(TrainerUserDataTest, StandardizationIsSavedAndAdoptedOnResume) {
 TEST_F(TrainerUserDataTest, ACnnRefusesSamplesThatAreNotImages) {
   TrainerConfig c = config(UserDataFormat::kNpy);
   c.model = ModelType::kCnn;
-  comm::runLocalRanks(1, [&](int, comm::Backend& backend) {
-    auto t = Trainer::create(c, backend, {});
-    ASSERT_FALSE(t.isOk());
-    EXPECT_NE(t.status().message().find("cnn takes 1x28x28 images, but the samples of " + file("y.npy") + " are 12"),
-              std::string::npos)
-        << t.status();
-  });
+  const Status st = test::trainRanks(1, c)[0].status;
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("cnn takes 1x28x28 images, but the samples of " + file("y.npy") + " are 12"),
+            std::string::npos)
+      << st;
 }
 
 // A worker whose filesystem the controller did not see checks the files itself before the first
@@ -201,11 +173,9 @@ TEST_F(TrainerUserDataTest, TheWorkerChecksTheFilesBeforeTheFirstStep) {
   for (const auto& c : cases) {
     TrainerConfig t = config(UserDataFormat::kNpy);
     t.userData.files.train.targets = file(c.targets);
-    comm::runLocalRanks(1, [&](int, comm::Backend& backend) {
-      auto trainer = Trainer::create(t, backend, {});
-      ASSERT_FALSE(trainer.isOk()) << c.targets;
-      EXPECT_NE(trainer.status().message().find(c.expect), std::string::npos) << trainer.status();
-    });
+    const Status st = test::trainRanks(1, t)[0].status;
+    ASSERT_FALSE(st.isOk()) << c.targets;
+    EXPECT_NE(st.message().find(c.expect), std::string::npos) << st;
   }
 }
 
