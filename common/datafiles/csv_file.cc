@@ -40,7 +40,9 @@ Result<std::vector<std::string>> readCsvHeader(const std::string& path) {
     const std::string name(cell);
     const std::string where = path + ":1: column " + std::to_string(names.size() + 1);
     if (name.empty()) return invalidArgument(where + ": empty column name in the header");
-    if (!seen.insert(name).second) return invalidArgument(where + ": column name '" + name + "' appears twice in the header");
+    if (!seen.insert(name).second) {
+      return invalidArgument(where + ": column name '" + name + "' appears twice in the header");
+    }
     names.push_back(name);
   }
   return names;

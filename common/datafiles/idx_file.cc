@@ -60,7 +60,9 @@ Result<uint32_t> gzipSize(const std::string& path) {
 Result<IdxPair> findIdxPair(const std::string& dir, IdxSplit split) {
   std::error_code ec;
   if (!std::filesystem::exists(dir, ec)) return notFound(dir + ": no such directory");
-  if (!std::filesystem::is_directory(dir, ec)) return invalidArgument(dir + ": not a directory (an IDX source is the directory holding the files)");
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return invalidArgument(dir + ": not a directory (an IDX source is the directory holding the files)");
+  }
   const std::vector<std::string> stems =
       split == IdxSplit::kTrain ? std::vector<std::string>{"train"} : std::vector<std::string>{"t10k", "test"};
   IdxPair p;
@@ -77,8 +79,13 @@ Result<IdxHeader> readIdxHeader(const std::string& path, int dims) {
   unsigned char head[4 + 4 * 3];
   const int want = 4 + 4 * dims;
   const int got = gzread(f.get(), head, static_cast<unsigned>(want));
-  if (got != want) return invalidArgument(path + ": truncated IDX header (" + std::to_string(std::max(got, 0)) + " of " + std::to_string(want) + " bytes)");
-  if (head[0] != 0 || head[1] != 0) return invalidArgument(path + ": not an IDX file (it does not start with two zero bytes)");
+  if (got != want) {
+    return invalidArgument(path + ": truncated IDX header (" + std::to_string(std::max(got, 0)) + " of " +
+                           std::to_string(want) + " bytes)");
+  }
+  if (head[0] != 0 || head[1] != 0) {
+    return invalidArgument(path + ": not an IDX file (it does not start with two zero bytes)");
+  }
   if (head[2] != 0x08) {
     char code[8];
     std::snprintf(code, sizeof(code), "0x%02x", head[2]);

@@ -58,7 +58,9 @@ Result<std::vector<int64_t>> parseShape(const std::string& path, const std::stri
     char* end = nullptr;
     const long long v = std::strtoll(text.c_str() + i, &end, 10);
     const size_t next = static_cast<size_t>(end - text.c_str());
-    if (next == i || next > close || v < 0) return bad(path, "'shape' " + text.substr(at, close - at + 1) + " is not a tuple of sizes");
+    if (next == i || next > close || v < 0) {
+      return bad(path, "'shape' " + text.substr(at, close - at + 1) + " is not a tuple of sizes");
+    }
     shape.push_back(v);
     i = next;
     skipSpaces(text, &i);
@@ -67,7 +69,7 @@ Result<std::vector<int64_t>> parseShape(const std::string& path, const std::stri
   return shape;
 }
 
-std::string shapeText(const std::vector<int64_t>& shape) {
+std::string tupleText(const std::vector<int64_t>& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + (shape.size() == 1 ? ",)" : ")");
@@ -161,7 +163,8 @@ Result<NpyHeader> readNpyHeader(const std::string& path) {
   DDP_ASSIGN_OR_RETURN(NpyHeader h, parseNpyHeaderText(path, text, offset + headerLen));
   const int64_t want = h.dataOffset + h.count() * npyDTypeBytes(h.dtype);
   if (st.st_size != want) {
-    return invalidArgument(path + ": the header says shape " + shapeText(h.shape) + " of " + npyDTypeName(h.dtype) + ", " + std::to_string(want) + " bytes with the header, but the file has " +
+    return invalidArgument(path + ": the header says shape " + tupleText(h.shape) + " of " + npyDTypeName(h.dtype) +
+                           ", " + std::to_string(want) + " bytes with the header, but the file has " +
                            std::to_string(st.st_size) + (st.st_size < want ? " (truncated)" : ""));
   }
   return h;

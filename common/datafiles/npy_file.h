@@ -32,7 +32,9 @@ struct NpyHeader {
   int64_t dataOffset = 0;      // bytes before the array's data
   int64_t rows() const { return shape.empty() ? 1 : shape[0]; }
   int64_t count() const;       // prod(shape)
-  std::vector<int64_t> trailingShape() const { return shape.empty() ? shape : std::vector<int64_t>(shape.begin() + 1, shape.end()); }
+  std::vector<int64_t> trailingShape() const {
+    return shape.empty() ? shape : std::vector<int64_t>(shape.begin() + 1, shape.end());
+  }
 };
 
 // Parses the header of `text` (the bytes after the length field), naming `path` in errors.

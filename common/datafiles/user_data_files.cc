@@ -7,12 +7,6 @@
 namespace ddp::datafiles {
 namespace {
 
-std::string shapeText(const std::vector<int64_t>& shape) {
-  std::string s;
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
-  return s.empty() ? "scalar" : s;
-}
-
 Result<SplitInfo> inspectNpy(const SplitFiles& f, const std::string& field) {
   auto features = readNpyHeader(f.features);
   if (!features.isOk()) return features.status().withContext(field + ".features");
@@ -43,6 +37,12 @@ Result<SplitInfo> inspectNpy(const SplitFiles& f, const std::string& field) {
 }
 
 }  // namespace
+
+std::string shapeText(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s.empty() ? "scalar" : s;
+}
 
 int64_t SplitInfo::features() const {
   int64_t n = 1;

@@ -43,6 +43,9 @@ struct SplitInfo {
   int64_t features() const;          // prod(sampleShape)
 };
 
+// A sample shape as errors write it: "1x28x28" ("scalar" for {}).
+std::string shapeText(const std::vector<int64_t>& shape);
+
 // One split's checks; errors start with the field ("spec.data.train.features: FILE: ...").
 Result<SplitInfo> inspectSplit(const UserDataFiles& files, bool train);
 // Both splits (val when it is given), and that their sample shapes and target kinds agree;

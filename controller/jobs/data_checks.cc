@@ -53,18 +53,13 @@ datafiles::UserDataFiles userFiles(const DataSpec& d) {
   return f;
 }
 
-std::string shapeText(const std::vector<int64_t>& shape) {
-  std::string s;
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
-  return s;
-}
-
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> userDataPaths(const JobSpec& spec) {
   std::vector<std::pair<std::string, std::string>> out;
   if (!isUserData(spec.data.dataset)) return out;
-  for (const auto& [name, split] : {std::pair{"spec.data.train", &spec.data.train}, std::pair{"spec.data.val", &spec.data.val}}) {
+  for (const auto& [name, split] :
+       {std::pair{"spec.data.train", &spec.data.train}, std::pair{"spec.data.val", &spec.data.val}}) {
     if (!split->path.empty()) out.emplace_back(std::string(name) + ".path", split->path);
     if (!split->features.empty()) out.emplace_back(std::string(name) + ".features", split->features);
     if (!split->targets.empty()) out.emplace_back(std::string(name) + ".targets", split->targets);
@@ -75,7 +70,7 @@ std::vector<std::pair<std::string, std::string>> userDataPaths(const JobSpec& sp
 Status checkUserDataFiles(const JobSpec& spec) {
   if (!isUserData(spec.data.dataset)) return Status::ok();
   DDP_ASSIGN_OR_RETURN(datafiles::SplitInfo info, datafiles::inspectUserData(userFiles(spec.data)));
-  const std::string shape = shapeText(info.sampleShape);
+  const std::string shape = datafiles::shapeText(info.sampleShape);
   if (info.floatTargets) {
     return invalidArgument("spec.data.train.targets: " + spec.data.train.targets +
                            " holds float targets (regression), which need a regression loss this release's "

@@ -44,7 +44,8 @@ Status readTargets(const MappedNpy& t, Dataset* d) {
     if (d->floatTargets) {
       d->values[i] = static_cast<float>(v);
       if (!std::isfinite(d->values[i])) {
-        return invalidArgument(t.path() + ": target " + std::to_string(i) + " is not a finite float (" + std::to_string(v) + ")");
+        return invalidArgument(t.path() + ": target " + std::to_string(i) + " is not a finite float (" +
+                               std::to_string(v) + ")");
       }
     } else {
       if (v < 0 || v > std::numeric_limits<int32_t>::max()) {

@@ -117,8 +117,7 @@ Status fitModelToData(TrainerConfig& c, const TrainingData& d) {
     return unimplemented("spec.data: " + t.name + " holds float targets (regression), which need a regression loss " +
                          "this trainer does not have yet: give integer class labels ('<i4' or '<i8')");
   }
-  std::string shape;
-  for (size_t i = 0; i < t.sampleShape.size(); ++i) shape += (i ? "x" : "") + std::to_string(t.sampleShape[i]);
+  const std::string shape = datafiles::shapeText(t.sampleShape);
   if (c.model == ModelType::kMlp) {
     c.mlp.inputs = t.sampleNumel();
     c.mlp.classes = t.classes;
