@@ -12,7 +12,6 @@
 #include "common/jobspec/job_spec_parser.h"
 
 namespace ddp::job_spec_detail {
-namespace {
 
 constexpr int64_t kIntMin = std::numeric_limits<int>::min();
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
@@ -116,7 +115,36 @@ void emitLayerList(YAML::Emitter& out, const std::vector<LayerSpec>& layers, boo
   out << YAML::EndSeq;
 }
 
-}  // namespace
+}  // namespace ddp::job_spec_detail
+
+namespace ddp {
+
+std::string layerStackYaml(const std::vector<LayerSpec>& layers) {
+  YAML::Emitter out;
+  job_spec_detail::emitLayerList(out, layers, true);
+  return out.c_str();
+}
+
+bool parseLayerStackYaml(const std::string& yaml, const std::string& path, std::vector<LayerSpec>* out,
+                         std::string* error) {
+  job_spec_detail::Parser parser;
+  try {
+    // The field table knows the kinds under spec.model.stack: read there, reported at `path`.
+    job_spec_detail::parseLayerList(parser, YAML::Load(yaml), "spec.model.stack", out);
+  } catch (const YAML::Exception& e) {
+    *error = path + ": " + e.what();
+    return false;
+  }
+  if (parser.errors.empty()) return true;
+  SpecError e = parser.errors.front();
+  if (e.path.rfind("spec.model.stack", 0) == 0) e.path = path + e.path.substr(16);
+  *error = e.path + ": " + e.message;
+  return false;
+}
+
+}  // namespace ddp
+
+namespace ddp::job_spec_detail {
 
 void parseLayerStack(Parser& parser, const YAML::Node& n, JobSpec& spec) {
   parseLayerList(parser, n, "spec.model.stack", &spec.model.stack);

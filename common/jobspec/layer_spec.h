@@ -85,4 +85,12 @@ StackShapes inferStackShapes(const std::vector<LayerSpec>& layers, const std::ve
 // "[1, 28, 28]"
 std::string shapeText(const std::vector<int64_t>& shape);
 
+// A stack as the job document writes it, in flow style ("[{linear: {out: 10}}, {relu: {}}]"),
+// and its inverse (what a checkpoint's model description keeps: job_spec_stack_yaml.cc). The
+// parser reads along the field table, so it refuses what parseJobSpec refuses; errors name
+// `path` and the layer ("<path>[1].linear.out: ...").
+std::string layerStackYaml(const std::vector<LayerSpec>& layers);
+bool parseLayerStackYaml(const std::string& yaml, const std::string& path, std::vector<LayerSpec>* out,
+                         std::string* error);
+
 }  // namespace ddp

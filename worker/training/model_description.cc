@@ -65,6 +65,9 @@ std::string ModelDescription::toYaml() const {
         << YAML::Value << YAML::Flow << cnn.convChannels << YAML::Key << "kernelSize" << YAML::Value << cnn.kernel
         << YAML::Key << "hidden" << YAML::Value << YAML::Flow << cnn.hidden << YAML::Key << "classes" << YAML::Value
         << cnn.classes << YAML::Key << "activation" << YAML::Value << kernels::activationName(cnn.activation);
+  } else if (type == ModelType::kSequential) {
+    out << YAML::Key << "input" << YAML::Value << YAML::Flow << stackInput << YAML::Key << "stack" << YAML::Value
+        << YAML::Load(layerStackYaml(stack));
   } else {
     emitGpt(out, gpt, byteText);
   }
@@ -78,6 +81,8 @@ ModelDescription describeModel(const TrainerConfig& c) {
   d.mlp = c.mlp;
   d.cnn = c.cnn;
   d.gpt = c.gpt;
+  d.stack = c.stack;
+  d.stackInput = c.stackInput;
   d.byteText = c.data == DatasetKind::kText;
   return d;
 }
@@ -104,8 +109,13 @@ Result<ModelDescription> parseModelDescription(std::string_view yaml, const std:
     } else if (type == "gpt") {
       d.type = ModelType::kGpt;
       parseGpt(n, &d);
+    } else if (type == "sequential") {
+      d.type = ModelType::kSequential;
+      d.stackInput = listOf<int64_t>(n["input"]);
+      std::string error;
+      if (!parseLayerStackYaml(YAML::Dump(n["stack"]), what + ": stack", &d.stack, &error)) return invalidArgument(error);
     } else {
-      return invalidArgument(what + ": model type '" + type + "' is not mlp, cnn or gpt");
+      return invalidArgument(what + ": model type '" + type + "' is not mlp, cnn, gpt or sequential");
     }
   } catch (const YAML::Exception& e) {
     return invalidArgument(what + ": not a model description: " + e.what());
@@ -119,6 +129,8 @@ Result<std::unique_ptr<model::TrainableModel>> buildDescribedModel(const ModelDe
   c.mlp = d.mlp;
   c.cnn = d.cnn;
   c.gpt = d.gpt;
+  c.stack = d.stack;  // dropout is the identity outside training
+  c.stackInput = d.stackInput;
   c.gpt.dropout = 0;
   c.gpt.precision = model::GptPrecision::kFp32;
   c.cpuThreads = cpuThreads;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/jobspec/job_spec.h"
 #include "common/status.h"
@@ -29,6 +30,8 @@ struct ModelDescription {
   model::MlpConfig mlp;  // type mlp
   model::CnnConfig cnn;  // type cnn
   model::GptConfig gpt;  // type gpt
+  std::vector<LayerSpec> stack;  // type sequential: the declared layers
+  model::Shape stackInput;       // and the per-sample input shape
   bool byteText = false; // gpt trained on text as bytes (spec.data.dataset text): prompts may be text
 
   // A YAML mapping: type and that type's fields (docs/MODELS.md, "Exported models").
