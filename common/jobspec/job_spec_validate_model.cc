@@ -68,8 +68,9 @@ void checkOutputs(const JobSpec& s, const std::vector<int64_t>& output, std::vec
   }
 }
 
-// The datasets whose samples carry float targets (regression). None of the built-in ones does.
-bool hasFloatTargets(const JobSpec& /*s*/) { return false; }
+// The datasets whose samples may carry float targets (regression): npy, whose targets array's
+// dtype tells (checked against spec.loss by the controller's data checks and by the worker).
+bool hasFloatTargets(const JobSpec& s) { return s.data.dataset == DatasetKind::kNpy; }
 
 }  // namespace
 
@@ -87,7 +88,8 @@ void validateModelStack(const JobSpec& s, std::vector<SpecError>* errors) {
     errors->push_back({"spec.loss", "a gpt trains on token cross-entropy (crossEntropy only)"});
   }
   if (s.loss == LossType::kMse && !hasFloatTargets(s)) {
-    errors->push_back({"spec.loss", std::string("mse needs float targets; dataset ") +
+    errors->push_back({"spec.loss", std::string("mse needs float targets (an npy targets array of '<f4' or "
+                                                    "'<f8'); dataset ") +
                                         datasetKindName(s.data.dataset) + " has class labels"});
   }
   if (!sequential) {

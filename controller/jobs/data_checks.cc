@@ -71,10 +71,25 @@ Status checkUserDataFiles(const JobSpec& spec) {
   if (!isUserData(spec.data.dataset)) return Status::ok();
   DDP_ASSIGN_OR_RETURN(datafiles::SplitInfo info, datafiles::inspectUserData(userFiles(spec.data)));
   const std::string shape = datafiles::shapeText(info.sampleShape);
-  if (info.floatTargets) {
+  const bool mse = spec.loss == LossType::kMse;
+  if (info.floatTargets && !mse) {
     return invalidArgument("spec.data.train.targets: " + spec.data.train.targets +
-                           " holds float targets (regression), which need a regression loss this release's "
-                           "trainer does not have yet: give integer class labels ('<i4' or '<i8')");
+                           " holds float targets (regression): train them with spec.loss: mse, or give integer "
+                           "class labels ('<i4' or '<i8')");
+  }
+  if (mse && !info.floatTargets) {
+    return invalidArgument("spec.loss: mse needs float targets, but the training targets are class labels (save "
+                           "them as '<f4' or '<f8')");
+  }
+  if (spec.model.type == ModelType::kSequential) {
+    const StackShapes shapes = inferStackShapes(spec.model.stack, info.sampleShape);
+    if (!shapes.ok()) {
+      return invalidArgument(shapes.errorPath + ": " + shapes.error + " (the training samples are " + shape + ")");
+    }
+    if (mse && shapes.output() != std::vector<int64_t>{1}) {
+      return invalidArgument("spec.model.stack: ends in " + datafiles::shapeText(shapes.output()) +
+                             " but mse needs [1]: one float target per sample (the last layer's out)");
+    }
   }
   if (spec.model.type == ModelType::kCnn && info.sampleShape != std::vector<int64_t>{1, 28, 28} &&
       info.sampleShape != std::vector<int64_t>{28, 28}) {

@@ -26,7 +26,7 @@ Status CnnConfig::validate() const {
   for (size_t i = 0; i < hidden.size(); ++i) {
     if (hidden[i] <= 0) return invalidArgument("cnn: hidden[" + std::to_string(i) + "] must be > 0");
   }
-  if (classes <= 1) return invalidArgument("cnn: classes must be > 1");
+  if (classes < 1) return invalidArgument("cnn: classes must be >= 1 (1: one output, a regression)");
   return Status::ok();
 }
 

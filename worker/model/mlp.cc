@@ -6,7 +6,7 @@ namespace ddp::model {
 
 Status MlpConfig::validate() const {
   if (inputs <= 0) return invalidArgument("mlp: inputs must be > 0");
-  if (classes <= 1) return invalidArgument("mlp: classes must be > 1");
+  if (classes < 1) return invalidArgument("mlp: classes must be >= 1 (1: one output, a regression)");
   for (size_t i = 0; i < hidden.size(); ++i) {
     if (hidden[i] <= 0) {
       return invalidArgument("mlp: hidden[" + std::to_string(i) + "] must be > 0");

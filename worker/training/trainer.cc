@@ -360,7 +360,11 @@ Result<model::BatchStats> Trainer::Impl::evaluate() {
         data->test.copySamples(start, b.size, staged.data());
         b.features = staged.data();
       }
-      b.classes = data->test.labels.data() + start;
+      if (data->test.floatTargets) {
+        b.values = data->test.values.data() + start;  // a regression (spec.loss: mse)
+      } else {
+        b.classes = data->test.labels.data() + start;
+      }
       DDP_ASSIGN_OR_RETURN(model::BatchStats s, model->evaluate(b));
       local += s;
     }

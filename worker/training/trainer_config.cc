@@ -217,8 +217,8 @@ Status TrainerConfig::validate() const {
     const StackShapes shapes = inferStackShapes(stack, stackInput);
     if (!shapes.ok()) return invalidArgument(shapes.errorPath + ": " + shapes.error);
   }
-  if (loss == LossType::kMse) {
-    return invalidArgument("spec.loss: mse needs float targets, and this worker's datasets give class labels");
+  if (loss == LossType::kMse && !fromUserFiles()) {
+    return invalidArgument("spec.loss: mse needs float targets (an npy dataset); this dataset gives class labels");
   }
   if (languageModel()) DDP_RETURN_IF_ERROR(validateLanguageModel());
   if (data == DatasetKind::kSynthetic) DDP_RETURN_IF_ERROR(synthetic.validate().withContext("spec.data.synthetic"));

@@ -162,7 +162,11 @@ Result<model::Batch> Trainer::Impl::nextBatch(RunContext& run, data::BatchIterat
     if (!it->next(&run.batch)) return internalError("sampler ran out of data mid-step");
     b.size = run.batch.size;
     b.features = run.batch.images.data();
-    b.classes = run.batch.labels.data();
+    if (data->train.floatTargets) {
+      b.values = run.batch.values.data();  // a regression (spec.loss: mse)
+    } else {
+      b.classes = run.batch.labels.data();
+    }
     return b;
   }
   // Note [Token windows]: micro-batch m of step s reads sampler step s x micro + m.

@@ -110,24 +110,50 @@ Result<TrainingData> loadTrainingData(const TrainerConfig& c) {
   return d;
 }
 
+// A declared stack on a user's files: its input is the samples' shape, and it must end in the
+// outputs the targets need (Note [Declared layer stacks]).
+Status fitStackToData(TrainerConfig& c, const data::Dataset& t, int64_t outputs) {
+  c.stackInput = t.sampleShape;
+  const StackShapes shapes = inferStackShapes(c.stack, c.stackInput);
+  if (!shapes.ok()) {
+    return invalidArgument(shapes.errorPath + ": " + shapes.error + " (the samples of " + t.name + " are " +
+                           shapeText(t.sampleShape) + ")");
+  }
+  if (shapes.output() != std::vector<int64_t>{outputs}) {
+    return invalidArgument("spec.model.stack: ends in " + shapeText(shapes.output()) + " but " +
+                           (c.loss == LossType::kMse ? std::string("mse needs [1]: one float target per sample")
+                                                     : "the data has " + std::to_string(outputs) + " classes") +
+                           " (the last layer's out)");
+  }
+  return Status::ok();
+}
+
 Status fitModelToData(TrainerConfig& c, const TrainingData& d) {
   if (!c.fromUserFiles()) return Status::ok();
   const data::Dataset& t = d.train;
-  if (t.floatTargets) {
-    return unimplemented("spec.data: " + t.name + " holds float targets (regression), which need a regression loss " +
-                         "this trainer does not have yet: give integer class labels ('<i4' or '<i8')");
+  const bool mse = c.loss == LossType::kMse;
+  if (t.floatTargets && !mse) {
+    return invalidArgument("spec.loss: " + t.name + " holds float targets (regression): train them with spec.loss: " +
+                           "mse, or give integer class labels ('<i4' or '<i8')");
   }
+  if (mse && !t.floatTargets) {
+    return invalidArgument("spec.loss: mse needs float targets, but " + t.name +
+                           " holds class labels (save the targets as '<f4' or '<f8')");
+  }
+  const int64_t outputs = mse ? 1 : t.classes;  // mse: one float target per sample
   const std::string shape = datafiles::shapeText(t.sampleShape);
   if (c.model == ModelType::kMlp) {
     c.mlp.inputs = t.sampleNumel();
-    c.mlp.classes = t.classes;
+    c.mlp.classes = outputs;
   } else if (c.model == ModelType::kCnn) {
     const bool image = t.sampleShape == std::vector<int64_t>{1, 28, 28} || t.sampleShape == std::vector<int64_t>{28, 28};
     if (!image) {
       return invalidArgument("spec.model.type: cnn takes 1x28x28 images, but the samples of " + t.name + " are " + shape +
                              " (save the features as (N, 1, 28, 28), or use an mlp)");
     }
-    c.cnn.classes = t.classes;
+    c.cnn.classes = outputs;
+  } else if (c.model == ModelType::kSequential) {
+    return fitStackToData(c, t, outputs);
   }
   return Status::ok();
 }

@@ -131,7 +131,22 @@ TEST(DataChecksTest, NpyFilesAreCheckedAtSubmission) {
   expectRefused(npy("missing.npy", "y.npy"), "spec.data.train.features: " + dir.file("missing.npy"));
   expectRefused(npy("cut.npy", "y.npy"), "spec.data.train.features: " + dir.file("cut.npy") + ": the header says shape (4, 3)");
   expectRefused(npy("x.npy", "y3.npy"), "spec.data.train.targets: " + dir.file("y3.npy") + " has 3 targets but");
-  expectRefused(npy("x.npy", "yf.npy"), "float targets (regression)");
+  expectRefused(npy("x.npy", "yf.npy"), "float targets (regression): train them with spec.loss: mse");
+  // spec.loss: mse takes float targets only; a declared stack is checked against the samples' shape.
+  const auto withLoss = [&](const std::string& y, const std::string& model, const std::string& loss) {
+    auto spec = decodeJobSpec("apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: u}\nspec:\n  model: " + model +
+                              "\n  loss: " + loss + "\n  data: {dataset: npy, train: {features: \"" + dir.file("x.npy") +
+                              "\", targets: \"" + dir.file(y) + "\"}}\n  epochs: 1\n");
+    EXPECT_TRUE(spec.isOk()) << spec.status();
+    return spec.isOk() ? *spec : JobSpec{};
+  };
+  const std::string linear1 = "{type: sequential, stack: [{linear: {out: 1}}]}";
+  EXPECT_TRUE(checkDataFiles(withLoss("yf.npy", linear1, "mse")).isOk()) << checkDataFiles(withLoss("yf.npy", linear1, "mse"));
+  expectRefused(withLoss("y.npy", linear1, "mse"), "spec.loss: mse needs float targets");
+  expectRefused(withLoss("yf.npy", "{type: sequential, stack: [{linear: {out: 2}}]}", "mse"),
+                "spec.model.stack: ends in 2 but mse needs [1]");
+  expectRefused(withLoss("yf.npy", "{type: sequential, stack: [{conv2d: {out: 2, kernel: 3}}]}", "mse"),
+                "spec.model.stack[0].conv2d: needs a [channels, height, width] input, got [3]");
   expectRefused(npy("x.npy", "y.npy", ", val: {features: \"" + dir.file("vx.npy") + "\", targets: \"" +
                                           dir.file("vy.npy") + "\"}"),
                 "spec.data.val: samples of shape 4, but the training split's are 3");

@@ -161,6 +161,11 @@ TEST(JobSpecStackTest, MseNeedsFloatTargets) {
   EXPECT_NE(e->message.find("float targets"), std::string::npos) << e->message;
   errors = errorsOf(spec_test::withSpec("  loss: hinge\n"));
   ASSERT_NE(find(errors, "spec.loss"), nullptr);
+  // npy targets may be float: the gate lets mse through, the files decide (the controller's data
+  // checks, the worker).
+  auto npy = parseJobSpec(sequentialJob("      - linear: {out: 1}\n",
+                                        "{dataset: npy, train: {features: /d/x.npy, targets: /d/y.npy}}", "  loss: mse\n"));
+  EXPECT_TRUE(npy.isOk()) << npy.status();
 }
 
 TEST(JobSpecStackTest, TheCrdListsEveryKindAsOneKeyObjects) {
