@@ -71,6 +71,7 @@ Result<SplitInfo> inspectSplit(const UserDataFiles& files, bool train) {
       if (!target.isOk()) return target.status().withContext(field + ".path");
       SplitInfo info;
       info.sampleShape = {static_cast<int64_t>(columns->size()) - 1};
+      info.floatTargets = files.regression;
       return info;
     }
   }

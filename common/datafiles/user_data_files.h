@@ -32,6 +32,7 @@ struct UserDataFiles {
   SplitFiles train;
   SplitFiles val;      // empty: spec.data.valFraction of train
   std::string target;  // csv: the label column
+  bool regression = false;  // csv: the target column holds float values (spec.loss mse)
   bool operator==(const UserDataFiles&) const = default;
 };
 
@@ -39,7 +40,7 @@ struct UserDataFiles {
 struct SplitInfo {
   int64_t samples = -1;              // -1: unknown without reading every line (csv)
   std::vector<int64_t> sampleShape;  // idx {1, rows, cols}; npy the trailing shape; csv {columns - 1}
-  bool floatTargets = false;         // npy '<f4' / '<f8' targets
+  bool floatTargets = false;         // npy '<f4' / '<f8' targets; csv under regression
   int64_t features() const;          // prod(sampleShape)
 };
 

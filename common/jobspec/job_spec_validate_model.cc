@@ -69,8 +69,11 @@ void checkOutputs(const JobSpec& s, const std::vector<int64_t>& output, std::vec
 }
 
 // The datasets whose samples may carry float targets (regression): npy, whose targets array's
-// dtype tells (checked against spec.loss by the controller's data checks and by the worker).
-bool hasFloatTargets(const JobSpec& s) { return s.data.dataset == DatasetKind::kNpy; }
+// dtype tells (checked against spec.loss by the controller's data checks and by the worker), and
+// csv, whose target column is read as floats under mse.
+bool hasFloatTargets(const JobSpec& s) {
+  return s.data.dataset == DatasetKind::kNpy || s.data.dataset == DatasetKind::kCsv;
+}
 
 }  // namespace
 
@@ -89,7 +92,7 @@ void validateModelStack(const JobSpec& s, std::vector<SpecError>* errors) {
   }
   if (s.loss == LossType::kMse && !hasFloatTargets(s)) {
     errors->push_back({"spec.loss", std::string("mse needs float targets (an npy targets array of '<f4' or "
-                                                    "'<f8'); dataset ") +
+                                                    "'<f8', or a csv target column); dataset ") +
                                         datasetKindName(s.data.dataset) + " has class labels"});
   }
   if (!sequential) {

@@ -42,7 +42,8 @@ Status checkText(const std::string& field, const std::string& pattern, int64_t w
 
 bool isUserData(DatasetKind k) { return k == DatasetKind::kIdx || k == DatasetKind::kNpy || k == DatasetKind::kCsv; }
 
-datafiles::UserDataFiles userFiles(const DataSpec& d) {
+datafiles::UserDataFiles userFiles(const JobSpec& spec) {
+  const DataSpec& d = spec.data;
   datafiles::UserDataFiles f;
   f.format = d.dataset == DatasetKind::kIdx   ? datafiles::UserDataFormat::kIdx
              : d.dataset == DatasetKind::kNpy ? datafiles::UserDataFormat::kNpy
@@ -50,6 +51,7 @@ datafiles::UserDataFiles userFiles(const DataSpec& d) {
   f.train = {d.train.path, d.train.features, d.train.targets};
   f.val = {d.val.path, d.val.features, d.val.targets};
   f.target = d.target;
+  f.regression = spec.loss == LossType::kMse;  // csv: the target column is read as floats
   return f;
 }
 
@@ -69,7 +71,7 @@ std::vector<std::pair<std::string, std::string>> userDataPaths(const JobSpec& sp
 
 Status checkUserDataFiles(const JobSpec& spec) {
   if (!isUserData(spec.data.dataset)) return Status::ok();
-  DDP_ASSIGN_OR_RETURN(datafiles::SplitInfo info, datafiles::inspectUserData(userFiles(spec.data)));
+  DDP_ASSIGN_OR_RETURN(datafiles::SplitInfo info, datafiles::inspectUserData(userFiles(spec)));
   const std::string shape = datafiles::shapeText(info.sampleShape);
   const bool mse = spec.loss == LossType::kMse;
   if (info.floatTargets && !mse) {

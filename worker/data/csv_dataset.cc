@@ -35,13 +35,14 @@ Result<double> number(std::string_view cell, const std::string& path, int64_t li
 
 }  // namespace
 
-Result<Dataset> loadCsvDataset(const std::string& path, const std::string& target) {
+Result<Dataset> loadCsvDataset(const std::string& path, const std::string& target, bool floatTargets) {
   DDP_ASSIGN_OR_RETURN(std::vector<std::string> names, datafiles::readCsvHeader(path));
   DDP_ASSIGN_OR_RETURN(size_t targetColumn, datafiles::csvTargetColumn(path, names, target));
   std::ifstream in(path);
   if (!in) return permissionDenied(path + ": cannot be read: " + std::strerror(errno));
   Dataset d;
   d.name = path;
+  d.floatTargets = floatTargets;
   d.sampleShape = {static_cast<int64_t>(names.size()) - 1};
   std::string line;
   std::getline(in, line);  // the header
@@ -58,6 +59,10 @@ Result<Dataset> loadCsvDataset(const std::string& path, const std::string& targe
         d.images.push_back(static_cast<float>(v));
         continue;
       }
+      if (floatTargets) {
+        d.values.push_back(static_cast<float>(v));
+        continue;
+      }
       if (v < 0 || v != std::floor(v) || v > std::numeric_limits<int32_t>::max()) {
         return invalidArgument(where(path, lineNo, c, names) + ": class label '" + std::string(cells[c]) +
                                "' is not a whole number in [0, 2^31)");
@@ -65,7 +70,7 @@ Result<Dataset> loadCsvDataset(const std::string& path, const std::string& targe
       d.labels.push_back(static_cast<int32_t>(v));
     }
   }
-  if (d.labels.empty()) return invalidArgument(path + ": no samples after the header");
+  if (d.size() == 0) return invalidArgument(path + ": no samples after the header");
   return d;
 }
 

@@ -20,7 +20,7 @@ Result<Dataset> readSplit(const UserDataConfig& c, const datafiles::SplitFiles& 
     case UserDataFormat::kNpy:
       return loadNpyDataset(f.features, f.targets);
     case UserDataFormat::kCsv:
-      return loadCsvDataset(f.path, c.files.target);
+      return loadCsvDataset(f.path, c.files.target, c.files.regression);
   }
   return invalidArgument("unknown data format");
 }

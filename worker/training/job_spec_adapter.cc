@@ -70,6 +70,7 @@ void adaptUserData(const JobSpec& s, TrainerConfig& c) {
   u.files.train = splitFiles(s.data.train);
   u.files.val = splitFiles(s.data.val);
   u.files.target = s.data.target;
+  u.files.regression = s.loss == LossType::kMse;
   u.classes = s.data.classes;
   u.valFraction = s.data.valFraction;
   u.trainLimit = s.data.limit;

@@ -218,7 +218,7 @@ Status TrainerConfig::validate() const {
     if (!shapes.ok()) return invalidArgument(shapes.errorPath + ": " + shapes.error);
   }
   if (loss == LossType::kMse && !fromUserFiles()) {
-    return invalidArgument("spec.loss: mse needs float targets (an npy dataset); this dataset gives class labels");
+    return invalidArgument("spec.loss: mse needs float targets (an npy or csv dataset); this dataset gives class labels");
   }
   if (languageModel()) DDP_RETURN_IF_ERROR(validateLanguageModel());
   if (data == DatasetKind::kSynthetic) DDP_RETURN_IF_ERROR(synthetic.validate().withContext("spec.data.synthetic"));

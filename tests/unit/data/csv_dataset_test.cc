@@ -22,6 +22,23 @@ TEST(CsvDatasetTest, ReadsFeaturesAroundTheTargetColumn) {
   EXPECT_EQ(d->name, path);
 }
 
+// Under spec.loss mse the target column holds float values.
+TEST(CsvDatasetTest, FloatTargetsForRegression) {
+  test::TempDir dir("csv_dataset_test");
+  const std::string path = dir.path() + "/r.csv";
+  test::writeText(path, "x,price\n1,2.5\n2,-0.125\n");
+  auto d = loadCsvDataset(path, "price", true);
+  ASSERT_TRUE(d.isOk()) << d.status();
+  EXPECT_TRUE(d->floatTargets);
+  EXPECT_EQ(d->values, (std::vector<float>{2.5f, -0.125f}));
+  EXPECT_TRUE(d->labels.empty());
+  EXPECT_EQ(d->size(), 2);
+  auto classes = loadCsvDataset(path, "price");
+  ASSERT_FALSE(classes.isOk());
+  EXPECT_NE(classes.status().message().find(":2: column 2 (price): class label '2.5'"), std::string::npos)
+      << classes.status();
+}
+
 TEST(CsvDatasetTest, EveryBadCellNamesTheFileLineAndColumn) {
   test::TempDir dir("csv_dataset_test");
   const struct {

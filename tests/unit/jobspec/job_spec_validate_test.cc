@@ -410,6 +410,7 @@ TEST(JobSpecValidateTest, UserDataNeedsItsFilesAndAWellFormedStandardize) {
        "must be > 0"},
       {"{dataset: npy, train: {path: /d/x.npy}}", "spec.data.train.path", "only valid when"},
       {"{dataset: synthetic, target: y}", "spec.data.target", "only valid when"},
+      {"{dataset: idx, train: {path: /d}}\n  loss: mse", "spec.loss", "mse needs float targets"},
   };
   for (const auto& c : cases) {
     const std::string yaml = jobWithSpec(mlp + "  data: " + c.data + "\n");
@@ -422,7 +423,8 @@ TEST(JobSpecValidateTest, UserDataNeedsItsFilesAndAWellFormedStandardize) {
   for (const std::string data :
        {"{dataset: idx, train: {path: /d}, val: {path: /d}, standardize: {auto: true}}",
         "{dataset: npy, train: {features: /d/x.npy, targets: /d/y.npy}, classes: 10, valFraction: 0.2}",
-        "{dataset: csv, train: {path: /d/a.csv}, target: label, standardize: {mean: [1, 2], std: [3, 4]}}"}) {
+        "{dataset: csv, train: {path: /d/a.csv}, target: label, standardize: {mean: [1, 2], std: [3, 4]}}",
+        "{dataset: csv, train: {path: /d/a.csv}, target: price}\n  loss: mse"}) {
     auto spec = parseJobSpec(jobWithSpec(mlp + "  data: " + data + "\n"));
     ASSERT_TRUE(spec.isOk()) << spec.status();
     auto back = parseJobSpec(spec->toYaml());

@@ -179,5 +179,53 @@ TEST_F(TrainerUserDataTest, TheWorkerChecksTheFilesBeforeTheFirstStep) {
   }
 }
 
+// Regression (spec.loss mse) from a CSV target column read as floats: y = x . w + 1 with a
+// little noise, also written as '<f8' NPY targets (trainer_regression_test covers NPY). The
+// held-out error falls below a tenth of the targets' variance, and the CSV run is the NPY run,
+// bit for bit.
+TEST_F(TrainerUserDataTest, CsvRegressionTrainsLikeNpyRegression) {
+  std::vector<double> y;
+  std::string csv = "f0,f1,f2,f3,f4,f5,f6,f7,f8,f9,f10,f11,y\n";
+  char buf[32];
+  for (int64_t i = 0; i < clusters_.size(); ++i) {
+    double v = 1.0 + 0.01 * static_cast<double>((i * 7) % 5 - 2);
+    for (int j = 0; j < 12; ++j) {
+      v += 0.1 * static_cast<double>(j % 3 - 1) * clusters_.sample(i)[j];
+      std::snprintf(buf, sizeof(buf), "%.9g,", clusters_.sample(i)[j]);
+      csv += buf;
+    }
+    y.push_back(static_cast<float>(v));  // exactly a float, so the CSV's %.9g reads back the same
+    std::snprintf(buf, sizeof(buf), "%.9g\n", static_cast<float>(v));
+    csv += buf;
+  }
+  test::writeNpy<double>(file("yv.npy"), "<f8", {clusters_.size()}, y);
+  test::writeText(file("reg.csv"), csv);
+  TrainerConfig c = config(UserDataFormat::kNpy);
+  c.loss = LossType::kMse;
+  c.userData.files.train.targets = file("yv.npy");
+  c.userData.standardizeAuto = true;
+  c.optimizer = optim::OptimizerConfig::adam(0.01f);
+  c.epochs = 20;
+  auto two = train(2, c);
+  ASSERT_TRUE(two[0].status.isOk());
+  EXPECT_EQ(two[0].params.back().size(), 1u) << "one output: the value";
+  const auto& losses = two[0].result.stepLosses;
+  ASSERT_GE(losses.size(), 4u);
+  EXPECT_LT(losses.back(), losses.front() / 10) << losses.front() << " -> " << losses.back();
+  double mean = 0, var = 0;  // of the held-out targets: predicting their mean scores var
+  for (size_t i = 256; i < y.size(); ++i) mean += y[i] / 64;
+  for (size_t i = 256; i < y.size(); ++i) var += (y[i] - mean) * (y[i] - mean) / 64;
+  EXPECT_LT(two[0].result.testLoss, 0.1 * var) << "held-out mse " << two[0].result.testLoss << ", variance " << var;
+  TrainerConfig fromCsv = c;
+  fromCsv.data = DatasetKind::kCsv;
+  fromCsv.userData.files.format = UserDataFormat::kCsv;
+  fromCsv.userData.files.train = {file("reg.csv"), "", ""};
+  fromCsv.userData.files.target = "y";
+  fromCsv.userData.files.regression = true;
+  auto csvRun = train(2, fromCsv);
+  ASSERT_TRUE(csvRun[0].data->train.floatTargets);
+  EXPECT_EQ(maxAbsDiff(csvRun[0].params, two[0].params), 0.f);
+}
+
 }  // namespace
 }  // namespace ddp::runtime
