@@ -7,8 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/jobspec/job_spec.h"
-#include "common/launch/control_wire.h"
 #include "common/log.h"
+#include "common/protocol/controller_codec.h"
+#include "common/protocol/worker_codec.h"
 #include "common/secret.h"
 #include "common/utf8.h"
 #include "controller/api/flight_records_json.h"
@@ -50,7 +51,7 @@ void sendStatus(Responder& r, const Status& st) {
 }
 
 // The worker's incarnation nonce (Note [Worker incarnations]); "" when the call has none.
-std::string incarnationOf(const Request& req) { return req.header(wire::kIncarnationHeader); }
+std::string incarnationOf(const Request& req) { return req.header(protocol::kIncarnationHeader); }
 
 bool parseInt64(const std::string& s, int64_t* out) {
   if (s.empty()) return false;
@@ -456,7 +457,7 @@ void ApiServer::storeOp(Request& req, Res res) {
 void ApiServer::heartbeat(Request& req, Res res) {
   int64_t g = 0;
   if (!parseInt64(req.params["g"], &g)) return sendError(*res, 400, "generation '" + req.params["g"] + "' is not an integer");
-  auto hb = parseHeartbeat(req.body);
+  auto hb = protocol::decodeHeartbeat(req.body);
   if (!hb.isOk()) return sendStatus(*res, hb.status());
   hb->incarnation = incarnationOf(req);
   Fenced fenced;
@@ -467,7 +468,7 @@ void ApiServer::heartbeat(Request& req, Res res) {
     }
     return sendStatus(*res, cmd.status());
   }
-  sendJson(*res, 200, commandJson(*cmd, g));
+  sendJson(*res, 200, protocol::encodeHeartbeatAnswer({*cmd, g}));
 }
 
 namespace {
@@ -485,36 +486,37 @@ bool checkpointParams(Request& req, Responder& res, int64_t* g, int64_t* step) {
   return true;
 }
 
+// The verdict in the message the worker decodes (shards by rank: a commit holds every rank's).
 std::string verdictJson(const CheckpointVerdict& v) {
-  json shards = json::array();
-  for (const auto& s : v.shards) shards.push_back({{"rank", s.rank}, {"bytes", s.bytes}, {"crc", s.crc}});
-  return json{{"decision", commitDecisionName(v.decision)}, {"reason", v.reason}, {"shards", shards}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  protocol::CommitVerdictWire wire;
+  wire.decision = v.decision == CommitDecision::kCommit    ? protocol::CommitDecisionKind::kCommit
+                  : v.decision == CommitDecision::kAbandon ? protocol::CommitDecisionKind::kAbandon
+                                                           : protocol::CommitDecisionKind::kPending;
+  wire.reason = v.reason;
+  for (const ShardReport& s : v.shards) wire.shards.push_back({s.bytes, s.crc});
+  return protocol::encodeCommitVerdict(wire);
 }
 
-// The JSON body of a worker's report, or false after answering 400 naming the field.
-bool parseBody(Request& req, Responder& res, json* body) {
-  *body = json::parse(req.body, nullptr, false);
-  if (body->is_discarded() || !body->is_object()) {
-    sendError(res, 400, "the body is not a JSON object");
-    return false;
+// Rank 0's phase-2 report as the job manager takes it.
+CommitReport commitReportOf(int64_t step, protocol::CommitOutcome o) {
+  CommitReport c;
+  c.step = step;
+  c.ok = o.ok;
+  c.error = std::move(o.error);
+  c.bytes = o.bytes;
+  c.path = std::move(o.path);
+  c.seconds = o.seconds;
+  c.onDisk = std::move(o.onDisk);
+  for (protocol::CommittedCheckpoint& d : o.onDiskDetail) {
+    CheckpointRecord r;
+    r.step = d.step;
+    r.bytes = d.bytes;
+    r.worldSize = d.worldSize;
+    r.timeMs = d.createdUnixMs;
+    r.path = std::move(d.path);
+    c.onDiskRecords.push_back(std::move(r));
   }
-  return true;
-}
-
-template <typename T>
-bool field(const json& body, const char* name, T* out, Responder& res, bool required = true) {
-  auto it = body.find(name);
-  if (it == body.end()) {
-    if (required) sendError(res, 400, std::string("missing field '") + name + "'");
-    return !required;
-  }
-  try {
-    *out = it->get<T>();
-  } catch (const json::exception&) {
-    sendError(res, 400, std::string("field '") + name + "' has the wrong type");
-    return false;
-  }
-  return true;
+  return c;
 }
 
 }  // namespace
@@ -523,17 +525,10 @@ bool field(const json& body, const char* name, T* out, Responder& res, bool requ
 void ApiServer::checkpointShard(Request& req, Res res) {
   int64_t g = 0, step = 0;
   if (!checkpointParams(req, *res, &g, &step)) return;
-  json body;
-  if (!parseBody(req, *res, &body)) return;
-  ShardReport r;
-  if (!field(body, "rank", &r.rank, *res) || !field(body, "ok", &r.ok, *res) ||
-      !field(body, "bytes", &r.bytes, *res, r.ok) || !field(body, "crc", &r.crc, *res, r.ok) ||
-      !field(body, "snapshotSeconds", &r.snapshotSeconds, *res, false) ||
-      !field(body, "writeSeconds", &r.writeSeconds, *res, false) || !field(body, "error", &r.error, *res, false)) {
-    return;
-  }
+  auto r = protocol::decodeShardReport(req.body);
+  if (!r.isOk()) return sendStatus(*res, r.status());
   Fenced fenced;
-  auto v = jobs_.reportShard(req.params["name"], g, step, r, &fenced);
+  auto v = jobs_.reportShard(req.params["name"], g, step, *r, &fenced);
   if (!v.isOk()) {
     if (v.status().code() == StatusCode::kAborted) {
       return sendJson(*res, 410, json{{"error", "stale generation"}, {"generation", fenced.current}}.dump(-1, ' ', false, json::error_handler_t::replace));
@@ -554,35 +549,11 @@ void ApiServer::checkpointDecision(Request& req, Res res) {
 
 // Phase 2 done (or failed) on rank 0: the MANIFEST and the complete checkpoints on disk.
 void ApiServer::checkpointCommit(Request& req, Res res) {
-  int64_t g = 0;
-  CommitReport c;
-  if (!checkpointParams(req, *res, &g, &c.step)) return;
-  json body;
-  if (!parseBody(req, *res, &body)) return;
-  if (!field(body, "ok", &c.ok, *res) || !field(body, "error", &c.error, *res, false) ||
-      !field(body, "bytes", &c.bytes, *res, c.ok) || !field(body, "path", &c.path, *res, c.ok) ||
-      !field(body, "seconds", &c.seconds, *res, false)) {
-    return;
-  }
-  if (body.contains("onDisk")) {
-    std::vector<int64_t> onDisk;
-    if (!field(body, "onDisk", &onDisk, *res)) return;
-    c.onDisk = std::move(onDisk);
-  }
-  if (auto it = body.find("onDiskDetail"); it != body.end() && it->is_array()) {
-    for (const json& d : *it) {
-      if (!d.is_object() || !d.contains("step") || !d["step"].is_number_integer()) {
-        return sendError(*res, 400, "onDiskDetail: each entry needs an integer step");
-      }
-      CheckpointRecord r;
-      r.step = d["step"].get<int64_t>();
-      r.bytes = d.value("bytes", int64_t{0});
-      r.worldSize = d.value("worldSize", 0);
-      r.timeMs = d.value("createdMs", int64_t{0});
-      r.path = d.value("path", "");
-      c.onDiskRecords.push_back(std::move(r));
-    }
-  }
+  int64_t g = 0, step = 0;
+  if (!checkpointParams(req, *res, &g, &step)) return;
+  auto outcome = protocol::decodeCommitOutcome(req.body);
+  if (!outcome.isOk()) return sendStatus(*res, outcome.status());
+  const CommitReport c = commitReportOf(step, std::move(*outcome));
   Status st = jobs_.reportCommit(req.params["name"], g, c);
   if (!st.isOk()) return sendStatus(*res, st);
   sendJson(*res, 200, R"({"recorded":true})");

@@ -40,18 +40,12 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/protocol/controller_messages.h"
 
 namespace ddp::controller {
 
-struct ShardReport {
-  int rank = 0;
-  bool ok = false;
-  uint64_t bytes = 0;
-  uint32_t crc = 0;
-  double snapshotSeconds = 0;  // the training thread's stall: state copied into memory
-  double writeSeconds = 0;     // the background write (encode, write, fsync)
-  std::string error;           // !ok: why the shard could not be written
-};
+// One rank's phase-1 report (common/protocol/controller_messages.h).
+using protocol::ShardReport;
 
 enum class CommitDecision { kPending, kCommit, kAbandon };
 const char* commitDecisionName(CommitDecision d);

@@ -25,24 +25,15 @@
 #include <string>
 #include <vector>
 
+#include "common/protocol/controller_messages.h"
 #include "common/status.h"
 #include "controller/jobs/hang_detector.h"
 #include "controller/store/job_store.h"
 
 namespace ddp::controller {
 
-// One op of a rank's flight record, as the worker sent it (ages relative to its send time).
-struct FlightOp {
-  std::string backend;
-  int64_t seq = 0;
-  std::string op;
-  int64_t bytes = 0;
-  std::string state;              // queued | running | completed | failed | timed_out | aborted
-  double issuedSecondsAgo = 0;
-  double startedSecondsAgo = -1;  // -1: not started
-  double endedSecondsAgo = -1;    // -1: not ended
-  bool unfinished() const { return state == "queued" || state == "running"; }
-};
+// One op of a rank's flight record, as the worker sent it (common/protocol/controller_messages.h).
+using protocol::FlightOp;
 
 // What the controller knows of one rank at a hang.
 struct RankFlightRecord {

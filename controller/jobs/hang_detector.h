@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/protocol/controller_messages.h"
 
 namespace ddp::controller {
 
@@ -43,14 +44,8 @@ enum class FaultReason { kExited, kUnresponsive, kCollectiveStuck, kNoProgress, 
 // "Exited", "Unresponsive", "CollectiveStuck", "NoProgress", "CollectiveFailed".
 const char* faultReasonName(FaultReason r);
 
-// One backend's view in a heartbeat: the last collective issued and the oldest unfinished one.
-struct CollectiveView {
-  std::string backend;
-  int64_t issued = -1;      // sequence number of the last collective issued (-1: none yet)
-  int64_t seq = -1;         // oldest unfinished (-1: none)
-  std::string op;
-  double seconds = 0;       // its age when the heartbeat was sent
-};
+// One backend's view in a heartbeat (common/protocol/controller_messages.h).
+using protocol::CollectiveView;
 
 struct MemberHealth {
   int rank = 0;

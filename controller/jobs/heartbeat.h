@@ -1,69 +1,24 @@
 #pragma once
-// What the controller reads from a worker's heartbeat (docs/API.md, "Heartbeats"), and the
-// command it answers with. Decoding is a pure function; unknown fields are ignored and `ext`
-// is kept as raw JSON text so later figures need no wire change.
+// The controller's names for the protocol's heartbeat messages: the messages, their decoder and
+// the answer's encoder live in common/protocol/ (controller_messages.h, controller_codec.h,
+// worker_codec.h), shared with the worker's side and round-trip tested there.
 // Thread model: plain values and pure functions.
 
-#include <cstdint>
-#include <map>
-#include <optional>
-#include <string>
-#include <vector>
-
-#include "common/launch/control_wire.h"
-#include "common/status.h"
+#include "common/protocol/controller_codec.h"
+#include "common/protocol/worker_codec.h"
+// The pure cores a heartbeat feeds (their headers name its parts: CollectiveView, FlightOp,
+// ShardReport).
 #include "controller/jobs/checkpoint_ledger.h"
 #include "controller/jobs/flight_records.h"
 #include "controller/jobs/hang_detector.h"
 
 namespace ddp::controller {
 
-struct HeartbeatCheckpoint {
-  int64_t step = 0;
-  int64_t bytes = 0;
-  std::string path;
-};
-
-// The last shard report the worker delivered (a controller restarted since may have lost it:
-// Note [Two-phase checkpoint commit]).
-struct HeartbeatShard {
-  int64_t generation = 0;
-  int64_t step = 0;
-  ShardReport report;
-};
-
-struct Heartbeat {
-  std::string workerId;
-  std::string incarnation;  // from the X-DDP-Incarnation header ("" unchecked; Note [Worker incarnations])
-  int rank = -1;
-  std::string state = "Running";  // wire::workerStateName(): Running | Succeeded | Failed | Stopped
-  int64_t step = 0, totalSteps = 0, epoch = 0, epochs = 0;
-  double loss = 0, samplesPerSecond = 0;
-  std::optional<double> testAccuracy;
-  // Language models only (absent from other workers' and older workers' heartbeats).
-  std::optional<double> valLoss, tokensPerSecond, mfu;
-  std::map<std::string, double> counters;  // samples, steps, stepSeconds, commBytes, ...
-  std::optional<HeartbeatCheckpoint> checkpoint;
-  std::optional<HeartbeatShard> lastShard;
-  std::vector<CollectiveView> collectives;  // per backend: last issued, oldest unfinished
-  std::vector<FlightOp> flightRecord;       // sent in answer to the `flightRecord` command
-  std::string message;
-  std::string extJson = "{}";
-  std::map<std::string, double> ext;  // its numeric fields (e.g. "abortUnreliable")
-  bool final() const { return state != "Running"; }
-};
-
-// The protocol's vocabulary, shared with the worker (common/launch/control_wire.h).
-using wire::CommandType;
-using wire::commandTypeName;
-
-struct Command {
-  CommandType type = CommandType::kNone;
-  int64_t step = 0;  // kCheckpoint
-};
-
-// InvalidArgument naming the field on a malformed body.
-Result<Heartbeat> parseHeartbeat(const std::string& json);
-std::string commandJson(const Command& c, int64_t generation);
+using protocol::Command;
+using protocol::CommandType;
+using protocol::commandTypeName;
+using protocol::Heartbeat;
+using protocol::HeartbeatCheckpoint;
+using protocol::HeartbeatShard;
 
 }  // namespace ddp::controller

@@ -11,42 +11,17 @@
 #include <string>
 #include <vector>
 
-#include "common/checkpoint/checkpoint_catalog.h"
-#include "common/checkpoint/checkpoint_format.h"
 #include "common/clock.h"
+#include "common/protocol/worker_messages.h"
 #include "common/status.h"
 
 namespace ddp::runtime {
 
-struct ShardOutcome {
-  int rank = 0;
-  bool ok = false;
-  ManifestEntry entry;         // ok: the shard file's size and CRC-32
-  double snapshotSeconds = 0;  // the training thread's stall
-  double writeSeconds = 0;     // the background write
-  std::string error;           // !ok: why
-};
-
-enum class CommitDecisionKind { kPending, kCommit, kAbandon };
-
-struct CommitVerdictWire {
-  CommitDecisionKind decision = CommitDecisionKind::kPending;
-  std::string reason;                // kAbandon: why
-  std::vector<ManifestEntry> shards;  // kCommit: every rank's, by rank
-};
-
-struct CommitOutcome {
-  bool ok = false;
-  std::string error;
-  int64_t bytes = 0;
-  std::string path;
-  double seconds = 0;           // decision -> MANIFEST on disk
-  // The job's complete checkpoints after retention; empty when the directory could not be listed
-  // (then the controller's catalog is left as it is).
-  std::optional<std::vector<int64_t>> onDisk;
-  // The same checkpoints with their sizes (Note [Catalog follows the disk]); empty when unknown.
-  std::vector<CommittedCheckpoint> onDiskDetail;
-};
+// The messages of the commit (common/protocol/worker_messages.h).
+using protocol::CommitDecisionKind;
+using protocol::CommitOutcome;
+using protocol::CommitVerdictWire;
+using protocol::ShardOutcome;
 
 class CheckpointChannel {
  public:

@@ -92,7 +92,7 @@ Result<ControllerClient::Reply> ControllerClient::send(Method method, const std:
   httplib::Headers headers = {{"Authorization", "Bearer " + options_.token}};
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!incarnation_.empty()) headers.emplace(wire::kIncarnationHeader, incarnation_);
+    if (!incarnation_.empty()) headers.emplace(protocol::kIncarnationHeader, incarnation_);
   }
   Duration backoff = options_.initialBackoff;
   int attempts = 0;
@@ -218,7 +218,7 @@ comm::HttpStoreClientOptions ControllerClient::storeOptions(int64_t generation) 
 }
 
 // The checkpoint routes (docs/API.md, "Checkpoint commit"); JSON codecs in
-// controller_client_wire.cc.
+// common/protocol/worker_codec.cc.
 class ControllerCheckpointChannel final : public CheckpointChannel {
  public:
   ControllerCheckpointChannel(const ControllerClient& client, int64_t generation)
@@ -270,5 +270,18 @@ class ControllerCheckpointChannel final : public CheckpointChannel {
 std::unique_ptr<CheckpointChannel> ControllerClient::checkpointChannel(int64_t generation) const {
   return std::make_unique<ControllerCheckpointChannel>(*this, generation);
 }
+
+bool isFenced(const Status& st) {
+  return st.code() == StatusCode::kAborted && st.message().find(kFencedPrefix) != std::string::npos;
+}
+
+std::optional<std::string> jobFinished(const Status& st) {
+  const std::string prefix = kJobFinishedPrefix;
+  const size_t at = st.message().find(prefix);
+  if (st.code() != StatusCode::kOutOfRange || at == std::string::npos) return std::nullopt;
+  const std::string rest = st.message().substr(at + prefix.size());
+  return rest.substr(0, rest.find(' '));
+}
+
 
 }  // namespace ddp::runtime

@@ -27,10 +27,9 @@
 // failure can be mistaken for it; jobFinished() recognises it and gives the state.
 //
 // Thread model: thread-safe (each request opens its own connection; the incarnation is guarded
-// by a mutex), so the heartbeat thread and the main thread may use one client at once. JSON codecs are pure.
+// by a mutex), so the heartbeat thread and the main thread may use one client at once.
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -39,7 +38,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/launch/control_wire.h"
+#include "common/protocol/worker_codec.h"
 #include "common/status.h"
 #include "common/store/http_store_client.h"
 #include "worker/checkpointing/checkpoint_channel.h"
@@ -53,150 +52,37 @@ inline constexpr Duration kAssignmentLongPoll = std::chrono::seconds(2);  // wai
 inline constexpr const char* kJobFinishedPrefix = "job finished: state ";
 inline constexpr const char* kFencedPrefix = "fenced: stale generation";
 
-// ---- Wire types (docs/API.md) ----
+// ---- Wire types and codecs (common/protocol/, docs/API.md) ----
 
-// What a worker that aborted its communicator after a fault says when it registers again
-// (Note [Worker generations] in worker_entry.cc).
-struct Rejoin {
-  int64_t leftGeneration = 0;  // 0: a first registration
-  std::string reason;
-  int64_t lastStep = -1;       // the last step completed in the left generation (-1 unknown)
-};
+using protocol::Assignment;
+using protocol::CheckpointReport;
+using protocol::CollectiveInFlight;
+using protocol::Command;
+using protocol::CommandType;
+using protocol::commandTypeName;
+using protocol::FlightOpReport;
+using protocol::HeartbeatAnswer;
+using protocol::HeartbeatCounters;
+using protocol::HeartbeatReport;
+using protocol::LastShardReport;
+using protocol::parseWorkerState;
+using protocol::PeerInfo;
+using protocol::Registration;
+using protocol::Rejoin;
+using protocol::WorkerState;
+using protocol::workerStateName;
 
-struct Registration {
-  std::string workerId;
-  int64_t generation = 0;  // the round it joined, or will join
-  std::string incarnation;  // this process's hold on the worker id ("" from an older controller)
-};
-
-struct PeerInfo {
-  int rank = 0;
-  std::string workerId;
-  std::string advertiseAddress;
-  bool operator==(const PeerInfo&) const = default;
-};
-
-struct Assignment {
-  int rank = -1;
-  int worldSize = 0;
-  int64_t generation = 0;
-  std::string specYaml;  // the validated spec, every default filled in
-  // The version of the spec's schema the controller speaks (kJobSpecSchemaVersion; absent in
-  // the message of a controller from before it was sent: 1).
-  int specSchema = 1;
-  std::vector<PeerInfo> peers;
-  bool operator==(const Assignment&) const = default;
-};
-
-// The protocol's vocabulary, shared with the controller (common/launch/control_wire.h).
-using wire::WorkerState;
-using wire::workerStateName;
-using wire::parseWorkerState;
-
-struct HeartbeatCounters {  // cumulative over the steps this process ran
-  int64_t samples = 0;
-  int64_t steps = 0;
-  double stepSeconds = 0;
-  int64_t commBytes = 0;
-  double commExposedSeconds = 0;
-  int64_t compressionUncompressedBytes = 0;
-  int64_t compressionSentBytes = 0;
-  bool operator==(const HeartbeatCounters&) const = default;
-};
-
-struct CollectiveInFlight {  // one backend: its last issued and its oldest unfinished collective
-  std::string backend;
-  int64_t issued = -1;  // sequence number of the last collective issued (-1: none yet)
-  int64_t seq = -1;     // the oldest unfinished one (-1: none; then op, bytes, seconds are empty)
-  std::string op;
-  int64_t bytes = 0;
-  double seconds = 0;  // since it was issued
-  bool operator==(const CollectiveInFlight&) const = default;
-};
-
-// One op of this rank's flight record (comm::FlightRecorder), sent in answer to the
-// `flightRecord` command; ages are relative to the heartbeat's sending (no clock is shared).
-struct FlightOpReport {
-  std::string backend;
-  int64_t seq = 0;
-  std::string op;
-  int64_t bytes = 0;
-  std::string state;              // comm::flightStateName()
-  double issuedSecondsAgo = 0;
-  double startedSecondsAgo = -1;  // -1: not started
-  double endedSecondsAgo = -1;    // -1: not ended
-  bool operator==(const FlightOpReport&) const = default;
-};
-
-struct CheckpointReport {
-  int64_t step = 0;
-  int64_t bytes = 0;
-  std::string path;
-  bool operator==(const CheckpointReport&) const = default;
-};
-
-// The last phase-1 shard report this process delivered (Note [Two-phase checkpoint commit]):
-// heartbeats repeat it, so a controller that restarted after receiving it learns it again.
-struct LastShardReport {
-  int64_t generation = 0;
-  int64_t step = 0;
-  ShardOutcome outcome;
-};
-
-struct HeartbeatReport {
-  std::string workerId;
-  int rank = -1;
-  WorkerState state = WorkerState::kRunning;
-  int64_t step = 0;
-  int64_t totalSteps = 0;
-  int epoch = 0;  // 0-based epoch in progress
-  int epochs = 0;
-  double loss = 0;  // a non-finite loss goes out as null and comes back as NaN
-  double samplesPerSecond = 0;
-  std::optional<double> testAccuracy;  // null until the first evaluation
-  // Language models only (absent otherwise; docs/API.md, "Heartbeats"): the last validation's
-  // mean loss, global training tokens/s and model FLOPs utilisation (fraction).
-  std::optional<double> valLoss;
-  std::optional<double> tokensPerSecond;
-  std::optional<double> mfu;
-  HeartbeatCounters counters;
-  std::vector<CollectiveInFlight> collectives;
-  std::vector<FlightOpReport> flightRecord;  // only in answer to the `flightRecord` command
-  std::optional<CheckpointReport> checkpoint;
-  std::optional<LastShardReport> lastShard;  // filled in by ControllerClient::heartbeat
-  std::string message;
-  std::map<std::string, double> ext;  // figures later versions add
-};
-
-using wire::CommandType;
-using wire::commandTypeName;
-
-struct Command {
-  CommandType type = CommandType::kNone;
-  int64_t step = -1;  // kCheckpoint: the step to checkpoint at
-  bool operator==(const Command&) const = default;
-};
-
-struct HeartbeatAnswer {
-  Command command;
-  int64_t generation = 0;
-  bool operator==(const HeartbeatAnswer&) const = default;
-};
-
-// Pure JSON codecs. Decoders return InvalidArgument naming the missing or mistyped field;
-// unknown fields are ignored (later versions add some).
-std::string encodeRegistrationRequest(const std::string& workerId, const std::string& host,
-                                      const std::string& advertiseAddress, int64_t pid, const Rejoin& rejoin = {});
-Result<Registration> decodeRegistration(std::string_view json);
-std::string encodeAssignment(const Assignment& a);
-Result<Assignment> decodeAssignment(std::string_view json);
-std::string encodeHeartbeatReport(const HeartbeatReport& r);
-Result<HeartbeatReport> decodeHeartbeatReport(std::string_view json);
-std::string encodeHeartbeatAnswer(const HeartbeatAnswer& a);
-std::string encodeShardOutcome(const ShardOutcome& o);
-std::string encodeCommitOutcome(const CommitOutcome& o);
-Result<CommitVerdictWire> decodeCommitVerdict(std::string_view json);
-Result<HeartbeatAnswer> decodeHeartbeatAnswer(std::string_view json);
+using protocol::decodeAssignment;
+using protocol::decodeCommitVerdict;
+using protocol::decodeHeartbeatAnswer;
+using protocol::decodeHeartbeatReport;
+using protocol::decodeRegistration;
+using protocol::encodeAssignment;
+using protocol::encodeCommitOutcome;
+using protocol::encodeHeartbeatAnswer;
+using protocol::encodeHeartbeatReport;
+using protocol::encodeRegistrationRequest;
+using protocol::encodeShardOutcome;
 
 // The statuses with their own meaning (see the header comment); context may be prepended.
 bool isFenced(const Status& st);

@@ -22,13 +22,13 @@
 // included (the error is logged on stderr first).
 // Thread model: runs on the main thread.
 
-#include "common/launch/control_wire.h"
+#include "common/protocol/vocabulary.h"
 
 namespace ddp::runtime {
 
-inline constexpr int kWorkerExitOk = wire::kWorkerExitOk;
-inline constexpr int kWorkerExitFailure = wire::kWorkerExitFailure;
-inline constexpr int kWorkerExitBadConfig = wire::kWorkerExitBadConfig;
+inline constexpr int kWorkerExitOk = protocol::kWorkerExitOk;
+inline constexpr int kWorkerExitFailure = protocol::kWorkerExitFailure;
+inline constexpr int kWorkerExitBadConfig = protocol::kWorkerExitBadConfig;
 
 int runWorker(int argc, char** argv);
 

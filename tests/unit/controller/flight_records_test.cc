@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include "controller/jobs/heartbeat.h"
-
 namespace ddp::controller {
 namespace {
 
@@ -61,21 +59,6 @@ TEST(FlightRecordsTest, BytesInDecimalUnits) {
   EXPECT_EQ(formatBytes(12000), "12.0 kB");
   EXPECT_EQ(formatBytes(4200000), "4.2 MB");
   EXPECT_EQ(formatBytes(3500000000), "3.5 GB");
-}
-
-TEST(FlightRecordsTest, HeartbeatCarriesTheRecordAndBadEntriesAreNamed) {
-  auto hb = parseHeartbeat(R"({"workerId": "w0", "rank": 0, "flightRecord": [
-      {"backend": "gloo", "seq": 812, "op": "allreduce", "bytes": 4200000, "state": "running",
-       "issuedSecondsAgo": 6.1, "startedSecondsAgo": 6.0, "endedSecondsAgo": -1}]})");
-  ASSERT_TRUE(hb.isOk()) << hb.status();
-  ASSERT_EQ(hb->flightRecord.size(), 1u);
-  EXPECT_EQ(hb->flightRecord[0].seq, 812);
-  EXPECT_EQ(hb->flightRecord[0].state, "running");
-  EXPECT_TRUE(hb->flightRecord[0].unfinished());
-  EXPECT_DOUBLE_EQ(hb->flightRecord[0].startedSecondsAgo, 6.0);
-  auto bad = parseHeartbeat(R"({"workerId": "w0", "flightRecord": [3]})");
-  ASSERT_FALSE(bad.isOk());
-  EXPECT_NE(bad.status().message().find("'flightRecord' entries must be objects"), std::string::npos);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-#include "common/launch/control_wire.h"
+#include "common/protocol/vocabulary.h"
 
-namespace ddp::wire {
+namespace ddp::protocol {
 
 const char* workerStateName(WorkerState s) {
   switch (s) {
@@ -44,4 +44,4 @@ bool parseCommandType(std::string_view text, CommandType* out) {
   return false;
 }
 
-}  // namespace ddp::wire
+}  // namespace ddp::protocol

@@ -1,12 +1,13 @@
 #pragma once
 // The vocabulary of the worker <-> controller protocol (docs/API.md, "Heartbeats") that both
-// sides name: a worker's state in its heartbeat and the command the controller answers with.
-// One definition, used by the worker's ControllerClient and the controller's heartbeat code.
+// sides name: a worker's state in its heartbeat, the command the controller answers with, the
+// incarnation header and the worker's exit codes. One definition, used by the worker's
+// ControllerClient, the controller and the protocol's codecs (common/protocol/).
 // Thread model: constants and pure functions.
 
 #include <string_view>
 
-namespace ddp::wire {
+namespace ddp::protocol {
 
 // The `state` of a heartbeat: Running until the last one, which says how the worker ended.
 enum class WorkerState { kRunning, kSucceeded, kFailed, kStopped };
@@ -18,14 +19,20 @@ enum class CommandType { kNone, kCheckpoint, kStop, kAbort, kFlightRecord };
 const char* commandTypeName(CommandType t);  // "none", "checkpoint", "stop", "abort", "flightRecord"
 bool parseCommandType(std::string_view text, CommandType* out);
 
-// A worker process's exit status: 0 finished well (or stopped on request); 2 bad configuration
-// (flags, environment, the spec, a refused token: no restart can fix it); 1 any other failure.
 // The header that carries a worker's incarnation nonce on every call after its registration
 // (Note [Worker incarnations] in controller/jobs/worker_claim.cc).
 inline constexpr const char* kIncarnationHeader = "X-DDP-Incarnation";
 
+// A worker process's exit status: 0 finished well (or stopped on request); 2 bad configuration
+// (flags, environment, the spec, a refused token: no restart can fix it); 1 any other failure.
 inline constexpr int kWorkerExitOk = 0;
 inline constexpr int kWorkerExitFailure = 1;
 inline constexpr int kWorkerExitBadConfig = 2;
 
-}  // namespace ddp::wire
+}  // namespace ddp::protocol
+
+namespace ddp {
+// The folder's former name (common/launch/control_wire.h), still spelled in controller/jobs/
+// until that folder's restructuring (issue 27, part 1) lands.
+namespace wire = protocol;
+}  // namespace ddp

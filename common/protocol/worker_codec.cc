@@ -1,107 +1,21 @@
-// The JSON codecs of controller_client.h (docs/API.md, "Worker routes"). Pure functions; no
-// exception leaves this file (parsing without exceptions, every field checked before use,
-// invalid UTF-8 replaced when encoding).
-#include <cmath>
-#include <nlohmann/json.hpp>
-#include <optional>
+// The JSON codecs of the worker's messages (worker_codec.h).
+#include "common/protocol/worker_codec.h"
+
 #include <utility>
 
-#include "worker/control/controller_client.h"
+#include "common/protocol/json_fields.h"
 
-namespace ddp::runtime {
+namespace ddp::protocol {
 namespace {
 
-using Json = nlohmann::json;
-
-std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
-Json number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
-
-Result<Json> parseObject(std::string_view text, const char* what) {
-  Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return invalidArgument(std::string(what) + ": not valid JSON");
-  if (!j.is_object()) return invalidArgument(std::string(what) + ": not a JSON object");
-  return j;
-}
-
-// Field readers: `required` fields must be present; a present field must have the right type.
-class Fields {
- public:
-  Fields(const Json& object, std::string where) : o_(object), where_(std::move(where)) {}
-
-  Status getInt(const char* key, int64_t* out, bool required = true) const {
-    const Json* v = find(key);
-    if (v == nullptr) return missing(key, required);
-    if (!v->is_number_integer()) return wrong(key, "an integer");
-    *out = v->get<int64_t>();
-    return Status::ok();
-  }
-  Status getInt(const char* key, int* out, bool required = true) const {
-    int64_t v = *out;
-    DDP_RETURN_IF_ERROR(getInt(key, &v, required));
-    *out = static_cast<int>(v);
-    return Status::ok();
-  }
-  // null reads as NaN.
-  Status getDouble(const char* key, double* out, bool required = true) const {
-    const Json* v = find(key);
-    if (v == nullptr) return missing(key, required);
-    if (v->is_null()) {
-      *out = std::nan("");
-      return Status::ok();
-    }
-    if (!v->is_number()) return wrong(key, "a number");
-    *out = v->get<double>();
-    return Status::ok();
-  }
-  Status getString(const char* key, std::string* out, bool required = true) const {
-    const Json* v = find(key);
-    if (v == nullptr) return missing(key, required);
-    if (!v->is_string()) return wrong(key, "a string");
-    *out = v->get<std::string>();
-    return Status::ok();
-  }
-  // Absent or null: left as it is (an older worker's report has no such field).
-  Status getOptionalDouble(const char* key, std::optional<double>* out) const {
-    const Json* v = find(key);
-    if (v == nullptr || v->is_null()) return Status::ok();
-    double d = 0;
-    DDP_RETURN_IF_ERROR(getDouble(key, &d));
-    *out = d;
-    return Status::ok();
-  }
-  // nullptr when absent or null.
-  const Json* object(const char* key) const {
-    const Json* v = find(key);
-    return v != nullptr && v->is_object() ? v : nullptr;
-  }
-  const Json* array(const char* key) const {
-    const Json* v = find(key);
-    return v != nullptr && v->is_array() ? v : nullptr;
-  }
-  std::string at(const char* key) const { return where_ + "." + key; }
-
- private:
-  const Json* find(const char* key) const {
-    auto it = o_.find(key);
-    return it == o_.end() ? nullptr : &*it;
-  }
-  Status missing(const char* key, bool required) const {
-    return required ? invalidArgument(at(key) + ": missing") : Status::ok();
-  }
-  Status wrong(const char* key, const char* expected) const {
-    return invalidArgument(at(key) + ": expected " + expected);
-  }
-  const Json& o_;
-  std::string where_;
-};
+using Fields = JsonFields;
 
 Json encodeCounters(const HeartbeatCounters& c) {
   return Json{{"samples", c.samples},
               {"steps", c.steps},
-              {"stepSeconds", number(c.stepSeconds)},
+              {"stepSeconds", jsonNumber(c.stepSeconds)},
               {"commBytes", c.commBytes},
-              {"commExposedSeconds", number(c.commExposedSeconds)},
+              {"commExposedSeconds", jsonNumber(c.commExposedSeconds)},
               {"compressionUncompressedBytes", c.compressionUncompressedBytes},
               {"compressionSentBytes", c.compressionSentBytes}};
 }
@@ -136,9 +50,9 @@ Json encodeFlightRecord(const std::vector<FlightOpReport>& ops) {
   Json a = Json::array();
   for (const FlightOpReport& op : ops) {
     a.push_back(Json{{"backend", op.backend}, {"seq", op.seq}, {"op", op.op}, {"bytes", op.bytes}, {"state", op.state},
-                     {"issuedSecondsAgo", number(op.issuedSecondsAgo)},
-                     {"startedSecondsAgo", number(op.startedSecondsAgo)},
-                     {"endedSecondsAgo", number(op.endedSecondsAgo)}});
+                     {"issuedSecondsAgo", jsonNumber(op.issuedSecondsAgo)},
+                     {"startedSecondsAgo", jsonNumber(op.startedSecondsAgo)},
+                     {"endedSecondsAgo", jsonNumber(op.endedSecondsAgo)}});
   }
   return a;
 }
@@ -158,6 +72,53 @@ Status decodeFlightRecord(const Json& array, const std::string& where, std::vect
     DDP_RETURN_IF_ERROR(f.getDouble("startedSecondsAgo", &op.startedSecondsAgo, false));
     DDP_RETURN_IF_ERROR(f.getDouble("endedSecondsAgo", &op.endedSecondsAgo, false));
     out->push_back(std::move(op));
+  }
+  return Status::ok();
+}
+
+Json shardOutcomeJson(const ShardOutcome& o) {
+  Json j{{"rank", o.rank}, {"ok", o.ok}, {"snapshotSeconds", jsonNumber(o.snapshotSeconds)},
+         {"writeSeconds", jsonNumber(o.writeSeconds)}};
+  if (o.ok) {
+    j["bytes"] = o.entry.bytes;
+    j["crc"] = o.entry.crc;
+  } else {
+    j["error"] = o.error;
+  }
+  return j;
+}
+
+// A shard's size and CRC-32 ("bytes", "crc"), required when `required`.
+Status decodeEntry(const Fields& f, bool required, ManifestEntry* out) {
+  int64_t bytes = 0, crc = 0;
+  DDP_RETURN_IF_ERROR(f.getInt("bytes", &bytes, required));
+  DDP_RETURN_IF_ERROR(f.getInt("crc", &crc, required));
+  if (bytes < 0) return invalidArgument(f.at("bytes") + ": must not be negative");
+  if (crc < 0 || crc > 0xffffffffLL) return invalidArgument(f.at("crc") + ": not a CRC-32");
+  *out = {static_cast<uint64_t>(bytes), static_cast<uint32_t>(crc)};
+  return Status::ok();
+}
+
+Status decodeOnDisk(const Fields& f, CommitOutcome* o) {
+  if (auto v = f.json().find("onDisk"); v != f.json().end()) {
+    std::vector<int64_t> steps;
+    if (!v->is_array()) return invalidArgument(f.at("onDisk") + ": expected an array of integers");
+    for (const Json& e : *v) {
+      if (!e.is_number_integer()) return invalidArgument(f.at("onDisk") + ": expected an array of integers");
+      steps.push_back(e.get<int64_t>());
+    }
+    o->onDisk = std::move(steps);
+  }
+  const Json* detail = f.array("onDiskDetail");
+  for (size_t i = 0; detail != nullptr && i < detail->size(); ++i) {
+    DDP_ASSIGN_OR_RETURN(Fields d, f.element("onDiskDetail", i, (*detail)[i]));
+    CommittedCheckpoint c;
+    DDP_RETURN_IF_ERROR(d.getInt("step", &c.step));
+    DDP_RETURN_IF_ERROR(d.getInt("bytes", &c.bytes, false));
+    DDP_RETURN_IF_ERROR(d.getInt("worldSize", &c.worldSize, false));
+    DDP_RETURN_IF_ERROR(d.getInt("createdMs", &c.createdUnixMs, false));
+    DDP_RETURN_IF_ERROR(d.getString("path", &c.path, false));
+    o->onDiskDetail.push_back(std::move(c));
   }
   return Status::ok();
 }
@@ -187,11 +148,11 @@ std::string encodeRegistrationRequest(const std::string& workerId, const std::st
     j["reason"] = rejoin.reason;
     if (rejoin.lastStep >= 0) j["lastStep"] = rejoin.lastStep;
   }
-  return dump(j);
+  return dumpJson(j);
 }
 
 Result<Registration> decodeRegistration(std::string_view json) {
-  DDP_ASSIGN_OR_RETURN(Json j, parseObject(json, "registration"));
+  DDP_ASSIGN_OR_RETURN(Json j, parseJsonObject(json, "registration"));
   Fields f(j, "registration");
   Registration r;
   DDP_RETURN_IF_ERROR(f.getString("workerId", &r.workerId));
@@ -205,12 +166,12 @@ std::string encodeAssignment(const Assignment& a) {
   for (const PeerInfo& p : a.peers) {
     peers.push_back(Json{{"rank", p.rank}, {"workerId", p.workerId}, {"advertiseAddress", p.advertiseAddress}});
   }
-  return dump(Json{{"rank", a.rank}, {"worldSize", a.worldSize}, {"generation", a.generation},
+  return dumpJson(Json{{"rank", a.rank}, {"worldSize", a.worldSize}, {"generation", a.generation},
                    {"spec", a.specYaml}, {"specSchema", a.specSchema}, {"peers", peers}});
 }
 
 Result<Assignment> decodeAssignment(std::string_view json) {
-  DDP_ASSIGN_OR_RETURN(Json j, parseObject(json, "assignment"));
+  DDP_ASSIGN_OR_RETURN(Json j, parseJsonObject(json, "assignment"));
   Fields f(j, "assignment");
   Assignment a;
   DDP_RETURN_IF_ERROR(f.getInt("rank", &a.rank));
@@ -244,14 +205,14 @@ std::string encodeHeartbeatReport(const HeartbeatReport& r) {
   Json collectives = Json::array();
   for (const CollectiveInFlight& c : r.collectives) {
     collectives.push_back(Json{{"backend", c.backend}, {"issued", c.issued}, {"seq", c.seq}, {"op", c.op},
-                               {"bytes", c.bytes}, {"seconds", number(c.seconds)}});
+                               {"bytes", c.bytes}, {"seconds", jsonNumber(c.seconds)}});
   }
   Json checkpoint = nullptr;
   if (r.checkpoint) {
     checkpoint = Json{{"step", r.checkpoint->step}, {"bytes", r.checkpoint->bytes}, {"path", r.checkpoint->path}};
   }
   Json ext = Json::object();
-  for (const auto& [k, v] : r.ext) ext[k] = number(v);
+  for (const auto& [k, v] : r.ext) ext[k] = jsonNumber(v);
   Json j{{"workerId", r.workerId},
                    {"rank", r.rank},
                    {"state", workerStateName(r.state)},
@@ -259,30 +220,30 @@ std::string encodeHeartbeatReport(const HeartbeatReport& r) {
                    {"totalSteps", r.totalSteps},
                    {"epoch", r.epoch},
                    {"epochs", r.epochs},
-                   {"loss", number(r.loss)},
-                   {"samplesPerSecond", number(r.samplesPerSecond)},
-                   {"testAccuracy", r.testAccuracy ? number(*r.testAccuracy) : Json(nullptr)},
+                   {"loss", jsonNumber(r.loss)},
+                   {"samplesPerSecond", jsonNumber(r.samplesPerSecond)},
+                   {"testAccuracy", r.testAccuracy ? jsonNumber(*r.testAccuracy) : Json(nullptr)},
                    {"counters", encodeCounters(r.counters)},
                    {"collectives", collectives},
                    {"checkpoint", checkpoint},
                    {"message", r.message},
                    {"ext", ext}};
   // Sent only when known: a heartbeat without them reads as one from an older worker.
-  if (r.valLoss) j["valLoss"] = number(*r.valLoss);
-  if (r.tokensPerSecond) j["tokensPerSecond"] = number(*r.tokensPerSecond);
-  if (r.mfu) j["mfu"] = number(*r.mfu);
+  if (r.valLoss) j["valLoss"] = jsonNumber(*r.valLoss);
+  if (r.tokensPerSecond) j["tokensPerSecond"] = jsonNumber(*r.tokensPerSecond);
+  if (r.mfu) j["mfu"] = jsonNumber(*r.mfu);
   if (!r.flightRecord.empty()) j["flightRecord"] = encodeFlightRecord(r.flightRecord);
   if (r.lastShard) {
-    Json shard = Json::parse(encodeShardOutcome(r.lastShard->outcome));
+    Json shard = shardOutcomeJson(r.lastShard->outcome);
     shard["generation"] = r.lastShard->generation;
     shard["step"] = r.lastShard->step;
     j["lastShard"] = shard;
   }
-  return dump(j);
+  return dumpJson(j);
 }
 
 Result<HeartbeatReport> decodeHeartbeatReport(std::string_view json) {
-  DDP_ASSIGN_OR_RETURN(Json j, parseObject(json, "heartbeat"));
+  DDP_ASSIGN_OR_RETURN(Json j, parseJsonObject(json, "heartbeat"));
   Fields f(j, "heartbeat");
   HeartbeatReport r;
   DDP_RETURN_IF_ERROR(f.getString("workerId", &r.workerId));
@@ -312,7 +273,7 @@ Result<HeartbeatReport> decodeHeartbeatReport(std::string_view json) {
     DDP_RETURN_IF_ERROR(sf.getInt("generation", &last.generation));
     DDP_RETURN_IF_ERROR(sf.getInt("step", &last.step));
     DDP_RETURN_IF_ERROR(sf.getInt("rank", &last.outcome.rank));
-    last.outcome.ok = s->value("ok", false);
+    DDP_RETURN_IF_ERROR(sf.getBool("ok", &last.outcome.ok, false));
     int64_t bytes = 0, crc = 0;
     DDP_RETURN_IF_ERROR(sf.getInt("bytes", &bytes, false));
     DDP_RETURN_IF_ERROR(sf.getInt("crc", &crc, false));
@@ -333,11 +294,11 @@ Result<HeartbeatReport> decodeHeartbeatReport(std::string_view json) {
 std::string encodeHeartbeatAnswer(const HeartbeatAnswer& a) {
   Json command{{"type", commandTypeName(a.command.type)}};
   if (a.command.type == CommandType::kCheckpoint) command["step"] = a.command.step;
-  return dump(Json{{"command", command}, {"generation", a.generation}});
+  return dumpJson(Json{{"command", command}, {"generation", a.generation}});
 }
 
 Result<HeartbeatAnswer> decodeHeartbeatAnswer(std::string_view json) {
-  DDP_ASSIGN_OR_RETURN(Json j, parseObject(json, "heartbeat answer"));
+  DDP_ASSIGN_OR_RETURN(Json j, parseJsonObject(json, "heartbeat answer"));
   Fields f(j, "heartbeat answer");
   HeartbeatAnswer a;
   DDP_RETURN_IF_ERROR(f.getInt("generation", &a.generation, false));
@@ -346,37 +307,29 @@ Result<HeartbeatAnswer> decodeHeartbeatAnswer(std::string_view json) {
   Fields cf(*command, f.at("command"));
   std::string type;
   DDP_RETURN_IF_ERROR(cf.getString("type", &type));
-  if (!wire::parseCommandType(type, &a.command.type)) return invalidArgument(cf.at("type") + ": unknown command '" + type + "'");
+  if (!parseCommandType(type, &a.command.type)) return invalidArgument(cf.at("type") + ": unknown command '" + type + "'");
   DDP_RETURN_IF_ERROR(cf.getInt("step", &a.command.step, a.command.type == CommandType::kCheckpoint));
   return a;
 }
 
-bool isFenced(const Status& st) {
-  return st.code() == StatusCode::kAborted && st.message().find(kFencedPrefix) != std::string::npos;
-}
+std::string encodeShardOutcome(const ShardOutcome& o) { return dumpJson(shardOutcomeJson(o)); }
 
-std::optional<std::string> jobFinished(const Status& st) {
-  const std::string prefix = kJobFinishedPrefix;
-  const size_t at = st.message().find(prefix);
-  if (st.code() != StatusCode::kOutOfRange || at == std::string::npos) return std::nullopt;
-  const std::string rest = st.message().substr(at + prefix.size());
-  return rest.substr(0, rest.find(' '));
-}
-
-std::string encodeShardOutcome(const ShardOutcome& o) {
-  Json j{{"rank", o.rank}, {"ok", o.ok}, {"snapshotSeconds", number(o.snapshotSeconds)},
-         {"writeSeconds", number(o.writeSeconds)}};
-  if (o.ok) {
-    j["bytes"] = o.entry.bytes;
-    j["crc"] = o.entry.crc;
-  } else {
-    j["error"] = o.error;
-  }
-  return dump(j);
+// The controller's reading of a phase-1 report: rank and ok always, size and CRC when ok.
+Result<ShardOutcome> decodeShardOutcome(std::string_view json) {
+  DDP_ASSIGN_OR_RETURN(Json j, parseJsonObject(json, "shard report"));
+  Fields f(j, "shard report");
+  ShardOutcome o;
+  DDP_RETURN_IF_ERROR(f.getInt("rank", &o.rank));
+  DDP_RETURN_IF_ERROR(f.getBool("ok", &o.ok));
+  DDP_RETURN_IF_ERROR(decodeEntry(f, o.ok, &o.entry));
+  DDP_RETURN_IF_ERROR(f.getDouble("snapshotSeconds", &o.snapshotSeconds, false));
+  DDP_RETURN_IF_ERROR(f.getDouble("writeSeconds", &o.writeSeconds, false));
+  DDP_RETURN_IF_ERROR(f.getString("error", &o.error, false));
+  return o;
 }
 
 std::string encodeCommitOutcome(const CommitOutcome& o) {
-  Json j{{"ok", o.ok}, {"seconds", number(o.seconds)}};
+  Json j{{"ok", o.ok}, {"seconds", jsonNumber(o.seconds)}};
   if (o.onDisk) j["onDisk"] = *o.onDisk;
   if (!o.onDiskDetail.empty()) {
     Json detail = Json::array();
@@ -392,11 +345,34 @@ std::string encodeCommitOutcome(const CommitOutcome& o) {
   } else {
     j["error"] = o.error;
   }
-  return dump(j);
+  return dumpJson(j);
+}
+
+// The controller's reading of rank 0's phase-2 report: size and path when ok.
+Result<CommitOutcome> decodeCommitOutcome(std::string_view json) {
+  DDP_ASSIGN_OR_RETURN(Json j, parseJsonObject(json, "commit report"));
+  Fields f(j, "commit report");
+  CommitOutcome o;
+  DDP_RETURN_IF_ERROR(f.getBool("ok", &o.ok));
+  DDP_RETURN_IF_ERROR(f.getString("error", &o.error, false));
+  DDP_RETURN_IF_ERROR(f.getInt("bytes", &o.bytes, o.ok));
+  DDP_RETURN_IF_ERROR(f.getString("path", &o.path, o.ok));
+  DDP_RETURN_IF_ERROR(f.getDouble("seconds", &o.seconds, false));
+  DDP_RETURN_IF_ERROR(decodeOnDisk(f, &o));
+  return o;
+}
+
+std::string encodeCommitVerdict(const CommitVerdictWire& v) {
+  static constexpr const char* kNames[] = {"pending", "commit", "abandon"};
+  Json shards = Json::array();
+  for (size_t rank = 0; rank < v.shards.size(); ++rank) {
+    shards.push_back(Json{{"rank", rank}, {"bytes", v.shards[rank].bytes}, {"crc", v.shards[rank].crc}});
+  }
+  return dumpJson(Json{{"decision", kNames[static_cast<int>(v.decision)]}, {"reason", v.reason}, {"shards", shards}});
 }
 
 Result<CommitVerdictWire> decodeCommitVerdict(std::string_view json) {
-  DDP_ASSIGN_OR_RETURN(Json j, parseObject(json, "checkpoint decision"));
+  DDP_ASSIGN_OR_RETURN(Json j, parseJsonObject(json, "checkpoint decision"));
   Fields f(j, "checkpoint decision");
   CommitVerdictWire v;
   std::string decision;
@@ -433,4 +409,4 @@ Result<CommitVerdictWire> decodeCommitVerdict(std::string_view json) {
   return v;
 }
 
-}  // namespace ddp::runtime
+}  // namespace ddp::protocol

@@ -1,0 +1,178 @@
+#pragma once
+// The messages of the worker <-> controller protocol as the worker sends and reads them
+// (docs/API.md, "Worker routes"): registration, assignment, heartbeat and its answer, the
+// two-phase checkpoint commit's reports and verdict. Their JSON codecs: worker_codec.h; the
+// controller's reading of the same messages: controller_codec.h.
+// Thread model: plain values.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/checkpoint/checkpoint_catalog.h"
+#include "common/checkpoint/checkpoint_format.h"
+#include "common/protocol/vocabulary.h"
+
+namespace ddp::protocol {
+
+using runtime::CommittedCheckpoint;
+using runtime::ManifestEntry;
+
+// ---- The checkpoint commit (Note [Two-phase checkpoint commit]) ----
+
+struct ShardOutcome {
+  int rank = 0;
+  bool ok = false;
+  ManifestEntry entry;         // ok: the shard file's size and CRC-32
+  double snapshotSeconds = 0;  // the training thread's stall
+  double writeSeconds = 0;     // the background write
+  std::string error;           // !ok: why
+};
+
+enum class CommitDecisionKind { kPending, kCommit, kAbandon };
+
+struct CommitVerdictWire {
+  CommitDecisionKind decision = CommitDecisionKind::kPending;
+  std::string reason;                // kAbandon: why
+  std::vector<ManifestEntry> shards;  // kCommit: every rank's, by rank
+};
+
+struct CommitOutcome {
+  bool ok = false;
+  std::string error;
+  int64_t bytes = 0;
+  std::string path;
+  double seconds = 0;           // decision -> MANIFEST on disk
+  // The job's complete checkpoints after retention; empty when the directory could not be listed
+  // (then the controller's catalog is left as it is).
+  std::optional<std::vector<int64_t>> onDisk;
+  // The same checkpoints with their sizes (Note [Catalog follows the disk]); empty when unknown.
+  std::vector<CommittedCheckpoint> onDiskDetail;
+};
+
+// ---- Registration, assignment, heartbeats ----
+
+// What a worker that aborted its communicator after a fault says when it registers again
+// (Note [Worker generations] in worker_entry.cc).
+struct Rejoin {
+  int64_t leftGeneration = 0;  // 0: a first registration
+  std::string reason;
+  int64_t lastStep = -1;       // the last step completed in the left generation (-1 unknown)
+};
+
+struct Registration {
+  std::string workerId;
+  int64_t generation = 0;  // the round it joined, or will join
+  std::string incarnation;  // this process's hold on the worker id ("" from an older controller)
+};
+
+struct PeerInfo {
+  int rank = 0;
+  std::string workerId;
+  std::string advertiseAddress;
+  bool operator==(const PeerInfo&) const = default;
+};
+
+struct Assignment {
+  int rank = -1;
+  int worldSize = 0;
+  int64_t generation = 0;
+  std::string specYaml;  // the validated spec, every default filled in
+  // The version of the spec's schema the controller speaks (kJobSpecSchemaVersion; absent in
+  // the message of a controller from before it was sent: 1).
+  int specSchema = 1;
+  std::vector<PeerInfo> peers;
+  bool operator==(const Assignment&) const = default;
+};
+
+struct HeartbeatCounters {  // cumulative over the steps this process ran
+  int64_t samples = 0;
+  int64_t steps = 0;
+  double stepSeconds = 0;
+  int64_t commBytes = 0;
+  double commExposedSeconds = 0;
+  int64_t compressionUncompressedBytes = 0;
+  int64_t compressionSentBytes = 0;
+  bool operator==(const HeartbeatCounters&) const = default;
+};
+
+struct CollectiveInFlight {  // one backend: its last issued and its oldest unfinished collective
+  std::string backend;
+  int64_t issued = -1;  // sequence number of the last collective issued (-1: none yet)
+  int64_t seq = -1;     // the oldest unfinished one (-1: none; then op, bytes, seconds are empty)
+  std::string op;
+  int64_t bytes = 0;
+  double seconds = 0;  // since it was issued
+  bool operator==(const CollectiveInFlight&) const = default;
+};
+
+// One op of this rank's flight record (comm::FlightRecorder), sent in answer to the
+// `flightRecord` command; ages are relative to the heartbeat's sending (no clock is shared).
+struct FlightOpReport {
+  std::string backend;
+  int64_t seq = 0;
+  std::string op;
+  int64_t bytes = 0;
+  std::string state;              // comm::flightStateName()
+  double issuedSecondsAgo = 0;
+  double startedSecondsAgo = -1;  // -1: not started
+  double endedSecondsAgo = -1;    // -1: not ended
+  bool operator==(const FlightOpReport&) const = default;
+};
+
+struct CheckpointReport {
+  int64_t step = 0;
+  int64_t bytes = 0;
+  std::string path;
+  bool operator==(const CheckpointReport&) const = default;
+};
+
+// The last phase-1 shard report this process delivered (Note [Two-phase checkpoint commit]):
+// heartbeats repeat it, so a controller that restarted after receiving it learns it again.
+struct LastShardReport {
+  int64_t generation = 0;
+  int64_t step = 0;
+  ShardOutcome outcome;
+};
+
+struct HeartbeatReport {
+  std::string workerId;
+  int rank = -1;
+  WorkerState state = WorkerState::kRunning;
+  int64_t step = 0;
+  int64_t totalSteps = 0;
+  int epoch = 0;  // 0-based epoch in progress
+  int epochs = 0;
+  double loss = 0;  // a non-finite loss goes out as null and comes back as NaN
+  double samplesPerSecond = 0;
+  std::optional<double> testAccuracy;  // null until the first evaluation
+  // Language models only (absent otherwise; docs/API.md, "Heartbeats"): the last validation's
+  // mean loss, global training tokens/s and model FLOPs utilisation (fraction).
+  std::optional<double> valLoss;
+  std::optional<double> tokensPerSecond;
+  std::optional<double> mfu;
+  HeartbeatCounters counters;
+  std::vector<CollectiveInFlight> collectives;
+  std::vector<FlightOpReport> flightRecord;  // only in answer to the `flightRecord` command
+  std::optional<CheckpointReport> checkpoint;
+  std::optional<LastShardReport> lastShard;  // filled in by ControllerClient::heartbeat
+  std::string message;
+  std::map<std::string, double> ext;  // figures later versions add
+};
+
+// The command a heartbeat's answer carries (both sides use this one).
+struct Command {
+  CommandType type = CommandType::kNone;
+  int64_t step = -1;  // kCheckpoint: the step to checkpoint at
+  bool operator==(const Command&) const = default;
+};
+
+struct HeartbeatAnswer {
+  Command command;
+  int64_t generation = 0;
+  bool operator==(const HeartbeatAnswer&) const = default;
+};
+
+}  // namespace ddp::protocol
