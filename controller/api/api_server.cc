@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/http/bearer_auth.h"
 #include "common/jobspec/job_spec.h"
 #include "common/log.h"
 #include "common/protocol/controller_codec.h"
@@ -85,15 +86,6 @@ bool isWorkerRoute(const Request& req) {
 }
 
 
-std::string bearerToken(const Request& req) {
-  const std::string h = req.header("Authorization");
-  constexpr std::string_view kPrefix = "Bearer ";
-  if (h.size() <= kPrefix.size() || !http::equalsIgnoreCase(std::string_view(h).substr(0, kPrefix.size()), kPrefix)) {
-    return "";
-  }
-  return h.substr(kPrefix.size());
-}
-
 ApiServer::ApiServer(ApiOptions options, std::string controllerToken, JobManager& jobs, Launcher& launcher,
                      comm::StoreService& store)
     : options_(options), token_(std::move(controllerToken)), jobs_(jobs), launcher_(launcher), store_(store) {
@@ -143,23 +135,16 @@ size_t ApiServer::bodyLimit(const Request& head) const {
 }
 
 ApiServer::Handler ApiServer::user(Handler h) {
-  return [this, h = std::move(h)](Request& req, Res res) {
-    const std::string presented = bearerToken(req);
-    if (presented.empty()) return sendError(*res, 401, "missing bearer token (Authorization: Bearer <token>)");
-    if (!secretEquals(token_, presented)) return sendError(*res, 401, "invalid token");
-    h(req, std::move(res));
-  };
+  return http::withBearerAuth(http::fixedBearerToken(token_), std::move(h));
 }
 
 ApiServer::Handler ApiServer::worker(Handler h) {
-  return [this, h = std::move(h)](Request& req, Res res) {
-    const std::string presented = bearerToken(req);
-    if (presented.empty()) return sendError(*res, 401, "missing bearer token (Authorization: Bearer <token>)");
-    if (!jobs_.workerTokenMatches(req.params["name"], presented)) {
-      return sendError(*res, 401, "invalid token for job " + req.params["name"]);
-    }
-    h(req, std::move(res));
+  http::BearerAuth auth;
+  auth.accepts = [this](const Request& req, const std::string& presented) {
+    return jobs_.workerTokenMatches(req.params.at("name"), presented);
   };
+  auth.refusal = [](const Request& req) { return "invalid token for job " + req.params.at("name"); };
+  return http::withBearerAuth(std::move(auth), std::move(h));
 }
 
 void ApiServer::install(http::Router& router) {

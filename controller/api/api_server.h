@@ -53,8 +53,9 @@ class ApiServer {
 
  private:
   using Handler = std::function<void(http::Request&, std::shared_ptr<http::Responder>)>;
-  Handler user(Handler h);    // requires the controller token
-  Handler worker(Handler h);  // requires the job's worker token
+  // `h` behind the bearer middleware (common/http/bearer_auth.h):
+  Handler user(Handler h);    // the controller token
+  Handler worker(Handler h);  // the job's worker token
   void submit(http::Request& req, std::shared_ptr<http::Responder> res);
   void list(http::Request& req, std::shared_ptr<http::Responder> res);
   void getJob(http::Request& req, std::shared_ptr<http::Responder> res);
@@ -98,8 +99,5 @@ class ApiServer {
 
 // Register, assignment, store and heartbeat routes: they never block (see ApiServer).
 bool isWorkerRoute(const http::Request& req);
-
-// The token of an "Authorization: Bearer <token>" header; "" when absent or malformed.
-std::string bearerToken(const http::Request& req);
 
 }  // namespace ddp::controller

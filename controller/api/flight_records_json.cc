@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controller/api/job_json.h"
+#include "controller/store/job_status_json.h"
 
 namespace ddp::controller {
 namespace {

@@ -5,10 +5,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <ctime>
-#include <optional>
 
 #include <nlohmann/json.hpp>
+
+#include "controller/store/job_status_json.h"
 
 namespace ddp::controller {
 namespace {
@@ -51,11 +51,6 @@ json yamlToJson(const YAML::Node& n) {
   }
 }
 
-json timeOrNull(int64_t ms) { return ms == 0 ? json(nullptr) : json(rfc3339(ms)); }
-
-// An optional figure: null when unknown or not finite (JSON has no NaN or infinity).
-json figureOrNull(const std::optional<double>& v) { return v && std::isfinite(*v) ? json(*v) : json(nullptr); }
-
 json jobObject(const JobRecord& r) {
   json spec = json::object();
   json labels = json::object();
@@ -66,11 +61,6 @@ json jobObject(const JobRecord& r) {
   } catch (const YAML::Exception&) {
     // A stored spec always parses; leave it empty rather than fail the whole listing.
   }
-  json conditions = json::array();
-  for (const auto& c : r.conditions) {
-    conditions.push_back({{"type", c.type}, {"status", c.status ? "True" : "False"}, {"reason", c.reason},
-                          {"message", c.message}, {"lastTransitionTime", rfc3339(c.lastTransitionMs)}});
-  }
   json workers = json::array();
   int worldSize = 0;  // the current (or last) generation's members
   for (const auto& w : r.workers) {
@@ -78,43 +68,20 @@ json jobObject(const JobRecord& r) {
     workers.push_back({{"rank", w.rank}, {"id", w.id}, {"host", w.host}, {"pid", w.pid}, {"state", w.state},
                        {"lastHeartbeat", timeOrNull(w.lastHeartbeatMs)}, {"step", w.step}});
   }
-  const JobProgress& p = r.progress;
-  json progress = {{"step", p.step},         {"totalSteps", p.totalSteps},
-                   {"epoch", p.epoch},       {"epochs", p.epochs},
-                   {"loss", std::isfinite(p.loss) ? json(p.loss) : json(nullptr)},
-                   {"samplesPerSecond", p.samplesPerSecond},
-                   {"testAccuracy", p.testAccuracy ? json(*p.testAccuracy) : json(nullptr)},
-                   {"etaSeconds", p.etaSeconds},
-                   // Language models only (docs/API.md, "The job object"); null otherwise.
-                   {"valLoss", figureOrNull(p.valLoss)},
-                   {"perplexity", figureOrNull(p.perplexity())},
-                   {"tokensPerSecond", figureOrNull(p.tokensPerSecond)},
-                   {"mfu", figureOrNull(p.mfu)}};
   json status = {{"phase", jobPhaseName(r.phase)},
-                 {"conditions", conditions},
+                 {"conditions", conditionsJson(r.conditions)},
                  {"startTime", timeOrNull(r.startMs)},
                  {"completionTime", timeOrNull(r.completionMs)},
                  {"generation", r.generation},
                  {"restarts", r.restarts},
                  {"worldSize", worldSize},
                  {"workers", workers},
-                 {"progress", progress}};
+                 {"progress", progressJson(r.progress)}};
   json metadata = {{"name", r.name}, {"uid", r.uid}, {"creationTimestamp", rfc3339(r.createdMs)}, {"labels", labels}};
   return {{"apiVersion", kJobApiVersion}, {"kind", kJobKind}, {"metadata", metadata}, {"spec", spec}, {"status", status}};
 }
 
 }  // namespace
-
-std::string rfc3339(int64_t unixMs) {
-  if (unixMs == 0) return "";
-  std::time_t secs = static_cast<std::time_t>(unixMs / 1000);
-  std::tm tm{};
-  ::gmtime_r(&secs, &tm);
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(unixMs % 1000));
-  return buf;
-}
 
 std::string jobJson(const JobRecord& record) { return jobObject(record).dump(-1, ' ', false, json::error_handler_t::replace); }
 

@@ -19,7 +19,5 @@ std::string eventsJson(const std::vector<JobEvent>& events);
 std::string checkpointsJson(const std::vector<CheckpointRecord>& checkpoints);
 // 400 body: {"error": ..., "details": [{"path", "message", "line", "column"}]}
 std::string specErrorsJson(const std::string& error, const std::vector<SpecError>& errors);
-// RFC 3339 UTC with milliseconds ("2026-11-23T10:00:00.123Z"); "" for 0.
-std::string rfc3339(int64_t unixMs);
 
 }  // namespace ddp::controller

@@ -2,8 +2,7 @@
 
 #include <memory>
 
-#include "common/secret.h"
-#include "controller/api/api_server.h"
+#include "common/http/bearer_auth.h"
 
 namespace ddp::controller {
 
@@ -19,20 +18,14 @@ void observeRequests(http::Router& router, MetricsSink* metrics, const Clock* cl
 void installMetricsRoute(http::Router& router, MetricsRoute route) {
   auto r = std::make_shared<MetricsRoute>(std::move(route));
   observeRequests(router, r->metrics, r->clock);
-  router.add("GET", "/metrics", [r](http::Request& req, std::shared_ptr<http::Responder> res) {
-    if (!r->open) {
-      const std::string presented = bearerToken(req);
-      if (presented.empty()) {
-        return (void)res->reply(http::Response::jsonError(
-            401, "missing bearer token (Authorization: Bearer <token>; or start the controller with --metrics-open)"));
-      }
-      if (!secretEquals(r->token, presented)) return (void)res->reply(http::Response::jsonError(401, "invalid token"));
-    }
+  http::Handler scrape = [r](http::Request&, std::shared_ptr<http::Responder> res) {
     http::Response out;
     out.contentType = kMetricsContentType;
     out.body = r->metrics->scrape(r->gauges ? r->gauges() : std::vector<JobGauges>{});
     res->reply(std::move(out));
-  });
+  };
+  if (!r->open) scrape = http::withBearerAuth(http::fixedBearerToken(r->token, "; or start the controller with --metrics-open"), std::move(scrape));
+  router.add("GET", "/metrics", std::move(scrape));
 }
 
 }  // namespace ddp::controller

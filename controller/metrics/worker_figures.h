@@ -2,10 +2,12 @@
 // The figures of one heartbeat that the metrics take (MetricsSink::heartbeat).
 // Thread model: a pure function.
 
-#include "controller/jobs/heartbeat.h"
+#include "common/protocol/controller_messages.h"
 #include "controller/metrics/metrics_sink.h"
 
 namespace ddp::controller {
+
+using protocol::Heartbeat;
 
 // `etaSeconds` is left at 0: the job manager fills in its own estimate.
 WorkerFigures workerFigures(const Heartbeat& hb);

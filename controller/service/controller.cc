@@ -17,7 +17,7 @@
 #include "controller/jobs/job_manager.h"
 #include "controller/launch/external_launcher.h"
 #include "controller/launch/kubernetes/kube_config.h"
-#include "controller/launch/kubernetes/kubernetes_runtime.h"
+#include "controller/kubernetes/kubernetes_runtime.h"
 #include "controller/launch/local_launcher.h"
 #include "controller/metrics/controller_metrics.h"
 #include "controller/metrics/metrics_route.h"

@@ -136,7 +136,7 @@ std::optional<WorkerMemoryBudget> KubernetesLauncher::workerMemory(int, const st
 
 Status KubernetesLauncher::ready() const {
   if (!pods_->synced()) return unavailable("kubernetes: the pod watch has not synced yet: " + pods_->lastError().message());
-  if (options_.elector) return options_.elector->readiness();
+  if (options_.leaderReadiness) return options_.leaderReadiness();
   return Status::ok();
 }
 

@@ -44,7 +44,6 @@
 
 #include "common/jobspec/job_spec.h"
 #include "controller/launch/kubernetes/kube_client.h"
-#include "controller/launch/kubernetes/leader_elector.h"
 #include "controller/launch/kubernetes/pod_log_stream.h"
 #include "controller/launch/kubernetes/resource_watcher.h"
 #include "controller/launch/kubernetes/worker_objects.h"
@@ -63,7 +62,9 @@ struct KubernetesLauncherOptions {
   // The DDPJob that owns a job, for owner references; nullopt for jobs from the REST API.
   std::function<std::optional<JobOwner>(const std::string& job)> ownerOf;
   Launcher::ExitCallback onExit;
-  const LeaderElector* elector = nullptr;  // readiness; nullptr: no leader election
+  // This replica's readiness beyond the pod watch (the leader election's, which the Kubernetes
+  // front end runs: controller/kubernetes/); empty: no leader election.
+  std::function<Status()> leaderReadiness;
   int podWatchTimeoutSeconds = 300;
   Duration replaceTimeout = kReplaceTimeout;  // Note [Job incarnations]
   Duration logPollInterval = kLogPollInterval;  // following a log (pod_log_stream.h)

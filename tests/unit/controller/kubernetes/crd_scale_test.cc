@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "controller/launch/kubernetes/ddpjob_reconciler.h"
+#include "controller/kubernetes/ddpjob_reconciler.h"
 
 namespace ddp::controller::kube {
 namespace {

@@ -4,18 +4,19 @@
 // a status; a refused DDPJob gets phase Failed naming the field; deleting the DDPJob removes the
 // job and its objects; ttlSecondsAfterFinished deletes a finished DDPJob; status writes follow
 // Note [Status writes].
-#include "controller/launch/kubernetes/ddpjob_reconciler.h"
+#include "controller/kubernetes/ddpjob_reconciler.h"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <thread>
 
 #include "controller/api/job_json.h"
-
 #include "controller/jobs/job_manager.h"
 #include "controller/launch/kubernetes/kubernetes_launcher.h"
+#include "controller/store/job_status_json.h"
 #include "controller/store/sqlite_job_store.h"
 #include "tests/support/temp_dir.h"
 #include "tests/unit/controller/kubernetes/fake_api_test.h"
@@ -57,6 +58,40 @@ TEST(KubernetesStatusTest, WritesFollowTheRateRules) {
   json phase = s;
   phase["phase"] = "Succeeded";
   EXPECT_TRUE(statusWriteDue(s, t0, phase, t0));
+}
+
+// The DDPJob status is read from the job's types; the REST API's job object (an independent
+// writer of the same record) is the oracle for what the two show alike.
+TEST(KubernetesStatusTest, ShowsWhatTheRestJobObjectShows) {
+  JobRecord r;
+  r.name = "lm";
+  r.phase = JobPhase::kFailed;
+  r.startMs = 1767225600123;
+  r.completionMs = 1767225900456;
+  r.conditions = {{kConditionRunning, false, "WorkerFailed", "rank 1 exited: \"oom\"", 1767225900000},
+                  {kConditionFailed, true, "WorkerFailed", "rank 1 exited", 1767225900001}};
+  r.progress.step = 120;
+  r.progress.totalSteps = 400;
+  r.progress.epoch = 1;
+  r.progress.epochs = 2;
+  r.progress.loss = std::nan("");
+  r.progress.samplesPerSecond = 812.5;
+  r.progress.testAccuracy = 0.75;
+  r.progress.etaSeconds = 33;
+  r.progress.valLoss = 2.0;
+  r.progress.tokensPerSecond = 1e5;
+  const json status = ddpJobStatus(r, 4);
+  const json api = json::parse(jobJson(r))["status"];
+  for (const char* k : {"phase", "conditions", "progress", "startTime", "completionTime"}) {
+    EXPECT_EQ(status[k], api[k]) << k;
+  }
+  EXPECT_TRUE(status["progress"]["loss"].is_null());
+  EXPECT_EQ(status["progress"]["perplexity"], std::exp(2.0));
+  JobRecord pending;
+  pending.name = "p";
+  const json fresh = ddpJobStatus(pending, 1);
+  EXPECT_FALSE(fresh.contains("startTime")) << "not started: no startTime key";
+  EXPECT_FALSE(fresh.contains("completionTime"));
 }
 
 class KubernetesReconcilerTest : public testing::FakeApiTest {

@@ -1,5 +1,5 @@
 // Note [Schedule timeout]: decideGang and podScheduleOf, pure.
-#include "controller/launch/kubernetes/gang_schedule.h"
+#include "controller/kubernetes/gang_schedule.h"
 
 #include <gtest/gtest.h>
 

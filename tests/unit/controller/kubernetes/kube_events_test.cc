@@ -1,12 +1,12 @@
 // Note [Mirrored events] (kube_events.h) and the status helpers of the run policy
 // (ddpjob_status.h): pure functions, and the recorder against FakeKubeApiServer (FAKED: the API
 // server).
-#include "controller/launch/kubernetes/kube_events.h"
+#include "controller/kubernetes/kube_events.h"
 
 #include <gtest/gtest.h>
 
-#include "controller/api/job_json.h"
-#include "controller/launch/kubernetes/ddpjob_status.h"
+#include "controller/kubernetes/ddpjob_status.h"
+#include "controller/store/job_status_json.h"
 #include "tests/unit/controller/kubernetes/fake_api_test.h"
 
 namespace ddp::controller::kube {

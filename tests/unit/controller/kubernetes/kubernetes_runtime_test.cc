@@ -2,7 +2,7 @@
 // other replica is the test writing the Lease as it would). Note [Fencing on leadership loss]:
 // a leader whose Lease another replica took calls onLostLeadership within the renew deadline
 // (ddp-controller's main exits then); a stop() that releases the lease does not.
-#include "controller/launch/kubernetes/kubernetes_runtime.h"
+#include "controller/kubernetes/kubernetes_runtime.h"
 
 #include <gtest/gtest.h>
 

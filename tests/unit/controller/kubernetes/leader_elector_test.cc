@@ -3,7 +3,7 @@
 // paths and 409 on a stale resourceVersion) with an injected clock: two replicas never lead at
 // once, a dead leader is replaced after the lease duration, a leader that cannot renew steps
 // down, a standby is not ready, and a stopping leader hands over at once.
-#include "controller/launch/kubernetes/leader_elector.h"
+#include "controller/kubernetes/leader_elector.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-#include "controller/launch/kubernetes/ddpjob_reconciler.h"
+#include "controller/kubernetes/ddpjob_reconciler.h"
 
 #include "common/clock.h"
 #include "common/jobspec/job_spec_kubernetes.h"
 #include "common/log.h"
-#include "controller/launch/kubernetes/gang_schedule.h"
+#include "controller/kubernetes/gang_schedule.h"
 
 namespace ddp::controller::kube {
 namespace {

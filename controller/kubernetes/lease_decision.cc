@@ -1,4 +1,4 @@
-#include "controller/launch/kubernetes/lease_decision.h"
+#include "controller/kubernetes/lease_decision.h"
 
 namespace ddp::controller::kube {
 

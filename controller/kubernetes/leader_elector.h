@@ -21,7 +21,7 @@
 
 #include "common/clock.h"
 #include "controller/launch/kubernetes/kube_client.h"
-#include "controller/launch/kubernetes/lease_decision.h"
+#include "controller/kubernetes/lease_decision.h"
 
 namespace ddp::controller::kube {
 

@@ -1,9 +1,9 @@
-#include "controller/launch/kubernetes/kube_events.h"
+#include "controller/kubernetes/kube_events.h"
 
 #include <cstdio>
 
 #include "common/log.h"
-#include "controller/api/job_json.h"
+#include "controller/store/job_status_json.h"
 
 namespace ddp::controller::kube {
 namespace {

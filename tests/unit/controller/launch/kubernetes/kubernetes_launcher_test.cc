@@ -11,6 +11,7 @@
 #include <csignal>
 #include <thread>
 
+#include "controller/kubernetes/leader_elector.h"
 #include "tests/unit/controller/kubernetes/fake_api_test.h"
 
 namespace ddp::controller::kube {
@@ -289,7 +290,7 @@ TEST_F(KubernetesLauncherTest, AStandbyReplicaIsNotReady) {
   KubernetesLauncherOptions o;
   o.nameSpace = "ml";
   o.specOf = [](const std::string&) { return std::optional<JobSpec>(); };
-  o.elector = standby->get();
+  o.leaderReadiness = [elector = standby->get()] { return elector->readiness(); };
   auto l = KubernetesLauncher::create(*client_, o);
   ASSERT_TRUE(l.isOk());
   EXPECT_TRUE(testing::waitUntil([&] { return (*l)->ready().code() == StatusCode::kUnavailable &&

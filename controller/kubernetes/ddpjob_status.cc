@@ -1,10 +1,10 @@
-#include "controller/launch/kubernetes/ddpjob_status.h"
+#include "controller/kubernetes/ddpjob_status.h"
 
 #include <cstdio>
 #include <ctime>
 
-#include "controller/api/job_json.h"
 #include "controller/launch/kubernetes/worker_objects.h"
+#include "controller/store/job_status_json.h"
 
 namespace ddp::controller::kube {
 namespace {
@@ -18,15 +18,15 @@ constexpr const char* kUrgent[] = {"phase", "conditions", "readyWorkers", "world
 }  // namespace
 
 json ddpJobStatus(const JobRecord& r, int64_t observedGeneration) {
-  // The REST API's job object has the same progress and conditions: one conversion.
-  const json api = json::parse(jobJson(r))["status"];
   int ready = 0, world = 0;
   for (const WorkerRecord& w : r.workers) {
     if (w.rank >= 0) ++world;
     if (w.state == "Running") ++ready;
   }
-  json s = {{"phase", api["phase"]},
-            {"conditions", api["conditions"]},
+  // Phase, conditions, progress and times as the REST API's job object shows them (one writer
+  // of each: job_status_json.h).
+  json s = {{"phase", jobPhaseName(r.phase)},
+            {"conditions", conditionsJson(r.conditions)},
             {"readyWorkers", ready},
             // The scale subresource's labelSelectorPath (a HorizontalPodAutoscaler finds the
             // job's worker pods with it).
@@ -34,10 +34,10 @@ json ddpJobStatus(const JobRecord& r, int64_t observedGeneration) {
             {"worldSize", world},
             {"rendezvousGeneration", r.generation},
             {"restarts", r.restarts},
-            {"progress", api["progress"]},
+            {"progress", progressJson(r.progress)},
             {"observedGeneration", observedGeneration}};
-  if (!api["startTime"].is_null()) s["startTime"] = api["startTime"];
-  if (!api["completionTime"].is_null()) s["completionTime"] = api["completionTime"];
+  if (r.startMs != 0) s["startTime"] = rfc3339(r.startMs);
+  if (r.completionMs != 0) s["completionTime"] = rfc3339(r.completionMs);
   return s;
 }
 

@@ -45,9 +45,9 @@
 
 #include "common/clock.h"
 #include "common/jobspec/job_spec.h"
-#include "controller/launch/kubernetes/ddpjob_status.h"
+#include "controller/kubernetes/ddpjob_status.h"
 #include "controller/launch/kubernetes/kube_client.h"
-#include "controller/launch/kubernetes/kube_events.h"
+#include "controller/kubernetes/kube_events.h"
 #include "controller/launch/kubernetes/resource_watcher.h"
 #include "controller/launch/kubernetes/worker_objects.h"
 #include "controller/store/job_record.h"

@@ -1,4 +1,4 @@
-#include "controller/launch/kubernetes/gang_schedule.h"
+#include "controller/kubernetes/gang_schedule.h"
 
 #include <algorithm>
 #include <cstdlib>

@@ -34,10 +34,10 @@
 #include <optional>
 #include <string>
 
-#include "controller/launch/kubernetes/ddpjob_reconciler.h"
+#include "controller/kubernetes/ddpjob_reconciler.h"
 #include "controller/launch/kubernetes/kube_client.h"
 #include "controller/launch/kubernetes/kubernetes_launcher.h"
-#include "controller/launch/kubernetes/leader_elector.h"
+#include "controller/kubernetes/leader_elector.h"
 
 namespace ddp::controller::kube {
 

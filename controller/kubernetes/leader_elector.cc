@@ -1,4 +1,4 @@
-#include "controller/launch/kubernetes/leader_elector.h"
+#include "controller/kubernetes/leader_elector.h"
 
 #include <ctime>
 

@@ -1,4 +1,4 @@
-#include "controller/launch/kubernetes/kubernetes_runtime.h"
+#include "controller/kubernetes/kubernetes_runtime.h"
 
 #include "common/log.h"
 
@@ -25,7 +25,7 @@ Result<std::unique_ptr<KubernetesRuntime>> KubernetesRuntime::create(KubernetesR
   lo.nameSpace = options.nameSpace;
   lo.defaultImage = options.workerImage;
   lo.onExit = options.onExit;
-  lo.elector = r->elector_.get();
+  if (r->elector_) lo.leaderReadiness = [elector = r->elector_.get()] { return elector->readiness(); };
   lo.specOf = [self](const std::string& job) -> std::optional<JobSpec> {
     std::lock_guard<std::mutex> lock(self->mu_);
     return self->specOf_ ? self->specOf_(job) : std::nullopt;
