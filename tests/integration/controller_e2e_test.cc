@@ -22,6 +22,7 @@
 #include "tests/integration/cli_process.h"
 #include "tests/support/controller_process.h"
 #include "tests/support/launcher_pid_files.h"
+#include "tests/support/temp_dir.h"
 
 namespace ddp {
 namespace {
@@ -32,21 +33,11 @@ using test::ControllerProcess;
 const std::string kBin = DDP_TEST_BIN_DIR;
 const std::string kSource = DDP_SOURCE_DIR;
 
-class TempDir {
- public:
-  TempDir() {
-    char t[] = "/tmp/controller-e2e-XXXXXX";
-    path_ = ::mkdtemp(t);
-  }
-  ~TempDir() {
-    killWorkers();
-    std::system(("rm -rf " + path_).c_str());
-  }
-  const std::string& path() const { return path_; }
-  void killWorkers() const { test::killLauncherWorkers(path_ + "/state"); }
-
- private:
-  std::string path_;
+// The test's directory; the workers its controller started are killed before it is removed.
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("controller-e2e") {}
+  ~TempDir() { killWorkers(); }
+  void killWorkers() const { test::killLauncherWorkers(path() + "/state"); }
 };
 
 test::CliResult ddpctl(const std::vector<std::string>& args, const std::string& url, const std::string& tokenFile) {

@@ -15,28 +15,15 @@
 #include "common/checkpoint/atomic_file.h"
 #include "common/checkpoint/checkpoint_store.h"
 #include "worker/control/launch_env.h"
+#include "tests/support/temp_dir.h"
 
 namespace ddp {
 namespace {
 
 const std::string kDdpctl = std::string(DDP_TEST_BIN_DIR) + "/ddpctl";
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "ddpctl_test_XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::string p = path_ + "/" + name;
-    std::ofstream(p) << text;
-    return p;
-  }
-
- private:
-  std::string path_;
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("ddpctl_test") {}
 };
 
 std::string header(const std::string& name) {

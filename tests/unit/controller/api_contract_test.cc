@@ -21,25 +21,13 @@
 #include "controller/jobs/job_manager.h"
 #include "controller/launch/launcher.h"
 #include "controller/service/controller.h"
-#include "tests/support/stand_in_controller.h"
+#include "tests/support/stand_in_controller_test.h"
 
 namespace ddp::controller {
 namespace {
 
 using nlohmann::json;
 
-class TempDir {
- public:
-  TempDir() {
-    char t[] = "/tmp/api-contract-XXXXXX";
-    path_ = ::mkdtemp(t);
-  }
-  ~TempDir() { std::system(("rm -rf " + path_).c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 std::string jobYaml(const std::string& name, int workers = 2) {
   return "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata:\n  name: " + name +
@@ -47,19 +35,9 @@ std::string jobYaml(const std::string& name, int workers = 2) {
          "}\n  model: {type: mlp, hidden: [8]}\n  data: {dataset: synthetic, batchSize: 8}\n  steps: 10\n";
 }
 
-class ApiContractTest : public ::testing::Test {
+class ApiContractTest : public test::StandInControllerTest<> {
  protected:
-  void SetUp() override {
-    auto ctl = test::startStandInController(dir_.path());
-    ASSERT_TRUE(ctl.isOk()) << ctl.status().toString();
-    ctl_ = std::move(*ctl);
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", ctl_->port());
-    client_->set_read_timeout(10, 0);
-    auth_ = {{"Authorization", "Bearer " + ctl_->token()}};
-  }
-  void TearDown() override {
-    if (ctl_) test::stopStandInController(*ctl_);  // its stand-in workers, by pid
-  }
+  void SetUp() override { startController(); }
   httplib::Result post(const std::string& path, const std::string& body, const std::string& type,
                        const httplib::Headers& h) {
     return client_->Post(path.c_str(), h, body, type.c_str());
@@ -86,11 +64,6 @@ class ApiContractTest : public ::testing::Test {
     EXPECT_TRUE(rec.isOk());
     return rec->workerToken;
   }
-
-  TempDir dir_;
-  std::unique_ptr<Controller> ctl_;
-  std::unique_ptr<httplib::Client> client_;
-  httplib::Headers auth_;
 };
 
 TEST_F(ApiContractTest, HealthNeedsNoTokenEverythingElseDoes) {

@@ -1,41 +1,18 @@
 #pragma once
-// Test helpers for the job store tests: a temporary directory under /tmp removed at the end,
-// and a JobRecord with every field set.
+// Test helpers for the job store tests: the tests' TempDir (tests/support/temp_dir.h) and a
+// JobRecord with every field set.
 // Thread model: TempDir is used by one thread; fullJob() is a pure function.
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <string>
 
 #include <gtest/gtest.h>
 
 #include "controller/store/job_record.h"
+#include "tests/support/temp_dir.h"
 
 namespace ddp::controller::testing {
 
-// mkdtemp("/tmp/<prefix>.XXXXXX"); the destructor removes the tree.
-class TempDir {
- public:
-  explicit TempDir(const std::string& prefix = "job_store_test") {
-    std::string pattern = "/tmp/" + prefix + ".XXXXXX";
-    char* made = ::mkdtemp(pattern.data());
-    EXPECT_NE(made, nullptr) << "mkdtemp " << pattern;
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::string& path() const { return path_; }
-  std::string file(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 // A job with every field set to a value that differs from its default; `seed` varies them.
 inline JobRecord fullJob(const std::string& name, int64_t seed = 1) {

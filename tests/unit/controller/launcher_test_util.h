@@ -24,6 +24,7 @@
 #include "common/checkpoint/atomic_file.h"
 #include "controller/launch/local_launcher.h"
 #include "controller/launch/pid_file.h"
+#include "tests/support/temp_dir.h"
 
 namespace ddp::controller::testing {
 
@@ -61,16 +62,9 @@ class ExitRecorder {
 
 class LauncherTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/ddp-launcher-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    stateDir_ = tmpl;
-  }
-
   void TearDown() override {
     launcher_.reset();
-    killTracked();
-    (void)runtime::removeAll(stateDir_);
+    killTracked();  // before dir_ goes, with everything in it
   }
 
   LocalLauncherOptions options(const std::string& script) {
@@ -168,7 +162,8 @@ class LauncherTest : public ::testing::Test {
     tracked_.clear();
   }
 
-  std::string stateDir_;
+  test::TempDir dir_{"ddp-launcher-test"};
+  const std::string stateDir_ = dir_.path();
   ExitRecorder exits_;
   std::unique_ptr<LocalLauncher> launcher_;
   std::vector<ProcessIdentity> tracked_;

@@ -4,55 +4,21 @@
 // figures of the routes called before.
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <sys/stat.h>
-
-#include <cstdlib>
-#include <fstream>
 
 #include "controller/jobs/job_manager.h"
 #include "controller/launch/launcher.h"
 #include "controller/service/controller.h"
 #include "tests/support/prometheus_text.h"
+#include "tests/support/stand_in_controller_test.h"
 
 namespace ddp::controller {
 namespace {
 
-class MetricsRouteTest : public ::testing::TestWithParam<bool> {
+class MetricsRouteTest : public test::StandInControllerTest<::testing::TestWithParam<bool>> {
  protected:
   void SetUp() override {
-    char t[] = "/tmp/metrics-route-XXXXXX";
-    dir_ = ::mkdtemp(t);
-    const std::string fake = dir_ + "/fake-worker.sh";
-    std::ofstream(fake) << "#!/bin/sh\nexec sleep 60\n";
-    ::chmod(fake.c_str(), 0755);
-    ControllerConfig c;
-    c.listenPort = 0;
-    c.stateDir = dir_ + "/state";
-    c.workerBinary = fake;
-    c.stopGrace = std::chrono::seconds(1);
-    c.metricsOpen = GetParam();
-    auto ctl = Controller::start(c);
-    ASSERT_TRUE(ctl.isOk()) << ctl.status().toString();
-    ctl_ = std::move(*ctl);
-    client_ = std::make_unique<httplib::Client>("127.0.0.1", ctl_->port());
-    client_->set_read_timeout(10, 0);
-    auth_ = {{"Authorization", "Bearer " + ctl_->token()}};
+    startController([this](ControllerConfig& c) { c.metricsOpen = GetParam(); });
   }
-  void TearDown() override {
-    if (ctl_) {
-      auto jobs = ctl_->jobs().list();
-      if (jobs.isOk()) {
-        for (const auto& j : *jobs) (void)ctl_->launcher().forgetJob(j.name);  // stops the stand-ins by pid
-      }
-      ctl_->stop();
-    }
-    std::system(("rm -rf " + dir_).c_str());
-  }
-
-  std::string dir_;
-  std::unique_ptr<Controller> ctl_;
-  std::unique_ptr<httplib::Client> client_;
-  httplib::Headers auth_;
 };
 
 TEST_P(MetricsRouteTest, NeedsTheTokenUnlessOpen) {

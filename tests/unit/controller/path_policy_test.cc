@@ -6,8 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <string>
+
+#include "tests/support/temp_dir.h"
 
 namespace ddp::controller {
 namespace {
@@ -15,16 +16,14 @@ namespace {
 class PathPolicyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char t[] = "/tmp/path-policy-XXXXXX";
-    dir_ = ::mkdtemp(t);
     ::mkdir((dir_ + "/state").c_str(), 0700);
     ::mkdir((dir_ + "/state/checkpoints").c_str(), 0700);
     ::mkdir((dir_ + "/data").c_str(), 0700);
     ASSERT_EQ(::symlink("/etc", (dir_ + "/data/escape").c_str()), 0);
   }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
   PathPolicy policy() const { return PathPolicy({dir_ + "/state/checkpoints", dir_ + "/data"}, dir_ + "/state"); }
-  std::string dir_;
+  test::TempDir tmp_{"path-policy"};
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(PathPolicyTest, PathsUnderARootAreAllowed) {

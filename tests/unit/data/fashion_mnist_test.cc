@@ -2,6 +2,7 @@
 // read (skipped when the dataset-fashion-mnist package is not installed); clear errors for
 // missing, corrupt and truncated files (written to a temporary directory).
 #include "worker/data/fashion_mnist.h"
+#include "tests/support/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
@@ -18,18 +19,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/fmnist_test_XXXXXX";
-    path_ = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 void writeGz(const std::string& path, const std::string& bytes) {
   gzFile f = gzopen(path.c_str(), "wb");

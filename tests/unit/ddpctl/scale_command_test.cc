@@ -15,6 +15,7 @@
 #include "controller/jobs/job_manager.h"
 #include "controller/service/controller.h"
 #include "tests/support/controller_process.h"
+#include "tests/support/temp_dir.h"
 #include "tools/ddpctl/client_commands.h"
 
 namespace ddp::ddpctl {
@@ -30,14 +31,9 @@ constexpr const char* kJob =
 
 class ScaleCommandTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char t[] = "/tmp/ddp-scale-XXXXXX";
-    dir_ = ::mkdtemp(t);
-    start();
-  }
+  void SetUp() override { start(); }
   void TearDown() override {
     if (ctl_) ctl_->stop();
-    std::system(("rm -rf " + dir_).c_str());
   }
   void start() {
     controller::ControllerConfig c;
@@ -70,7 +66,8 @@ class ScaleCommandTest : public ::testing::Test {
     return spec.isOk() ? spec->workers.count : -1;
   }
 
-  std::string dir_;
+  test::TempDir tmp_{"ddp-scale"};
+  const std::string dir_ = tmp_.path();
   std::unique_ptr<controller::Controller> ctl_;
   std::ostringstream out_, err_;
   std::istringstream in_;

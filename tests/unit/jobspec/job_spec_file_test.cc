@@ -16,6 +16,7 @@
 
 #include "common/jobspec/job_spec.h"
 #include "tests/unit/jobspec/job_spec_test_util.h"
+#include "tests/support/temp_dir.h"
 
 namespace ddp {
 namespace {
@@ -24,23 +25,7 @@ using spec_test::contains;
 using spec_test::kMinimal;
 
 // A fresh directory, removed with its contents on destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "job_spec_file_test.XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name, const std::string& contents) const {
-    const std::string p = path_ + "/" + name;
-    std::ofstream(p, std::ios::binary) << contents;
-    return p;
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 // Writes `text` into a pipe's write end and closes it (a pipe has no size; the reader sees EOF).
 // With `forever`, writes `text` until the reader is gone (SIGPIPE blocked in this thread only).
@@ -66,7 +51,7 @@ void writeAndClose(int fd, std::string text, bool forever) {
 
 TEST(JobSpecFileTest, ReadsARegularFile) {
   TempDir dir;
-  auto r = loadJobSpecFile(dir.file("job.yaml", kMinimal));
+  auto r = loadJobSpecFile(dir.write("job.yaml", kMinimal));
   ASSERT_TRUE(r.isOk()) << r.status();
   EXPECT_EQ(r->name, "mini");
 }
@@ -101,10 +86,10 @@ TEST(JobSpecFileTest, RefusesAFileOverTheLimitNamingIt) {
   std::string doc = kMinimal;
   doc += "#" + std::string(kMaxJobDocumentBytes - doc.size() - 2, 'x') + "\n";
   ASSERT_EQ(doc.size(), kMaxJobDocumentBytes);
-  auto atLimit = loadJobSpecFile(dir.file("at-limit.yaml", doc));
+  auto atLimit = loadJobSpecFile(dir.write("at-limit.yaml", doc));
   EXPECT_TRUE(atLimit.isOk()) << atLimit.status();
   std::vector<SpecError> errors;
-  auto over = loadJobSpecFile(dir.file("over.yaml", doc + "\n"), &errors);
+  auto over = loadJobSpecFile(dir.write("over.yaml", doc + "\n"), &errors);
   ASSERT_FALSE(over.isOk());
   EXPECT_EQ(over.status().code(), StatusCode::kInvalidArgument);
   EXPECT_TRUE(contains(over.status().message(), "larger than 1048576 bytes")) << over.status();

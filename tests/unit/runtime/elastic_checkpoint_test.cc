@@ -9,10 +9,8 @@
 #include <functional>
 
 #include "common/checkpoint/checkpoint_store.h"
-#include "tests/support/local_backend.h"
 #include "tests/support/temp_dir.h"
-#include "worker/training/trainer.h"
-#include "worker/training/training_faults.h"
+#include "tests/support/trainer_runs.h"
 
 namespace ddp::runtime {
 namespace {
@@ -22,38 +20,13 @@ struct TempDir : test::TempDir {
 };
 
 TrainerConfig smallConfig(const std::string& dir) {
-  TrainerConfig c;
-  c.job = "elastic";
-  c.seed = 7;
-  c.mlp.inputs = 32;
-  c.mlp.hidden = {16};
-  c.mlp.classes = 4;
-  c.data = DatasetKind::kSynthetic;
-  c.synthetic.samples = 384;
-  c.synthetic.sampleShape = {32};
-  c.synthetic.classes = 4;
-  c.synthetic.seed = 3;
-  c.syntheticTestSamples = 64;
-  c.batchSize = 16;
-  c.epochs = 1;
-  c.logEverySteps = 1000;
-  c.evalBatchSize = 64;
+  TrainerConfig c = test::smallTrainerConfig("elastic", 32, 16, 384);
   c.checkpointDir = dir;
   return c;
 }
 
 std::vector<Result<TrainResult>> train(int world, const TrainerConfig& config, int64_t stopAfterStep = -1) {
-  std::vector<Result<TrainResult>> out(static_cast<size_t>(world), Result<TrainResult>(internalError("not run")));
-  TrainingFaults faults;
-  if (stopAfterStep >= 0) faults.stopDuring(stopAfterStep);
-  TrainerIo io;
-  io.progress = nullptr;
-  io.faults = &faults;
-  comm::runLocalRanks(world, [&](int rank, comm::Backend& backend) {
-    auto trainer = Trainer::create(config, backend, io);
-    out[static_cast<size_t>(rank)] = trainer.isOk() ? (*trainer)->run() : Result<TrainResult>(trainer.status());
-  });
-  return out;
+  return test::trainOnThreads(world, config, stopAfterStep);
 }
 
 struct Variant {

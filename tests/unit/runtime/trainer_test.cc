@@ -18,42 +18,21 @@
 #include "common/checkpoint/checkpoint_store.h"
 #include "worker/training/training_faults.h"
 #include "worker/training/training_setup.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/trainer_runs.h"
 
 namespace ddp::runtime {
 namespace {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "trainer_test_XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("trainer_test") {}
 };
 
 TrainerConfig smallConfig() {
-  TrainerConfig c;
-  c.job = "unit";
-  c.seed = 7;
-  c.model = ModelType::kMlp;
-  c.mlp.inputs = 64;
-  c.mlp.hidden = {32};
-  c.mlp.classes = 4;
-  c.data = DatasetKind::kSynthetic;
-  c.synthetic.samples = 512;
-  c.synthetic.sampleShape = {64};
-  c.synthetic.classes = 4;
+  TrainerConfig c = test::smallTrainerConfig("unit", 64, 32, 512);
   c.synthetic.separation = 4.0f;
-  c.synthetic.seed = 3;
   c.syntheticTestSamples = 256;
-  c.batchSize = 16;
   c.epochs = 2;
-  c.optimizer = optim::OptimizerConfig::sgd(0.05f, 0.9f);
-  c.logEverySteps = 1000;
   c.stopCheckEverySteps = 1;  // the tests stop at exact steps
   c.evalBatchSize = 128;
   return c;
