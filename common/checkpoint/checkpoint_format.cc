@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "common/binary_io.h"
+#include "common/named_sections.h"
 
 namespace ddp::runtime {
 namespace {
@@ -24,10 +25,7 @@ std::string encodeShard(const CheckpointShard& shard) {
   w.put<int32_t>(shard.rank);
   w.put<int32_t>(shard.worldSize);
   w.put<uint32_t>(static_cast<uint32_t>(shard.sections.size()));
-  for (const auto& [name, bytes] : shard.sections) {
-    w.putString(name);
-    w.putString(bytes);
-  }
+  putNamedSections(w, shard.sections);
   return writeFramed(kShardMagic, kShardVersion, w.data());
 }
 
@@ -49,12 +47,7 @@ Result<CheckpointShard> decodeShard(std::string_view file, const std::string& wh
   }
   s.rank = rank;
   s.worldSize = world;
-  for (uint32_t i = 0; i < n; ++i) {
-    std::string name, bytes;
-    DDP_RETURN_IF_ERROR(r.getString(&name));
-    DDP_RETURN_IF_ERROR(r.getString(&bytes));
-    s.sections.emplace(std::move(name), std::move(bytes));
-  }
+  DDP_RETURN_IF_ERROR(getNamedSections(r, n, &s.sections));
   if (!r.atEnd()) return dataLoss(what + ": trailing bytes after the sections");
   return s;
 }

@@ -11,8 +11,9 @@
 // they report it in their final heartbeat, often before the killed process's exit is seen. So a
 // failure known from an exit is blamed first; one a worker reported itself becomes the verdict
 // only after `settle` without such an exit.
-// Restarting is entered by the recovery logic (hang or death with restarts left), which later
-// work adds; the record and the API already know the phase.
+// Restarting is not decided here: the recovery logic enters it (job_recovery.cc: a hang verdict
+// or a death with restarts left, Note [Hang verdicts] in hang_detector.h), and decideJob() then
+// reads the new generation's workers as it reads the first's.
 // Thread model: pure function.
 
 #include <optional>

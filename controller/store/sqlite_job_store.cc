@@ -113,6 +113,19 @@ Status prepareFile(const std::string& path) {
   return Status::ok();
 }
 
+// Every row of `sql` about one job (?1 = jobId), each made into a T by `row`.
+template <typename T, typename RowFn>
+Result<std::vector<T>> jobRows(SqliteDb& db, const std::string& sql, int64_t jobId, RowFn row) {
+  DDP_ASSIGN_OR_RETURN(SqliteStatement stmt, db.prepare(sql));
+  stmt.bind(1, jobId);
+  std::vector<T> out;
+  while (true) {
+    DDP_ASSIGN_OR_RETURN(bool more, stmt.step());
+    if (!more) return out;
+    out.push_back(row(stmt));
+  }
+}
+
 // Runs an integrity pragma; DataLoss with (up to 5 of) SQLite's findings unless it says "ok".
 Status checkPragma(SqliteDb& db, const char* pragma) {
   DDP_ASSIGN_OR_RETURN(SqliteStatement stmt, db.prepare(pragma));
@@ -425,18 +438,12 @@ Result<std::vector<JobEvent>> SqliteJobStore::events(const std::string& name) {
   DDP_ASSIGN_OR_RETURN(SqliteTransaction txn,
                        SqliteTransaction::begin(*db_, SqliteTransaction::Kind::kRead));
   DDP_ASSIGN_OR_RETURN(int64_t id, jobId(name));
-  std::vector<JobEvent> out;
-  {
-    DDP_ASSIGN_OR_RETURN(SqliteStatement stmt,
-                         db_->prepare("SELECT time_ms, type, reason, message FROM events "
-                                      "WHERE job_id = ?1 ORDER BY id"));
-    stmt.bind(1, id);
-    while (true) {
-      DDP_ASSIGN_OR_RETURN(bool row, stmt.step());
-      if (!row) break;
-      out.push_back(JobEvent{stmt.int64At(0), stmt.textAt(1), stmt.textAt(2), stmt.textAt(3)});
-    }
-  }
+  DDP_ASSIGN_OR_RETURN(
+      std::vector<JobEvent> out,
+      jobRows<JobEvent>(*db_, "SELECT time_ms, type, reason, message FROM events WHERE job_id = ?1 ORDER BY id", id,
+                        [](const SqliteStatement& r) {
+                          return JobEvent{r.int64At(0), r.textAt(1), r.textAt(2), r.textAt(3)};
+                        }));
   DDP_RETURN_IF_ERROR(txn.commit());
   return out;
 }
@@ -463,16 +470,9 @@ Status SqliteJobStore::retainCheckpoints(const std::string& name, const std::vec
   DDP_ASSIGN_OR_RETURN(SqliteTransaction txn,
                        SqliteTransaction::begin(*db_, SqliteTransaction::Kind::kWrite));
   DDP_ASSIGN_OR_RETURN(int64_t id, jobId(name));
-  std::vector<int64_t> stored;
-  {
-    DDP_ASSIGN_OR_RETURN(SqliteStatement stmt, db_->prepare("SELECT step FROM checkpoints WHERE job_id = ?1"));
-    stmt.bind(1, id);
-    while (true) {
-      DDP_ASSIGN_OR_RETURN(bool row, stmt.step());
-      if (!row) break;
-      stored.push_back(stmt.int64At(0));
-    }
-  }
+  DDP_ASSIGN_OR_RETURN(std::vector<int64_t> stored,
+                       jobRows<int64_t>(*db_, "SELECT step FROM checkpoints WHERE job_id = ?1", id,
+                                        [](const SqliteStatement& r) { return r.int64At(0); }));
   for (int64_t step : stored) {
     if (std::find(steps.begin(), steps.end(), step) != steps.end()) continue;
     DDP_ASSIGN_OR_RETURN(SqliteStatement del, db_->prepare("DELETE FROM checkpoints WHERE job_id = ?1 AND step = ?2"));
@@ -487,19 +487,14 @@ Result<std::vector<CheckpointRecord>> SqliteJobStore::checkpoints(const std::str
   DDP_ASSIGN_OR_RETURN(SqliteTransaction txn,
                        SqliteTransaction::begin(*db_, SqliteTransaction::Kind::kRead));
   DDP_ASSIGN_OR_RETURN(int64_t id, jobId(name));
-  std::vector<CheckpointRecord> out;
-  {
-    DDP_ASSIGN_OR_RETURN(SqliteStatement stmt,
-                         db_->prepare("SELECT step, time_ms, bytes, world_size, path "
-                                      "FROM checkpoints WHERE job_id = ?1 ORDER BY step"));
-    stmt.bind(1, id);
-    while (true) {
-      DDP_ASSIGN_OR_RETURN(bool row, stmt.step());
-      if (!row) break;
-      out.push_back(CheckpointRecord{stmt.int64At(0), stmt.int64At(1), stmt.int64At(2),
-                                     static_cast<int>(stmt.int64At(3)), stmt.textAt(4)});
-    }
-  }
+  DDP_ASSIGN_OR_RETURN(std::vector<CheckpointRecord> out,
+                       jobRows<CheckpointRecord>(*db_,
+                                                 "SELECT step, time_ms, bytes, world_size, path "
+                                                 "FROM checkpoints WHERE job_id = ?1 ORDER BY step",
+                                                 id, [](const SqliteStatement& r) {
+                                                   return CheckpointRecord{r.int64At(0), r.int64At(1), r.int64At(2),
+                                                                           static_cast<int>(r.int64At(3)), r.textAt(4)};
+                                                 }));
   DDP_RETURN_IF_ERROR(txn.commit());
   return out;
 }
@@ -525,17 +520,9 @@ Result<std::vector<std::string>> SqliteJobStore::flightRecords(const std::string
   DDP_ASSIGN_OR_RETURN(SqliteTransaction txn,
                        SqliteTransaction::begin(*db_, SqliteTransaction::Kind::kRead));
   DDP_ASSIGN_OR_RETURN(int64_t id, jobId(name));
-  std::vector<std::string> out;
-  {
-    DDP_ASSIGN_OR_RETURN(SqliteStatement stmt,
-                         db_->prepare("SELECT record_json FROM flight_records WHERE job_id = ?1 ORDER BY time_ms"));
-    stmt.bind(1, id);
-    while (true) {
-      DDP_ASSIGN_OR_RETURN(bool row, stmt.step());
-      if (!row) break;
-      out.push_back(stmt.textAt(0));
-    }
-  }
+  DDP_ASSIGN_OR_RETURN(std::vector<std::string> out,
+                       jobRows<std::string>(*db_, "SELECT record_json FROM flight_records WHERE job_id = ?1 ORDER BY time_ms",
+                                            id, [](const SqliteStatement& r) { return r.textAt(0); }));
   DDP_RETURN_IF_ERROR(txn.commit());
   return out;
 }

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "common/binary_io.h"
+#include "common/named_sections.h"
 
 namespace ddp::runtime {
 namespace {
@@ -30,10 +31,7 @@ std::string PeerState::encode() const {
   w.put<int32_t>(worldSize);
   w.put<int64_t>(generation);
   w.put<uint64_t>(sections.size());
-  for (const auto& [name, bytes] : sections) {
-    w.putString(name);
-    w.putString(bytes);
-  }
+  putNamedSections(w, sections);
   return writeFramed(kPeerStateMagic, 1, w.data());
 }
 
@@ -49,12 +47,7 @@ Result<PeerState> PeerState::decode(std::string_view bytes) {
   DDP_RETURN_IF_ERROR(r.get(&s.generation));
   DDP_RETURN_IF_ERROR(r.get(&count));
   s.worldSize = world;
-  for (uint64_t i = 0; i < count; ++i) {
-    std::string name, section;
-    DDP_RETURN_IF_ERROR(r.getString(&name));
-    DDP_RETURN_IF_ERROR(r.getString(&section));
-    s.sections.emplace(std::move(name), std::move(section));
-  }
+  DDP_RETURN_IF_ERROR(getNamedSections(r, count, &s.sections));
   if (!r.atEnd()) return dataLoss("peer state: trailing bytes");
   return s;
 }
