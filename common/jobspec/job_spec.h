@@ -254,6 +254,13 @@ struct CheckpointSpec {
   bool operator==(const CheckpointSpec&) const = default;
 };
 
+// spec.init: the parameters a job starts from instead of its seed's initialization (fine-tuning):
+// a safetensors file as `ddpctl export` writes it (docs/MODELS.md, "Exported models").
+struct InitSpec {
+  std::string from;  // empty: the seed's initialization
+  bool operator==(const InitSpec&) const = default;
+};
+
 struct EvalSpec {
   bool everyEpoch = true;
   int batchSize = 1000;
@@ -310,6 +317,7 @@ struct JobSpec {
   int64_t steps = 0;
   uint64_t seed = 0;
   CheckpointSpec checkpoint;
+  InitSpec init;
   EvalSpec eval;
   double bucketCapMb = 25.0;
   double firstBucketMb = 1.0;

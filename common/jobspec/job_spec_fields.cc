@@ -369,6 +369,10 @@ void appendRunFields(std::vector<SpecField>* out) {
                       "Steps between checkpoints.").atLeast(0).note("0: only at the end"));
   f.push_back(integer("spec.checkpoint.keep", at(&JobSpec::checkpoint, &C::keep), "Committed checkpoints kept.")
                   .atLeast(1));
+  f.push_back(object("spec.init", "Start from exported weights (fine-tuning); the optimizer starts fresh."));
+  f.push_back(string("spec.init.from", at(&JobSpec::init, &InitSpec::from),
+                     "A safetensors file as ddpctl export writes it: an absolute path under one of the controller's allowed roots; every parameter's tensor by its PyTorch name, F32, of the model's shape (docs/MODELS.md).")
+                  .emitWhen([](const JobSpec& s) { return !s.init.from.empty(); }));
   f.push_back(object("spec.eval", "Evaluation on the held-out split."));
   f.push_back(boolean("spec.eval.everyEpoch", at(&JobSpec::eval, &E::everyEpoch),
                       "Evaluate after every epoch (else at the end only)."));

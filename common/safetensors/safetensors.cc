@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <cerrno>
+#include <fstream>
 #include <set>
 
 #include "common/checkpoint/atomic_file.h"
@@ -85,6 +87,45 @@ Result<std::vector<Entry>> parseHeader(const nlohmann::json& header, const std::
   return entries;
 }
 
+uint64_t headerLength(std::string_view eight) {
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<unsigned char>(eight[i])) << (8 * i);
+  return n;
+}
+
+// The tensors a header announces (bytes not filled in), sorted by offset, checked against a file
+// of `fileSize` bytes whose header is `n` bytes; the metadata into `file` (when not null).
+Result<std::vector<Entry>> layout(std::string_view text, uint64_t n, uint64_t fileSize, const std::string& what,
+                                  File* file) {
+  if (n > kMaxHeaderBytes || n > fileSize - 8) {
+    return invalidArgument(what + ": header length " + std::to_string(n) + " exceeds the file (" +
+                           std::to_string(fileSize) + " bytes): not a safetensors file");
+  }
+  if (text.empty() || text[0] != '{') return invalidArgument(what + ": the header is not a JSON object");
+  const auto header = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (header.is_discarded() || !header.is_object()) return invalidArgument(what + ": the header is not valid JSON");
+  File scratch;
+  DDP_ASSIGN_OR_RETURN(std::vector<Entry> entries, parseHeader(header, what, file != nullptr ? file : &scratch));
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  const auto dataSize = static_cast<int64_t>(fileSize - 8 - n);
+  int64_t expect = 0;
+  for (const Entry& e : entries) {
+    const std::string where = what + ": tensor '" + e.tensor.name + "'";
+    if (e.begin != expect) return invalidArgument(where + ": data_offsets leave a gap or overlap at byte " + std::to_string(expect));
+    if (e.end > dataSize) return invalidArgument(where + ": data runs past the end of the file");
+    const int64_t want = e.tensor.numel() * dtypeBytes(e.tensor.dtype);
+    if (e.end - e.begin != want) {
+      return invalidArgument(where + ": " + std::to_string(e.end - e.begin) + " bytes, its shape and dtype take " +
+                             std::to_string(want));
+    }
+    expect = e.end;
+  }
+  if (expect != dataSize) return invalidArgument(what + ": " + std::to_string(dataSize - expect) + " bytes after the last tensor");
+  return entries;
+}
+
 }  // namespace
 
 int64_t Tensor::numel() const {
@@ -145,35 +186,32 @@ Result<std::string> encode(const File& file) {
 
 Result<File> decode(std::string_view bytes, const std::string& what) {
   if (bytes.size() < 8) return invalidArgument(what + ": " + std::to_string(bytes.size()) + " bytes, not a safetensors file");
-  uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
-  if (n > kMaxHeaderBytes || n > bytes.size() - 8) {
-    return invalidArgument(what + ": header length " + std::to_string(n) + " exceeds the file (" +
-                           std::to_string(bytes.size()) + " bytes): not a safetensors file");
-  }
-  const std::string_view text = bytes.substr(8, n);
-  if (text.empty() || text[0] != '{') return invalidArgument(what + ": the header is not a JSON object");
-  const auto header = nlohmann::json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-  if (header.is_discarded() || !header.is_object()) return invalidArgument(what + ": the header is not valid JSON");
+  const uint64_t n = headerLength(bytes.substr(0, 8));
   File file;
-  DDP_ASSIGN_OR_RETURN(std::vector<Entry> entries, parseHeader(header, what, &file));
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-  });
+  DDP_ASSIGN_OR_RETURN(std::vector<Entry> entries, layout(bytes.substr(8, n), n, bytes.size(), what, &file));
   const std::string_view data = bytes.substr(8 + n);
-  int64_t expect = 0;
   for (Entry& e : entries) {
-    const std::string where = what + ": tensor '" + e.tensor.name + "'";
-    if (e.begin != expect) return invalidArgument(where + ": data_offsets leave a gap or overlap at byte " + std::to_string(expect));
-    if (e.end > static_cast<int64_t>(data.size())) return invalidArgument(where + ": data runs past the end of the file");
     e.tensor.bytes.assign(data.substr(static_cast<size_t>(e.begin), static_cast<size_t>(e.end - e.begin)));
-    if (Status s = checkTensor(e.tensor); !s.isOk()) return s.withContext(what);
-    expect = e.end;
     file.tensors.push_back(std::move(e.tensor));
   }
-  if (expect != static_cast<int64_t>(data.size())) {
-    return invalidArgument(what + ": " + std::to_string(data.size() - expect) + " bytes after the last tensor");
-  }
+  return file;
+}
+
+Result<File> readHeader(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return notFound(path + ": cannot open (" + std::strerror(errno) + ")");
+  const auto size = static_cast<uint64_t>(in.tellg());
+  if (size < 8) return invalidArgument(path + ": " + std::to_string(size) + " bytes, not a safetensors file");
+  std::string head(8, '\0');
+  in.seekg(0);
+  in.read(head.data(), 8);
+  const uint64_t n = headerLength(head);
+  std::string text(static_cast<size_t>(std::min(n, std::min(kMaxHeaderBytes, size - 8))), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!in) return unavailable(path + ": cannot read its header");
+  File file;
+  DDP_ASSIGN_OR_RETURN(std::vector<Entry> entries, layout(text, n, size, path, &file));
+  for (Entry& e : entries) file.tensors.push_back(std::move(e.tensor));
   return file;
 }
 

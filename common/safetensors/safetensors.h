@@ -54,6 +54,9 @@ Result<File> decode(std::string_view bytes, const std::string& what);
 
 // encode() written atomically (a temporary file renamed over `path`).
 Status writeFile(const std::string& path, const File& file);
+// The file's tensors without their bytes (only the header is read) and its metadata, with every
+// check of decode(); what the controller checks at submission. NotFound when it cannot be opened.
+Result<File> readHeader(const std::string& path);
 // decode() of the file at `path`; NotFound when it is absent.
 Result<File> readFile(const std::string& path);
 

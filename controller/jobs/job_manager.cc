@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/secret.h"
 #include "controller/jobs/data_checks.h"
+#include "controller/jobs/init_checks.h"
 #include "controller/jobs/memory_estimate.h"
 #include "controller/jobs/job_decision.h"
 #include "controller/jobs/job_live.h"
@@ -218,7 +219,11 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
   }
   DDP_RETURN_IF_ERROR(options_.paths.check("spec.checkpoint.dir", spec.checkpoint.dir));
   for (const auto& [field, path] : userDataPaths(spec)) DDP_RETURN_IF_ERROR(options_.paths.check(field, path));
-  if (launcher_.sharesFilesystem()) DDP_RETURN_IF_ERROR(checkDataFiles(spec));
+  DDP_RETURN_IF_ERROR(options_.paths.check("spec.init.from", spec.init.from));
+  if (launcher_.sharesFilesystem()) {
+    DDP_RETURN_IF_ERROR(checkDataFiles(spec));
+    DDP_RETURN_IF_ERROR(checkInitFile(spec));  // Note [Init file checks]
+  }
   {  // Note [Memory estimate]
     const auto limit = spec.kubernetes.resources.limits.find("memory");
     const std::string podLimit = limit == spec.kubernetes.resources.limits.end() ? "" : limit->second;

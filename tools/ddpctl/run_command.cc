@@ -311,7 +311,7 @@ int runCommand(const std::vector<std::string>& argv) {
     return kExitUsage;
   }
   // Note [Allowed path roots]: the user's own directories, named as the user would, from here.
-  for (std::string* p : {&spec->checkpoint.dir, &spec->data.train.features, &spec->data.train.targets,
+  for (std::string* p : {&spec->checkpoint.dir, &spec->init.from, &spec->data.train.features, &spec->data.train.targets,
                          &spec->data.val.features, &spec->data.val.targets}) {
     if (!p->empty() && p->front() != '/') *p = std::filesystem::absolute(*p).lexically_normal().string();
   }

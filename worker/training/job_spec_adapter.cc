@@ -203,6 +203,7 @@ Result<TrainerConfig> trainerConfigFromJobSpec(const JobSpec& s) {
   adaptOptimizer(s, c);
   adaptCommunication(s, c);
   c.checkpointDir = s.checkpoint.dir;
+  c.initFrom = s.init.from;
   c.checkpointEverySteps = s.checkpoint.everySteps;
   c.keepCheckpoints = s.checkpoint.keep;
   c.checkpointEachEpoch = false;

@@ -12,6 +12,7 @@
 #include "worker/ddp/powersgd_hook_base.h"
 #include "worker/model/module.h"
 #include "worker/training/model_flops.h"
+#include "worker/training/safetensors_weights.h"
 #include "worker/training/trainer_impl.h"
 
 namespace ddp::runtime {
@@ -182,6 +183,9 @@ Status Trainer::Impl::setup() {
   // before the first step (buildSequential names the layer that does not fit).
   if (config.model == ModelType::kSequential && config.stackInput.empty()) config.stackInput = data->train.sampleShape;
   DDP_ASSIGN_OR_RETURN(model, buildModel(config));
+  if (!config.initFrom.empty()) {  // a checkpoint resumed later overwrites these
+    DDP_RETURN_IF_ERROR(loadWeightsFile(config.initFrom, *model).withContext("spec.init.from"));
+  }
   planBatch();
   if (!config.languageModel()) model->reserve(std::max(localBatch, config.evalBatchSize));
   if (!model->device().isCpu()) {

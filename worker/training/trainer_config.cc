@@ -177,6 +177,13 @@ void addUserData(TrajectoryHasher& h, const TrainerConfig& c) {
   h.add(u.standardizeStd);
 }
 
+// Fed only when the job starts from a file (spec.init.from), so every other job keeps its hash.
+void addInit(TrajectoryHasher& h, const TrainerConfig& c) {
+  if (c.initFrom.empty()) return;
+  h.add(fnv1a("spec.init.from"));
+  h.add(fnv1a(c.initFrom));
+}
+
 }  // namespace
 
 uint64_t trajectoryHash(const TrainerConfig& c) {
@@ -187,6 +194,7 @@ uint64_t trajectoryHash(const TrainerConfig& c) {
   addCommunication(h, c);
   addLanguageModel(h, c);
   addUserData(h, c);
+  addInit(h, c);
   return h.value();
 }
 

@@ -126,6 +126,9 @@ struct TrainerConfig {
 
   // Checkpoints.
   std::string checkpointDir;     // empty: no checkpoints
+  // spec.init.from: a safetensors file the parameters start from (a checkpoint to resume from
+  // wins); empty: the seed's initialization. The optimizer starts fresh either way.
+  std::string initFrom;
   int64_t checkpointEverySteps = 0;  // periodic; 0: none (a dir still gives end-of-run and stop checkpoints)
   bool checkpointEachEpoch = false;
   bool checkpointAtEnd = true;

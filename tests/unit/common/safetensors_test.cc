@@ -127,6 +127,25 @@ TEST(SafetensorsTest, WeReadTheNumpyWritersFile) {
   EXPECT_EQ(f->find("empty")->shape, (std::vector<int64_t>{0, 4}));
 }
 
+TEST(SafetensorsTest, ReadHeaderChecksTheLayoutWithoutTheData) {
+  test::TempDir dir("safetensors_test");
+  const std::string path = dir.path() + "/ours.safetensors";
+  ASSERT_TRUE(writeFile(path, oddFile()).isOk());
+  auto h = readHeader(path);
+  ASSERT_TRUE(h.isOk()) << h.status();
+  ASSERT_EQ(h->tensors.size(), oddFile().tensors.size());
+  EXPECT_EQ(h->tensors[1].shape, (std::vector<int64_t>{1, 1, 3}));
+  EXPECT_TRUE(h->tensors[1].bytes.empty());
+  EXPECT_EQ(h->metadata, oddFile().metadata);
+  std::string bytes = encode(oddFile()).value();
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 1);
+  auto cut = readHeader(path);
+  ASSERT_FALSE(cut.isOk());
+  EXPECT_NE(cut.status().message().find(path + ": tensor 'bytes': data runs past the end of the file"), std::string::npos)
+      << cut.status();
+  EXPECT_EQ(readHeader(dir.path() + "/none").status().code(), StatusCode::kNotFound);
+}
+
 std::string withHeader(const std::string& json, const std::string& data) {
   std::string out(8, '\0');
   for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((json.size() >> (8 * i)) & 0xff);
