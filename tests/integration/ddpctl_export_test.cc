@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <functional>
 #include <random>
 
 #include "tests/integration/cli_process.h"
@@ -50,10 +51,14 @@ void exportAndCheck(const test::TempDir& dir, const std::string& ckpt) {
   EXPECT_EQ(r.exitCode, 0) << r.out << r.err;
 }
 
-void checkClassifier(const std::string& name, const std::string& body, int features) {
+void checkClassifier(const std::string& name, const std::string& body, int features,
+                     const std::function<void(const test::TempDir&)>& writeData = nullptr) {
   if (!numpyAvailable()) GTEST_SKIP() << "/usr/bin/python3 with numpy (Debian python3-numpy) not installed";
   test::TempDir dir("ddpctl_export_test");
-  const std::string ckpt = train(dir, name, body);
+  if (writeData) writeData(dir);
+  std::string text = body;  // $DIR: the test's directory
+  for (size_t at; (at = text.find("$DIR")) != std::string::npos;) text.replace(at, 4, dir.path());
+  const std::string ckpt = train(dir, name, text);
   auto ours = loadOurs(ckpt);
   ASSERT_NE(ours, nullptr);
   auto* module = dynamic_cast<model::Module*>(ours.get());
@@ -63,6 +68,7 @@ void checkClassifier(const std::string& name, const std::string& body, int featu
   std::normal_distribution<float> normal;
   std::vector<float> x(static_cast<size_t>(n) * features);
   for (float& v : x) v = normal(rng);
+  module->setTraining(false, 0);  // dropout off, as predict runs it
   const float* y = module->forward(x.data(), n);
   std::vector<float> out(y, y + n * module->outputFeatures());
   test::writeNpy<float>(dir.path() + "/inputs.npy", "<f4", {n, features}, x);
@@ -84,6 +90,37 @@ TEST(DdpctlExportTest, ACnnExportMatchesNumpy) {
                   "  data: {dataset: synthetic, batchSize: 32, synthetic: {samples: 128, features: 784, classes: 3}}\n"
                   "  optimizer: {type: adam, lr: 0.01}\n  epochs: 1\n  seed: 4\n",
                   784);
+}
+
+// A declared stack (spec.model.type sequential) with a residual block, pools, a layer norm and a
+// dropout, on 2x6x6 samples from .npy files.
+TEST(DdpctlExportTest, ADeclaredConvStackWithAResidualBlockMatchesNumpy) {
+  const auto writeData = [](const test::TempDir& dir) {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal;
+    std::vector<float> x(48 * 72);
+    for (float& v : x) v = normal(rng);
+    std::vector<int64_t> y(48);
+    for (size_t i = 0; i < y.size(); ++i) y[i] = static_cast<int64_t>(i % 3);
+    test::writeNpy<float>(dir.path() + "/x.npy", "<f4", {48, 2, 6, 6}, x);
+    test::writeNpy<int64_t>(dir.path() + "/y.npy", "<i8", {48}, y);
+  };
+  checkClassifier("export-stack",
+                  "  model:\n    type: sequential\n    stack:\n"
+                  "    - conv2d: {out: 4, kernel: 3, padding: 1}\n"
+                  "    - relu: {}\n"
+                  "    - residual: {layers: [{conv2d: {out: 4, kernel: 3, padding: 1}}, {gelu: {}},"
+                  " {conv2d: {out: 4, kernel: 3, stride: 1, padding: 1}}]}\n"
+                  "    - maxpool2d: {kernel: 2}\n"
+                  "    - avgpool2d: {kernel: 2, stride: 1}\n"
+                  "    - flatten: {}\n"
+                  "    - layernorm: {}\n"
+                  "    - dropout: {p: 0.1}\n"
+                  "    - tanh: {}\n"
+                  "    - linear: {out: 3}\n"
+                  "  data: {dataset: npy, train: {features: $DIR/x.npy, targets: $DIR/y.npy}, batchSize: 16}\n"
+                  "  optimizer: {type: adam, lr: 0.01}\n  epochs: 1\n  seed: 6\n",
+                  72, writeData);
 }
 
 TEST(DdpctlExportTest, AGptExportMatchesNumpy) {

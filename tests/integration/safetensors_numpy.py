@@ -11,6 +11,7 @@ exported models (docs/MODELS.md, "Exported models"), for ddpctl_export_test.
 """
 import json
 import math
+import re
 import struct
 import sys
 
@@ -51,8 +52,13 @@ def write(path, tensors, meta):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
+def flow_yaml(value):
+    """A YAML flow value of plain keys and numbers ({conv2d: {out: 4}}, [1, 2], 3, true) as JSON."""
+    return json.loads(re.sub(r'([{,]\s*)([A-Za-z_]\w*)\s*:', r'\1"\2":', value))
+
+
 def parse_model(text):
-    """The model metadata: a flat YAML mapping whose values are JSON (numbers, flow lists, bools)."""
+    """The model metadata: a flat YAML mapping whose values are scalars or flow collections."""
     out = {}
     for line in text.splitlines():
         if ":" not in line:
@@ -60,7 +66,7 @@ def parse_model(text):
         key, value = line.split(":", 1)
         value = value.strip()
         try:
-            out[key.strip()] = json.loads(value)
+            out[key.strip()] = flow_yaml(value)
         except ValueError:
             out[key.strip()] = value
     return out
@@ -83,16 +89,60 @@ def linear(w, prefix, x):
     return x @ w[prefix + ".weight"].T + w[prefix + ".bias"]
 
 
-def conv2d(x, weight, bias, pad):
+def conv2d(x, weight, bias, pad, stride=1):
     n, c, h, wd = x.shape
     o, _, k, _ = weight.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    ho, wo = h + 2 * pad - k + 1, wd + 2 * pad - k + 1
+    ho, wo = (h + 2 * pad - k) // stride + 1, (wd + 2 * pad - k) // stride + 1
     cols = np.empty((n, c, k, k, ho, wo), dtype=np.float64)
     for i in range(k):
         for j in range(k):
-            cols[:, :, i, j] = xp[:, :, i:i + ho, j:j + wo]
+            cols[:, :, i, j] = xp[:, :, i:i + stride * (ho - 1) + 1:stride, j:j + stride * (wo - 1) + 1:stride]
     return np.einsum("nckluv,ockl->nouv", cols, weight) + bias[None, :, None, None]
+
+
+def pool(x, k, stride, reduce):
+    n, c, h, w = x.shape
+    ho, wo = (h - k) // stride + 1, (w - k) // stride + 1
+    out = np.empty((n, c, ho, wo))
+    for i in range(ho):
+        for j in range(wo):
+            out[:, :, i, j] = reduce(x[:, :, i * stride:i * stride + k, j * stride:j * stride + k], axis=(2, 3))
+    return out
+
+
+def layers(w, stack, prefix, x):
+    """A declared stack as torch.nn.Sequential runs it (entries named by their index)."""
+    for i, layer in enumerate(stack):
+        (kind, f), = layer.items()
+        p = prefix + str(i)
+        n = x.shape[0]
+        if kind == "linear":
+            x = x.reshape(n, -1) @ w[p + ".weight"].T + w[p + ".bias"]
+        elif kind == "conv2d":
+            x = conv2d(x, w[p + ".weight"], w[p + ".bias"], f.get("padding", 0), f.get("stride", 1) or 1)
+        elif kind in ("maxpool2d", "avgpool2d"):
+            x = pool(x, f["kernel"], f.get("stride", 0) or f["kernel"], np.max if kind == "maxpool2d" else np.mean)
+        elif kind == "flatten":
+            x = x.reshape(n, -1)
+        elif kind == "layernorm":
+            flat = x.reshape(n, -1)
+            mu = flat.mean(-1, keepdims=True)
+            var = ((flat - mu) ** 2).mean(-1, keepdims=True)
+            x = ((flat - mu) / np.sqrt(var + f.get("eps", 1e-5)) * w[p + ".weight"] + w[p + ".bias"]).reshape(x.shape)
+        elif kind == "dropout":
+            pass
+        elif kind == "sigmoid":
+            x = 1 / (1 + np.exp(-x))
+        elif kind == "residual":
+            x = x + layers(w, f["layers"], p + ".", x)
+        else:
+            x = act(kind, x)
+    return x
+
+
+def sequential(w, m, x):
+    return layers(w, m["stack"], "", x.reshape([x.shape[0]] + m["input"])).reshape(x.shape[0], -1)
 
 
 def maxpool2(x):
@@ -168,7 +218,7 @@ def forward(path, inputs, expected):
     m = parse_model(meta["model"])
     x = np.load(inputs)
     ours = np.load(expected)
-    theirs = {"mlp": mlp, "cnn": cnn, "gpt": gpt}[m["type"]](w, m, x if m["type"] == "gpt" else x.astype(np.float64))
+    theirs = {"mlp": mlp, "cnn": cnn, "gpt": gpt, "sequential": sequential}[m["type"]](w, m, x if m["type"] == "gpt" else x.astype(np.float64))
     err = float(np.max(np.abs(theirs - ours))) if ours.size else 0.0
     print("%s: %d outputs, max |numpy - ours| = %.3g" % (m["type"], ours.size, err))
     return 0 if theirs.shape == ours.shape and np.allclose(theirs, ours, rtol=1e-4, atol=1e-4) else 1

@@ -41,6 +41,7 @@ Status predictClassifier(model::Module& module, const datafiles::MappedNpy& npy,
   constexpr int64_t kBatch = 256;
   for (int64_t i = 0; i < n; i += kBatch) {
     const int b = static_cast<int>(std::min(kBatch, n - i));
+    module.setTraining(false, 0);  // dropout off
     const float* y = module.forward(x.data() + i * numel, b);
     DDP_RETURN_IF_ERROR(module.status());
     std::copy(y, y + b * classes, logits.begin() + i * classes);
