@@ -11,6 +11,8 @@
 
 #include "tests/integration/cli_process.h"
 #include "tests/integration/model_jobs.h"
+#include "tests/support/controller_process.h"
+#include "common/safetensors/safetensors.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/user_data_writers.h"
 #include "worker/model/gpt.h"
@@ -146,6 +148,43 @@ TEST(DdpctlExportTest, AGptExportMatchesNumpy) {
   test::writeNpy<int32_t>(dir.path() + "/inputs.npy", "<i4", {n, t}, tokens);
   test::writeNpy<float>(dir.path() + "/outputs.npy", "<f4", {n, t, v}, *logits);
   exportAndCheck(dir, ckpt);
+}
+
+// JOB mode: the controller's catalog names the step directory, read here (the local launcher's
+// workers share this filesystem); the file is the one --checkpoint-dir gives.
+TEST(DdpctlExportTest, AJobOnAControllerExportsThroughItsCatalog) {
+  test::TempDir dir("ddpctl_export_test");
+  test::ControllerProcess controller(dir.path() + "/state");
+  const std::string url = controller.start();
+  ASSERT_FALSE(url.empty()) << "ddp-controller did not print its address";
+  const std::string token = dir.path() + "/state/token";
+  const std::string job = dir.path() + "/job.yaml";
+  std::ofstream(job) << test::header("export-job")
+                     << "  model: {type: mlp, hidden: [8]}\n"
+                        "  data: {dataset: synthetic, batchSize: 32, synthetic: {samples: 128, features: 10, classes: 3}}\n"
+                        "  epochs: 1\n  checkpoint: {dir: " << dir.path() << "/ckpt, everySteps: 2}\n";
+  const std::vector<std::string> server = {"--server", url, "--token-file", token};
+  auto cli = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), kDdpctl);
+    args.insert(args.end(), server.begin(), server.end());
+    return test::runCli(args, 120);
+  };
+  ASSERT_EQ(cli({"submit", job}).exitCode, 0);
+  auto watched = cli({"watch", "export-job"});
+  ASSERT_EQ(watched.exitCode, 0) << watched.out << watched.err;
+  auto viaJob = cli({"export", "export-job", "-o", dir.path() + "/job.safetensors"});
+  ASSERT_EQ(viaJob.exitCode, 0) << viaJob.err;
+  auto viaDir = test::runCli({kDdpctl, "export", "--checkpoint-dir", dir.path() + "/ckpt", "-o", dir.path() + "/dir.safetensors"}, 60);
+  ASSERT_EQ(viaDir.exitCode, 0) << viaDir.err;
+  auto a = safetensors::readFile(dir.path() + "/job.safetensors");
+  auto b = safetensors::readFile(dir.path() + "/dir.safetensors");
+  ASSERT_TRUE(a.isOk() && b.isOk());
+  ASSERT_EQ(a->tensors.size(), 4u);
+  for (size_t i = 0; i < a->tensors.size(); ++i) EXPECT_TRUE(a->tensors[i].bytes == b->tensors[i].bytes);
+  EXPECT_EQ(a->metadata, b->metadata);
+  auto missing = cli({"export", "no-such-job"});
+  EXPECT_EQ(missing.exitCode, 1);
+  EXPECT_NE(missing.err.find("no-such-job"), std::string::npos) << missing.err;
 }
 
 TEST(DdpctlExportTest, ItNeedsOneCheckpointSource) {
