@@ -225,8 +225,10 @@ TrainingFaults injectedFaults(const Assignment& a) {
 // from live peers]) this worker's state from its last generation, if any.
 TrainerIo generationIo(const WorkerConfig& config, const JobSpec& spec, HeartbeatReporter& reporter,
                        const std::atomic<bool>& stop, std::shared_ptr<const TrainingData> data,
-                       const std::optional<PeerState>& carried) {
+                       const std::optional<PeerState>& carried, const WorkerParts& parts) {
   TrainerIo io;
+  io.loadData = parts.loadData;
+  io.buildModel = parts.buildModel;
   io.progress = stdout;
   io.format = logFormatOf(config, spec);
   io.stop = &stop;
@@ -242,7 +244,8 @@ TrainerIo generationIo(const WorkerConfig& config, const JobSpec& spec, Heartbea
 // reporter is already running. `data` carries the loaded data set from one generation to the next.
 Outcome train(const WorkerConfig& config, const ControllerClient& client, const Assignment& a, const JobSpec& spec,
               const TrainerConfig& tc, HeartbeatReporter& reporter, const std::atomic<bool>& stop,
-              std::shared_ptr<const TrainingData>* data, std::optional<PeerState>* carried) {
+              std::shared_ptr<const TrainingData>* data, std::optional<PeerState>* carried,
+              const WorkerParts& parts) {
   // Fatal causes first: the reporter gave up on the controller (lost, fenced), or a stop.
   auto fatalOr = [&](const Status& st, int code) -> Outcome {
     if (Status why = reporter.fatalStatus(); !why.isOk()) {
@@ -254,8 +257,14 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
   };
   // A process's first generation (a new or replacement worker) reads its data set while the
   // backend connects: on a replacement that load is most of the time the survivors wait.
-  std::future<Result<TrainingData>> prefetch;
-  if (!*data) prefetch = std::async(std::launch::async, [&tc] { return loadTrainingData(tc); });
+  std::future<Result<std::shared_ptr<const TrainingData>>> prefetch;
+  if (!*data) {
+    prefetch = std::async(std::launch::async, [&tc, &parts]() -> Result<std::shared_ptr<const TrainingData>> {
+      if (parts.loadData) return parts.loadData(tc);
+      DDP_ASSIGN_OR_RETURN(TrainingData loaded, loadTrainingData(tc));
+      return std::make_shared<const TrainingData>(std::move(loaded));
+    });
+  }
   // The server namespaces the keys per job and generation; Gloo and NCCL prefix their own.
   auto store = comm::HttpStoreClient::connect(client.storeAddress(), client.storeOptions(a.generation));
   if (!store.isOk()) return fatalOr(store.status().withContext("store"), kWorkerExitFailure);
@@ -269,9 +278,9 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
 
   if (prefetch.valid()) {
     // A failed load is left to the trainer, which loads again and reports it as it always does.
-    if (auto loaded = prefetch.get(); loaded.isOk()) *data = std::make_shared<const TrainingData>(std::move(*loaded));
+    if (auto loaded = prefetch.get(); loaded.isOk()) *data = std::move(*loaded);
   }
-  TrainerIo io = generationIo(config, spec, reporter, stop, *data, *carried);
+  TrainerIo io = generationIo(config, spec, reporter, stop, *data, *carried, parts);
   // Checkpoints are committed by the controller (Note [Two-phase checkpoint commit]).
   const std::unique_ptr<CheckpointChannel> checkpointChannel = client.checkpointChannel(a.generation);
   io.checkpointChannel = checkpointChannel.get();
@@ -346,7 +355,7 @@ Result<TrainerConfig> trainerConfigFor(const WorkerConfig& config, const JobSpec
 std::optional<int> runGeneration(const WorkerConfig& config, const ControllerClient& client, const Assignment& a,
                                  const std::atomic<bool>& stop, bool abortReliable,
                                  std::shared_ptr<const TrainingData>* data, std::optional<PeerState>* carried,
-                                 std::string* why, Duration* rejoinTimeout) {
+                                 std::string* why, Duration* rejoinTimeout, const WorkerParts& parts) {
   auto spec = jobSpecOfAssignment(a.specSchema, a.specYaml);  // Note [Validated once]
   if (!spec.isOk()) {
     return reportEarlyFailure(client, config, a, spec.status().withContext("the spec of the controller's assignment"),
@@ -366,7 +375,7 @@ std::optional<int> runGeneration(const WorkerConfig& config, const ControllerCli
   auto reporter = HeartbeatReporter::create(client, ho, [] { requestStop(); });
   if (!reporter.isOk()) return reportEarlyFailure(client, config, a, reporter.status(), kWorkerExitBadConfig);
   (*reporter)->start();  // Running at step 0 while the rendezvous happens
-  const Outcome outcome = train(config, client, a, *spec, *tc, **reporter, stop, data, carried);
+  const Outcome outcome = train(config, client, a, *spec, *tc, **reporter, stop, data, carried, parts);
   if (outcome.rejoin) {
     (*reporter)->stop();
     *why = outcome.message;
@@ -395,7 +404,7 @@ Result<Assignment> joinJob(const ControllerClient& client, const WorkerConfig& c
 
 }  // namespace
 
-int runWorker(int argc, char** argv) {
+int runWorker(int argc, char** argv, const WorkerParts& parts) {
   const std::atomic<bool>& stop = installStopSignalHandlers();
   std::vector<std::string> args(argv, argv + argc);
   auto config = parseWorkerConfig(args, processEnv());
@@ -439,7 +448,7 @@ int runWorker(int argc, char** argv) {
     std::string why;
     Duration rejoinTimeout = kAssignmentTimeout;
     if (auto code = runGeneration(*config, **client, *assignment, stop, selfTest.reliable, &data, &carried, &why,
-                                  &rejoinTimeout)) {
+                                  &rejoinTimeout, parts)) {
       return *code;
     }
     const int64_t left = assignment->generation;

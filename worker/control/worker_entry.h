@@ -1,5 +1,5 @@
 #pragma once
-// The ddp-worker program (worker/main.cc only calls runWorker):
+// The worker program (ddp-worker, or a user's trainer through worker/control/run_worker.h):
 //   1. SIGTERM/SIGINT handlers first (a stop request is never fatal: stop_signal.h);
 //   2. WorkerConfig from the launcher's environment and flags (worker_config.h);
 //   3. ControllerClient (controller_client.h): register, then long-poll for the rendezvous
@@ -22,7 +22,12 @@
 // included (the error is logged on stderr first).
 // Thread model: runs on the main thread.
 
+#include <functional>
+#include <memory>
+
 #include "common/protocol/vocabulary.h"
+#include "common/status.h"
+#include "worker/training/trainer.h"
 
 namespace ddp::runtime {
 
@@ -30,6 +35,14 @@ inline constexpr int kWorkerExitOk = protocol::kWorkerExitOk;
 inline constexpr int kWorkerExitFailure = protocol::kWorkerExitFailure;
 inline constexpr int kWorkerExitBadConfig = protocol::kWorkerExitBadConfig;
 
-int runWorker(int argc, char** argv);
+// What a trainer built on the engine brings (the public form: worker/control/run_worker.h);
+// an empty member: the built-in one. Both run on the training thread (the data set's load also on
+// a helper thread while a new worker's backend connects: it must not touch globals unguarded).
+struct WorkerParts {
+  std::function<Result<std::shared_ptr<const TrainingData>>(const TrainerConfig&)> loadData;
+  std::function<Result<std::unique_ptr<model::TrainableModel>>(const TrainerConfig&, const TrainingData&)> buildModel;
+};
+
+int runWorker(int argc, char** argv, const WorkerParts& parts = {});
 
 }  // namespace ddp::runtime

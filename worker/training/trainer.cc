@@ -174,15 +174,13 @@ Status Trainer::Impl::setup() {
   DDP_RETURN_IF_ERROR(setupCheckpoints());
   if (io.data) {
     data = io.data;
+  } else if (io.loadData) {
+    DDP_ASSIGN_OR_RETURN(data, io.loadData(config));
   } else {
     DDP_ASSIGN_OR_RETURN(TrainingData loaded, loadTrainingData(config));
     data = std::make_shared<const TrainingData>(std::move(loaded));
   }
-  DDP_RETURN_IF_ERROR(fitModelToData(config, *data));
-  // A declared stack on data whose sample shape only its files tell: the shapes are checked here,
-  // before the first step (buildSequential names the layer that does not fit).
-  if (config.model == ModelType::kSequential && config.stackInput.empty()) config.stackInput = data->train.sampleShape;
-  DDP_ASSIGN_OR_RETURN(model, buildModel(config));
+  DDP_RETURN_IF_ERROR(setupModel());
   if (!config.initFrom.empty()) {  // a checkpoint resumed later overwrites these
     DDP_RETURN_IF_ERROR(loadWeightsFile(config.initFrom, *model).withContext("spec.init.from"));
   }
@@ -207,6 +205,22 @@ Status Trainer::Impl::setup() {
   state.seed = config.seed;
   state.worldSize = backend.size();
   state.batchSize = config.batchSize;
+  return Status::ok();
+}
+
+Status Trainer::Impl::setupModel() {
+  if (io.buildModel) {
+    DDP_ASSIGN_OR_RETURN(model, io.buildModel(config, *data));
+    if (model == nullptr) return invalidArgument("the trainer's model factory returned no model");
+    if (const auto* m = dynamic_cast<const model::Module*>(model.get());
+        m != nullptr && !config.languageModel() && data->train.sampleNumel() != model::shapeNumel(m->inputShape())) {
+      return invalidArgument("the model's input " + model::shapeString(m->inputShape()) +
+                             " does not match the data set's samples " + model::shapeString(data->train.sampleShape));
+    }
+    return Status::ok();
+  }
+  DDP_RETURN_IF_ERROR(fitModelToData(config, *data));
+  DDP_ASSIGN_OR_RETURN(model, buildModel(config));
   return Status::ok();
 }
 

@@ -109,6 +109,12 @@ struct TrainerIo {
   // The data set, already loaded (a worker that rejoins after a fault keeps it: Note [Worker
   // generations]); nullptr: the trainer loads it. Must match the config's data section.
   std::shared_ptr<const TrainingData> data;
+  // A user's trainer (worker/control/run_worker.h): loads the data set instead of
+  // loadTrainingData (when `data` is nullptr), and builds the model instead of buildModel,
+  // skipping fitModelToData (the user's factory sizes its model from the data it is given).
+  // Empty: the built-in ones.
+  std::function<Result<std::shared_ptr<const TrainingData>>(const TrainerConfig&)> loadData;
+  std::function<Result<std::unique_ptr<model::TrainableModel>>(const TrainerConfig&, const TrainingData&)> buildModel;
   // Faults injected by tests (training_faults.h): an injected stop or stall in the step loop, a
   // failed or late shard write in the checkpoint writer. nullptr: none. Must outlive the trainer.
   const TrainingFaults* faults = nullptr;

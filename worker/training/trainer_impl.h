@@ -110,6 +110,7 @@ struct Trainer::Impl {
   // --- setup (trainer.cc) ---
   Status setup();
   Status setupCheckpoints();
+  Status setupModel();  // the built-in model fitted to the data, or the user's factory (TrainerIo)
   Status setupReduction();
   // The sampler, the step counts and the LR schedule's length.
   Status setupSchedule();

@@ -129,6 +129,9 @@ Status fitStackToData(TrainerConfig& c, const data::Dataset& t, int64_t outputs)
 }
 
 Status fitModelToData(TrainerConfig& c, const TrainingData& d) {
+  // A declared stack on data whose sample shape only its files tell: the shapes are checked when
+  // the model is built, before the first step (buildSequential names the layer that does not fit).
+  if (c.model == ModelType::kSequential && c.stackInput.empty()) c.stackInput = d.train.sampleShape;
   if (!c.fromUserFiles()) return Status::ok();
   const data::Dataset& t = d.train;
   const bool mse = c.loss == LossType::kMse;

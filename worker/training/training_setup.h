@@ -47,7 +47,8 @@ Result<TrainingData> loadTrainingData(const TrainerConfig& config);
 // A user's dataset decides the model's widths: the mlp's inputs (the flattened sample) and, for
 // the mlp and the cnn, the classes. A cnn needs 1x28x28 (or 28x28) samples; float targets need a
 // regression loss this trainer does not have yet. InvalidArgument naming what does not fit.
-// Other datasets: nothing changes.
+// Other datasets: nothing changes. A declared stack (sequential) without an input shape takes the
+// data's sample shape (any dataset).
 Status fitModelToData(TrainerConfig& config, const TrainingData& data);
 // Whether training on config.device can start here: always on the CPU. CUDA needs a CUDA build
 // (Unimplemented otherwise), a visible GPU (Unavailable naming the device otherwise), an
