@@ -40,7 +40,11 @@ COPY . .
 RUN rm -rf build && \
     DDP_WITH_CUDA=ON JOBS=$JOBS DDP_BUILD_TARGETS="ddp-controller ddp-worker ddpctl" \
       DDP_CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=$CUDA_ARCHITECTURES" scripts/setup.sh && \
-    install -D -m 0755 -t /out/bin build/bin/ddp-controller build/bin/ddp-worker build/bin/ddpctl
+    install -D -m 0755 -t /out/bin build/bin/ddp-controller build/bin/ddp-worker build/bin/ddpctl && \
+    cmake --install build --prefix /opt/ddp-engine --component engine
+# This stage (docker build --target build) also holds the engine as an installed CMake package
+# in /opt/ddp-engine, with the compiler and headers a trainer of one's own builds with; the
+# Dockerfile in docs/EXTENDING.md builds one there and copies it into the runtime image.
 
 # ---- runtime: Debian 12 slim, the runtime libraries only
 FROM debian:bookworm-slim AS runtime
