@@ -294,6 +294,15 @@ struct ElasticSpec {
   bool operator==(const ElasticSpec&) const = default;
 };
 
+// The program each worker runs (docs/EXTENDING.md): empty, ddp-worker; else [path, args...], a
+// trainer linked to the engine (worker/control/run_worker.h) with ddp-worker's environment
+// contract. The local launcher runs it only where its operator allows (Note [Worker commands] in
+// controller/jobs/worker_command_policy.h); Kubernetes runs it in spec.kubernetes.image.
+struct WorkerProgramSpec {
+  std::vector<std::string> command;
+  bool operator==(const WorkerProgramSpec&) const = default;
+};
+
 struct JobSpec {
   std::string apiVersion = kJobApiVersion;
   std::string kind = kJobKind;
@@ -328,6 +337,7 @@ struct JobSpec {
   JobLogFormat logFormat = JobLogFormat::kText;
   // Scheduling of the workers' communication threads (Note [Comm thread priority]).
   CommThreadPriority commThreadPriority = CommThreadPriority::kAuto;
+  WorkerProgramSpec worker;
   // How a Kubernetes launcher runs the workers (job_spec_kubernetes.h); the local launcher
   // ignores it.
   KubernetesSpec kubernetes;

@@ -55,6 +55,11 @@ void emitValue(YAML::Emitter& out, const SpecField& f, const SpecValue& v) {
       for (double x : xs) out << formatDouble(x);
       out << YAML::EndSeq;
     }
+    void operator()(const std::vector<std::string>& xs) const {
+      out << YAML::Flow << YAML::BeginSeq;
+      for (const std::string& x : xs) out << YAML::DoubleQuoted << x;
+      out << YAML::EndSeq;
+    }
     void operator()(const std::map<std::string, std::string>& m) const {
       out << YAML::BeginMap;
       for (const auto& [k, x] : m) out << YAML::Key << k << YAML::Value << YAML::DoubleQuoted << x;

@@ -163,6 +163,13 @@ Field numberList(std::string_view path, Ref ref, std::string_view description) {
 }
 
 template <typename Ref>
+Field stringList(std::string_view path, Ref ref, std::string_view description) {
+  return Field(path, SpecFieldType::kStringList, description)
+      .bind([ref](const JobSpec& s) { return SpecValue(ref(s)); },
+            [ref](JobSpec& s, const SpecValue& v) { ref(s) = std::get<std::vector<std::string>>(v); });
+}
+
+template <typename Ref>
 Field stringMap(std::string_view path, Ref ref, std::string_view description,
                 SpecFieldType type = SpecFieldType::kStringMap) {
   return Field(path, type, description)

@@ -428,6 +428,10 @@ void appendTimeoutFields(std::vector<SpecField>* out) {
                           "The workers' progress lines: text, or json (one object per line)."));
   f.push_back(enumeration("spec.commThreadPriority", at(&JobSpec::commThreadPriority), kCommThreadPriorityNames,
                           "Scheduling of the communication threads: realtime (SCHED_FIFO 1) when permitted with auto, always with realtime, never with normal; DDP_COMM_THREAD_PRIORITY in a worker's environment wins."));
+  f.push_back(object("spec.worker", "The program each worker runs (docs/EXTENDING.md).")
+                  .emitWhen([](const JobSpec& s) { return !s.worker.command.empty(); }));
+  f.push_back(stringList("spec.worker.command", at(&JobSpec::worker, &WorkerProgramSpec::command),
+                         "[path, args...] of a trainer linked to the engine, run instead of ddp-worker with its environment; on Kubernetes in spec.kubernetes.image, under the local launcher only where the controller's --allow-worker-command allows it; empty: ddp-worker."));
   for (SpecField& x : f) out->push_back(std::move(x));
 }
 
@@ -457,6 +461,7 @@ const char* specFieldTypeName(SpecFieldType t) {
     case SpecFieldType::kBoolean: return "boolean";
     case SpecFieldType::kIntegerList: return "array of integer";
     case SpecFieldType::kNumberList: return "array of number";
+    case SpecFieldType::kStringList: return "array of string";
     case SpecFieldType::kObjectList: return "array of object";
     case SpecFieldType::kStringMap: return "map of string";
     case SpecFieldType::kQuantityMap: return "map of quantity";

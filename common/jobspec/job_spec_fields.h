@@ -46,6 +46,7 @@ enum class SpecFieldType : uint8_t {
   kBoolean,
   kIntegerList,
   kNumberList,
+  kStringList,
   kObjectList,   // a sequence of mappings, whose fields are listed under "path[]"
   kStringMap,    // any keys, string values (labels, nodeSelector)
   kQuantityMap,  // any keys, Kubernetes quantities (resources.requests / limits)
@@ -58,7 +59,7 @@ const char* specFieldTypeName(SpecFieldType t);
 // A field's value, as the table reads and writes it: integers as int64_t, numbers as double,
 // enumerations as their spelling; monostate for an optional value that is not set.
 using SpecValue = std::variant<std::monostate, bool, int64_t, double, std::string, std::vector<int64_t>,
-                               std::vector<double>, std::map<std::string, std::string>>;
+                               std::vector<double>, std::vector<std::string>, std::map<std::string, std::string>>;
 
 // One end of a range; `exclusive`: the value itself is outside; `note`: said after the bound in
 // an error ("604800 (7 days)").

@@ -181,6 +181,19 @@ class Parser {
     }
     return ok;
   }
+  bool readStringList(const YAML::Node& v, const std::string& path, std::vector<std::string>* out) {
+    if (!v.IsSequence()) {
+      fail(v, path, "expected a sequence of strings, got " + describe(v));
+      return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string s;
+      ok = readString(v[i], path + "[" + std::to_string(i) + "]", &s) && ok;
+      out->push_back(std::move(s));
+    }
+    return ok;
+  }
   bool readNumberList(const YAML::Node& v, const std::string& path, size_t length, std::vector<double>* out) {
     if (!v.IsSequence() || (length > 0 && v.size() != length)) {
       const std::string count = length > 0 ? std::to_string(length) + " numbers" : "numbers";

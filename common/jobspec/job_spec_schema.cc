@@ -22,7 +22,9 @@ constexpr const char* kQuantityPattern =
 
 std::string num(double v) { return specNumberText(v); }
 
-bool isList(SpecFieldType t) { return t == SpecFieldType::kIntegerList || t == SpecFieldType::kNumberList; }
+bool isList(SpecFieldType t) {
+  return t == SpecFieldType::kIntegerList || t == SpecFieldType::kNumberList || t == SpecFieldType::kStringList;
+}
 
 const char* scalarType(SpecFieldType t) {
   switch (t) {
@@ -51,6 +53,11 @@ std::string valueText(const SpecValue& v) {
     std::string operator()(const std::vector<double>& xs) const {
       std::string out;
       for (double x : xs) out += (out.empty() ? "" : ", ") + num(x);
+      return "[" + out + "]";
+    }
+    std::string operator()(const std::vector<std::string>& xs) const {
+      std::string out;
+      for (const std::string& x : xs) out += (out.empty() ? "" : ", ") + x;
       return "[" + out + "]";
     }
     std::string operator()(const std::map<std::string, std::string>& m) const { return m.empty() ? "{}" : "..."; }

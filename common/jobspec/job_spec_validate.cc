@@ -420,6 +420,15 @@ void checkRun(const JobSpec& s, Checker& c) {
 
 // heartbeatSeconds x heartbeatMisses < hangSeconds < collectiveSeconds (TimeoutsSpec), when
 // each of them is valid on its own (the field table checks each one's range: job_spec_fields.cc).
+// spec.worker.command: a program to run, no empty argument (a NUL would cut it short).
+void checkWorkerProgram(const WorkerProgramSpec& w, Checker& c) {
+  for (size_t i = 0; i < w.command.size(); ++i) {
+    const std::string path = "spec.worker.command[" + std::to_string(i) + "]";
+    if (i == 0) c.check(!w.command[0].empty(), path, "must name the worker program (a path)");
+    c.check(w.command[i].find('\0') == std::string::npos, path, "must not contain a NUL character");
+  }
+}
+
 void checkTimeouts(const TimeoutsSpec& t, Checker& c) {
   const std::string p = "spec.timeouts.";
   auto valid = [](double v, double min) { return std::isfinite(v) && v >= min && v <= kMaxTimeoutSeconds; };
@@ -466,6 +475,7 @@ Status JobSpec::validate(std::vector<SpecError>* errors) const {
   checkDevice(*this, c);
   checkRun(*this, c);
   checkTimeouts(timeouts, c);
+  checkWorkerProgram(worker, c);
   validateKubernetesSpec(*this, &errs);
   if (errs.size() == before) return Status::ok();
   return specErrorsToStatus(std::vector<SpecError>(errs.begin() + before, errs.end()));

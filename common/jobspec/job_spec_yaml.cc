@@ -103,6 +103,12 @@ void Parser::parseField(const SpecField& f, const YAML::Node& v, JobSpec* spec) 
       value = std::move(xs);
       break;
     }
+    case SpecFieldType::kStringList: {
+      std::vector<std::string> xs;
+      ok = readStringList(v, path, &xs);
+      value = std::move(xs);
+      break;
+    }
     case SpecFieldType::kStringMap:
     case SpecFieldType::kQuantityMap: {
       std::map<std::string, std::string> m;

@@ -171,6 +171,7 @@ JobLaunch JobManager::jobLaunchOf(const Live& job) const {
   l.env.logFormat = options_.workerLogFormat;
   l.env.checkpointDir = options_.workerCheckpointDir;
   l.env.commThreadPriority = options_.commThreadPriority;
+  l.command = job.spec.worker.command;
   return l;
 }
 
@@ -224,6 +225,7 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
     DDP_RETURN_IF_ERROR(checkDataFiles(spec));
     DDP_RETURN_IF_ERROR(checkInitFile(spec));  // Note [Init file checks]
   }
+  DDP_RETURN_IF_ERROR(options_.workerCommands.check(spec.worker.command));  // Note [Worker commands]
   {  // Note [Memory estimate]
     const auto limit = spec.kubernetes.resources.limits.find("memory");
     const std::string podLimit = limit == spec.kubernetes.resources.limits.end() ? "" : limit->second;

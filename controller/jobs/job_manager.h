@@ -61,6 +61,7 @@
 #include "common/store/store_service.h"
 #include "controller/jobs/checkpoint_ledger.h"
 #include "controller/jobs/path_policy.h"
+#include "controller/jobs/worker_command_policy.h"
 #include "controller/jobs/hang_detector.h"
 #include "controller/jobs/heartbeat.h"
 #include "controller/launch/launcher.h"
@@ -84,6 +85,8 @@ struct JobManagerOptions {
   bool catalogFromDisk = false;
   // Where jobs may point their workers (Note [Allowed path roots]).
   PathPolicy paths;
+  // Which spec.worker.command programs a job may run (Note [Worker commands]); default: none.
+  WorkerCommandPolicy workerCommands;
   std::string commThreadPriority;              // DDP_COMM_THREAD_PRIORITY ("" = the job's)
   MetricsSink* metrics = nullptr;              // what happens, for /metrics (nullptr: nothing)
 };

@@ -30,6 +30,9 @@ struct JobLaunch {
   launch::WorkerEnv env;               // controller URL, token, log format, ...; the launcher
                                        // sets workerId per slot and jobName to the above
   std::vector<std::string> extraEnv;   // more NAME=value entries (override the above)
+  // spec.worker.command: [program, args...] run instead of the launcher's worker program, with
+  // the same environment (Note [Worker commands]); empty: the launcher's own (ddp-worker).
+  std::vector<std::string> command;
 };
 
 // Reported once per worker process that ended.

@@ -443,8 +443,13 @@ Status LocalLauncher::startSlots(const std::string& job, bool reportFailures) {
       env.workerId = slot.workerId;
       env.jobName = job;
       Planned p;
-      p.spec.exe = options_.workerBinary;
-      p.spec.args = options_.args;
+      if (launch.command.empty()) {
+        p.spec.exe = options_.workerBinary;
+        p.spec.args = options_.args;
+      } else {  // Note [Worker commands]: the job's program, allowed at submission
+        p.spec.exe = launch.command.front();
+        p.spec.args.assign(launch.command.begin() + 1, launch.command.end());
+      }
       p.spec.env = mergeEnvironment(mergeEnvironment(base, launch::workerEnvironment(env)), launch.extraEnv);
       p.spec.logPath = slot.log->path();
       p.spec.tieToParent = options_.tieToParent;

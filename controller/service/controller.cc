@@ -182,6 +182,9 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config, C
     DDP_RETURN_IF_ERROR(makeDirs(roots.front()));  // STATE_DIR/checkpoints
   }
   jo.paths = PathPolicy(roots, config.stateDir);
+  jo.workerCommands = config.launcher != "local" || config.allowAnyWorkerCommand
+                          ? WorkerCommandPolicy::allowAny()
+                          : WorkerCommandPolicy(config.allowedWorkerCommands);
   jo.metrics = p->metrics.get();
   p->jobs = std::make_unique<JobManager>(jo, *p->store, *p->launcher);
   ApiOptions ao;

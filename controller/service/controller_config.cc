@@ -18,6 +18,7 @@ struct Option {
 constexpr Option kListen{"--listen", "DDP_CONTROLLER_LISTEN"};
 constexpr Option kWorkerListen{"--worker-listen", "DDP_CONTROLLER_WORKER_LISTEN"};
 constexpr Option kPathRoots{"--allowed-path-roots", "DDP_CONTROLLER_ALLOWED_PATH_ROOTS"};
+constexpr Option kAllowWorkerCommand{"--allow-worker-command", "DDP_CONTROLLER_ALLOW_WORKER_COMMAND"};
 constexpr Option kPerClient{"--max-connections-per-client", "DDP_CONTROLLER_MAX_CONNECTIONS_PER_CLIENT"};
 constexpr Option kStateDir{"--state-dir", "DDP_CONTROLLER_STATE_DIR"};
 constexpr Option kTokenFile{"--token-file", "DDP_CONTROLLER_TOKEN_FILE"};
@@ -35,7 +36,7 @@ constexpr Option kMetricsOpen{"--metrics-open", "DDP_CONTROLLER_METRICS_OPEN"}; 
 constexpr Option kMetricsRetention{"--metrics-retention", "DDP_CONTROLLER_METRICS_RETENTION"};
 constexpr Option kAll[] = {kListen,       kWorkerListen, kPerClient,   kPathRoots,   kStateDir,     kTokenFile,   kWorkerBin,     kAdvertise,
                            kMaxJobBytes,  kHandlerThreads, kLogLevel,  kLauncher,      kWorkerImage,
-                           kWatchNamespace, kLeaderLease, kKubeServer, kMetricsOpen,  kMetricsRetention};
+                           kWatchNamespace, kLeaderLease, kKubeServer, kMetricsOpen,  kMetricsRetention, kAllowWorkerCommand};
 
 std::string describe(const Option& o) { return std::string(o.flag) + " / " + o.env; }
 
@@ -64,12 +65,13 @@ Status parseHostPort(const std::string& v, const Option& o, std::string* host, i
 }
 
 // "DIR:DIR": absolute directories, empty items skipped.
-Status parsePathRoots(const std::string& v, std::vector<std::string>* out) {
+// Colon-separated absolute paths (--allowed-path-roots, --allow-worker-command).
+Status parsePathList(const std::string& v, const Option& o, std::vector<std::string>* out) {
   for (size_t from = 0; from <= v.size();) {
     const size_t colon = std::min(v.find(':', from), v.size());
     const std::string root = v.substr(from, colon - from);
     if (!root.empty()) {
-      if (root.front() != '/') return invalidArgument(describe(kPathRoots) + ": '" + root + "' is not an absolute path");
+      if (root.front() != '/') return invalidArgument(describe(o) + ": '" + root + "' is not an absolute path");
       out->push_back(root);
     }
     from = colon + 1;
@@ -99,7 +101,7 @@ std::string programDir() {
 std::string controllerUsage() {
   return "usage: ddp-controller --state-dir DIR [--listen HOST:PORT] [--worker-listen HOST:PORT]\n"
          "                      [--max-connections-per-client N] [--allowed-path-roots DIR:DIR]\n"
-         "                      [--token-file FILE]\n"
+         "                      [--token-file FILE] [--allow-worker-command PATH:PATH]\n"
          "                      [--worker-bin PATH] [--advertise-url URL] [--max-job-bytes N]\n"
          "                      [--handler-threads N] [--log-level debug|info|warning|error]\n"
          "                      [--launcher local|external|kubernetes] [--worker-image IMAGE]\n"
@@ -113,7 +115,10 @@ std::string controllerUsage() {
          "users on --listen, which takes at most --max-connections-per-client (1024; 0: no cap)\n"
          "connections from one address. A job's checkpoint.dir must lie under one of\n"
          "--allowed-path-roots (colon-separated absolute directories; default STATE_DIR/checkpoints\n"
-         "and $TMPDIR or /tmp). SIGTERM stops it (running workers keep running and are re-adopted by the\n"
+         "and $TMPDIR or /tmp). A job's worker.command (a trainer of its own) runs only when it is a\n"
+         "program listed in, or under a folder listed in, --allow-worker-command (colon-separated\n"
+         "absolute paths; default none: refused at submission).\n"
+         "SIGTERM stops it (running workers keep running and are re-adopted by the\n"
          "next start on the same state dir). Every flag falls back to DDP_CONTROLLER_<NAME>\n"
          "(DDP_CONTROLLER_LISTEN, DDP_CONTROLLER_STATE_DIR, DDP_CONTROLLER_TOKEN_FILE, ...).\n"
          "The API token is read from --token-file, or generated in STATE_DIR/token (mode 0600).\n"
@@ -181,7 +186,8 @@ Result<ControllerConfig> parseControllerConfig(const std::vector<std::string>& a
   }
   if (auto v = get(kStateDir)) c.stateDir = *v;
   if (auto v = env("TMPDIR"); v && !v->empty() && v->front() == '/') c.tmpDir = *v;
-  if (auto v = get(kPathRoots)) DDP_RETURN_IF_ERROR(parsePathRoots(*v, &c.allowedPathRoots));
+  if (auto v = get(kPathRoots)) DDP_RETURN_IF_ERROR(parsePathList(*v, kPathRoots, &c.allowedPathRoots));
+  if (auto v = get(kAllowWorkerCommand)) DDP_RETURN_IF_ERROR(parsePathList(*v, kAllowWorkerCommand, &c.allowedWorkerCommands));
   if (auto v = get(kTokenFile)) c.tokenFile = *v;
   if (auto v = get(kWorkerBin)) c.workerBinary = *v;
   if (auto v = get(kAdvertise)) c.advertiseUrl = *v;

@@ -6,6 +6,9 @@
 //   --state-dir DIR          DDP_CONTROLLER_STATE_DIR   (required: jobs.db, token, worker logs)
 //   --token-file FILE        DDP_CONTROLLER_TOKEN_FILE  (default: STATE_DIR/token, generated)
 //   --worker-bin PATH        DDP_CONTROLLER_WORKER_BIN  (default: ddp-worker next to this program)
+//   --allow-worker-command PATH:PATH DDP_CONTROLLER_ALLOW_WORKER_COMMAND (local launcher: the
+//                            programs, or folders of programs, a job's spec.worker.command may
+//                            run; default none: Note [Worker commands])
 //   --advertise-url URL      DDP_CONTROLLER_ADVERTISE_URL (what workers dial; default http://LISTEN)
 //   --max-job-bytes N        DDP_CONTROLLER_MAX_JOB_BYTES (1 MiB)
 //   --handler-threads N      DDP_CONTROLLER_HANDLER_THREADS (4)
@@ -56,6 +59,11 @@ struct ControllerConfig {
   // Where jobs may point their workers (Note [Allowed path roots]); empty: STATE_DIR/checkpoints
   // and tmpDir.
   std::vector<std::string> allowedPathRoots;
+  // The local launcher's allowed spec.worker.command programs or folders (Note [Worker
+  // commands]); empty: none. Other launchers run no job program on this host: any is allowed.
+  std::vector<std::string> allowedWorkerCommands;
+  // Embedded use (ddpctl run): any spec.worker.command (the user's own code on their machine).
+  bool allowAnyWorkerCommand = false;
   std::string tmpDir = "/tmp";  // the system's temporary folder ($TMPDIR)
   size_t maxJobBytes = 1u << 20;
   int handlerThreads = 4;

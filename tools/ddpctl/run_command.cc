@@ -374,6 +374,7 @@ int runCommand(const std::vector<std::string>& argv) {
   cc.stopGrace = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(a.graceSeconds));
   cc.workerLogFormat = logFormat;
   cc.workerCheckpointDir = a.checkpointDir;
+  cc.allowAnyWorkerCommand = true;  // Note [Worker commands]: the user's own code, their machine
   cc.allowedPathRoots = {"/"};  // any directory of the user's, but the embedded state dir
   if (commPriority) cc.commThreadPriority = commThreadPriorityName(*commPriority);
   cc.persistEvery = std::chrono::seconds(5);

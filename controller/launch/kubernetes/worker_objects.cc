@@ -38,6 +38,14 @@ json environment(const WorkerObjectsInput& in, int slot) {
   return out;
 }
 
+// ddp-worker, or the job's own trainer in its image (spec.worker.command).
+json workerCommand(const JobSpec& spec) {
+  if (spec.worker.command.empty()) return json::array({"ddp-worker"});
+  json out = json::array();
+  for (const std::string& arg : spec.worker.command) out.push_back(arg);
+  return out;
+}
+
 json resources(const JobSpec& spec) {
   const ResourcesSpec& r = spec.kubernetes.resources;
   json requests = json::object(), limits = json::object();
@@ -67,7 +75,7 @@ json buildWorkerPod(const WorkerObjectsInput& in, int slot) {
   json container = {{"name", kWorkerContainer},
                     {"image", k.image.empty() ? in.defaultImage : k.image},
                     {"imagePullPolicy", imagePullPolicyName(k.imagePullPolicy)},
-                    {"command", json::array({"ddp-worker"})},
+                    {"command", workerCommand(in.spec)},
                     {"env", environment(in, slot)},
                     {"resources", resources(in.spec)},
                     {"volumeMounts", json::array({{{"name", "dshm"}, {"mountPath", "/dev/shm"}}})}};

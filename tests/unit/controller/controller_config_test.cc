@@ -53,6 +53,26 @@ TEST(ControllerConfigTest, ErrorsNameTheFlagAndTheVariable) {
   EXPECT_NE(help.status().message().find("usage: ddp-controller"), std::string::npos);
 }
 
+// --allow-worker-command (Note [Worker commands]): off by default; absolute paths, colon-separated.
+TEST(ControllerConfigTest, AllowWorkerCommandListsAbsolutePaths) {
+  auto none = parseControllerConfig({"--state-dir", "/s"}, envOf({}));
+  ASSERT_TRUE(none.isOk()) << none.status();
+  EXPECT_TRUE(none->allowedWorkerCommands.empty());
+  EXPECT_FALSE(none->allowAnyWorkerCommand);
+  auto two = parseControllerConfig({"--state-dir", "/s", "--allow-worker-command", "/opt/trainers:/usr/local/bin/t"},
+                                   envOf({}));
+  ASSERT_TRUE(two.isOk()) << two.status();
+  EXPECT_EQ(two->allowedWorkerCommands, (std::vector<std::string>{"/opt/trainers", "/usr/local/bin/t"}));
+  auto fromEnv = parseControllerConfig({"--state-dir", "/s"}, envOf({{"DDP_CONTROLLER_ALLOW_WORKER_COMMAND", "/opt/t"}}));
+  ASSERT_TRUE(fromEnv.isOk()) << fromEnv.status();
+  EXPECT_EQ(fromEnv->allowedWorkerCommands, std::vector<std::string>{"/opt/t"});
+  auto relative = parseControllerConfig({"--state-dir", "/s", "--allow-worker-command", "bin/t"}, envOf({}));
+  ASSERT_FALSE(relative.isOk());
+  EXPECT_NE(relative.status().message().find("--allow-worker-command / DDP_CONTROLLER_ALLOW_WORKER_COMMAND: 'bin/t' is not an absolute path"),
+            std::string::npos)
+      << relative.status();
+}
+
 TEST(ControllerConfigTest, MetricsOpenIsASwitchAndRetentionIsSeconds) {
   auto closed = parseControllerConfig({"--state-dir", "/s"}, envOf({}));
   ASSERT_TRUE(closed.isOk());

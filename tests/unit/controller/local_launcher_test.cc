@@ -105,6 +105,23 @@ size_t openFds() {
   return names.isOk() ? names->size() : 0;
 }
 
+// spec.worker.command (Note [Worker commands]): the job's program and arguments instead of the
+// launcher's worker binary, with the same environment contract.
+TEST_F(LocalLauncherTest, AJobsWorkerCommandRunsInsteadOfTheWorkerBinary) {
+  launcher_ = make(options("echo \"ddp-worker ran\"; exec sleep 30"));
+  ASSERT_NE(launcher_, nullptr);
+  JobLaunch l = job("cmdjob", 1);
+  l.command = {"/bin/sh", "-c", "echo \"own program: $0 $1 id=$DDP_WORKER_ID token=$DDP_JOB_TOKEN\"; exec sleep 30",
+               "first-arg", "second-arg"};
+  ASSERT_TRUE(launcher_->ensureWorkers(l).isOk());
+  EXPECT_EQ(waitForPids(*launcher_, "cmdjob", 1).size(), 1u);
+  ASSERT_TRUE(waitForLog(*launcher_, "cmdjob", "cmdjob-w0", "own program")) << readAll(*launcher_, "cmdjob", "cmdjob-w0");
+  const std::string log = readAll(*launcher_, "cmdjob", "cmdjob-w0");
+  EXPECT_NE(log.find("own program: first-arg second-arg id=cmdjob-w0 token=secret-token"), std::string::npos) << log;
+  EXPECT_EQ(log.find("ddp-worker ran"), std::string::npos) << log;
+  ASSERT_TRUE(launcher_->forgetJob("cmdjob").isOk());
+}
+
 TEST_F(LocalLauncherTest, EnsureWorkersFillsEachSlotOnce) {
   const size_t fdsBefore = openFds();
   launcher_ = make(options(kSleeper));

@@ -40,6 +40,20 @@ std::map<std::string, json> envByName(const json& container) {
   return out;
 }
 
+// The container runs ddp-worker, or spec.worker.command (a trainer of the job's own, in the job's
+// image: Note [Worker commands]) with the same environment.
+TEST(KubernetesWorkerObjectsTest, PodRunsDdpWorkerOrTheJobsWorkerCommand) {
+  WorkerObjectsInput in = gpuJob();
+  const json plain = buildWorkerPod(in, 0)["spec"]["containers"][0];
+  EXPECT_EQ(plain["command"], json::array({"ddp-worker"}));
+  in.spec.worker.command = {"/opt/trainer/bin/two-tower-trainer", "--tower-width", "32"};
+  in.spec.kubernetes.image = "registry.example/two-tower:1";
+  const json own = buildWorkerPod(in, 0)["spec"]["containers"][0];
+  EXPECT_EQ(own["command"], json::array({"/opt/trainer/bin/two-tower-trainer", "--tower-width", "32"}));
+  EXPECT_EQ(own["image"], "registry.example/two-tower:1");
+  EXPECT_EQ(own["env"], plain["env"]);
+}
+
 TEST(KubernetesWorkerObjectsTest, PodCarriesTheJobsKubernetesSection) {
   const WorkerObjectsInput in = gpuJob();
   const json pod = buildWorkerPod(in, 2);
