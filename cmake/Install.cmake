@@ -30,16 +30,29 @@ set(DDP_PUBLIC_HEADERS
   worker/model/batch.h worker/model/trainable_model.h worker/model/layer.h worker/model/module.h
   worker/model/linear.h worker/model/conv2d.h worker/model/max_pool2d.h
   worker/model/activation_layer.h worker/model/sequential.h worker/model/model_options.h
-  worker/data/dataset.h
+  worker/data/dataset.h worker/data/mapped_features.h common/datafiles/npy_file.h
   worker/control/engine_version.h worker/control/run_worker.h)
 foreach(_h ${DDP_PUBLIC_HEADERS})
   get_filename_component(_dir ${_h} DIRECTORY)
   install(FILES ${PROJECT_SOURCE_DIR}/${_h} DESTINATION include/ddp/${_dir} COMPONENT engine)
 endforeach()
 
-# The libraries ddp_runtime links, in the order of the dependency chain.
-set(_ddp_engine_libs ddp_runtime ddp_optim ddp_ddp ddp_join ddp_comm ddp_model ddp_data ddp_datafiles
-    ddp_tokens ddp_kernels ddp_checkpoint ddp_process ddp_store ddp_http ddp_launch_env ddp_jobspec ddp_common)
+# The engine's libraries: every ddp_* library in the link closure of ddp_worker_all (what ddp-worker
+# links), found here so that a library added to the worker joins the package by itself.
+set(_ddp_engine_libs)
+set(_ddp_queue ddp_worker_all)
+while(_ddp_queue)
+  list(POP_FRONT _ddp_queue _t)
+  foreach(_prop LINK_LIBRARIES INTERFACE_LINK_LIBRARIES)
+    get_target_property(_deps ${_t} ${_prop})
+    foreach(_d IN LISTS _deps)
+      if(_d MATCHES "^ddp_" AND TARGET ${_d} AND NOT _d IN_LIST _ddp_engine_libs)
+        list(APPEND _ddp_engine_libs ${_d})
+        list(APPEND _ddp_queue ${_d})
+      endif()
+    endforeach()
+  endforeach()
+endwhile()
 add_library(ddp_engine INTERFACE)
 target_link_libraries(ddp_engine INTERFACE ${_ddp_engine_libs})
 target_include_directories(ddp_engine INTERFACE $<INSTALL_INTERFACE:include> $<INSTALL_INTERFACE:include/ddp>)
