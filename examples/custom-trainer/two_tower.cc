@@ -1,7 +1,6 @@
 #include "two_tower.h"
 
-#include <cmath>
-#include <random>
+#include <string>
 
 namespace two_tower {
 
@@ -26,16 +25,10 @@ TwoTower::TwoTower(std::unique_ptr<ddp::kernels::LayerOps> ops, int64_t viewFeat
 }
 
 void TwoTower::initialize(uint64_t seed) {
-  const int64_t fanIn[] = {viewFeatures_, viewFeatures_, viewFeatures_, viewFeatures_, 2 * towerWidth_,
-                           2 * towerWidth_};
-  for (size_t i = 0; i < params_.size(); ++i) {
-    std::mt19937_64 gen(seed * 0x9E3779B97F4A7C15ull + i);
-    const float bound = 1.0f / std::sqrt(static_cast<float>(fanIn[i]));
-    std::uniform_real_distribution<float> u(-bound, bound);
-    std::vector<float> host(params_[i]->numel());
-    for (float& v : host) v = u(gen);
-    ops().copyToDevice(params_[i]->data, host.data(), host.size() * sizeof(float));
-  }
+  // Each layer draws its parameters (model indices offset, offset + 1) the engine's way.
+  tower_[0]->initialize(seed, 0);
+  tower_[1]->initialize(seed, 2);
+  head_->initialize(seed, 4);
 }
 
 std::string TwoTower::describe() const {

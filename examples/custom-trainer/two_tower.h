@@ -23,7 +23,7 @@ class TwoTower final : public ddp::model::Module {
   TwoTower(std::unique_ptr<ddp::kernels::LayerOps> ops, int64_t viewFeatures, int64_t towerWidth, int classes);
 
   // Every parameter drawn from U(-1/sqrt(fanIn), 1/sqrt(fanIn)) by a generator seeded from
-  // (seed, parameter index): the same seed gives the same model on every rank.
+  // (seed, parameter index) (Layer::initialize): the same seed gives the same model on every rank.
   void initialize(uint64_t seed);
 
   std::string describe() const override;
