@@ -18,8 +18,9 @@
 //  - ModelFactory: called in every generation (after a recovery the model is built again, then
 //    the engine loads the survivors' or the checkpoint's state into it). Returns the model on
 //    context.device, initialised from context.seed. A model::Module (Sequential, or a subclass
-//    of one's own) trains with softmax cross-entropy; its input shape must hold as many values as
-//    the data set's samples.
+//    of one's own) trains with softmax cross-entropy on class labels, or the mean squared error on
+//    float targets (Dataset::floatTargets, with spec.loss: mse); its input shape must hold as
+//    many values as the data set's samples.
 // Thread model: runWorker runs on the calling (main) thread and owns every thread it starts; call
 // it once per process.
 
