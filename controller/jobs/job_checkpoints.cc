@@ -1,28 +1,20 @@
 // JobManager: the controller's side of the two-phase checkpoint commit (Note [Two-phase
 // checkpoint commit] in checkpoint_ledger.h): phase-1 shard reports, rank 0's question for the
-// decision, and its phase-2 commit report, which also reconciles the catalog with the disk.
+// decision, and its phase-2 commit report, which also reconciles the catalog with the disk; and
+// on-demand checkpoint requests. The job's side of it is its CheckpointState (state/).
 
 #include <algorithm>
 
 #include "common/checkpoint/checkpoint_catalog.h"
 #include "common/log.h"
-#include "controller/jobs/job_live.h"
+#include "controller/jobs/job.h"
 #include "controller/jobs/job_manager.h"
 
 namespace ddp::controller {
 
-CheckpointLedger& JobManager::ledger(Live& job) {
-  if (!job.ledger) {
-    LedgerConfig c;
-    // Every rank's background write has as long as one collective may take.
-    c.commitTimeout = seconds(job.spec.timeouts.collectiveSeconds);
-    c.forgetAfter = std::max<Duration>(c.commitTimeout * 2, std::chrono::seconds(60));
-    job.ledger.emplace(c);
-  }
-  return *job.ledger;
-}
+CheckpointLedger& JobManager::ledger(Job& job) { return job.checkpoints.ledgerFor(job.spec.timeouts); }
 
-void JobManager::noteLedgerChanges(Live& job, const std::vector<LedgerChange>& changes) {
+void JobManager::noteLedgerChanges(Job& job, const std::vector<LedgerChange>& changes) {
   for (const auto& c : changes) {
     if (c.verdict.decision != CommitDecision::kAbandon) continue;
     const std::string message = "checkpoint at step " + std::to_string(c.step) + " (generation " +
@@ -35,9 +27,9 @@ void JobManager::noteLedgerChanges(Live& job, const std::vector<LedgerChange>& c
   }
 }
 
-void JobManager::relearnShardReport(Live& job, int64_t g, const HeartbeatShard& shard) {
+void JobManager::relearnShardReport(Job& job, int64_t g, const HeartbeatShard& shard) {
   if (!job.rdzv->active() || job.rdzv->active()->generation != g) return;
-  if (shard.step <= job.lastCheckpointStep) return;  // committed (the catalog says so)
+  if (shard.step <= job.checkpoints.lastStep) return;  // committed (the catalog says so)
   std::vector<LedgerChange> changes;
   ledger(job).relearn(g, shard.step, job.rdzv->active()->worldSize(), shard.report, clock_.now(), &changes);
   noteLedgerChanges(job, changes);
@@ -67,17 +59,17 @@ void JobManager::reconcileCatalogs(const std::vector<JobRecord>& records) {
   }
 }
 
-void JobManager::expireCheckpoints(Live& job, TimePoint now) {
-  if (!job.ledger) return;
+void JobManager::expireCheckpoints(Job& job, TimePoint now) {
+  if (!job.checkpoints.ledger) return;
   std::vector<LedgerChange> changes;
-  job.ledger->expire(now, &changes);
+  job.checkpoints.ledger->expire(now, &changes);
   noteLedgerChanges(job, changes);
 }
 
 Result<CheckpointVerdict> JobManager::reportShard(const std::string& name, int64_t g, int64_t step,
                                                   const ShardReport& report, Fenced* fenced) {
   std::lock_guard<std::mutex> lock(mu_);
-  Live* job = find(name);
+  Job* job = find(name);
   if (job == nullptr) return notFound("job " + name + " is not running");
   if (!job->rdzv->isCurrent(g) || !job->rdzv->active()) {
     fenced->current = fencingGeneration(*job->rdzv);
@@ -98,7 +90,7 @@ Result<CheckpointVerdict> JobManager::reportShard(const std::string& name, int64
 
 Result<CheckpointVerdict> JobManager::checkpointDecision(const std::string& name, int64_t g, int64_t step) {
   std::lock_guard<std::mutex> lock(mu_);
-  Live* job = find(name);
+  Job* job = find(name);
   if (job == nullptr) return notFound("job " + name + " is not running");
   std::vector<LedgerChange> changes;
   CheckpointVerdict v = ledger(*job).decision(g, step, clock_.now(), &changes);
@@ -108,7 +100,7 @@ Result<CheckpointVerdict> JobManager::checkpointDecision(const std::string& name
 
 Status JobManager::reportCommit(const std::string& name, int64_t g, const CommitReport& report) {
   std::lock_guard<std::mutex> lock(mu_);
-  Live* job = find(name);
+  Job* job = find(name);
   if (job == nullptr) return notFound("job " + name + " is not running");
   const std::string at = "checkpoint at step " + std::to_string(report.step);
   if (!report.ok) {
@@ -122,15 +114,15 @@ Status JobManager::reportCommit(const std::string& name, int64_t g, const Commit
   metrics_.checkpointPhase(name, CheckpointPhase::kCommit, report.seconds);
   metrics_.checkpointCommitted(name, report.bytes);
   const int world = job->rdzv->active() ? job->rdzv->active()->worldSize() : job->spec.workers.count;
-  job->pendingCheckpoints.push_back({report.step, wallMs(), report.bytes, world, report.path});
-  job->lastCheckpointStep = std::max(job->lastCheckpointStep, report.step);
+  job->outbox.checkpoints.push_back({report.step, wallMs(), report.bytes, world, report.path});
+  job->checkpoints.noteCommitted(report.step);
   if (report.onDisk) {
     std::vector<int64_t> onDisk = *report.onDisk;
     if (std::find(onDisk.begin(), onDisk.end(), report.step) == onDisk.end()) onDisk.push_back(report.step);
-    job->pendingCatalog = std::move(onDisk);
+    job->outbox.catalog = std::move(onDisk);
     // Note [Catalog follows the disk]: earlier commits a restart kept out of the catalog.
     for (const CheckpointRecord& r : report.onDiskRecords) {
-      if (r.step != report.step) job->pendingCheckpoints.push_back(r);
+      if (r.step != report.step) job->outbox.checkpoints.push_back(r);
     }
   }
   char secs[32];
@@ -142,17 +134,44 @@ Status JobManager::reportCommit(const std::string& name, int64_t g, const Commit
   return Status::ok();
 }
 
-void JobManager::noteCheckpointOutcome(Live& job, int64_t step, bool committed, const std::string& reason,
+void JobManager::noteCheckpointOutcome(Job& job, int64_t step, bool committed, const std::string& reason,
                                        const std::string& message) {
-  // Note [Checkpoints failing]: the condition appears with the first failure and turns False at
-  // the next commit of a later step (reports arrive out of order: rank 0's commit report of an
-  // earlier step can follow a later step's failure); a job whose checkpoints never failed has none.
-  if (committed && job.record.findCondition(kConditionCheckpointsFailing) == nullptr) return;
-  if (committed && step < job.lastFailedCheckpointStep) return;
-  if (!committed) job.lastFailedCheckpointStep = std::max(job.lastFailedCheckpointStep, step);
-  job.checkpointFailuresInARow = committed ? 0 : job.checkpointFailuresInARow + 1;
-  metrics_.checkpointsFailing(job.record.name, job.checkpointFailuresInARow);
-  if (job.record.setCondition(kConditionCheckpointsFailing, !committed, reason, message, wallMs())) job.dirty = true;
+  // Note [Checkpoints failing] (CheckpointState::noteOutcome).
+  const bool shown = job.record.findCondition(kConditionCheckpointsFailing) != nullptr;
+  const std::optional<int> inARow = job.checkpoints.noteOutcome(step, committed, shown);
+  if (!inARow) return;
+  metrics_.checkpointsFailing(job.record.name, *inARow);
+  if (job.record.setCondition(kConditionCheckpointsFailing, !committed, reason, message, wallMs())) job.outbox.dirty = true;
+}
+
+Result<int64_t> JobManager::requestCheckpoint(const std::string& name) {
+  DDP_RETURN_IF_ERROR(changesAllowed());
+  std::lock_guard<std::mutex> lock(mu_);
+  Job* job = find(name);
+  if (job == nullptr) {
+    // A finished job (kept in the store) is a conflict; a name never submitted is not found.
+    auto rec = store_.get(name);
+    if (!rec.isOk()) return rec.status();
+    return failedPrecondition("job " + name + " already finished (" + jobPhaseName(rec->phase) + ")");
+  }
+  if (isTerminal(job->record.phase) || job->lifecycle.cancelRequested) {
+    return failedPrecondition("job " + name + " is " +
+                              (job->lifecycle.cancelRequested ? "cancelled" : jobPhaseName(job->record.phase)));
+  }
+  if (job->spec.checkpoint.dir.empty() && options_.workerCheckpointDir.empty()) {
+    return failedPrecondition("job " + name + " has no checkpoint directory (spec.checkpoint.dir)");
+  }
+  if (job->spec.join.enabled) {
+    return failedPrecondition("job " + name + " uses Join: its ranks agree on requests at epoch boundaries only, "
+                              "so an on-demand checkpoint is not available");
+  }
+  if (job->record.phase != JobPhase::kRunning) {
+    return failedPrecondition("job " + name + " is " + jobPhaseName(job->record.phase) + "; ask again once it runs");
+  }
+  job->checkpoints.request(job->record.progress.step);
+  event(*job, kEventNormal, "CheckpointRequested",
+        "checkpoint requested at step " + std::to_string(job->record.progress.step));
+  return job->record.progress.step;
 }
 
 }  // namespace ddp::controller

@@ -1,22 +1,23 @@
 // Flight records of a hang (controller/jobs/flight_records.h): the JobManager's methods that
-// ask the live members of a generation a verdict ended for their records and keep them.
+// ask the live members of a generation a verdict ended for their records and keep them (in the
+// job's FlightRecordState, controller/jobs/state/flight_record_state.h, and the job store).
 #include <algorithm>
+#include <set>
 
 #include "common/log.h"
 
-#include "controller/jobs/job_live.h"
+#include "controller/jobs/job.h"
 #include "controller/jobs/job_manager.h"
 
 namespace ddp::controller {
 
-void JobManager::requestFlightRecords(Live& job, const RendezvousRound& round, const HangVerdict& verdict) {
+void JobManager::requestFlightRecords(Job& job, const RendezvousRound& round, const HangVerdict& verdict) {
   FlightRecordEvent e;
   e.timeMs = wallMs();
   e.reason = faultReasonName(verdict.reason);
   e.message = verdict.message;
   e.generation = round.generation;
-  job.flightRecordWanted.clear();
-  job.flightRecordAsked.clear();
+  std::set<std::string> ask;
   for (int r = 0; r < round.worldSize(); ++r) {
     const std::string& id = round.members[static_cast<size_t>(r)];
     const WorkerState& w = job.workers[id];
@@ -33,51 +34,33 @@ void JobManager::requestFlightRecords(Live& job, const RendezvousRound& round, c
       rec.status = "unavailable: it is not running";
     } else {
       rec.status = "requested";
-      job.flightRecordWanted.insert(id);
+      ask.insert(id);
     }
     e.ranks.push_back(std::move(rec));
   }
   // Note [Flight records before the replacement]: at most two heartbeat periods (a rank waiting
-  // in a collective beats every 200 ms), at least 1 s, at most 5 s.
+  // in a collective beats every 200 ms), clamped to the timings' bounds (1 s and 5 s by default).
   const Duration period = seconds(job.spec.timeouts.heartbeatSeconds);
-  job.flightRecordDeadline =
-      clock_.now() + std::clamp<Duration>(2 * period, std::chrono::seconds(1), std::chrono::seconds(5));
-  job.pendingFlightRecords[e.timeMs] = encodeFlightRecordEvent(e);
-  auto& events = flightRecords_[job.record.name];
-  events.push_back(std::move(e));
-  if (events.size() > kFlightRecordEventsPerJob) events.erase(events.begin());
+  const TimePoint until = clock_.now() + std::clamp<Duration>(2 * period, options_.timings.flightRecordWaitMin,
+                                                              options_.timings.flightRecordWaitMax);
+  job.outbox.flightRecords[e.timeMs] = encodeFlightRecordEvent(e);
+  job.flight.open(std::move(e), std::move(ask), until);
 }
 
-bool JobManager::flightRecordCommand(Live& job, int64_t g, const Heartbeat& hb) {
-  if (job.flightRecordWanted.empty() && job.flightRecordAsked.empty()) return false;
-  auto it = flightRecords_.find(job.record.name);
-  if (it == flightRecords_.end() || it->second.empty() || it->second.back().generation != g) {
-    // A later generation: the records of the verdict's generation can no longer be had.
-    job.flightRecordWanted.clear();
-    job.flightRecordAsked.clear();
-    return false;
-  }
-  if (job.flightRecordAsked.erase(hb.workerId) > 0) {
-    // Its answer: the record (or nothing, from a worker that has none to send).
-    for (auto& r : it->second.back().ranks) {
-      if (r.workerId != hb.workerId) continue;
-      r.ops = hb.flightRecord;
-      r.status = hb.flightRecord.empty() ? "unavailable: it sent no record" : "received";
-      r.receivedMs = wallMs();
+bool JobManager::flightRecordCommand(Job& job, int64_t g, const Heartbeat& hb) {
+  switch (job.flight.onHeartbeat(g, hb.workerId, hb.flightRecord, wallMs())) {
+    case FlightAnswer::kAsk: return true;
+    case FlightAnswer::kReceived: {
+      const FlightRecordEvent& last = job.flight.events.back();
+      job.outbox.flightRecords[last.timeMs] = encodeFlightRecordEvent(last);
+      return false;
     }
-    job.pendingFlightRecords[it->second.back().timeMs] = encodeFlightRecordEvent(it->second.back());
-    return false;
-  }
-  if (job.flightRecordWanted.erase(hb.workerId) > 0) {
-    job.flightRecordAsked.insert(hb.workerId);
-    return true;
+    case FlightAnswer::kNone: return false;
   }
   return false;
 }
 
-bool JobManager::awaitingFlightRecords(const Live& job) const {
-  return (!job.flightRecordWanted.empty() || !job.flightRecordAsked.empty()) && clock_.now() < job.flightRecordDeadline;
-}
+bool JobManager::awaitingFlightRecords(const Job& job) const { return job.flight.awaiting(clock_.now()); }
 
 Result<std::vector<FlightRecordEvent>> JobManager::flightRecords(const std::string& name) {
   // The stored ones (they outlive a controller restart), overridden by this controller's own
@@ -97,10 +80,10 @@ Result<std::vector<FlightRecordEvent>> JobManager::flightRecords(const std::stri
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = flightRecords_.find(name);
-    if (!stored.isOk() && it == flightRecords_.end() && find(name) == nullptr) return stored.status();
-    if (it != flightRecords_.end()) {
-      for (const auto& e : it->second) byTime[e.timeMs] = e;
+    const Job* job = find(name);
+    if (!stored.isOk() && job == nullptr) return stored.status();
+    if (job != nullptr) {
+      for (const auto& e : job->flight.events) byTime[e.timeMs] = e;
     }
   }
   std::vector<FlightRecordEvent> out;

@@ -1,5 +1,5 @@
 // JobManager::gauges(): the membership figures /metrics reads at scrape time (docs/METRICS.md).
-#include "controller/jobs/job_live.h"
+#include "controller/jobs/job.h"
 #include "controller/jobs/job_manager.h"
 
 namespace ddp::controller {

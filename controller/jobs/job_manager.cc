@@ -14,16 +14,13 @@
 #include "controller/jobs/init_checks.h"
 #include "controller/jobs/memory_estimate.h"
 #include "controller/jobs/job_decision.h"
-#include "controller/jobs/job_live.h"
+#include "controller/jobs/job.h"
 #include "controller/metrics/worker_figures.h"
 
 namespace ddp::controller {
 namespace {
 
 using nlohmann::json;
-
-
-constexpr Duration kHeartbeatScan = std::chrono::milliseconds(250);
 
 RendezvousConfig rendezvousConfig(const JobSpec& spec) {
   RendezvousConfig c;
@@ -67,7 +64,7 @@ int64_t JobManager::wallMs() const {
       .count();
 }
 
-JobManager::Live* JobManager::find(const std::string& name) {
+Job* JobManager::find(const std::string& name) {
   auto it = jobs_.find(name);
   return it == jobs_.end() ? nullptr : it->second.get();
 }
@@ -75,7 +72,7 @@ JobManager::Live* JobManager::find(const std::string& name) {
 Status JobManager::start() {
   DDP_ASSIGN_OR_RETURN(auto records, store_.list());
   reconcileCatalogs(records);
-  std::vector<Live*> relaunch;
+  std::vector<Job*> relaunch;
   std::vector<JobLaunch> adopt;  // running jobs: their replacements start like their first workers
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -88,7 +85,7 @@ Status JobManager::start() {
         DDP_LOG(Error) << "job " << rec.name << ": stored spec no longer parses: " << spec.status().message();
         continue;
       }
-      auto live = std::make_unique<Live>();
+      auto live = std::make_unique<Job>();
       live->spec = *spec;
       live->record = std::move(rec);
       live->generationStart = now;
@@ -116,21 +113,21 @@ Status JobManager::start() {
         live->rdzv.emplace(rendezvousConfig(live->spec), live->record.generation);
       }
       if (auto cps = store_.checkpoints(live->record.name); cps.isOk() && !cps->empty()) {
-        live->lastCheckpointStep = cps->back().step;
+        live->checkpoints.lastStep = cps->back().step;
       }
       markWorkersAfterRestart(launcher_.livePids(live->record.name), live->record.generation, now, &live->workers);
       event(*live, kEventNormal, "ControllerRestarted", "the controller restarted and took the job over again");
-      Live* raw = live.get();
+      Job* raw = live.get();
       jobs_[raw->record.name] = std::move(live);
       // Only a job that never reached rendezvous may still have slots to start; a running one
       // keeps the workers it has.
-      raw->launched = raw->record.generation > 0;
-      if (!raw->launched) relaunch.push_back(raw);
-      if (raw->launched) adopt.push_back(jobLaunchOf(*raw));
+      raw->lifecycle.launched = raw->record.generation > 0;
+      if (!raw->lifecycle.launched) relaunch.push_back(raw);
+      if (raw->lifecycle.launched) adopt.push_back(jobLaunchOf(*raw));
       evaluate(*raw);
     }
   }
-  for (Live* job : relaunch) launch(*job);
+  for (Job* job : relaunch) launch(*job);
   for (const JobLaunch& l : adopt) {
     if (Status st = launcher_.adoptJob(l); !st.isOk()) {
       DDP_LOG(Error) << "job " << l.jobName << ": the launcher could not take it over: " << st.toString()
@@ -161,7 +158,7 @@ void JobManager::stop() {
   }
 }
 
-JobLaunch JobManager::jobLaunchOf(const Live& job) const {
+JobLaunch JobManager::jobLaunchOf(const Job& job) const {
   JobLaunch l;
   l.jobName = job.record.name;
   l.workers = job.spec.workers.count;
@@ -175,7 +172,7 @@ JobLaunch JobManager::jobLaunchOf(const Live& job) const {
   return l;
 }
 
-void JobManager::launch(Live& job) {
+void JobManager::launch(Job& job) {
   JobLaunch l;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -184,13 +181,13 @@ void JobManager::launch(Live& job) {
   Status st = launcher_.ensureWorkers(l);
   std::unique_lock<std::mutex> lock(mu_);
   if (find(l.jobName) != &job) return;  // deleted meanwhile
-  job.launched = true;
+  job.lifecycle.launched = true;
   if (!st.isOk()) {
     transition(job, JobPhase::kFailed, "LaunchFailed", "could not start the workers: " + st.toString());
     return;
   }
   for (int i = 0; i < l.workers; ++i) {
-    const std::string id = l.jobName + "-w" + std::to_string(i);
+    const std::string id = workerIdFor(l.jobName, i);
     if (!job.workers.count(id)) {
       WorkerState ws;
       ws.rec.id = id;
@@ -203,7 +200,7 @@ void JobManager::launch(Live& job) {
   // starting the others: that close found the job not launched yet and decided nothing, and the
   // job would stay Pending (no hang detection) until a worker finished.
   if (job.rdzv->active()) evaluate(job);
-  if (job.cancelRequested && job.stopSent) {
+  if (job.lifecycle.cancelRequested && job.lifecycle.stopSent) {
     // Cancelled while the launcher was still starting the workers: the cancel's stopJob knew
     // only the workers started by then. Stop again, now that every one exists.
     lock.unlock();
@@ -239,12 +236,12 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
   rec.createdMs = wallMs();
   rec.phase = JobPhase::kPending;
   rec.setCondition(kConditionCreated, true, "JobCreated", "the job was accepted", rec.createdMs);
-  Live* job = nullptr;
+  Job* job = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (find(spec.name) != nullptr) return alreadyExists("job " + spec.name + " already exists");
     DDP_RETURN_IF_ERROR(store_.create(rec));
-    auto live = std::make_unique<Live>();
+    auto live = std::make_unique<Job>();
     live->record = rec;
     live->spec = spec;
     live->rdzv.emplace(rendezvousConfig(spec), 0);
@@ -255,14 +252,14 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
   }
   launch(*job);
   std::lock_guard<std::mutex> lock(mu_);
-  if (Live* again = find(spec.name)) return again->record;
+  if (Job* again = find(spec.name)) return again->record;
   return store_.get(spec.name);
 }
 
 Result<JobRecord> JobManager::get(const std::string& name) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (Live* job = find(name)) return job->record;
+    if (Job* job = find(name)) return job->record;
   }
   return store_.get(name);
 }
@@ -271,7 +268,7 @@ Result<std::vector<JobRecord>> JobManager::list() {
   DDP_ASSIGN_OR_RETURN(auto records, store_.list());
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& r : records) {
-    if (Live* job = find(r.name)) r = job->record;
+    if (Job* job = find(r.name)) r = job->record;
   }
   return records;
 }
@@ -279,7 +276,7 @@ Result<std::vector<JobRecord>> JobManager::list() {
 Result<JobSpec> JobManager::spec(const std::string& name) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (Live* job = find(name)) return job->spec;
+    if (Job* job = find(name)) return job->spec;
   }
   DDP_ASSIGN_OR_RETURN(auto rec, store_.get(name));
   return decodeJobSpec(rec.specYaml);
@@ -287,7 +284,7 @@ Result<JobSpec> JobManager::spec(const std::string& name) {
 
 bool JobManager::isFinished(const std::string& name) {
   std::lock_guard<std::mutex> lock(mu_);
-  Live* job = find(name);
+  Job* job = find(name);
   return job == nullptr || isTerminal(job->record.phase);
 }
 
@@ -301,12 +298,12 @@ Result<std::vector<CheckpointRecord>> JobManager::checkpoints(const std::string&
   return store_.checkpoints(name);
 }
 
-std::string JobManager::assignmentJson(const Live& job, const std::string& workerId, bool withPeers) const {
+std::string JobManager::assignmentJson(const Job& job, const std::string& workerId, bool withPeers) const {
   return "{\"rank\":" + std::to_string(*job.rdzv->active()->rankOf(workerId)) +
          (withPeers ? job.assignmentTailWithPeers : job.assignmentTail);
 }
 
-void JobManager::wakeAssignments(Live& job) {
+void JobManager::wakeAssignments(Job& job) {
   const auto& active = job.rdzv->active();
   if (!active) return;
   // The round just closed: its generation's store, ranks, and one reply per waiting member.
@@ -316,7 +313,7 @@ void JobManager::wakeAssignments(Live& job) {
     job.spaces[active->generation] = std::make_shared<comm::KeySpace>(options_.storeQuotaBytes);
     job.record.generation = active->generation;
     for (auto& [id, w] : job.workers) w.rec.rank = -1;
-    job.steppedInGeneration.clear();
+    job.membership.steppedInGeneration.clear();
     const TimePoint now = clock_.now();
     job.generationStart = now;
     metrics_.rendezvousClosed(job.record.name, active->generation, active->worldSize(),
@@ -329,7 +326,7 @@ void JobManager::wakeAssignments(Live& job) {
       w.stepChangedAt = now;
       w.collectives.clear();
       w.leftOnItsOwn = false;
-      w.checkpointAsked = job.checkpointRequest;  // a request before this generation is void
+      w.checkpointAsked = job.checkpoints.requests;  // a request before this generation is void
     }
     if (job.record.phase == JobPhase::kRestarting) {
       const int64_t ms = wallMs();
@@ -348,7 +345,7 @@ void JobManager::wakeAssignments(Live& job) {
           "generation " + std::to_string(active->generation) + " with " + std::to_string(active->worldSize()) +
               " worker(s)");
     noteMembership(job);
-    job.dirty = true;
+    job.outbox.dirty = true;
     evaluate(job);
   }
   std::vector<Waiter> still;
@@ -364,14 +361,14 @@ void JobManager::wakeAssignments(Live& job) {
   job.waiters = std::move(still);
 }
 
-void JobManager::evaluate(Live& job) {
-  if (!job.launched) return;
+void JobManager::evaluate(Job& job) {
+  if (!job.lifecycle.launched) return;
   if (detectAndRecover(job)) return;
   if (finishedDuringChange(job)) return;
   JobFacts f;
   f.now = clock_.now();
   f.phase = job.record.phase;
-  f.cancelRequested = job.cancelRequested;
+  f.cancelRequested = job.lifecycle.cancelRequested;
   f.generationActive = job.rdzv->active().has_value();
   for (const auto& [id, w] : job.workers) {
     if (w.processAlive || w.replacing) ++f.liveProcesses;
@@ -383,10 +380,10 @@ void JobManager::evaluate(Live& job) {
   transition(job, *v.next, v.reason, v.message);
   // The ticker signals them, outside the lock (evaluate also runs on request paths that must
   // not wait for the launcher).
-  if (v.stopWorkers) job.stopPending = true;
+  if (v.stopWorkers) job.lifecycle.stopPending = true;
 }
 
-void JobManager::transition(Live& job, JobPhase next, const std::string& reason, const std::string& message) {
+void JobManager::transition(Job& job, JobPhase next, const std::string& reason, const std::string& message) {
   const int64_t now = wallMs();
   JobRecord& r = job.record;
   if (r.phase == next) return;
@@ -411,21 +408,17 @@ void JobManager::transition(Live& job, JobPhase next, const std::string& reason,
     }
     job.waiters.clear();
   }
-  job.dirty = true;
+  job.outbox.dirty = true;
 }
 
-void JobManager::event(Live& job, const std::string& type, const std::string& reason, const std::string& message) {
-  job.pendingEvents.push_back({wallMs(), type, reason, message});
+void JobManager::event(Job& job, const std::string& type, const std::string& reason, const std::string& message) {
+  job.outbox.events.push_back({wallMs(), type, reason, message});
 }
 
 void JobManager::persistFigures(bool force) {
   struct Write {
     JobRecord record;
-    std::vector<JobEvent> events;
-    std::vector<CheckpointRecord> checkpoints;
-    std::optional<std::vector<int64_t>> catalog;
-    std::map<int64_t, std::string> flightRecords;
-    bool finished = false;
+    Outbox::Batch batch;
   };
   std::lock_guard<std::mutex> inOrder(persistMu_);
   std::vector<Write> writes;
@@ -435,27 +428,19 @@ void JobManager::persistFigures(bool force) {
     const bool periodic = force || now - lastPersist_ >= options_.persistEvery;
     if (periodic) lastPersist_ = now;
     for (auto it = jobs_.begin(); it != jobs_.end();) {
-      Live& job = *it->second;
-      const bool write = job.dirty || (periodic && job.figuresDirty) || !job.pendingEvents.empty() ||
-                         !job.pendingCheckpoints.empty() || job.pendingCatalog.has_value() ||
-                         !job.pendingFlightRecords.empty();
+      Job& job = *it->second;
+      const bool write = job.outbox.due(periodic);
       if (write) {
         job.record.workers.clear();
         for (const auto& [id, w] : job.workers) job.record.workers.push_back(w.rec);
-        writes.push_back({job.record, std::move(job.pendingEvents), std::move(job.pendingCheckpoints),
-                          std::move(job.pendingCatalog), std::move(job.pendingFlightRecords),
-                          isTerminal(job.record.phase)});
-        job.pendingEvents.clear();
-        job.pendingFlightRecords.clear();
-        job.pendingCheckpoints.clear();
-        job.pendingCatalog.reset();
-        job.dirty = false;
-        job.figuresDirty = false;
+        writes.push_back({job.record, job.outbox.take()});
       }
-      // A finished job whose processes are gone needs no live state any more.
+      // A finished job whose processes are gone needs no live state any more, once its last
+      // batch was written (by an earlier pass: persistMu_ orders them), so that nothing it kept
+      // (events, flight records) is missing from both the store and memory meanwhile.
       bool anyAlive = false;
       for (const auto& [id, w] : job.workers) anyAlive = anyAlive || w.processAlive;
-      if (isTerminal(job.record.phase) && !anyAlive && job.waiters.empty() && !job.dirty) {
+      if (!write && isTerminal(job.record.phase) && !anyAlive && job.waiters.empty()) {
         for (auto& [g, space] : job.spaces) space->clear();
         it = jobs_.erase(it);
       } else {
@@ -463,123 +448,23 @@ void JobManager::persistFigures(bool force) {
       }
     }
   }
-  for (auto& w : writes) {
-    // Ranked workers first, by rank (sorted here, outside the lock).
-    std::sort(w.record.workers.begin(), w.record.workers.end(), [](const auto& a, const auto& b) {
-      return a.rank != b.rank ? (a.rank < 0 ? false : b.rank < 0 ? true : a.rank < b.rank) : a.id < b.id;
-    });
-    Status st = store_.update(w.record);
-    for (const auto& e : w.events) st = st.isOk() ? store_.appendEvent(w.record.name, e) : st;
-    for (const auto& c : w.checkpoints) st = st.isOk() ? store_.addCheckpoint(w.record.name, c) : st;
-    if (w.catalog && st.isOk()) st = store_.retainCheckpoints(w.record.name, *w.catalog);
-    for (const auto& [timeMs, doc] : w.flightRecords) {
-      st = st.isOk() ? store_.putFlightRecord(w.record.name, timeMs, doc) : st;
-    }
-    if (!st.isOk() && st.code() != StatusCode::kNotFound) {
-      DDP_LOG(Error) << "job " << w.record.name << ": could not write its record: " << st.toString();
-    }
-  }
+  for (auto& w : writes) writeBatch(w.record, w.batch);
 }
 
-void JobManager::tickOnce() {
-  std::vector<std::string> toStop;
-  std::vector<std::pair<std::string, std::string>> replace;  // (job, worker)
-  std::vector<std::pair<std::string, std::string>> retiredKill;  // (job, worker)
-  std::vector<std::pair<std::string, std::string>> staleKill;    // (job, worker)
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    while (!exits_.empty()) {
-      WorkerExit e = std::move(exits_.front());
-      exits_.pop_front();
-      handleExit(e);
-    }
-    const TimePoint now = clock_.now();
-    const bool scanHeartbeats = now - lastHeartbeatScan_ >= kHeartbeatScan;
-    if (scanHeartbeats) lastHeartbeatScan_ = now;
-    for (auto& [name, jobPtr] : jobs_) {
-      Live& job = *jobPtr;
-      if (job.rdzv->tick(now)) wakeAssignments(job);
-      // A worker that left (its exit, above) may have closed the round: the rest of the expected
-      // workers had joined (Rendezvous::expect).
-      if (job.rdzv->active() && !job.spaces.count(job.rdzv->active()->generation)) wakeAssignments(job);
-      // Late joiners gathered for long enough (Note [Elastic membership]).
-      if (job.rdzv->active() && (!job.rdzv->lateJoiners().empty() || !job.retired.empty())) evaluateMembership(job);
-      if (scanHeartbeats) expireCheckpoints(job, now);
-      std::vector<Waiter> still;
-      for (auto& w : job.waiters) {
-        if (now >= w.until || w.responder->closed()) {
-          http::Response res;
-          res.status = 204;
-          w.responder->reply(std::move(res));
-        } else {
-          still.push_back(std::move(w));
-        }
-      }
-      job.waiters = std::move(still);
-      if (job.cancelRequested && !job.stopSent && now - job.cancelAt >= options_.stopGrace) {
-        job.stopSent = true;
-        toStop.push_back(name);
-      }
-      if (job.cancelRequested || isTerminal(job.record.phase)) {
-        for (const auto& id : unresponsiveWhileStopping(job, now)) staleKill.emplace_back(name, id);
-      }
-      if (job.awaitingSettle && !isTerminal(job.record.phase)) evaluate(job);  // Note [Blaming the right rank]
-      if (job.stopPending) {
-        job.stopPending = false;
-        toStop.push_back(name);
-      }
-      if (now >= job.retireKillAt) {  // Note [Elastic membership]: retired, and still running
-        job.retireKillAt = TimePoint::max();
-        for (const auto& id : job.retired) {
-          auto w = job.workers.find(id);
-          if (w != job.workers.end() && w->second.processAlive) retiredKill.emplace_back(name, id);
-        }
-      }
-      // A culprit is replaced once the survivors' flight records arrived (or their wait ended):
-      // killing it first would end the collective they are waiting in.
-      if (!job.toReplace.empty() && now >= job.replaceAt && !awaitingFlightRecords(job) &&
-          !isTerminal(job.record.phase) && !job.cancelRequested) {
-        for (const auto& id : job.toReplace) replace.emplace_back(name, id);
-        job.toReplace.clear();
-      }
-      // Hang detection (Note [Recovery]) every kHeartbeatScan, not every tick: at thousands of
-      // workers the scan is the tick's main cost, and it is done under the lock.
-      if (scanHeartbeats && job.rdzv->active() && job.record.phase == JobPhase::kRunning) evaluate(job);
-    }
+void JobManager::writeBatch(JobRecord& record, const Outbox::Batch& batch) {
+  // Ranked workers first, by rank (sorted here, outside the lock).
+  std::sort(record.workers.begin(), record.workers.end(), [](const auto& a, const auto& b) {
+    return a.rank != b.rank ? (a.rank < 0 ? false : b.rank < 0 ? true : a.rank < b.rank) : a.id < b.id;
+  });
+  Status st = store_.update(record);
+  for (const auto& e : batch.events) st = st.isOk() ? store_.appendEvent(record.name, e) : st;
+  for (const auto& c : batch.checkpoints) st = st.isOk() ? store_.addCheckpoint(record.name, c) : st;
+  if (batch.catalog && st.isOk()) st = store_.retainCheckpoints(record.name, *batch.catalog);
+  for (const auto& [timeMs, doc] : batch.flightRecords) {
+    st = st.isOk() ? store_.putFlightRecord(record.name, timeMs, doc) : st;
   }
-  for (const auto& name : toStop) (void)launcher_.stopJob(name, std::chrono::seconds(10));
-  for (const auto& [name, id] : retiredKill) (void)launcher_.killWorker(name, id, SIGKILL);
-  for (const auto& [name, id] : staleKill) (void)launcher_.killWorker(name, id, SIGKILL);
-  for (const auto& [name, id] : replace) {
-    Status st = launcher_.replaceWorker(name, id);
-    if (st.code() == StatusCode::kUnimplemented) {
-      // A launcher that starts nothing (external workers): whatever started the workers starts
-      // the replacement; the round waits for it (and the job's rendezvous bound applies).
-      std::lock_guard<std::mutex> lock(mu_);
-      if (Live* job = find(name)) {
-        event(*job, kEventWarning, "WaitingForReplacement",
-              id + " must be replaced by whatever started it (" + st.message() + ")");
-      }
-      continue;
-    }
-    if (!st.isOk()) {
-      DDP_LOG(Error) << "job " << name << ": could not replace " << id << ": " << st.toString();
-      std::lock_guard<std::mutex> lock(mu_);
-      if (Live* job = find(name)) {
-        transition(*job, JobPhase::kFailed, "ReplaceFailed", "could not replace " + id + ": " + st.toString());
-        job->stopPending = true;
-      }
-    }
-  }
-  persistFigures(false);
-}
-
-void JobManager::tickLoop() {
-  while (!stopping_) {
-    tickOnce();
-    std::unique_lock<std::mutex> lock(tickMu_);
-    tickCv_.wait_for(lock, options_.tick, [this] { return stopping_.load() || exitsPending_; });
-    exitsPending_ = false;
+  if (!st.isOk() && st.code() != StatusCode::kNotFound) {
+    DDP_LOG(Error) << "job " << record.name << ": could not write its record: " << st.toString();
   }
 }
 

@@ -64,6 +64,8 @@
 #include "controller/jobs/worker_command_policy.h"
 #include "controller/jobs/hang_detector.h"
 #include "controller/jobs/heartbeat.h"
+#include "controller/jobs/job_timings.h"
+#include "controller/jobs/state/outbox.h"
 #include "controller/launch/launcher.h"
 #include "controller/metrics/metrics_sink.h"
 #include "controller/rendezvous/rendezvous.h"
@@ -78,6 +80,7 @@ struct JobManagerOptions {
   size_t storeQuotaBytes = 64u << 20;          // per job generation
   Duration maxLongPoll = std::chrono::seconds(2);
   Duration stopGrace = std::chrono::seconds(30);  // cancel: heartbeat `stop`, then SIGTERM/SIGKILL
+  JobTimings timings;                          // the other graces and scan periods
   std::string workerLogFormat;                 // DDP_LOG_FORMAT for workers ("" = the job's)
   std::string workerCheckpointDir;             // DDP_CHECKPOINT_DIR override ("" = the job's)
   // The workers share this process's filesystem (the local launcher): at start each job's
@@ -125,6 +128,10 @@ struct CommitReport {
 struct Fenced {
   int64_t current = 0;
 };
+
+struct Job;  // one job's state (controller/jobs/job.h: Note [One object per job])
+struct JobTickFacts;
+struct JobTickActions;
 
 class JobManager {
  public:
@@ -174,8 +181,9 @@ class JobManager {
   // or retires workers to reach it. FailedPrecondition when the job finished, was cancelled, or
   // the workers of the last scale-down have not exited yet.
   Result<JobRecord> scale(const std::string& name, int workers, const std::string& field = "workers");
-  // The flight records kept with the job's hang verdicts, oldest first (job_flight_records.cc;
-  // in memory: a restarted controller has none). NotFound for an unknown job.
+  // The flight records kept with the job's hang verdicts, oldest first (job_flight_records.cc):
+  // the stored ones (they outlive a controller restart) and this controller's newer answers.
+  // NotFound for an unknown job.
   Result<std::vector<FlightRecordEvent>> flightRecords(const std::string& name);
   bool isFinished(const std::string& name);
 
@@ -207,69 +215,82 @@ class JobManager {
   // Each live job's membership figures now (controller/jobs/job_gauges.cc; /metrics).
   std::vector<JobGauges> gauges();
 
-  struct Live;
 
  private:
+  // The ticker (job_ticker.cc, Note [Tick actions] in job_tick.h).
   void tickLoop();
   void tickOnce();
-  // While `job` is stopping (cancelled, or ended with workers left): its live workers silent
-  // for longer than the heartbeat window, marked Stopped with an event; the caller SIGKILLs them
-  // outside the lock (Note [Stopping an unresponsive worker] in job_decision.h). Requires mu_.
-  std::vector<std::string> unresponsiveWhileStopping(Live& job, TimePoint now);
+  // Under mu_: the job's state moves on to `now` (`scan`: the hang scan's period passed).
+  void advanceJob(Job& job, TimePoint now, bool scan);
+  // Under mu_: what reconcileTick is told of the job, and its decision recorded on the job.
+  JobTickFacts tickFacts(const Job& job, TimePoint now) const;
+  void recordTick(Job& job, const JobTickActions& actions, TimePoint now);
+  // Without mu_: the actions through the launcher.
+  void carryOut(const std::string& name, const JobTickActions& actions);
+  void replaceCulprit(const std::string& name, const std::string& workerId);
+  // A stopping job's worker silent past the heartbeat window, killed: Stopped, with an event
+  // (Note [Stopping an unresponsive worker] in job_decision.h). Requires mu_.
+  void markUnresponsiveKilled(Job& job, const std::string& workerId, TimePoint now);
   void handleExit(const WorkerExit& exit);
-  void launch(Live& job);
+  void launch(Job& job);
   // The live job, not finished yet: FailedPrecondition when it finished, NotFound when it was
   // never submitted. Requires mu_.
-  Result<Live*> unfinished(const std::string& name);
+  Result<Job*> unfinished(const std::string& name);
   // The grace a cancel gives workers that were not training yet (nothing to checkpoint).
   Duration cancelStopGrace() const;
-  JobLaunch jobLaunchOf(const Live& job) const;
-  void wakeAssignments(Live& job);
-  void evaluate(Live& job);
+  JobLaunch jobLaunchOf(const Job& job) const;
+  void wakeAssignments(Job& job);
+  void evaluate(Job& job);
   // Note [Recovery] (job_recovery.cc): true when a verdict was acted on.
-  bool detectAndRecover(Live& job);
-  void recover(Live& job, const HangVerdict& verdict);
-  void noteRecovered(Live& job, const std::string& workerId, const Heartbeat& hb);
+  bool detectAndRecover(Job& job);
+  void recover(Job& job, const HangVerdict& verdict);
+  void noteRecovered(Job& job, const std::string& workerId, const Heartbeat& hb);
   // Note [Elastic membership] (job_membership.cc): ends the active generation when late joiners
   // or a scale-down change its membership; true when it did.
-  bool evaluateMembership(Live& job);
-  void changeMembership(Live& job, const std::string& reason, const std::string& message);
+  bool evaluateMembership(Job& job);
+  // A scale from `from` to `to` workers: the new slots (returns those whose stopped worker is to
+  // be started again), or the retired ones (returns those to SIGTERM: not members).
+  std::vector<std::string> addSlots(Job& job, int from, int to);
+  std::vector<std::string> retireSlots(Job& job, int to);
+  void changeMembership(Job& job, const std::string& reason, const std::string& message);
   // The event of a newly closed generation whose membership differs from the last one.
-  void noteMembership(Live& job);
+  void noteMembership(Job& job);
   // A retired worker's exit (a scale-down removed it): true when `exit` was one.
-  bool handleRetiredExit(Live& job, const WorkerExit& exit);
+  bool handleRetiredExit(Job& job, const WorkerExit& exit);
   // A member of the generation a planned change ended finished training meanwhile (Succeeded at
   // the last step; the ranks finish together): the job Succeeded and the waiting workers are
   // stopped. True when it did.
-  bool finishedDuringChange(Live& job);
+  bool finishedDuringChange(Job& job);
   // job_checkpoints.cc: the job's ledger (made on first use) and its decisions as events.
-  CheckpointLedger& ledger(Live& job);
-  void noteLedgerChanges(Live& job, const std::vector<LedgerChange>& changes);
+  CheckpointLedger& ledger(Job& job);
+  void noteLedgerChanges(Job& job, const std::vector<LedgerChange>& changes);
   // A shard report a heartbeat repeats, recorded if this controller never got it (a restart).
-  void relearnShardReport(Live& job, int64_t g, const HeartbeatShard& shard);
+  void relearnShardReport(Job& job, int64_t g, const HeartbeatShard& shard);
   // The CheckpointsFailing condition after a checkpoint committed or failed.
   // At start: each stored job's catalog set to its checkpoint directory (options.catalogFromDisk).
   void reconcileCatalogs(const std::vector<JobRecord>& records);
   // The answer to a heartbeat of generation `g`, which is not the current one (mu_ held).
-  Result<Command> staleHeartbeat(Live& job, int64_t g, const Heartbeat& hb, Fenced* fenced);
+  Result<Command> staleHeartbeat(Job& job, int64_t g, const Heartbeat& hb, Fenced* fenced);
   // Counts `workerId`'s communicator abort of generation `g` once (Note [Recovery figures]).
-  void countAbort(Live& job, const std::string& workerId, int64_t g);
-  void noteCheckpointOutcome(Live& job, int64_t step, bool committed, const std::string& reason,
+  void countAbort(Job& job, const std::string& workerId, int64_t g);
+  void noteCheckpointOutcome(Job& job, int64_t step, bool committed, const std::string& reason,
                              const std::string& message);
-  void expireCheckpoints(Live& job, TimePoint now);
+  void expireCheckpoints(Job& job, TimePoint now);
   // Flight records (job_flight_records.cc): a verdict on `round` asks its live members.
-  void requestFlightRecords(Live& job, const RendezvousRound& round, const HangVerdict& verdict);
+  void requestFlightRecords(Job& job, const RendezvousRound& round, const HangVerdict& verdict);
   // Keeps a record the heartbeat (of generation `g`) carries; true when this heartbeat is to be
   // answered with the `flightRecord` command (each asked member is asked once).
-  bool flightRecordCommand(Live& job, int64_t g, const Heartbeat& hb);
+  bool flightRecordCommand(Job& job, int64_t g, const Heartbeat& hb);
   // Whether asked records are still awaited (Note [Flight records before the replacement]).
-  bool awaitingFlightRecords(const Live& job) const;
-  void transition(Live& job, JobPhase next, const std::string& reason, const std::string& message);
-  void event(Live& job, const std::string& type, const std::string& reason, const std::string& message);
-  void persist(Live& job);
+  bool awaitingFlightRecords(const Job& job) const;
+  void transition(Job& job, JobPhase next, const std::string& reason, const std::string& message);
+  void event(Job& job, const std::string& type, const std::string& reason, const std::string& message);
+  void persist(Job& job);
   void persistFigures(bool force);
-  Live* find(const std::string& name);
-  std::string assignmentJson(const Live& job, const std::string& workerId, bool withPeers) const;
+  // Without mu_, under persistMu_: one job's batch to the store.
+  void writeBatch(JobRecord& record, const Outbox::Batch& batch);
+  Job* find(const std::string& name);
+  std::string assignmentJson(const Job& job, const std::string& workerId, bool withPeers) const;
   int64_t wallMs() const;
 
   JobManagerOptions options_;
@@ -278,12 +299,11 @@ class JobManager {
   const Clock& clock_;
   MetricsSink& metrics_;
 
-  std::mutex mu_;  // guards jobs_, exits_, flightRecords_
+  std::mutex mu_;  // guards jobs_ (and every Job in it), exits_
   // Held across persistFigures (taken before mu_): batches reach the store in the order they
   // were taken, so an older batch never overwrites a newer one.
   std::mutex persistMu_;
-  std::map<std::string, std::unique_ptr<Live>> jobs_;
-  std::map<std::string, std::vector<FlightRecordEvent>> flightRecords_;  // by job; guarded by mu_
+  std::map<std::string, std::unique_ptr<Job>> jobs_;
   std::deque<WorkerExit> exits_;
   TimePoint lastPersist_{};
   TimePoint lastHeartbeatScan_{};

@@ -1,5 +1,5 @@
-// Hang detection and in-process recovery (Note [Recovery] in job_manager.h), and on-demand
-// checkpoints: the JobManager's methods that act on the hang detector's verdicts.
+// Hang detection and in-process recovery (Note [Recovery] in job_manager.h): the JobManager's
+// methods that act on the hang detector's verdicts (the job's side: its RecoveryState, state/).
 #include "controller/jobs/job_manager.h"
 
 #include <algorithm>
@@ -8,7 +8,7 @@
 #include <set>
 
 #include "common/log.h"
-#include "controller/jobs/job_live.h"
+#include "controller/jobs/job.h"
 
 namespace ddp::controller {
 namespace {
@@ -52,9 +52,9 @@ int64_t stepReachedAtLeast(const RendezvousRound& round, const std::map<std::str
 
 }  // namespace
 
-bool JobManager::detectAndRecover(Live& job) {
+bool JobManager::detectAndRecover(Job& job) {
   const auto& active = job.rdzv->active();
-  if (active && job.record.phase == JobPhase::kRunning && !job.cancelRequested) {
+  if (active && job.record.phase == JobPhase::kRunning && !job.lifecycle.cancelRequested) {
     // Note [Recovery]. A member that failed for a reason no restart can fix (its own final
     // heartbeat said Failed, or it exited with the bad-configuration status) is left to decideJob.
     bool fatal = false;
@@ -82,7 +82,7 @@ bool JobManager::detectAndRecover(Live& job) {
     if (!fatal) {
       HangReport report = detectHang(members, hangConfig(job.spec), job.generationStart, clock_.now());
       for (const Straggler& s : report.stragglers) {
-        if (job.stragglersSeen.insert({s.rank, s.seq}).second) event(job, kEventWarning, "Straggler", s.message);
+        if (job.recovery.stragglersSeen.insert({s.rank, s.seq}).second) event(job, kEventWarning, "Straggler", s.message);
       }
       if (report.verdict) {
         recover(job, *report.verdict);
@@ -93,7 +93,7 @@ bool JobManager::detectAndRecover(Live& job) {
   return false;
 }
 
-void JobManager::recover(Live& job, const HangVerdict& verdict) {
+void JobManager::recover(Job& job, const HangVerdict& verdict) {
   const RendezvousRound round = *job.rdzv->active();
   const std::string reason = faultReasonName(verdict.reason);
   const TimePoint now = clock_.now();
@@ -108,7 +108,7 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
   if (job.record.restarts >= job.spec.maxRestarts) {
     transition(job, JobPhase::kFailed, reason,
                verdict.message + " (no restarts left: spec.maxRestarts is " + std::to_string(job.spec.maxRestarts) + ")");
-    job.stopPending = true;
+    job.lifecycle.stopPending = true;
     return;
   }
   const int restart = ++job.record.restarts;
@@ -120,9 +120,8 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
                           "restart " + std::to_string(restart) + " of " + std::to_string(job.spec.maxRestarts) + ": " +
                               verdict.message,
                           ms);
-  job.abortedGeneration = round.generation;
-  job.survivors.clear();
-  const std::vector<std::string> culprits = splitCulprits(round, verdict, &job.survivors);
+  job.recovery.survivors.clear();
+  const std::vector<std::string> culprits = splitCulprits(round, verdict, &job.recovery.survivors);
   // The old generation's store goes: its blocked calls fail, and it is fenced from now on.
   for (auto& [g, space] : job.spaces) space->clear("generation " + std::to_string(g) + " ended: " + reason);
   job.spaces.clear();
@@ -142,21 +141,17 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
     w.outcome = WorkerOutcome::kRunning;
     w.failureFromExit = false;
     w.rec.state = "Replacing";
-    job.toReplace.push_back(id);
+    job.recovery.toReplace.push_back(id);
   }
-  job.replaceAt = now + restartBackoff(restart);
-  job.recovering = true;
-  job.plannedChange = false;
-  job.verdictAt = now;
-  job.steppedSinceVerdict.clear();
-  job.stragglersSeen.clear();
-  job.dirty = true;
+  job.recovery.replaceAt = now + restartBackoff(restart);
+  const int64_t from = std::max<int64_t>(0, job.checkpoints.lastStep);
+  const int64_t reached = stepReachedAtLeast(round, job.workers, from);
+  job.recovery.begin(round.generation, now, /*planned=*/false, reached);
+  job.recovery.stragglersSeen.clear();
+  job.recovery.stepAtRejoin.clear();
+  job.outbox.dirty = true;
   std::string who = culprits.empty() ? "no worker is replaced" : "replacing";
   for (const auto& id : culprits) who += " " + id;
-  const int64_t from = std::max<int64_t>(0, job.lastCheckpointStep);
-  const int64_t reached = stepReachedAtLeast(round, job.workers, from);
-  job.stepAtVerdict = reached;
-  job.stepAtRejoin.clear();
   // The workers decide where they resume (Note [Healing from live peers] in
   // worker/training/peer_state.h): from a survivor's own state when one holds it whole, else from
   // the last committed checkpoint. The Recovered event says which step it was.
@@ -164,7 +159,7 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
         "restart " + std::to_string(restart) + " of " + std::to_string(job.spec.maxRestarts) + " after " + reason +
             ": generation " + std::to_string(round.generation) + " ended at step " + std::to_string(reached) +
             " or later (the survivors report their last step when they rejoin); " +
-            who + "; " + std::to_string(job.survivors.size()) +
+            who + "; " + std::to_string(job.recovery.survivors.size()) +
             " survivor(s) rejoin without restarting; resuming from a survivor's state, or else from step " +
             std::to_string(from) + " (last committed checkpoint)");
   if (job.rdzv->active()) wakeAssignments(job);
@@ -180,37 +175,31 @@ void JobManager::recover(Live& job, const HangVerdict& verdict) {
 // last committed checkpoint), each survivor reports the last step it completed when it rejoins,
 // and the Recovered event computes "ended at" and "steps redone" from those and the step the new
 // generation resumed at.
-void JobManager::countAbort(Live& job, const std::string& workerId, int64_t g) {
-  if (g != job.abortsGeneration) {
-    job.abortsGeneration = g;
-    job.abortsCounted.clear();
-  }
-  if (job.abortsCounted.insert(workerId).second) metrics_.communicatorAborted(job.record.name);
+void JobManager::countAbort(Job& job, const std::string& workerId, int64_t g) {
+  if (job.recovery.countAbort(workerId, g)) metrics_.communicatorAborted(job.record.name);
 }
 
-void JobManager::noteRecovered(Live& job, const std::string& workerId, const Heartbeat& hb) {
+void JobManager::noteRecovered(Job& job, const std::string& workerId, const Heartbeat& hb) {
   auto steps = hb.counters.find("steps");
   if (steps == hb.counters.end() || steps->second < 1) return;
-  job.steppedSinceVerdict.insert(workerId);
   const auto& active = job.rdzv->active();
-  if (!active || static_cast<int>(job.steppedSinceVerdict.size()) < active->worldSize()) return;
+  if (!active) {
+    job.recovery.steppedSinceVerdict.insert(workerId);
+    return;
+  }
+  if (!job.recovery.noteStepped(workerId, active->worldSize())) return;
   // Steps this generation has run so far on the last rank to step: it started from hb.step - steps.
   const int64_t resumedAt = std::max<int64_t>(0, hb.step - static_cast<int64_t>(steps->second));
-  job.recovering = false;
-  const double secs = std::chrono::duration<double>(clock_.now() - job.verdictAt).count();
+  const double secs = std::chrono::duration<double>(clock_.now() - job.recovery.verdictAt).count();
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f", secs);
   // Note [Recovery figures]: where the generation ended is the last step a rank completed, as the
   // rejoining survivors reported it; without one (every rank replaced), the verdict's estimate.
-  int64_t ended = job.stepAtVerdict;
-  if (!job.stepAtRejoin.empty()) {
-    ended = 0;
-    for (const auto& [id, step] : job.stepAtRejoin) ended = std::max(ended, step);
-  }
+  const int64_t ended = job.recovery.endedAt();
   const std::string resumed = "the last generation ended at step " + std::to_string(ended) + ", resumed at step " +
                               std::to_string(resumedAt) +
                               " (steps redone: " + std::to_string(std::max<int64_t>(0, ended - resumedAt)) + ")";
-  if (job.plannedChange) {
+  if (job.recovery.plannedChange) {
     // A membership change (Note [Elastic membership]): not a recovery, no ddp_recovery_seconds.
     event(job, kEventNormal, "Resumed",
           "generation " + std::to_string(active->generation) + ": every rank is stepping again " + buf +
@@ -221,37 +210,6 @@ void JobManager::noteRecovered(Live& job, const std::string& workerId, const Hea
   event(job, kEventNormal, "Recovered",
         "generation " + std::to_string(active->generation) + ": every rank is stepping again " + buf +
             " s after the verdict (restart " + std::to_string(job.record.restarts) + "); " + resumed);
-}
-
-Result<int64_t> JobManager::requestCheckpoint(const std::string& name) {
-  DDP_RETURN_IF_ERROR(changesAllowed());
-  std::lock_guard<std::mutex> lock(mu_);
-  Live* job = find(name);
-  if (job == nullptr) {
-    // A finished job (kept in the store) is a conflict; a name never submitted is not found.
-    auto rec = store_.get(name);
-    if (!rec.isOk()) return rec.status();
-    return failedPrecondition("job " + name + " already finished (" + jobPhaseName(rec->phase) + ")");
-  }
-  if (isTerminal(job->record.phase) || job->cancelRequested) {
-    return failedPrecondition("job " + name + " is " +
-                              (job->cancelRequested ? "cancelled" : jobPhaseName(job->record.phase)));
-  }
-  if (job->spec.checkpoint.dir.empty() && options_.workerCheckpointDir.empty()) {
-    return failedPrecondition("job " + name + " has no checkpoint directory (spec.checkpoint.dir)");
-  }
-  if (job->spec.join.enabled) {
-    return failedPrecondition("job " + name + " uses Join: its ranks agree on requests at epoch boundaries only, "
-                              "so an on-demand checkpoint is not available");
-  }
-  if (job->record.phase != JobPhase::kRunning) {
-    return failedPrecondition("job " + name + " is " + jobPhaseName(job->record.phase) + "; ask again once it runs");
-  }
-  ++job->checkpointRequest;
-  job->checkpointRequestStep = job->record.progress.step;
-  event(*job, kEventNormal, "CheckpointRequested",
-        "checkpoint requested at step " + std::to_string(job->record.progress.step));
-  return job->record.progress.step;
 }
 
 }  // namespace ddp::controller

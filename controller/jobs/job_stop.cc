@@ -8,12 +8,12 @@
 #include <cstdio>
 #include <thread>
 
-#include "controller/jobs/job_live.h"
+#include "controller/jobs/job.h"
 
 namespace ddp::controller {
 
-Result<JobManager::Live*> JobManager::unfinished(const std::string& name) {
-  Live* job = find(name);
+Result<Job*> JobManager::unfinished(const std::string& name) {
+  Job* job = find(name);
   if (job == nullptr) {
     DDP_ASSIGN_OR_RETURN(auto rec, store_.get(name));  // NotFound: never submitted
     return failedPrecondition("job " + name + " already finished (" + jobPhaseName(rec.phase) + ")");
@@ -31,15 +31,13 @@ Result<JobRecord> JobManager::cancel(const std::string& name) {
   std::vector<std::string> signal;  // workers to tell at once (SIGTERM: checkpoint and stop)
   {
     std::lock_guard<std::mutex> lock(mu_);
-    DDP_ASSIGN_OR_RETURN(Live * job, unfinished(name));
-    if (!job->cancelRequested) {
-      job->cancelRequested = true;
-      job->cancelAt = clock_.now();
+    DDP_ASSIGN_OR_RETURN(Job * job, unfinished(name));
+    if (job->lifecycle.requestCancel(clock_.now())) {
       event(*job, kEventNormal, "CancelRequested", "cancel requested: the workers checkpoint and stop");
       // No replacement starts once a job is cancelled (Note [Recovery]): a culprit still due
       // for one is no longer being replaced; its process, if any, stops like the others (Note
       // [Stopping an unresponsive worker]), and one already gone counts as stopped.
-      for (const auto& id : job->toReplace) {
+      for (const auto& id : job->recovery.toReplace) {
         WorkerState& w = job->workers[id];
         w.replacing = false;
         if (!w.processAlive) {
@@ -47,10 +45,10 @@ Result<JobRecord> JobManager::cancel(const std::string& name) {
           w.rec.state = "Stopped";
         }
       }
-      job->toReplace.clear();
+      job->recovery.toReplace.clear();
       // Workers that are not training yet have nothing to checkpoint: stop them now.
       stopNow = !job->rdzv->active().has_value();
-      job->stopSent = stopNow;
+      job->lifecycle.stopSent = stopNow;
       if (!stopNow) {
         for (const auto& [id, w] : job->workers) {
           if (w.processAlive) signal.push_back(id);
@@ -71,15 +69,15 @@ Result<JobRecord> JobManager::cancel(const std::string& name) {
 }
 
 Duration JobManager::cancelStopGrace() const {
-  return std::min<Duration>(options_.stopGrace, std::chrono::seconds(5));
+  return std::min<Duration>(options_.stopGrace, options_.timings.idleStopGrace);
 }
 
 Result<JobRecord> JobManager::fail(const std::string& name, const std::string& reason, const std::string& message) {
   DDP_RETURN_IF_ERROR(changesAllowed());
   std::lock_guard<std::mutex> lock(mu_);
-  DDP_ASSIGN_OR_RETURN(Live * job, unfinished(name));
+  DDP_ASSIGN_OR_RETURN(Job * job, unfinished(name));
   transition(*job, JobPhase::kFailed, reason, message);
-  job->stopPending = true;  // the ticker stops its workers
+  job->lifecycle.stopPending = true;  // the ticker stops its workers
   return job->record;
 }
 
@@ -87,11 +85,11 @@ Status JobManager::replaceWorkers(const std::string& name, const std::vector<std
   DDP_RETURN_IF_ERROR(changesAllowed());
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Live* job = find(name);
+    Job* job = find(name);
     if (job == nullptr) return notFound("job " + name + " is not running");
-    if (isTerminal(job->record.phase) || job->cancelRequested) {
+    if (isTerminal(job->record.phase) || job->lifecycle.cancelRequested) {
       return failedPrecondition("job " + name + " is " +
-                                (job->cancelRequested ? "cancelled" : jobPhaseName(job->record.phase)));
+                                (job->lifecycle.cancelRequested ? "cancelled" : jobPhaseName(job->record.phase)));
     }
     for (const auto& id : workerIds) {
       auto w = job->workers.find(id);
@@ -105,7 +103,7 @@ Status JobManager::replaceWorkers(const std::string& name, const std::vector<std
       job->workers[id].replacing = true;
       event(*job, kEventNormal, "ReplacingWorker", id + " is deleted and started again");
     }
-    job->dirty = true;
+    job->outbox.dirty = true;
   }
   for (const auto& id : workerIds) DDP_RETURN_IF_ERROR(launcher_.replaceWorker(name, id));
   return Status::ok();
@@ -122,16 +120,16 @@ Status JobManager::remove(const std::string& name, Deadline deadline) {
     // Cancelled first (the workers checkpoint and stop at their next heartbeat); what is still
     // running with a few seconds of the deadline left is signalled.
     (void)cancel(name);
-    const Deadline graceful(deadline.at() - std::min<Duration>(deadline.remaining(), std::chrono::seconds(4)));
+    const Deadline graceful(deadline.at() - std::min<Duration>(deadline.remaining(), options_.timings.deleteSignalBefore));
     while (!launcher_.livePids(name).empty() && !graceful.expired()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    (void)launcher_.stopJob(name, std::chrono::seconds(2));
+    (void)launcher_.stopJob(name, options_.timings.deleteKillGrace);
     while (!launcher_.livePids(name).empty() && !deadline.expired()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     std::lock_guard<std::mutex> lock(mu_);
-    if (Live* job = find(name)) {
+    if (Job* job = find(name)) {
       for (auto& w : job->waiters) replyJson(*w.responder, 410, {{"error", "job deleted"}, {"generation", 0}});
       for (auto& [g, space] : job->spaces) space->clear();
       jobs_.erase(name);
@@ -139,39 +137,22 @@ Status JobManager::remove(const std::string& name, Deadline deadline) {
   }
   (void)launcher_.forgetJob(name);
   metrics_.jobRemoved(name);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    flightRecords_.erase(name);
-  }
   return store_.remove(name);
 }
 
-std::vector<std::string> JobManager::unresponsiveWhileStopping(Live& job, TimePoint now) {
-  // Note [Stopping an unresponsive worker] (job_decision.h).
-  std::vector<WorkerFacts> alive;
-  for (const auto& [id, w] : job.workers) {
-    if (!w.processAlive) continue;
-    WorkerFacts f{id, w.outcome, w.processAlive};
-    f.lastSeen = w.lastSeen;
-    alive.push_back(std::move(f));
-  }
-  if (alive.empty()) return {};
-  const Duration window = seconds(job.spec.timeouts.heartbeatSeconds * job.spec.timeouts.heartbeatMisses);
-  std::vector<std::string> kill = workersToKillOnStop(alive, window, now);
-  for (const auto& id : kill) {
-    WorkerState& w = job.workers[id];
-    const double silent = std::chrono::duration<double>(now - w.lastSeen).count();
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%.1f", silent);
-    // Killed by the controller while stopping: its exit ends it as Stopped, and it is not picked again.
-    w.outcome = WorkerOutcome::kStopped;
-    event(job, kEventWarning, "UnresponsiveKilled",
-          "worker " + (w.rec.rank >= 0 ? "rank " + std::to_string(w.rec.rank) + " (" + id + ")" : id) +
-              " sent no heartbeat for " + buf + " s while the job was stopping: killed without waiting for the " +
-              "stop grace");
-    job.dirty = true;
-  }
-  return kill;
+void JobManager::markUnresponsiveKilled(Job& job, const std::string& id, TimePoint now) {
+  // Note [Stopping an unresponsive worker] (job_decision.h): reconcileTick chose it.
+  WorkerState& w = job.workers[id];
+  const double silent = std::chrono::duration<double>(now - w.lastSeen).count();
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f", silent);
+  // Killed by the controller while stopping: its exit ends it as Stopped, and it is not picked again.
+  w.outcome = WorkerOutcome::kStopped;
+  event(job, kEventWarning, "UnresponsiveKilled",
+        "worker " + (w.rec.rank >= 0 ? "rank " + std::to_string(w.rec.rank) + " (" + id + ")" : id) +
+            " sent no heartbeat for " + buf + " s while the job was stopping: killed without waiting for the " +
+            "stop grace");
+  job.outbox.dirty = true;
 }
 
 }  // namespace ddp::controller

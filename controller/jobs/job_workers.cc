@@ -6,10 +6,11 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/protocol/progress_figures.h"
 #include "common/log.h"
 #include "common/secret.h"
 #include "common/utf8.h"
-#include "controller/jobs/job_live.h"
+#include "controller/jobs/job.h"
 #include "controller/jobs/job_manager.h"
 #include "controller/jobs/worker_claim.h"
 #include "controller/metrics/worker_figures.h"
@@ -41,17 +42,8 @@ Status claimSlot(const JobSpec& spec, const WorkerState& w, const RegisterReques
 
 // The job's progress from rank 0's heartbeat (the ETA at the global batch of `globalBatch`).
 void noteProgress(const Heartbeat& hb, int64_t globalBatch, JobProgress* p) {
-  p->step = hb.step;
-  p->totalSteps = hb.totalSteps;
-  p->epoch = hb.epoch;
-  p->epochs = hb.epochs;
-  p->loss = hb.loss;
-  p->samplesPerSecond = hb.samplesPerSecond;
   // Evaluation and language-model figures keep their last value while a heartbeat has none.
-  if (hb.testAccuracy) p->testAccuracy = hb.testAccuracy;
-  if (hb.valLoss) p->valLoss = hb.valLoss;
-  if (hb.tokensPerSecond) p->tokensPerSecond = hb.tokensPerSecond;
-  if (hb.mfu) p->mfu = hb.mfu;
+  wire::copyProgressFigures(hb, p, wire::AbsentFigures::kKeepLast);
   p->etaSeconds = hb.samplesPerSecond > 0 && p->totalSteps > p->step
                       ? static_cast<double>(p->totalSteps - p->step) * static_cast<double>(globalBatch) /
                             hb.samplesPerSecond
@@ -117,7 +109,7 @@ bool JobManager::workerTokenMatches(const std::string& name, const std::string& 
   std::string expected;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    Live* job = find(name);
+    Job* job = find(name);
     if (job == nullptr) return false;
     expected = job->record.workerToken;
   }
@@ -152,13 +144,13 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
   if (incarnation == nullptr) incarnation = &ignored;
   if (req.workerId.empty() || req.workerId.size() > 253) return invalidArgument("workerId: required, at most 253 characters");
   std::lock_guard<std::mutex> lock(mu_);
-  Live* job = find(name);
+  Job* job = find(name);
   if (job == nullptr) return notFound("job " + name + " is not running");
-  if (isTerminal(job->record.phase) || job->cancelRequested) {
-    return failedPrecondition("job " + name + " is " + (job->cancelRequested ? "cancelled" : jobPhaseName(job->record.phase)));
+  if (isTerminal(job->record.phase) || job->lifecycle.cancelRequested) {
+    return failedPrecondition("job " + name + " is " + (job->lifecycle.cancelRequested ? "cancelled" : jobPhaseName(job->record.phase)));
   }
   const TimePoint now = clock_.now();
-  if (job->retired.count(req.workerId)) {
+  if (job->membership.retired.count(req.workerId)) {
     // Note [Elastic membership]: a scale-down removed this slot; the worker stops (410).
     fenced->current = fencingGeneration(*job->rdzv);
     return abortedError("worker " + req.workerId + " was retired: the job was scaled to " +
@@ -166,8 +158,7 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
   }
   WorkerState& w = job->workers[req.workerId];
   // A member that registers again has left its generation: it sends no flight record of it.
-  job->flightRecordWanted.erase(req.workerId);
-  job->flightRecordAsked.erase(req.workerId);
+  job->flight.forget(req.workerId);
   if (req.leftGeneration > 0 && job->rdzv->isCurrent(req.leftGeneration) && w.rec.rank >= 0) {
     // A member aborted its communicator after a fault of its own; the hang detector decides
     // (Note [Hang verdicts], CollectiveFailed) and the worker waits for the next generation.
@@ -177,18 +168,18 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
       w.leftMessage = req.reason.empty() ? "no reason given" : req.reason;
       w.lastSeen = now;
       countAbort(*job, req.workerId, req.leftGeneration);
-      if (req.lastStep >= 0) job->stepAtRejoin[req.workerId] = req.lastStep;
+      if (req.lastStep >= 0) job->recovery.stepAtRejoin[req.workerId] = req.lastStep;
       event(*job, kEventWarning, "CommunicatorAborted",
             "worker rank " + std::to_string(w.rec.rank) + " (" + req.workerId + ") left generation " +
                 std::to_string(req.leftGeneration) + ": " + w.leftMessage);
-      job->dirty = true;
+      job->outbox.dirty = true;
       evaluate(*job);
     }
     *incarnation = w.incarnation;
     return job->rdzv->nextGeneration();
   }
   if (req.leftGeneration > 0 && !job->rdzv->isCurrent(req.leftGeneration) &&
-      (req.leftGeneration != job->abortedGeneration || !job->survivors.count(req.workerId))) {
+      !job->recovery.survived(req.leftGeneration, req.workerId)) {
     // Note [Recovery]: a process of a generation that ended without it as a survivor (a stopped
     // worker that was blamed and woke up later): its place went to a replacement.
     fenced->current = fencingGeneration(*job->rdzv);
@@ -197,11 +188,11 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
               std::to_string(req.leftGeneration) + ", which ended without it: refused");
     return abortedError("stale generation " + std::to_string(req.leftGeneration));
   }
-  if (req.leftGeneration > 0 && req.leftGeneration == job->abortedGeneration) {
+  if (req.leftGeneration > 0 && req.leftGeneration == job->recovery.abortedGeneration) {
     // A survivor of a verdict rejoining: its own abort counts (it may never have been told to by
     // a heartbeat), and so does the step it stopped at.
     countAbort(*job, req.workerId, req.leftGeneration);
-    if (req.lastStep >= 0) job->stepAtRejoin[req.workerId] = req.lastStep;
+    if (req.lastStep >= 0) job->recovery.stepAtRejoin[req.workerId] = req.lastStep;
   }
   if (Status claim = claimSlot(job->spec, w, req, now); !claim.isOk()) {
     if (claim.code() == StatusCode::kAlreadyExists) {
@@ -217,10 +208,10 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
   if (job->rdzv->generation() != before) wakeAssignments(*job);
   if (job->rdzv->active() && !job->rdzv->active()->rankOf(req.workerId)) {
     // A late joiner (Note [Elastic membership]): the generation may end to take it in.
-    if (!job->firstLateJoinAt) job->firstLateJoinAt = now;
+    job->membership.noteLateJoin(now);
     evaluateMembership(*job);
   }
-  job->dirty = true;
+  job->outbox.dirty = true;
   return g;
 }
 
@@ -228,10 +219,10 @@ void JobManager::awaitAssignment(const std::string& name, const std::string& wor
                                  bool withPeers, int64_t after, std::shared_ptr<http::Responder> responder,
                                  const std::string& incarnation) {
   std::lock_guard<std::mutex> lock(mu_);
-  Live* job = find(name);
+  Job* job = find(name);
   if (job == nullptr) return replyJson(*responder, 404, {{"error", "job " + name + " is not running"}});
-  if (isTerminal(job->record.phase) || job->cancelRequested) {
-    const char* state = job->cancelRequested ? "Cancelled" : jobPhaseName(job->record.phase);
+  if (isTerminal(job->record.phase) || job->lifecycle.cancelRequested) {
+    const char* state = job->lifecycle.cancelRequested ? "Cancelled" : jobPhaseName(job->record.phase);
     return replyJson(*responder, 409, {{"error", "job " + name + " is " + state}, {"state", state}});
   }
   auto known = job->workers.find(workerId);
@@ -256,7 +247,7 @@ void JobManager::awaitAssignment(const std::string& name, const std::string& wor
 
 Result<std::shared_ptr<comm::KeySpace>> JobManager::keySpace(const std::string& name, int64_t g, Fenced* fenced) {
   std::lock_guard<std::mutex> lock(mu_);
-  Live* job = find(name);
+  Job* job = find(name);
   if (job == nullptr) return notFound("job " + name + " is not running");
   if (!job->rdzv->isCurrent(g)) {
     fenced->current = fencingGeneration(*job->rdzv);
@@ -265,8 +256,8 @@ Result<std::shared_ptr<comm::KeySpace>> JobManager::keySpace(const std::string& 
   return job->spaces[g];
 }
 
-Result<Command> JobManager::staleHeartbeat(Live& job, int64_t g, const Heartbeat& hb, Fenced* fenced) {
-  if (g == job.abortedGeneration && job.survivors.count(hb.workerId)) {
+Result<Command> JobManager::staleHeartbeat(Job& job, int64_t g, const Heartbeat& hb, Fenced* fenced) {
+  if (job.recovery.survived(g, hb.workerId)) {
     // Note [Recovery]: a survivor of the generation a verdict ended aborts and rejoins.
     auto it = job.workers.find(hb.workerId);
     if (it != job.workers.end()) it->second.lastSeen = clock_.now();
@@ -274,14 +265,14 @@ Result<Command> JobManager::staleHeartbeat(Live& job, int64_t g, const Heartbeat
     countAbort(job, hb.workerId, g);
     return Command{CommandType::kAbort, 0};
   }
-  if (g == job.abortedGeneration && awaitingFlightRecords(job)) return Command{};  // not fenced yet
+  if (g == job.recovery.abortedGeneration && awaitingFlightRecords(job)) return Command{};  // not fenced yet
   fenced->current = fencingGeneration(*job.rdzv);
   return abortedError("stale generation " + std::to_string(g));
 }
 
 Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const Heartbeat& hb, Fenced* fenced) {
   std::lock_guard<std::mutex> lock(mu_);
-  Live* job = find(name);
+  Job* job = find(name);
   if (job == nullptr) return notFound("job " + name + " is not running");
   if (!job->rdzv->isCurrent(g)) return staleHeartbeat(*job, g, hb, fenced);
   auto it = job->workers.find(hb.workerId);
@@ -311,9 +302,9 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
           "worker " + hb.workerId + ": its communicator abort did not release a blocked collective in the start-up "
           "self-test; a hang on it is recovered only by replacing the process");
   }
-  if (job->recovering) noteRecovered(*job, hb.workerId, hb);
+  if (job->recovery.recovering) noteRecovered(*job, hb.workerId, hb);
   if (auto steps = hb.counters.find("steps"); steps != hb.counters.end() && steps->second >= 1) {
-    job->steppedInGeneration.insert(hb.workerId);  // Note [Elastic membership]: settled
+    job->membership.steppedInGeneration.insert(hb.workerId);  // Note [Elastic membership]: settled
   }
   if (hb.final() && w.outcome == WorkerOutcome::kRunning) {
     w.outcome = hb.state == "Succeeded" ? WorkerOutcome::kSucceeded
@@ -321,33 +312,33 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
                                         : WorkerOutcome::kFailed;
     w.message = hb.message.empty() ? "" : "worker rank " + std::to_string(w.rec.rank) + " (" + hb.workerId + "): " + hb.message;
     w.failedAt = clock_.now();
-    if (w.outcome == WorkerOutcome::kFailed) job->awaitingSettle = true;
+    if (w.outcome == WorkerOutcome::kFailed) job->lifecycle.awaitingSettle = true;
     w.rec.state = hb.state;
-    job->dirty = true;
+    job->outbox.dirty = true;
   }
   if (w.rec.rank == 0) {
     noteProgress(hb, static_cast<int64_t>(job->spec.data.batchSize) * job->rdzv->active()->worldSize(),
                  &job->record.progress);
     // The checkpoint rank 0 resumed from (committed ones arrive by reportCommit: Note
     // [Two-phase checkpoint commit]).
-    if (hb.checkpoint && hb.checkpoint->step > job->lastCheckpointStep) job->lastCheckpointStep = hb.checkpoint->step;
+    if (hb.checkpoint && hb.checkpoint->step > job->checkpoints.lastStep) job->checkpoints.lastStep = hb.checkpoint->step;
   }
   WorkerFigures figures = workerFigures(hb);
   figures.etaSeconds = job->record.progress.etaSeconds;
   metrics_.heartbeat(name, hb.workerId, g, w.rec.rank, figures);
-  job->figuresDirty = true;
+  job->outbox.figuresDirty = true;
   if (hb.final()) evaluate(*job);
   Command c;
   if (flightRecordCommand(*job, g, hb) && !hb.final()) {
     c.type = CommandType::kFlightRecord;
-  } else if (job->cancelRequested || (isTerminal(job->record.phase) && !hb.final())) {
+  } else if (job->lifecycle.cancelRequested || (isTerminal(job->record.phase) && !hb.final())) {
     c.type = CommandType::kStop;
-  } else if (w.checkpointAsked < job->checkpointRequest && !hb.final()) {
+  } else if (w.checkpointAsked < job->checkpoints.requests && !hb.final()) {
     // Each member is told once; the ranks agree on the step themselves (the trainer's
     // per-step flag allreduce), so telling any one of them is enough.
-    w.checkpointAsked = job->checkpointRequest;
+    w.checkpointAsked = job->checkpoints.requests;
     c.type = CommandType::kCheckpoint;
-    c.step = job->checkpointRequestStep;
+    c.step = job->checkpoints.requestStep;
   }
   return c;
 }
@@ -365,13 +356,13 @@ void JobManager::onWorkerExit(const WorkerExit& exit) {
 }
 
 void JobManager::handleExit(const WorkerExit& exit) {
-  Live* job = find(exit.jobName);
+  Job* job = find(exit.jobName);
   if (job == nullptr) return;
   if (handleRetiredExit(*job, exit)) return;
   WorkerState& w = job->workers[exit.workerId];
   // Cancelled while a replacement was starting: the slot's old process is gone, so an exit of
   // another pid is the replacement's (refused at registration), and it ends the slot.
-  const bool replacementOfCancelled = job->cancelRequested && w.replacing && !w.processAlive;
+  const bool replacementOfCancelled = job->lifecycle.cancelRequested && w.replacing && !w.processAlive;
   if (exit.pid != 0 && w.rec.pid != 0 && exit.pid != w.rec.pid && !replacementOfCancelled) {
     // An earlier process of this slot (replaced since): its exit changes nothing.
     event(*job, kEventNormal, "WorkerExited", exit.describe() + " (replaced)");
@@ -379,23 +370,23 @@ void JobManager::handleExit(const WorkerExit& exit) {
   }
   w.rec.id = exit.workerId;
   w.processAlive = false;
-  if (w.replacing && !job->cancelRequested) {
+  if (w.replacing && !job->lifecycle.cancelRequested) {
     // Note [Recovery]: the culprit the controller is replacing.
     job->rdzv->leave(exit.workerId, clock_.now());
     event(*job, kEventNormal, "WorkerExited", exit.describe() + " (being replaced)");
-    job->dirty = true;
+    job->outbox.dirty = true;
     return;
   }
   w.replacing = false;  // a cancel ended the replacement (above): this exit ends the slot
   const bool clean = exit.statusKnown && !exit.signaled && exit.code == 0;
-  if (!clean && !exit.killedByLauncher && !job->cancelRequested) metrics_.workerDied(exit.jobName);
+  if (!clean && !exit.killedByLauncher && !job->lifecycle.cancelRequested) metrics_.workerDied(exit.jobName);
   if (w.outcome == WorkerOutcome::kFailed && !w.failureFromExit && !exit.ok() && !exit.killedByLauncher) {
     // It said it failed, then died of something: the exit is the cause to report.
     w.message = describeFailure(w.rec.rank, exit);
     w.failureFromExit = exit.signaled;
   }
   if (w.outcome == WorkerOutcome::kRunning) {
-    if (exit.killedByLauncher || job->cancelRequested) {
+    if (exit.killedByLauncher || job->lifecycle.cancelRequested) {
       w.outcome = WorkerOutcome::kStopped;
     } else if (clean) {
       // Exit 0 without a final heartbeat: a worker that finished (or stopped) cleanly.
@@ -408,7 +399,7 @@ void JobManager::handleExit(const WorkerExit& exit) {
       w.failedAt = clock_.now();
     }
   }
-  if (job->record.phase == JobPhase::kRestarting && w.outcome == WorkerOutcome::kFailed && !job->cancelRequested &&
+  if (job->record.phase == JobPhase::kRestarting && w.outcome == WorkerOutcome::kFailed && !job->lifecycle.cancelRequested &&
       !(exit.statusKnown && !exit.signaled && exit.code == wire::kWorkerExitBadConfig)) {
     // A worker lost while the job re-forms: replaced as part of the same restart.
     event(*job, kEventWarning, "WorkerFailed", w.message);
@@ -416,8 +407,8 @@ void JobManager::handleExit(const WorkerExit& exit) {
     w.failureFromExit = false;
     w.replacing = true;
     job->rdzv->leave(exit.workerId, clock_.now());
-    job->toReplace.push_back(exit.workerId);
-    job->dirty = true;
+    job->recovery.toReplace.push_back(exit.workerId);
+    job->outbox.dirty = true;
     return;
   }
   w.rec.state = w.outcome == WorkerOutcome::kFailed      ? "Failed"
@@ -426,7 +417,7 @@ void JobManager::handleExit(const WorkerExit& exit) {
   job->rdzv->leave(exit.workerId, clock_.now());
   event(*job, w.outcome == WorkerOutcome::kFailed ? kEventWarning : kEventNormal,
         w.outcome == WorkerOutcome::kFailed ? "WorkerFailed" : "WorkerExited", exit.describe());
-  job->dirty = true;
+  job->outbox.dirty = true;
   evaluate(*job);
 }
 

@@ -19,10 +19,15 @@ std::string WorkerExit::describe() const {
   return s;
 }
 
-std::string workerIdFor(const std::string& job, int slot) { return job + "-w" + std::to_string(slot); }
+namespace {
+// "<job>-w<slot>": the one place the worker-id format is written (workerIdFor, slotOfWorkerId).
+constexpr char kSlotMark[] = "-w";
+}  // namespace
+
+std::string workerIdFor(const std::string& job, int slot) { return job + kSlotMark + std::to_string(slot); }
 
 std::optional<int> slotOfWorkerId(const std::string& job, const std::string& workerId) {
-  const std::string prefix = job + "-w";
+  const std::string prefix = job + kSlotMark;
   if (workerId.size() <= prefix.size() || workerId.compare(0, prefix.size(), prefix) != 0) return std::nullopt;
   const std::string digits = workerId.substr(prefix.size());
   if (digits.size() > 6 || (digits.size() > 1 && digits[0] == '0')) return std::nullopt;

@@ -172,6 +172,7 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config, C
   jo.controllerUrl = config.advertiseUrl.empty() ? p->listeners->workerUrl() : config.advertiseUrl;
   jo.persistEvery = config.persistEvery;
   jo.stopGrace = config.stopGrace;
+  jo.timings = config.jobTimings;
   jo.workerLogFormat = config.workerLogFormat;
   jo.workerCheckpointDir = config.workerCheckpointDir;
   jo.commThreadPriority = config.commThreadPriority;

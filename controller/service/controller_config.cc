@@ -140,6 +140,7 @@ Status ControllerConfig::validate() const {
   if (maxJobBytes < 1024) return invalidArgument(describe(kMaxJobBytes) + ": must be at least 1024");
   if (handlerThreads < 1 || handlerThreads > 256) return invalidArgument(describe(kHandlerThreads) + ": must be in [1, 256]");
   if (persistEvery <= Duration::zero()) return invalidArgument("persistEvery must be > 0");
+  DDP_RETURN_IF_ERROR(jobTimings.validate());
   if (metricsRetention < Duration::zero()) return invalidArgument(describe(kMetricsRetention) + ": must be >= 0");
   if (launcher != "local" && launcher != "external" && launcher != "kubernetes") {
     return invalidArgument(describe(kLauncher) + ": '" + launcher + "' is not local, external or kubernetes");

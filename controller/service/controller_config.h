@@ -40,6 +40,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/status.h"
+#include "controller/jobs/job_timings.h"
 
 namespace ddp::controller {
 
@@ -80,6 +81,9 @@ struct ControllerConfig {
   // Cancel: workers are asked to checkpoint and stop; those still running after this get
   // SIGTERM, then SIGKILL.
   Duration stopGrace = std::chrono::seconds(30);
+  // The controller's other graces and scan periods (controller/jobs/job_timings.h); defaults
+  // only, no flag: embedded controllers (tests, benches, ddpctl run) set them here.
+  JobTimings jobTimings;
   // Passed to every worker (empty: the job's own choice).
   std::string workerLogFormat;
   std::string workerCheckpointDir;

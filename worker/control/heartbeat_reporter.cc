@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "common/protocol/progress_figures.h"
 #include "common/log.h"
 #include "common/thread_priority.h"
 
@@ -139,16 +140,7 @@ HeartbeatReport HeartbeatReporter::snapshot(WorkerState state, const std::string
   r.rank = options_.rank;
   r.state = state;
   r.message = message.empty() ? p.warning : message;
-  r.step = p.step;
-  r.totalSteps = p.totalSteps;
-  r.epoch = p.epoch;
-  r.epochs = p.epochs;
-  r.loss = p.loss;
-  r.samplesPerSecond = p.samplesPerSecond;
-  r.testAccuracy = p.testAccuracy;
-  r.valLoss = p.valLoss;
-  r.tokensPerSecond = p.tokensPerSecond;
-  r.mfu = p.mfu;
+  wire::copyProgressFigures(p, &r);
   r.counters = {p.samples, p.steps, p.stepSeconds, p.commBytes, p.commExposedSeconds,
                 p.compressionUncompressedBytes, p.compressionSentBytes};
   if (p.checkpoint) r.checkpoint = CheckpointReport{p.checkpoint->step, p.checkpoint->bytes, p.checkpoint->path};

@@ -33,9 +33,10 @@ class FakeLauncher final : public Launcher {
   Result<std::unique_ptr<LogStream>> openLog(const std::string&, const std::string&, LogOptions) override {
     return unimplemented("fake launcher: no logs");
   }
-  Status stopJob(const std::string&, Duration) override {
+  Status stopJob(const std::string&, Duration grace) override {
     std::lock_guard<std::mutex> lock(mu_);
     ++stops_;
+    stopGraces_.push_back(grace);
     return Status::ok();
   }
   Status forgetJob(const std::string&) override { return Status::ok(); }
@@ -59,12 +60,18 @@ class FakeLauncher final : public Launcher {
     std::lock_guard<std::mutex> lock(mu_);
     return stops_;
   }
+  // The grace of every stopJob so far, in order.
+  std::vector<Duration> stopGraces() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stopGraces_;
+  }
 
  private:
   mutable std::mutex mu_;
   std::vector<std::pair<std::string, int>> kills_;  // guarded by mu_
   std::vector<std::string> replaced_;               // guarded by mu_
   int stops_ = 0;                                   // guarded by mu_
+  std::vector<Duration> stopGraces_;                // guarded by mu_
   bool shares_ = false;                             // set before the JobManager uses it
 };
 

@@ -43,6 +43,9 @@ class JobManagerStopTest : public ::testing::Test {
     JobManagerOptions o;
     o.tick = std::chrono::milliseconds(2);
     o.stopGrace = std::chrono::seconds(30);
+    // Not the defaults (10 s, 5 s): GracesComeFromTheTimingsNotLiterals tells them apart.
+    o.timings.killGrace = std::chrono::seconds(7);
+    o.timings.idleStopGrace = std::chrono::seconds(3);
     o.persistEvery = std::chrono::milliseconds(10);
     o.metrics = &metrics_;
     jobs_ = std::make_unique<JobManager>(o, *store_, launcher_, clock_);
@@ -429,6 +432,38 @@ TEST_F(JobManagerStopTest, ASurvivorSlowToTearDownIsWaitedForUpToTheLastCallAndH
   ASSERT_EQ(closed.size(), 2u) << allEvents();
   EXPECT_EQ(closed[1].message, "generation 2 with 3 worker(s)");
   EXPECT_EQ(record().restarts, 1);
+}
+
+// The launcher's graces are the JobManagerOptions' timings: a cancel before the rendezvous closed
+// gives min(stopGrace, idleStopGrace) (3 s here), a job the ticker stops gets killGrace (7 s).
+TEST_F(JobManagerStopTest, GracesComeFromTheTimingsNotLiterals) {
+  submit();
+  ASSERT_TRUE(jobs_->cancel(kJob).isOk());
+  ASSERT_TRUE(waitFor([&] { return launcher_.stops() >= 1; }));
+  EXPECT_EQ(launcher_.stopGraces().front(), std::chrono::seconds(3));
+
+  auto spec = parseJobSpec(
+      "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: k}\nspec:\n  workers: {count: 1}\n"
+      "  model: {type: mlp, hidden: [8]}\n  data: {dataset: synthetic, batchSize: 8}\n  steps: 10\n");
+  ASSERT_TRUE(spec.isOk()) << spec.status();
+  ASSERT_TRUE(jobs_->submit(*spec).isOk());
+  const size_t before = launcher_.stopGraces().size();
+  ASSERT_TRUE(jobs_->fail("k", "Test", "failed by the test").isOk());
+  ASSERT_TRUE(waitFor([&] { return launcher_.stopGraces().size() > before; }));
+  EXPECT_EQ(launcher_.stopGraces().back(), std::chrono::seconds(7));
+}
+
+TEST(JobTimingsTest, ValidateNamesTheField) {
+  EXPECT_TRUE(JobTimings{}.validate().isOk());
+  JobTimings t;
+  t.killGrace = Duration::zero();
+  Status st = t.validate();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("killGrace"), std::string::npos) << st.message();
+  t = JobTimings{};
+  t.flightRecordWaitMin = std::chrono::seconds(6);
+  st = t.validate();
+  EXPECT_NE(st.message().find("flightRecordWaitMin"), std::string::npos) << st.message();
 }
 
 }  // namespace

@@ -1,14 +1,12 @@
 #pragma once
-// The JobManager's live state of one job and its workers (internal to controller/jobs/: shared
-// by job_manager.cc, the job lifecycle, job_stop.cc, job_recovery.cc, hang detection and
-// recovery, and the other job_*.cc).
+// Job: the controller's state of one job and its workers (Note [One object per job]); internal
+// to controller/jobs/ (the JobManager's job_*.cc slices).
 // Thread model: every field is guarded by JobManager::mu_.
 
 #include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +21,12 @@
 #include "controller/jobs/hang_detector.h"
 #include "controller/jobs/job_decision.h"
 #include "controller/jobs/job_manager.h"
+#include "controller/jobs/state/checkpoint_state.h"
+#include "controller/jobs/state/flight_record_state.h"
+#include "controller/jobs/state/lifecycle_state.h"
+#include "controller/jobs/state/membership_state.h"
+#include "controller/jobs/state/outbox.h"
+#include "controller/jobs/state/recovery_state.h"
 #include "controller/rendezvous/rendezvous.h"
 #include "controller/store/job_record.h"
 
@@ -77,77 +81,42 @@ struct WorkerState {
 void markWorkersAfterRestart(const std::vector<int64_t>& pids, int64_t generation, TimePoint now,
                              std::map<std::string, WorkerState>* workers);
 
-struct JobManager::Live {
+// Note [One object per job]
+// Each job the controller follows is one Job: its record and spec, its rendezvous and store key
+// spaces, its workers, its waiting long polls, and the rest of its state as named sub-states
+// (controller/jobs/state/): lifecycle (launch, cancel, stops owed), recovery (Note [Recovery]),
+// membership (Note [Elastic membership]), checkpoints (Note [Two-phase checkpoint commit], Note
+// [Checkpoints failing]), flight records (Note [Flight records before the replacement]) and the
+// outbox of what is still to be written to the JobStore. Each sub-state is a small value type
+// with its own tests; the JobManager's job_*.cc slices carry out the decisions of the pure cores
+// (Rendezvous, decideJob, detectHang, decideMembership, CheckpointLedger, reconcileTick) on it.
+struct Job {
   JobRecord record;
   JobSpec spec;
   std::optional<Rendezvous> rdzv;
   std::map<int64_t, std::shared_ptr<comm::KeySpace>> spaces;
   std::vector<Waiter> waiters;
   std::map<std::string, WorkerState> workers;  // by worker id
-  bool cancelRequested = false;
-  TimePoint cancelAt{};
-  bool stopSent = false;
-  bool dirty = false;          // phase / conditions / workers changed: write at the next tick
-  bool figuresDirty = false;   // heartbeat figures changed: write within persistEvery
-  std::vector<JobEvent> pendingEvents;
-  std::vector<CheckpointRecord> pendingCheckpoints;
-  // Flight records changed since the last persist (their store documents, by verdict time).
-  std::map<int64_t, std::string> pendingFlightRecords;
-  // Rank 0's last commit report's steps on disk: the stored catalog keeps only these (written
-  // with the next persist). Note [Two-phase checkpoint commit].
-  std::optional<std::vector<int64_t>> pendingCatalog;
-  std::optional<CheckpointLedger> ledger;  // made on first use, from the spec's timeouts
-  int64_t lastCheckpointStep = -1;
-  int64_t lastFailedCheckpointStep = -1;  // Note [Checkpoints failing]
-  int checkpointFailuresInARow = 0;        // Note [Checkpoints failing]
   // The part of every assignment of the active generation after the rank, built once when the
   // round closes: world size, generation, spec, and (second form) peers. O(N) per generation.
   std::string assignmentTail;
   std::string assignmentTailWithPeers;
-  // The launcher was asked for the workers (until then no verdict: no process has existed).
-  bool launched = false;
-  bool stopPending = false;  // a verdict asked to stop the remaining workers (the ticker does)
-  bool awaitingSettle = false;  // a worker reported its own failure: re-evaluate each tick
-  // Note [Recovery].
-  TimePoint generationStart{};
-  int64_t abortedGeneration = 0;       // the generation a verdict ended
-  std::set<std::string> survivors;     // its members that get `abort` (not 410)
-  // Note [Recovery figures]: whose communicator abort of `abortsGeneration` was counted, and
-  // the step each survivor said it had completed when it rejoined.
-  int64_t abortsGeneration = 0;
-  std::set<std::string> abortsCounted;
-  std::map<std::string, int64_t> stepAtRejoin;
-  std::vector<std::string> toReplace;  // culprits whose replacement is due at replaceAt
-  TimePoint replaceAt{};
-  bool recovering = false;             // waiting for every member to finish a step
-  bool plannedChange = false;          // ... after a membership change, not a verdict (event Resumed)
-  TimePoint verdictAt{};
-  int64_t stepAtVerdict = 0;  // the furthest step a member of the ended generation had reported
-  std::set<std::string> steppedSinceVerdict;
-  std::set<std::pair<int, int64_t>> stragglersSeen;  // (rank, seq) already reported
-  int64_t checkpointRequest = 0;        // on-demand checkpoint requests so far
-  int64_t checkpointRequestStep = -1;   // rank 0's step when the last one was made
-  // Flight records of the last verdict (job_flight_records.cc): members to ask, and members
-  // asked whose next heartbeat carries the record.
-  std::set<std::string> flightRecordWanted;
-  std::set<std::string> flightRecordAsked;
-  TimePoint flightRecordDeadline{};  // culprits are replaced once the records arrived or after this
-  // Note [Elastic membership] (job_membership.cc).
-  std::set<std::string> retired;              // removed by a scale-down (slots >= count): refused
-  std::set<std::string> stoppedSlots;         // retired workers whose process exited
-  TimePoint retireKillAt = TimePoint::max();  // retired workers still alive then are SIGKILLed
-  std::optional<TimePoint> firstLateJoinAt;   // the first late joiner of the active generation
-  std::vector<std::string> lastMembers;       // the previous generation's members, by rank
-  std::string membershipNote;                 // why the next generation's membership changes
-  std::set<std::string> steppedInGeneration;  // members that reported a step in the active one
+  TimePoint generationStart{};  // when the active generation formed (hang detection's origin)
+
+  LifecycleState lifecycle;
+  RecoveryState recovery;
+  MembershipState membership;
+  CheckpointState checkpoints;
+  FlightRecordState flight;
+  Outbox outbox;
 };
 
 // After a generation ended (a verdict, Note [Recovery]; a planned change, Note [Elastic
 // membership]): its survivors are Rejoining, those that had already left on their own join the
 // open round. Returns the survivors whose process is alive, for Rendezvous::expect.
-inline std::vector<std::string> rejoinSurvivors(JobManager::Live& job, TimePoint now) {
+inline std::vector<std::string> rejoinSurvivors(Job& job, TimePoint now) {
   std::vector<std::string> alive;
-  for (const auto& id : job.survivors) {
+  for (const auto& id : job.recovery.survivors) {
     WorkerState& w = job.workers[id];
     w.rec.state = "Rejoining";
     if (w.leftOnItsOwn) job.rdzv->join(id, now);  // already waiting for the next generation
