@@ -68,6 +68,59 @@ std::string trim(std::string s) {
   return s;
 }
 
+// The JobManager's options from the controller's config (`workerUrl`: the workers' listener).
+Result<JobManagerOptions> jobManagerOptions(const ControllerConfig& config, const std::string& workerUrl,
+                                            ControllerMetrics* metrics) {
+  JobManagerOptions jo;
+  jo.controllerUrl = config.advertiseUrl.empty() ? workerUrl : config.advertiseUrl;
+  jo.persistEvery = config.persistEvery;
+  jo.stopGrace = config.stopGrace;
+  jo.timings = config.jobTimings;
+  jo.workerLogFormat = config.workerLogFormat;
+  jo.workerCheckpointDir = config.workerCheckpointDir;
+  jo.commThreadPriority = config.commThreadPriority;
+  jo.catalogFromDisk = config.launcher == "local";
+  std::vector<std::string> roots = config.allowedPathRoots;
+  if (roots.empty()) {
+    roots = defaultPathRoots(config.stateDir, config.tmpDir.c_str());
+    DDP_RETURN_IF_ERROR(makeDirs(roots.front()));  // STATE_DIR/checkpoints
+  }
+  jo.paths = PathPolicy(roots, config.stateDir);
+  jo.workerCommands = config.launcher != "local" || config.allowAnyWorkerCommand
+                          ? WorkerCommandPolicy::allowAny()
+                          : WorkerCommandPolicy(config.allowedWorkerCommands);
+  jo.metrics = metrics;
+  return jo;
+}
+
+// The DDPJob front end's calls into the jobs; with leader election the jobs start when this
+// replica leads (`deferJobs`).
+void startKubernetesFrontEnd(kube::KubernetesRuntime& kube, JobManager& jobManager, bool deferJobs) {
+  JobManager* jobs = &jobManager;
+  kube::JobCalls calls;
+  calls.submit = [jobs](const JobSpec& s) { return jobs->submit(s); };
+  calls.get = [jobs](const std::string& n) { return jobs->get(n); };
+  calls.cancel = [jobs](const std::string& n) { return jobs->cancel(n); };
+  calls.remove = [jobs](const std::string& n, Deadline d) { return jobs->remove(n, d); };
+  calls.scale = [jobs](const std::string& n, int workers) { return jobs->scale(n, workers, "spec.workers.count"); };
+  calls.events = [jobs](const std::string& n) { return jobs->events(n); };
+  calls.fail = [jobs](const std::string& n, const std::string& reason, const std::string& message) {
+    return jobs->fail(n, reason, message);
+  };
+  calls.replaceWorkers = [jobs](const std::string& n, const std::vector<std::string>& ids) {
+    return jobs->replaceWorkers(n, ids);
+  };
+  std::function<Status()> onLeading;
+  if (deferJobs) onLeading = [jobs] { return jobs->start(); };
+  kube.start(
+      calls,
+      [jobs](const std::string& n) -> std::optional<JobSpec> {
+        auto s = jobs->spec(n);
+        return s.isOk() ? std::optional<JobSpec>(*s) : std::nullopt;
+      },
+      std::move(onLeading));
+}
+
 }  // namespace
 
 Result<std::string> loadOrCreateToken(const std::string& path, bool create) {
@@ -168,25 +221,7 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config, C
     p->launcher = std::move(local);
   }
 
-  JobManagerOptions jo;
-  jo.controllerUrl = config.advertiseUrl.empty() ? p->listeners->workerUrl() : config.advertiseUrl;
-  jo.persistEvery = config.persistEvery;
-  jo.stopGrace = config.stopGrace;
-  jo.timings = config.jobTimings;
-  jo.workerLogFormat = config.workerLogFormat;
-  jo.workerCheckpointDir = config.workerCheckpointDir;
-  jo.commThreadPriority = config.commThreadPriority;
-  jo.catalogFromDisk = config.launcher == "local";
-  std::vector<std::string> roots = config.allowedPathRoots;
-  if (roots.empty()) {
-    roots = defaultPathRoots(config.stateDir, config.tmpDir.c_str());
-    DDP_RETURN_IF_ERROR(makeDirs(roots.front()));  // STATE_DIR/checkpoints
-  }
-  jo.paths = PathPolicy(roots, config.stateDir);
-  jo.workerCommands = config.launcher != "local" || config.allowAnyWorkerCommand
-                          ? WorkerCommandPolicy::allowAny()
-                          : WorkerCommandPolicy(config.allowedWorkerCommands);
-  jo.metrics = p->metrics.get();
+  DDP_ASSIGN_OR_RETURN(JobManagerOptions jo, jobManagerOptions(config, p->listeners->workerUrl(), p->metrics.get()));
   p->jobs = std::make_unique<JobManager>(jo, *p->store, *p->launcher);
   ApiOptions ao;
   ao.maxJobBytes = config.maxJobBytes;
@@ -205,31 +240,7 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config, C
   const bool deferJobs = p->kube && p->kube->electsLeader();
   if (!deferJobs) DDP_RETURN_IF_ERROR(p->jobs->start());
   p->listeners->setReady();
-  if (p->kube) {
-    JobManager* jobs = p->jobs.get();
-    kube::JobCalls calls;
-    calls.submit = [jobs](const JobSpec& s) { return jobs->submit(s); };
-    calls.get = [jobs](const std::string& n) { return jobs->get(n); };
-    calls.cancel = [jobs](const std::string& n) { return jobs->cancel(n); };
-    calls.remove = [jobs](const std::string& n, Deadline d) { return jobs->remove(n, d); };
-    calls.scale = [jobs](const std::string& n, int workers) { return jobs->scale(n, workers, "spec.workers.count"); };
-    calls.events = [jobs](const std::string& n) { return jobs->events(n); };
-    calls.fail = [jobs](const std::string& n, const std::string& reason, const std::string& message) {
-      return jobs->fail(n, reason, message);
-    };
-    calls.replaceWorkers = [jobs](const std::string& n, const std::vector<std::string>& ids) {
-      return jobs->replaceWorkers(n, ids);
-    };
-    std::function<Status()> onLeading;
-    if (deferJobs) onLeading = [jobs] { return jobs->start(); };
-    p->kube->start(
-        calls,
-        [jobs](const std::string& n) -> std::optional<JobSpec> {
-          auto s = jobs->spec(n);
-          return s.isOk() ? std::optional<JobSpec>(*s) : std::nullopt;
-        },
-        std::move(onLeading));
-  }
+  if (p->kube) startKubernetesFrontEnd(*p->kube, *p->jobs, deferJobs);
   {
     std::lock_guard<std::mutex> lock(p->exitMu);
     p->exitSink = p->jobs.get();
@@ -238,6 +249,7 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config, C
   }
   return std::unique_ptr<Controller>(new Controller(std::move(impl)));
 }
+
 
 void Controller::stop() {
   if (!impl_ || impl_->stopped) return;

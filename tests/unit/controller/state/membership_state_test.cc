@@ -28,15 +28,12 @@ TEST(MembershipStateTest, SettledWhenEveryMemberStepped) {
   EXPECT_TRUE(s.settled({"w0", "w1"}));
 }
 
-TEST(MembershipStateTest, RetiredWorkersStillAliveAreKilledOnceAfterTheirGrace) {
+TEST(MembershipStateTest, TheRetiredWorkersStillAlive) {
   MembershipState s;
+  auto alive = [](const std::string& id) { return id == "w3" || id == "w0"; };
+  EXPECT_TRUE(s.retiredAlive(alive).empty());
   s.retired = {"w2", "w3"};
-  auto alive = [](const std::string& id) { return id == "w3"; };
-  EXPECT_TRUE(s.takeRetiredToKill(at(100), alive).empty()) << "no scale-down set a time";
-  s.retireKillAt = at(30);
-  EXPECT_TRUE(s.takeRetiredToKill(at(29.9), alive).empty());
-  EXPECT_EQ(s.takeRetiredToKill(at(30), alive), (std::vector<std::string>{"w3"})) << "w2 exited already";
-  EXPECT_TRUE(s.takeRetiredToKill(at(60), alive).empty()) << "once";
+  EXPECT_EQ(s.retiredAlive(alive), (std::vector<std::string>{"w3"})) << "w2 exited already; w0 is no retired one";
 }
 
 }  // namespace
