@@ -1,11 +1,13 @@
 #pragma once
 // Job: the controller's state of one job and its workers (Note [One object per job]); internal
 // to controller/jobs/ (the JobManager's job_*.cc slices).
-// Thread model: every field is guarded by JobManager::mu_.
+// Thread model: every field of a Job is guarded by its own `mu` (Note [Per-job locking]);
+// LockedJob holds one.
 
 #include <chrono>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -109,6 +111,37 @@ struct Job {
   CheckpointState checkpoints;
   FlightRecordState flight;
   Outbox outbox;
+
+  // Note [Per-job locking]
+  // `mu` guards every field above: a job's routes, its ticks and its persistence take only its
+  // own lock, so one job slow in the store (or with thousands of workers) holds up no other.
+  // JobManager::jobsMu_ guards only the registry (name -> Job) and is a leaf: nothing is taken
+  // while it is held, and a job's mu may be held while it is taken (unregister). The launcher is
+  // called with no lock held (Note [Tick actions] in job_tick.h).
+  //
+  // Note [Persistence order]
+  // A job's outbox is written to the store outside its mu, from two threads: the ticker and any
+  // API call that reads the store (events, checkpoints). `persistMu` is held from taking a batch
+  // to the end of writing it (taken before mu), so the job's batches reach the store in the
+  // order they were taken: a batch taken later and written first would be overwritten by the
+  // older one (JobManagerPersistTest). Other jobs' batches do not wait for it.
+  std::mutex mu;
+  std::mutex persistMu;
+  bool removed = false;  // erased from the registry (deleted, or finished and written): gone
+};
+
+// A job with its mu held; empty when the job is not live (JobManager::lockJob).
+class LockedJob {
+ public:
+  LockedJob() = default;
+  explicit LockedJob(std::shared_ptr<Job> job) : job_(std::move(job)), lock_(job_->mu) {}
+  explicit operator bool() const { return job_ != nullptr; }
+  Job* operator->() const { return job_.get(); }
+  Job& operator*() const { return *job_; }
+
+ private:
+  std::shared_ptr<Job> job_;
+  std::unique_lock<std::mutex> lock_;  // after job_: released before the job is let go
 };
 
 // After a generation ended (a verdict, Note [Recovery]; a planned change, Note [Elastic

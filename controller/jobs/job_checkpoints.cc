@@ -68,9 +68,8 @@ void JobManager::expireCheckpoints(Job& job, TimePoint now) {
 
 Result<CheckpointVerdict> JobManager::reportShard(const std::string& name, int64_t g, int64_t step,
                                                   const ShardReport& report, Fenced* fenced) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Job* job = find(name);
-  if (job == nullptr) return notFound("job " + name + " is not running");
+  LockedJob job = lockJob(name);
+  if (!job) return notFound("job " + name + " is not running");
   if (!job->rdzv->isCurrent(g) || !job->rdzv->active()) {
     fenced->current = fencingGeneration(*job->rdzv);
     return abortedError("stale generation " + std::to_string(g));
@@ -89,9 +88,8 @@ Result<CheckpointVerdict> JobManager::reportShard(const std::string& name, int64
 }
 
 Result<CheckpointVerdict> JobManager::checkpointDecision(const std::string& name, int64_t g, int64_t step) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Job* job = find(name);
-  if (job == nullptr) return notFound("job " + name + " is not running");
+  LockedJob job = lockJob(name);
+  if (!job) return notFound("job " + name + " is not running");
   std::vector<LedgerChange> changes;
   CheckpointVerdict v = ledger(*job).decision(g, step, clock_.now(), &changes);
   noteLedgerChanges(*job, changes);
@@ -99,9 +97,8 @@ Result<CheckpointVerdict> JobManager::checkpointDecision(const std::string& name
 }
 
 Status JobManager::reportCommit(const std::string& name, int64_t g, const CommitReport& report) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Job* job = find(name);
-  if (job == nullptr) return notFound("job " + name + " is not running");
+  LockedJob job = lockJob(name);
+  if (!job) return notFound("job " + name + " is not running");
   const std::string at = "checkpoint at step " + std::to_string(report.step);
   if (!report.ok) {
     const std::string message =
@@ -146,9 +143,8 @@ void JobManager::noteCheckpointOutcome(Job& job, int64_t step, bool committed, c
 
 Result<int64_t> JobManager::requestCheckpoint(const std::string& name) {
   DDP_RETURN_IF_ERROR(changesAllowed());
-  std::lock_guard<std::mutex> lock(mu_);
-  Job* job = find(name);
-  if (job == nullptr) {
+  LockedJob job = lockJob(name);
+  if (!job) {
     // A finished job (kept in the store) is a conflict; a name never submitted is not found.
     auto rec = store_.get(name);
     if (!rec.isOk()) return rec.status();

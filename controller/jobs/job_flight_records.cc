@@ -79,10 +79,9 @@ Result<std::vector<FlightRecordEvent>> JobManager::flightRecords(const std::stri
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    const Job* job = find(name);
-    if (!stored.isOk() && job == nullptr) return stored.status();
-    if (job != nullptr) {
+    LockedJob job = lockJob(name);
+    if (!stored.isOk() && !job) return stored.status();
+    if (job) {
       for (const auto& e : job->flight.events) byTime[e.timeMs] = e;
     }
   }

@@ -5,13 +5,13 @@
 namespace ddp::controller {
 
 std::vector<JobGauges> JobManager::gauges() {
-  std::lock_guard<std::mutex> lock(mu_);
   const TimePoint now = clock_.now();
   std::vector<JobGauges> out;
-  out.reserve(jobs_.size());
-  for (const auto& [name, job] : jobs_) {
+  for (const auto& job : snapshot()) {
+    std::lock_guard<std::mutex> lock(job->mu);
+    if (job->removed) continue;
     JobGauges g;
-    g.job = name;
+    g.job = job->record.name;
     g.generation = job->record.generation;
     for (const auto& [id, w] : job->workers) ++g.workersByState[w.rec.state];
     if (const auto& active = job->rdzv->active()) {

@@ -64,70 +64,103 @@ int64_t JobManager::wallMs() const {
       .count();
 }
 
-Job* JobManager::find(const std::string& name) {
+std::shared_ptr<Job> JobManager::lookup(const std::string& name) const {
+  std::lock_guard<std::mutex> lock(jobsMu_);
   auto it = jobs_.find(name);
-  return it == jobs_.end() ? nullptr : it->second.get();
+  return it == jobs_.end() ? nullptr : it->second;
+}
+
+std::vector<std::shared_ptr<Job>> JobManager::snapshot() const {
+  std::lock_guard<std::mutex> lock(jobsMu_);
+  std::vector<std::shared_ptr<Job>> out;
+  out.reserve(jobs_.size());
+  for (const auto& [name, job] : jobs_) out.push_back(job);
+  return out;
+}
+
+LockedJob JobManager::lockJob(const std::string& name) const {
+  std::shared_ptr<Job> job = lookup(name);
+  if (job == nullptr) return {};
+  LockedJob locked(std::move(job));
+  if (locked->removed) return {};  // erased from the registry while we waited for its lock
+  return locked;
+}
+
+void JobManager::unregister(Job& job) {
+  job.removed = true;
+  for (auto& [g, space] : job.spaces) space->clear();
+  std::lock_guard<std::mutex> lock(jobsMu_);
+  auto it = jobs_.find(job.record.name);
+  if (it != jobs_.end() && it->second.get() == &job) jobs_.erase(it);
+}
+
+std::shared_ptr<Job> JobManager::restoreJob(JobRecord rec, JobSpec spec, TimePoint now) {
+  auto live = std::make_shared<Job>();
+  live->spec = std::move(spec);
+  live->record = std::move(rec);
+  live->generationStart = now;
+  std::vector<WorkerRecord> byRank;
+  for (const auto& w : live->record.workers) {
+    WorkerState ws;
+    ws.rec = w;
+    ws.lastSeen = now;  // a restarted controller gives every worker a full heartbeat window
+    ws.stepChangedAt = now;  // ... and a full progress window
+    live->workers[w.id] = ws;
+    if (w.rank >= 0) byRank.push_back(w);
+  }
+  std::sort(byRank.begin(), byRank.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
+  if (live->record.generation > 0 && !byRank.empty()) {
+    RendezvousRound round;
+    round.generation = live->record.generation;
+    round.closedAt = now;
+    for (const auto& w : byRank) round.members.push_back(w.id);
+    live->rdzv = Rendezvous::restored(rendezvousConfig(live->spec), round);
+    live->assignmentTail = assignmentTailJson(*live->rdzv->active(), live->record.specYaml, live->workers, false);
+    live->assignmentTailWithPeers =
+        assignmentTailJson(*live->rdzv->active(), live->record.specYaml, live->workers, true);
+    live->spaces[round.generation] = std::make_shared<comm::KeySpace>(options_.storeQuotaBytes);
+  } else {
+    live->rdzv.emplace(rendezvousConfig(live->spec), live->record.generation);
+  }
+  if (auto cps = store_.checkpoints(live->record.name); cps.isOk() && !cps->empty()) {
+    live->checkpoints.lastStep = cps->back().step;
+  }
+  markWorkersAfterRestart(launcher_.livePids(live->record.name), live->record.generation, now, &live->workers);
+  event(*live, kEventNormal, "ControllerRestarted", "the controller restarted and took the job over again");
+  // Only a job that never reached rendezvous may still have slots to start; a running one
+  // keeps the workers it has.
+  live->lifecycle.launched = live->record.generation > 0;
+  return live;
 }
 
 Status JobManager::start() {
   DDP_ASSIGN_OR_RETURN(auto records, store_.list());
   reconcileCatalogs(records);
-  std::vector<Job*> relaunch;
+  std::vector<std::shared_ptr<Job>> relaunch;
   std::vector<JobLaunch> adopt;  // running jobs: their replacements start like their first workers
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const TimePoint now = clock_.now();
-    for (auto& rec : records) {
-      metrics_.jobPhase(rec.name, rec.phase);
-      if (isTerminal(rec.phase)) continue;
-      auto spec = decodeJobSpec(rec.specYaml);  // Note [Validated once]
-      if (!spec.isOk()) {
-        DDP_LOG(Error) << "job " << rec.name << ": stored spec no longer parses: " << spec.status().message();
-        continue;
-      }
-      auto live = std::make_unique<Job>();
-      live->spec = *spec;
-      live->record = std::move(rec);
-      live->generationStart = now;
-      std::vector<WorkerRecord> byRank;
-      for (const auto& w : live->record.workers) {
-        WorkerState ws;
-        ws.rec = w;
-        ws.lastSeen = now;  // a restarted controller gives every worker a full heartbeat window
-        ws.stepChangedAt = now;  // ... and a full progress window
-        live->workers[w.id] = ws;
-        if (w.rank >= 0) byRank.push_back(w);
-      }
-      std::sort(byRank.begin(), byRank.end(), [](const auto& a, const auto& b) { return a.rank < b.rank; });
-      if (live->record.generation > 0 && !byRank.empty()) {
-        RendezvousRound round;
-        round.generation = live->record.generation;
-        round.closedAt = now;
-        for (const auto& w : byRank) round.members.push_back(w.id);
-        live->rdzv = Rendezvous::restored(rendezvousConfig(live->spec), round);
-        live->assignmentTail = assignmentTailJson(*live->rdzv->active(), live->record.specYaml, live->workers, false);
-        live->assignmentTailWithPeers =
-            assignmentTailJson(*live->rdzv->active(), live->record.specYaml, live->workers, true);
-        live->spaces[round.generation] = std::make_shared<comm::KeySpace>(options_.storeQuotaBytes);
-      } else {
-        live->rdzv.emplace(rendezvousConfig(live->spec), live->record.generation);
-      }
-      if (auto cps = store_.checkpoints(live->record.name); cps.isOk() && !cps->empty()) {
-        live->checkpoints.lastStep = cps->back().step;
-      }
-      markWorkersAfterRestart(launcher_.livePids(live->record.name), live->record.generation, now, &live->workers);
-      event(*live, kEventNormal, "ControllerRestarted", "the controller restarted and took the job over again");
-      Job* raw = live.get();
-      jobs_[raw->record.name] = std::move(live);
-      // Only a job that never reached rendezvous may still have slots to start; a running one
-      // keeps the workers it has.
-      raw->lifecycle.launched = raw->record.generation > 0;
-      if (!raw->lifecycle.launched) relaunch.push_back(raw);
-      if (raw->lifecycle.launched) adopt.push_back(jobLaunchOf(*raw));
-      evaluate(*raw);
+  const TimePoint now = clock_.now();
+  for (auto& rec : records) {
+    metrics_.jobPhase(rec.name, rec.phase);
+    if (isTerminal(rec.phase)) continue;
+    auto spec = decodeJobSpec(rec.specYaml);  // Note [Validated once]
+    if (!spec.isOk()) {
+      DDP_LOG(Error) << "job " << rec.name << ": stored spec no longer parses: " << spec.status().message();
+      continue;
     }
+    std::shared_ptr<Job> job = restoreJob(std::move(rec), std::move(*spec), now);
+    {
+      std::lock_guard<std::mutex> lock(jobsMu_);
+      jobs_[job->record.name] = job;
+    }
+    std::lock_guard<std::mutex> lock(job->mu);
+    if (job->lifecycle.launched) {
+      adopt.push_back(jobLaunchOf(*job));
+    } else {
+      relaunch.push_back(job);
+    }
+    evaluate(*job);
   }
-  for (Job* job : relaunch) launch(*job);
+  for (const auto& job : relaunch) launch(job);
   for (const JobLaunch& l : adopt) {
     if (Status st = launcher_.adoptJob(l); !st.isOk()) {
       DDP_LOG(Error) << "job " << l.jobName << ": the launcher could not take it over: " << st.toString()
@@ -151,8 +184,8 @@ void JobManager::stop() {
   tickCv_.notify_all();
   if (ticker_.joinable()) ticker_.join();
   persistFigures(true);
-  std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [name, job] : jobs_) {
+  for (const auto& job : snapshot()) {
+    std::lock_guard<std::mutex> lock(job->mu);
     for (auto& w : job->waiters) w.responder->reply(http::Response{503, "application/json", R"({"error":"the controller is stopping"})", {}});
     job->waiters.clear();
   }
@@ -172,15 +205,16 @@ JobLaunch JobManager::jobLaunchOf(const Job& job) const {
   return l;
 }
 
-void JobManager::launch(Job& job) {
+void JobManager::launch(const std::shared_ptr<Job>& jobPtr) {
+  Job& job = *jobPtr;
   JobLaunch l;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(job.mu);
     l = jobLaunchOf(job);
   }
   Status st = launcher_.ensureWorkers(l);
-  std::unique_lock<std::mutex> lock(mu_);
-  if (find(l.jobName) != &job) return;  // deleted meanwhile
+  std::unique_lock<std::mutex> lock(job.mu);
+  if (job.removed) return;  // deleted meanwhile
   job.lifecycle.launched = true;
   if (!st.isOk()) {
     transition(job, JobPhase::kFailed, "LaunchFailed", "could not start the workers: " + st.toString());
@@ -236,65 +270,57 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
   rec.createdMs = wallMs();
   rec.phase = JobPhase::kPending;
   rec.setCondition(kConditionCreated, true, "JobCreated", "the job was accepted", rec.createdMs);
-  Job* job = nullptr;
+  auto job = std::make_shared<Job>();
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (find(spec.name) != nullptr) return alreadyExists("job " + spec.name + " already exists");
+    // One submission at a time: the name's check, its store row and its registry entry.
+    std::lock_guard<std::mutex> one(submitMu_);
+    if (lookup(spec.name) != nullptr) return alreadyExists("job " + spec.name + " already exists");
     DDP_RETURN_IF_ERROR(store_.create(rec));
-    auto live = std::make_unique<Job>();
-    live->record = rec;
-    live->spec = spec;
-    live->rdzv.emplace(rendezvousConfig(spec), 0);
-    event(*live, kEventNormal, "Created", "job created with " + std::to_string(spec.workers.count) + " worker(s)");
+    job->record = rec;
+    job->spec = spec;
+    job->rdzv.emplace(rendezvousConfig(spec), 0);
+    event(*job, kEventNormal, "Created", "job created with " + std::to_string(spec.workers.count) + " worker(s)");
     metrics_.jobCreated(spec.name, spec.workers.count);
-    job = live.get();
-    jobs_[spec.name] = std::move(live);
+    std::lock_guard<std::mutex> lock(jobsMu_);
+    jobs_[spec.name] = job;
   }
-  launch(*job);
-  std::lock_guard<std::mutex> lock(mu_);
-  if (Job* again = find(spec.name)) return again->record;
+  launch(job);
+  std::lock_guard<std::mutex> lock(job->mu);
+  if (!job->removed) return job->record;
   return store_.get(spec.name);
 }
 
 Result<JobRecord> JobManager::get(const std::string& name) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (Job* job = find(name)) return job->record;
-  }
+  if (LockedJob job = lockJob(name)) return job->record;
   return store_.get(name);
 }
 
 Result<std::vector<JobRecord>> JobManager::list() {
   DDP_ASSIGN_OR_RETURN(auto records, store_.list());
-  std::lock_guard<std::mutex> lock(mu_);
   for (auto& r : records) {
-    if (Job* job = find(r.name)) r = job->record;
+    if (LockedJob job = lockJob(r.name)) r = job->record;
   }
   return records;
 }
 
 Result<JobSpec> JobManager::spec(const std::string& name) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (Job* job = find(name)) return job->spec;
-  }
+  if (LockedJob job = lockJob(name)) return job->spec;
   DDP_ASSIGN_OR_RETURN(auto rec, store_.get(name));
   return decodeJobSpec(rec.specYaml);
 }
 
 bool JobManager::isFinished(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Job* job = find(name);
-  return job == nullptr || isTerminal(job->record.phase);
+  LockedJob job = lockJob(name);
+  return !job || isTerminal(job->record.phase);
 }
 
 Result<std::vector<JobEvent>> JobManager::events(const std::string& name) {
-  persistFigures(true);  // pending events first
+  if (auto job = lookup(name)) persistJob(*job, true);  // pending events first
   return store_.events(name);
 }
 
 Result<std::vector<CheckpointRecord>> JobManager::checkpoints(const std::string& name) {
-  persistFigures(true);
+  if (auto job = lookup(name)) persistJob(*job, true);
   return store_.checkpoints(name);
 }
 
@@ -416,39 +442,38 @@ void JobManager::event(Job& job, const std::string& type, const std::string& rea
 }
 
 void JobManager::persistFigures(bool force) {
-  struct Write {
-    JobRecord record;
-    Outbox::Batch batch;
-  };
-  std::lock_guard<std::mutex> inOrder(persistMu_);
-  std::vector<Write> writes;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    const TimePoint now = clock_.now();
-    const bool periodic = force || now - lastPersist_ >= options_.persistEvery;
-    if (periodic) lastPersist_ = now;
-    for (auto it = jobs_.begin(); it != jobs_.end();) {
-      Job& job = *it->second;
-      const bool write = job.outbox.due(periodic);
-      if (write) {
-        job.record.workers.clear();
-        for (const auto& [id, w] : job.workers) job.record.workers.push_back(w.rec);
-        writes.push_back({job.record, job.outbox.take()});
-      }
-      // A finished job whose processes are gone needs no live state any more, once its last
-      // batch was written (by an earlier pass: persistMu_ orders them), so that nothing it kept
-      // (events, flight records) is missing from both the store and memory meanwhile.
-      bool anyAlive = false;
-      for (const auto& [id, w] : job.workers) anyAlive = anyAlive || w.processAlive;
-      if (!write && isTerminal(job.record.phase) && !anyAlive && job.waiters.empty()) {
-        for (auto& [g, space] : job.spaces) space->clear();
-        it = jobs_.erase(it);
-      } else {
-        ++it;
-      }
+  const TimePoint now = clock_.now();
+  const bool periodic = force || now - lastPersist_ >= options_.persistEvery;
+  if (periodic) lastPersist_ = now;
+  for (const auto& job : snapshot()) {
+    if (persistJob(*job, periodic)) continue;
+    // A finished job whose processes are gone needs no live state any more, once its last
+    // batch was written (by an earlier pass), so that nothing it kept (events, flight records)
+    // is missing from both the store and memory meanwhile.
+    std::lock_guard<std::mutex> lock(job->mu);
+    bool anyAlive = false;
+    for (const auto& [id, w] : job->workers) anyAlive = anyAlive || w.processAlive;
+    if (!job->removed && isTerminal(job->record.phase) && !anyAlive && job->waiters.empty() && !job->outbox.due(true)) {
+      unregister(*job);
     }
   }
-  for (auto& w : writes) writeBatch(w.record, w.batch);
+}
+
+bool JobManager::persistJob(Job& job, bool periodic) {
+  // Note [Persistence order] (job.h): the batch is taken and written under the job's persistMu.
+  std::lock_guard<std::mutex> inOrder(job.persistMu);
+  JobRecord record;
+  Outbox::Batch batch;
+  {
+    std::lock_guard<std::mutex> lock(job.mu);
+    if (job.removed || !job.outbox.due(periodic)) return false;
+    job.record.workers.clear();
+    for (const auto& [id, w] : job.workers) job.record.workers.push_back(w.rec);
+    record = job.record;
+    batch = job.outbox.take();
+  }
+  writeBatch(record, batch);
+  return true;
 }
 
 void JobManager::writeBatch(JobRecord& record, const Outbox::Batch& batch) {
@@ -469,7 +494,7 @@ void JobManager::writeBatch(JobRecord& record, const Outbox::Batch& batch) {
 }
 
 size_t JobManager::liveJobs() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(jobsMu_);
   return jobs_.size();
 }
 

@@ -38,10 +38,12 @@
 // of a process the controller replaced are recognised by pid and change nothing. A worker that
 // failed for a reason no restart can fix (its final heartbeat says Failed: bad configuration,
 // fenced, controller lost) still fails the job (Note [Job state machine]).
-// Thread model: every public method is thread-safe (one mutex, never held across I/O to the
-// launcher or a blocking store write... except the JobStore calls, which are short local
-// SQLite transactions). start() runs one ticker thread (rendezvous deadlines, expired long
-// polls, missed heartbeats, periodic persistence, launcher exit reports); stop() joins it.
+// Thread model: every public method is thread-safe. The JobManager is the registry of jobs, the
+// ticker and the API's entry point; each job is one Job with its own mutex (Note [Per-job
+// locking] in job.h), never held across a call to the launcher or a job's batch of store writes
+// (the short JobStore calls of submit, scale and requestCheckpoint run under it). start() runs
+// one ticker thread (rendezvous deadlines, expired long polls, missed heartbeats, periodic
+// persistence, launcher exit reports); stop() joins it.
 
 #include <atomic>
 #include <condition_variable>
@@ -130,6 +132,7 @@ struct Fenced {
 };
 
 struct Job;  // one job's state (controller/jobs/job.h: Note [One object per job])
+class LockedJob;
 struct JobTickFacts;
 struct JobTickActions;
 
@@ -220,22 +223,22 @@ class JobManager {
   // The ticker (job_ticker.cc, Note [Tick actions] in job_tick.h).
   void tickLoop();
   void tickOnce();
-  // Under mu_: the job's state moves on to `now` (`scan`: the hang scan's period passed).
+  // Under the job's mu: the job's state moves on to `now` (`scan`: the hang scan's period passed).
   void advanceJob(Job& job, TimePoint now, bool scan);
-  // Under mu_: what reconcileTick is told of the job, and its decision recorded on the job.
+  // Under the job's mu: what reconcileTick is told of the job, and its decision recorded on the job.
   JobTickFacts tickFacts(const Job& job, TimePoint now) const;
   void recordTick(Job& job, const JobTickActions& actions, TimePoint now);
-  // Without mu_: the actions through the launcher.
+  // With no lock held: the actions through the launcher.
   void carryOut(const std::string& name, const JobTickActions& actions);
   void replaceCulprit(const std::string& name, const std::string& workerId);
   // A stopping job's worker silent past the heartbeat window, killed: Stopped, with an event
-  // (Note [Stopping an unresponsive worker] in job_decision.h). Requires mu_.
+  // (Note [Stopping an unresponsive worker] in job_decision.h). Requires the job's mu.
   void markUnresponsiveKilled(Job& job, const std::string& workerId, TimePoint now);
   void handleExit(const WorkerExit& exit);
-  void launch(Job& job);
-  // The live job, not finished yet: FailedPrecondition when it finished, NotFound when it was
-  // never submitted. Requires mu_.
-  Result<Job*> unfinished(const std::string& name);
+  void launch(const std::shared_ptr<Job>& job);
+  // The live job, locked, not finished yet: FailedPrecondition when it finished, NotFound when it
+  // was never submitted.
+  Status unfinished(const std::string& name, LockedJob* out);
   // The grace a cancel gives workers that were not training yet (nothing to checkpoint).
   Duration cancelStopGrace() const;
   JobLaunch jobLaunchOf(const Job& job) const;
@@ -269,7 +272,7 @@ class JobManager {
   // The CheckpointsFailing condition after a checkpoint committed or failed.
   // At start: each stored job's catalog set to its checkpoint directory (options.catalogFromDisk).
   void reconcileCatalogs(const std::vector<JobRecord>& records);
-  // The answer to a heartbeat of generation `g`, which is not the current one (mu_ held).
+  // The answer to a heartbeat of generation `g`, which is not the current one (the job's mu held).
   Result<Command> staleHeartbeat(Job& job, int64_t g, const Heartbeat& hb, Fenced* fenced);
   // Counts `workerId`'s communicator abort of generation `g` once (Note [Recovery figures]).
   void countAbort(Job& job, const std::string& workerId, int64_t g);
@@ -285,11 +288,22 @@ class JobManager {
   bool awaitingFlightRecords(const Job& job) const;
   void transition(Job& job, JobPhase next, const std::string& reason, const std::string& message);
   void event(Job& job, const std::string& type, const std::string& reason, const std::string& message);
-  void persist(Job& job);
+  // Every job's due batch (the ticker; stop()), and a finished job's live state dropped once
+  // written.
   void persistFigures(bool force);
-  // Without mu_, under persistMu_: one job's batch to the store.
+  // Without the job's mu: its due batch taken and written (Note [Persistence order]); false
+  // when nothing was due.
+  bool persistJob(Job& job, bool periodic);
+  // Without the job's mu, under its persistMu: one batch to the store.
   void writeBatch(JobRecord& record, const Outbox::Batch& batch);
-  Job* find(const std::string& name);
+  // The registry (jobsMu_ held only inside these).
+  std::shared_ptr<Job> lookup(const std::string& name) const;
+  std::vector<std::shared_ptr<Job>> snapshot() const;
+  LockedJob lockJob(const std::string& name) const;
+  // Requires the job's mu: marks it removed, clears its store key spaces, drops it from jobs_.
+  void unregister(Job& job);
+  // A stored job that is not finished, live again (start()).
+  std::shared_ptr<Job> restoreJob(JobRecord rec, JobSpec spec, TimePoint now);
   std::string assignmentJson(const Job& job, const std::string& workerId, bool withPeers) const;
   int64_t wallMs() const;
 
@@ -299,14 +313,13 @@ class JobManager {
   const Clock& clock_;
   MetricsSink& metrics_;
 
-  std::mutex mu_;  // guards jobs_ (and every Job in it), exits_
-  // Held across persistFigures (taken before mu_): batches reach the store in the order they
-  // were taken, so an older batch never overwrites a newer one.
-  std::mutex persistMu_;
-  std::map<std::string, std::unique_ptr<Job>> jobs_;
+  mutable std::mutex jobsMu_;  // guards jobs_ only; a leaf lock (Note [Per-job locking])
+  std::map<std::string, std::shared_ptr<Job>> jobs_;
+  std::mutex submitMu_;  // one submission at a time: the name's check, its store row, its entry
+  std::mutex exitsMu_;   // guards exits_
   std::deque<WorkerExit> exits_;
-  TimePoint lastPersist_{};
-  TimePoint lastHeartbeatScan_{};
+  TimePoint lastPersist_{};        // the ticker's (and stop()'s, after the ticker ended)
+  TimePoint lastHeartbeatScan_{};  // the ticker's
 
   std::atomic<bool> stopping_{false};
   std::atomic<bool> started_{false};

@@ -28,9 +28,8 @@ Result<JobRecord> JobManager::scale(const std::string& name, int workers, const 
   std::optional<JobLaunch> up;
   JobRecord out;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    Job* job = find(name);
-    if (job == nullptr) {
+    LockedJob job = lockJob(name);
+    if (!job) {
       DDP_ASSIGN_OR_RETURN(auto rec, store_.get(name));
       return failedPrecondition("job " + name + " already finished (" + jobPhaseName(rec.phase) + ")");
     }

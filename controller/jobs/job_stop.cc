@@ -12,16 +12,17 @@
 
 namespace ddp::controller {
 
-Result<Job*> JobManager::unfinished(const std::string& name) {
-  Job* job = find(name);
-  if (job == nullptr) {
+Status JobManager::unfinished(const std::string& name, LockedJob* out) {
+  LockedJob job = lockJob(name);
+  if (!job) {
     DDP_ASSIGN_OR_RETURN(auto rec, store_.get(name));  // NotFound: never submitted
     return failedPrecondition("job " + name + " already finished (" + jobPhaseName(rec.phase) + ")");
   }
   if (isTerminal(job->record.phase)) {
     return failedPrecondition("job " + name + " already finished (" + jobPhaseName(job->record.phase) + ")");
   }
-  return job;
+  *out = std::move(job);
+  return Status::ok();
 }
 
 Result<JobRecord> JobManager::cancel(const std::string& name) {
@@ -30,8 +31,8 @@ Result<JobRecord> JobManager::cancel(const std::string& name) {
   JobRecord out;
   std::vector<std::string> signal;  // workers to tell at once (SIGTERM: checkpoint and stop)
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    DDP_ASSIGN_OR_RETURN(Job * job, unfinished(name));
+    LockedJob job;
+    DDP_RETURN_IF_ERROR(unfinished(name, &job));
     if (job->lifecycle.requestCancel(clock_.now())) {
       event(*job, kEventNormal, "CancelRequested", "cancel requested: the workers checkpoint and stop");
       // No replacement starts once a job is cancelled (Note [Recovery]): a culprit still due
@@ -74,8 +75,8 @@ Duration JobManager::cancelStopGrace() const {
 
 Result<JobRecord> JobManager::fail(const std::string& name, const std::string& reason, const std::string& message) {
   DDP_RETURN_IF_ERROR(changesAllowed());
-  std::lock_guard<std::mutex> lock(mu_);
-  DDP_ASSIGN_OR_RETURN(Job * job, unfinished(name));
+  LockedJob job;
+  DDP_RETURN_IF_ERROR(unfinished(name, &job));
   transition(*job, JobPhase::kFailed, reason, message);
   job->lifecycle.stopPending = true;  // the ticker stops its workers
   return job->record;
@@ -84,9 +85,8 @@ Result<JobRecord> JobManager::fail(const std::string& name, const std::string& r
 Status JobManager::replaceWorkers(const std::string& name, const std::vector<std::string>& workerIds) {
   DDP_RETURN_IF_ERROR(changesAllowed());
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    Job* job = find(name);
-    if (job == nullptr) return notFound("job " + name + " is not running");
+    LockedJob job = lockJob(name);
+    if (!job) return notFound("job " + name + " is not running");
     if (isTerminal(job->record.phase) || job->lifecycle.cancelRequested) {
       return failedPrecondition("job " + name + " is " +
                                 (job->lifecycle.cancelRequested ? "cancelled" : jobPhaseName(job->record.phase)));
@@ -111,12 +111,7 @@ Status JobManager::replaceWorkers(const std::string& name, const std::vector<std
 
 Status JobManager::remove(const std::string& name, Deadline deadline) {
   DDP_RETURN_IF_ERROR(changesAllowed());
-  bool live = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    live = find(name) != nullptr;
-  }
-  if (live) {
+  if (lookup(name) != nullptr) {
     // Cancelled first (the workers checkpoint and stop at their next heartbeat); what is still
     // running with a few seconds of the deadline left is signalled.
     (void)cancel(name);
@@ -128,11 +123,10 @@ Status JobManager::remove(const std::string& name, Deadline deadline) {
     while (!launcher_.livePids(name).empty() && !deadline.expired()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    if (Job* job = find(name)) {
+    if (LockedJob job = lockJob(name)) {
       for (auto& w : job->waiters) replyJson(*w.responder, 410, {{"error", "job deleted"}, {"generation", 0}});
-      for (auto& [g, space] : job->spaces) space->clear();
-      jobs_.erase(name);
+      job->waiters.clear();
+      unregister(*job);
     }
   }
   (void)launcher_.forgetJob(name);

@@ -3,6 +3,7 @@
 // polls, checkpoint timeouts, the hang scan), asks reconcileTick what each job's workers need,
 // carries that out with the launcher outside the lock, and writes what is due to the store.
 #include <csignal>
+#include <deque>
 
 #include "common/log.h"
 #include "controller/jobs/job.h"
@@ -21,25 +22,30 @@ void JobManager::tickLoop() {
 }
 
 void JobManager::tickOnce() {
-  std::vector<std::pair<std::string, JobTickActions>> todo;  // (job, what its workers need)
+  std::deque<WorkerExit> exits;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    while (!exits_.empty()) {
-      WorkerExit e = std::move(exits_.front());
-      exits_.pop_front();
-      handleExit(e);
-    }
-    const TimePoint now = clock_.now();
-    const bool scan = now - lastHeartbeatScan_ >= options_.timings.hangScanEvery;
-    if (scan) lastHeartbeatScan_ = now;
-    for (auto& [name, job] : jobs_) {
-      advanceJob(*job, now, scan);
-      JobTickActions a = reconcileTick(tickFacts(*job, now));
-      recordTick(*job, a, now);
-      if (!a.empty()) todo.emplace_back(name, std::move(a));
-    }
+    std::lock_guard<std::mutex> lock(exitsMu_);
+    exits.swap(exits_);
   }
-  for (const auto& [name, actions] : todo) carryOut(name, actions);
+  for (const WorkerExit& e : exits) handleExit(e);
+  const TimePoint now = clock_.now();
+  const bool scan = now - lastHeartbeatScan_ >= options_.timings.hangScanEvery;
+  if (scan) lastHeartbeatScan_ = now;
+  // One job at a time, each under its own lock (Note [Per-job locking] in job.h); the actions
+  // run with no lock held.
+  for (const auto& job : snapshot()) {
+    JobTickActions a;
+    std::string name;
+    {
+      std::lock_guard<std::mutex> lock(job->mu);
+      if (job->removed) continue;
+      name = job->record.name;
+      advanceJob(*job, now, scan);
+      a = reconcileTick(tickFacts(*job, now));
+      recordTick(*job, a, now);
+    }
+    if (!a.empty()) carryOut(name, a);
+  }
   persistFigures(false);
 }
 
@@ -120,8 +126,7 @@ void JobManager::replaceCulprit(const std::string& name, const std::string& id) 
   if (st.code() == StatusCode::kUnimplemented) {
     // A launcher that starts nothing (external workers): whatever started the workers starts
     // the replacement; the round waits for it (and the job's rendezvous bound applies).
-    std::lock_guard<std::mutex> lock(mu_);
-    if (Job* job = find(name)) {
+    if (LockedJob job = lockJob(name)) {
       event(*job, kEventWarning, "WaitingForReplacement",
             id + " must be replaced by whatever started it (" + st.message() + ")");
     }
@@ -129,8 +134,7 @@ void JobManager::replaceCulprit(const std::string& name, const std::string& id) 
   }
   if (!st.isOk()) {
     DDP_LOG(Error) << "job " << name << ": could not replace " << id << ": " << st.toString();
-    std::lock_guard<std::mutex> lock(mu_);
-    if (Job* job = find(name)) {
+    if (LockedJob job = lockJob(name)) {
       transition(*job, JobPhase::kFailed, "ReplaceFailed", "could not replace " + id + ": " + st.toString());
       job->lifecycle.stopPending = true;
     }

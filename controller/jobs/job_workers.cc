@@ -108,9 +108,8 @@ std::string describeFailure(int rank, const WorkerExit& exit) {
 bool JobManager::workerTokenMatches(const std::string& name, const std::string& token) {
   std::string expected;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    Job* job = find(name);
-    if (job == nullptr) return false;
+    LockedJob job = lockJob(name);
+    if (!job) return false;
     expected = job->record.workerToken;
   }
   return secretEquals(expected, token);
@@ -143,9 +142,8 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
   std::string ignored;
   if (incarnation == nullptr) incarnation = &ignored;
   if (req.workerId.empty() || req.workerId.size() > 253) return invalidArgument("workerId: required, at most 253 characters");
-  std::lock_guard<std::mutex> lock(mu_);
-  Job* job = find(name);
-  if (job == nullptr) return notFound("job " + name + " is not running");
+  LockedJob job = lockJob(name);
+  if (!job) return notFound("job " + name + " is not running");
   if (isTerminal(job->record.phase) || job->lifecycle.cancelRequested) {
     return failedPrecondition("job " + name + " is " + (job->lifecycle.cancelRequested ? "cancelled" : jobPhaseName(job->record.phase)));
   }
@@ -218,9 +216,8 @@ Result<int64_t> JobManager::registerWorker(const std::string& name, const Regist
 void JobManager::awaitAssignment(const std::string& name, const std::string& workerId, Duration wait,
                                  bool withPeers, int64_t after, std::shared_ptr<http::Responder> responder,
                                  const std::string& incarnation) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Job* job = find(name);
-  if (job == nullptr) return replyJson(*responder, 404, {{"error", "job " + name + " is not running"}});
+  LockedJob job = lockJob(name);
+  if (!job) return replyJson(*responder, 404, {{"error", "job " + name + " is not running"}});
   if (isTerminal(job->record.phase) || job->lifecycle.cancelRequested) {
     const char* state = job->lifecycle.cancelRequested ? "Cancelled" : jobPhaseName(job->record.phase);
     return replyJson(*responder, 409, {{"error", "job " + name + " is " + state}, {"state", state}});
@@ -246,9 +243,8 @@ void JobManager::awaitAssignment(const std::string& name, const std::string& wor
 }
 
 Result<std::shared_ptr<comm::KeySpace>> JobManager::keySpace(const std::string& name, int64_t g, Fenced* fenced) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Job* job = find(name);
-  if (job == nullptr) return notFound("job " + name + " is not running");
+  LockedJob job = lockJob(name);
+  if (!job) return notFound("job " + name + " is not running");
   if (!job->rdzv->isCurrent(g)) {
     fenced->current = fencingGeneration(*job->rdzv);
     return abortedError("stale generation " + std::to_string(g));
@@ -271,9 +267,8 @@ Result<Command> JobManager::staleHeartbeat(Job& job, int64_t g, const Heartbeat&
 }
 
 Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const Heartbeat& hb, Fenced* fenced) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Job* job = find(name);
-  if (job == nullptr) return notFound("job " + name + " is not running");
+  LockedJob job = lockJob(name);
+  if (!job) return notFound("job " + name + " is not running");
   if (!job->rdzv->isCurrent(g)) return staleHeartbeat(*job, g, hb, fenced);
   auto it = job->workers.find(hb.workerId);
   if (it == job->workers.end() || it->second.rec.rank < 0) {
@@ -345,7 +340,7 @@ Result<Command> JobManager::heartbeat(const std::string& name, int64_t g, const 
 
 void JobManager::onWorkerExit(const WorkerExit& exit) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(exitsMu_);
     exits_.push_back(exit);
   }
   {
@@ -356,8 +351,8 @@ void JobManager::onWorkerExit(const WorkerExit& exit) {
 }
 
 void JobManager::handleExit(const WorkerExit& exit) {
-  Job* job = find(exit.jobName);
-  if (job == nullptr) return;
+  LockedJob job = lockJob(exit.jobName);
+  if (!job) return;
   if (handleRetiredExit(*job, exit)) return;
   WorkerState& w = job->workers[exit.workerId];
   // Cancelled while a replacement was starting: the slot's old process is gone, so an exit of
