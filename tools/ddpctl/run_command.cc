@@ -90,6 +90,81 @@ struct RunArgs {
 };
 
 
+void installStopHandlers() {
+  g_stopRequests = 0;
+  g_stopSignal = 0;
+  ::signal(SIGPIPE, SIG_IGN);
+  struct sigaction sa {};
+  sa.sa_handler = onStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::sigaction(SIGTERM, &sa, nullptr);
+}
+
+// Reads the merged worker log ("[wN] " tagged lines) and routes each line to stdout or stderr
+// (Note [Merged worker output]); without a log, it only waits.
+struct LogPump {
+  controller::LogStream* log;
+  OutputRouter& router;
+  int workers;
+  std::string partial;
+
+  void operator()(Duration wait) {
+    if (log == nullptr) {
+      std::this_thread::sleep_for(wait);
+      return;
+    }
+    auto chunk = log->read(Deadline::after(wait));
+    if (!chunk.isOk()) return;
+    partial += *chunk;
+    size_t startAt = 0;
+    for (size_t nl; (nl = partial.find('\n', startAt)) != std::string::npos; startAt = nl + 1) {
+      route(partial.substr(startAt, nl - startAt));
+    }
+    partial.erase(0, startAt);
+  }
+
+  void route(std::string line) {
+    int rank = 0;
+    if (line.rfind("[w", 0) == 0) {
+      auto close = line.find("] ");
+      if (close != std::string::npos) {
+        rank = std::atoi(line.c_str() + 2);
+        line = line.substr(close + 2);
+      }
+    }
+    if (rank < 0 || rank >= workers) rank = 0;
+    const StreamKind kind = OutputRouter::logLevelOf(line) != 0 ? StreamKind::kStderr : StreamKind::kStdout;
+    line.push_back('\n');
+    for (const auto& l : router.feed(rank, kind, line.data(), line.size())) {
+      if (l.target != RouteTarget::kDrop) writeLine(l.target == RouteTarget::kStdout ? STDOUT_FILENO : STDERR_FILENO, l.text);
+    }
+  }
+};
+
+// A failed job: its first error line, each failed rank's last error and last lines.
+int reportFailure(const controller::JobRecord& rec, OutputRouter& router, int workers, const std::string& took) {
+  const controller::JobCondition* failed = rec.findCondition(controller::kConditionFailed);
+  std::string why = failed != nullptr ? failed->message : std::string(controller::jobPhaseName(rec.phase));
+  const std::string firstLine = why.substr(0, why.find('\n'));
+  say(firstLine + "; stopping the other workers");
+  for (const auto& w : rec.workers) {
+    if (w.state != "Failed" || w.rank < 0 || w.rank >= workers) continue;
+    const std::string r = std::to_string(w.rank);
+    if (!router.lastError(w.rank).empty()) say("rank " + r + "'s last error: " + router.lastError(w.rank));
+    const auto& tail = router.tail(w.rank);
+    if (tail.empty()) {
+      say("rank " + r + " printed nothing");
+    } else {
+      say("last " + std::to_string(tail.size()) + " lines of rank " + r + ":");
+      for (const auto& l : tail) writeLine(STDERR_FILENO, "  | " + l);
+    }
+  }
+  say("job " + rec.name + " failed after " + took + ": " + firstLine);
+  return kExitFailed;
+}
+
 // Note [ddpctl run]: the job runs through an in-process controller with the local launcher
 // (the service's code path). This loop is the console: it follows every worker's log (merged,
 // each line tagged "[wN] "; ranks are the launcher slots for a fresh job), routes the lines
@@ -100,20 +175,7 @@ struct RunArgs {
 int superviseJob(controller::Controller& ctl, const JobSpec& spec, int workers, const RunArgs& a) {
   const std::string name = spec.name;
   OutputRouter router(workers, 20);
-  auto emit = [](const std::vector<RoutedLine>& lines) {
-    for (const auto& l : lines) {
-      if (l.target != RouteTarget::kDrop) writeLine(l.target == RouteTarget::kStdout ? STDOUT_FILENO : STDERR_FILENO, l.text);
-    }
-  };
-  g_stopRequests = 0;
-  g_stopSignal = 0;
-  ::signal(SIGPIPE, SIG_IGN);
-  struct sigaction sa {};
-  sa.sa_handler = onStopSignal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::sigaction(SIGTERM, &sa, nullptr);
+  installStopHandlers();
 
   const auto start = std::chrono::steady_clock::now();
   say("job " + name + ": starting " + std::to_string(workers) + " workers (controller " + ctl.url() + ")");
@@ -125,34 +187,7 @@ int superviseJob(controller::Controller& ctl, const JobSpec& spec, int workers, 
   controller::LogOptions lo;
   lo.follow = true;
   auto log = ctl.launcher().openLog(name, "", lo);
-  std::string partial;
-  auto pump = [&](Duration wait) {
-    if (!log.isOk()) {
-      std::this_thread::sleep_for(wait);
-      return;
-    }
-    auto chunk = (*log)->read(Deadline::after(wait));
-    if (!chunk.isOk()) return;
-    partial += *chunk;
-    size_t startAt = 0;
-    for (size_t nl; (nl = partial.find('\n', startAt)) != std::string::npos; startAt = nl + 1) {
-      std::string line = partial.substr(startAt, nl - startAt);
-      int rank = 0;
-      if (line.rfind("[w", 0) == 0) {
-        auto close = line.find("] ");
-        if (close != std::string::npos) {
-          rank = std::atoi(line.c_str() + 2);
-          line = line.substr(close + 2);
-        }
-      }
-      if (rank < 0 || rank >= workers) rank = 0;
-      const StreamKind kind = OutputRouter::logLevelOf(line) != 0 ? StreamKind::kStderr : StreamKind::kStdout;
-      line.push_back('\n');
-      emit(router.feed(rank, kind, line.data(), line.size()));
-    }
-    partial.erase(0, startAt);
-  };
-
+  LogPump pump{log.isOk() ? (*log).get() : nullptr, router, workers, {}};
   const bool limited = a.timeLimitSeconds > 0;
   const Deadline limit = Deadline::after(std::chrono::duration_cast<Duration>(std::chrono::duration<double>(limited ? a.timeLimitSeconds : 1)));
   bool timedOut = false, cancelled = false, killed = false;
@@ -198,24 +233,7 @@ int superviseJob(controller::Controller& ctl, const JobSpec& spec, int workers, 
         (killed ? "; some workers had to be killed" : "; run the same command again to resume from its checkpoint"));
     return timedOut ? kExitTimeLimit : 128 + g_stopSignal.load();
   }
-  const controller::JobCondition* failed = rec.findCondition(controller::kConditionFailed);
-  std::string why = failed != nullptr ? failed->message : std::string(controller::jobPhaseName(rec.phase));
-  const std::string firstLine = why.substr(0, why.find('\n'));
-  say(firstLine + "; stopping the other workers");
-  for (const auto& w : rec.workers) {
-    if (w.state != "Failed" || w.rank < 0 || w.rank >= workers) continue;
-    const std::string r = std::to_string(w.rank);
-    if (!router.lastError(w.rank).empty()) say("rank " + r + "'s last error: " + router.lastError(w.rank));
-    const auto& tail = router.tail(w.rank);
-    if (tail.empty()) {
-      say("rank " + r + " printed nothing");
-    } else {
-      say("last " + std::to_string(tail.size()) + " lines of rank " + r + ":");
-      for (const auto& l : tail) writeLine(STDERR_FILENO, "  | " + l);
-    }
-  }
-  say("job " + name + " failed after " + took + ": " + firstLine);
-  return kExitFailed;
+  return reportFailure(rec, router, workers, took);
 }
 
 }  // namespace
@@ -240,8 +258,10 @@ std::string runUsage() {
          "124 time limit, 128+N stopped by signal N (after the workers checkpointed).\n";
 }
 
-int runCommand(const std::vector<std::string>& argv) {
-  RunArgs a;
+namespace {
+
+// Reads the command line into `a`; an exit status to return at once, or -1 to go on.
+int parseRunArgs(const std::vector<std::string>& argv, RunArgs& a) {
   for (size_t i = 0; i < argv.size(); ++i) {
     const std::string& s = argv[i];
     auto value = [&](const char* flag) -> const std::string* {
@@ -302,6 +322,63 @@ int runCommand(const std::vector<std::string>& argv) {
     say("run: missing JOB.yaml\n" + runUsage());
     return kExitUsage;
   }
+  return -1;
+}
+
+// Note [Allowed path roots]: the user's own files, named as the user would, from here.
+void makePathsAbsolute(JobSpec& spec) {
+  auto absolute = [](std::string* p) {
+    if (!p->empty() && p->front() != '/') *p = std::filesystem::absolute(*p).lexically_normal().string();
+  };
+  for (std::string* p : {&spec.checkpoint.dir, &spec.init.from, &spec.data.train.features, &spec.data.train.targets,
+                         &spec.data.val.features, &spec.data.val.targets}) {
+    absolute(p);
+  }
+  if (spec.data.dataset == DatasetKind::kIdx || spec.data.dataset == DatasetKind::kCsv) {
+    for (std::string* p : {&spec.data.train.path, &spec.data.val.path}) absolute(p);
+  }
+}
+
+// The embedded controller of Note [ddpctl run]: loopback, the local launcher, workers tied to
+// this process, any worker command and path of the user's.
+controller::ControllerConfig embeddedConfig(const std::string& stateDir, const std::string& workerBin,
+                                            const std::string& logFormat, const RunArgs& a,
+                                            std::optional<CommThreadPriority> commPriority) {
+  controller::ControllerConfig cc;
+  cc.listenHost = "127.0.0.1";
+  cc.listenPort = 0;
+  cc.stateDir = stateDir;
+  cc.workerBinary = workerBin;
+  cc.tieWorkersToProcess = true;
+  cc.stopGrace = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(a.graceSeconds));
+  cc.workerLogFormat = logFormat;
+  cc.workerCheckpointDir = a.checkpointDir;
+  cc.allowAnyWorkerCommand = true;  // Note [Worker commands]: the user's own code, their machine
+  cc.allowedPathRoots = {"/"};  // any directory of the user's, but the embedded state dir
+  if (commPriority) cc.commThreadPriority = commThreadPriorityName(*commPriority);
+  cc.persistEvery = std::chrono::seconds(5);
+  return cc;
+}
+
+// Note [Comm thread priority]: real-time comm threads are safe while compute threads do not
+// outnumber the cores; beyond that ask the workers for normal priority (unless the job or
+// the environment chose).
+Result<std::optional<CommThreadPriority>> commPriorityFor(const JobSpec& spec, int workers) {
+  const int cores = runtime::usableCores();
+  DDP_ASSIGN_OR_RETURN(const auto operatorPriority, runtime::operatorCommPriority(runtime::processEnv()));
+  const std::optional<CommThreadPriority> commPriority = runtime::workerCommPriority(spec, workers, cores, operatorPriority);
+  if (commPriority && !operatorPriority) {
+    say(std::to_string(workers) + " workers x " + std::to_string(spec.threadsPerWorker) + " compute thread(s) on " +
+        std::to_string(cores) + " core(s): communication threads at normal priority (commThreadPriority: auto)");
+  }
+  return commPriority;
+}
+
+}  // namespace
+
+int runCommand(const std::vector<std::string>& argv) {
+  RunArgs a;
+  if (const int code = parseRunArgs(argv, a); code >= 0) return code;
 
   // Validate everything the workers would refuse, before starting any of them.
   std::vector<SpecError> errors;
@@ -310,16 +387,7 @@ int runCommand(const std::vector<std::string>& argv) {
     say(spec.status().message());
     return kExitUsage;
   }
-  // Note [Allowed path roots]: the user's own directories, named as the user would, from here.
-  for (std::string* p : {&spec->checkpoint.dir, &spec->init.from, &spec->data.train.features, &spec->data.train.targets,
-                         &spec->data.val.features, &spec->data.val.targets}) {
-    if (!p->empty() && p->front() != '/') *p = std::filesystem::absolute(*p).lexically_normal().string();
-  }
-  if (spec->data.dataset == DatasetKind::kIdx || spec->data.dataset == DatasetKind::kCsv) {
-    for (std::string* p : {&spec->data.train.path, &spec->data.val.path}) {
-      if (!p->empty() && p->front() != '/') *p = std::filesystem::absolute(*p).lexically_normal().string();
-    }
-  }
+  makePathsAbsolute(*spec);
   auto config = runtime::trainerConfigFromJobSpec(*spec);
   if (!config.isOk()) {
     say(a.jobFile + ": " + config.status().message());
@@ -341,19 +409,10 @@ int runCommand(const std::vector<std::string>& argv) {
     return kExitUsage;
   }
 
-  // Note [Comm thread priority]: real-time comm threads are safe while compute threads do not
-  // outnumber the cores; beyond that ask the workers for normal priority (unless the job or
-  // the environment chose).
-  const int cores = runtime::usableCores();
-  const auto operatorPriority = runtime::operatorCommPriority(runtime::processEnv());
-  if (!operatorPriority.isOk()) {
-    say(operatorPriority.status().message());
+  const Result<std::optional<CommThreadPriority>> commPriority = commPriorityFor(*spec, workers);
+  if (!commPriority.isOk()) {
+    say(commPriority.status().message());
     return kExitUsage;
-  }
-  const std::optional<CommThreadPriority> commPriority = runtime::workerCommPriority(*spec, workers, cores, *operatorPriority);
-  if (commPriority && !*operatorPriority) {
-    say(std::to_string(workers) + " workers x " + std::to_string(spec->threadsPerWorker) + " compute thread(s) on " +
-        std::to_string(cores) + " core(s): communication threads at normal priority (commThreadPriority: auto)");
   }
   spec->workers.count = spec->workers.min = spec->workers.max = workers;
 
@@ -365,19 +424,7 @@ int runCommand(const std::vector<std::string>& argv) {
     return kExitFailed;
   }
   const std::string stateDir = stateTemplate;
-  controller::ControllerConfig cc;
-  cc.listenHost = "127.0.0.1";
-  cc.listenPort = 0;
-  cc.stateDir = stateDir;
-  cc.workerBinary = workerBin;
-  cc.tieWorkersToProcess = true;
-  cc.stopGrace = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(a.graceSeconds));
-  cc.workerLogFormat = logFormat;
-  cc.workerCheckpointDir = a.checkpointDir;
-  cc.allowAnyWorkerCommand = true;  // Note [Worker commands]: the user's own code, their machine
-  cc.allowedPathRoots = {"/"};  // any directory of the user's, but the embedded state dir
-  if (commPriority) cc.commThreadPriority = commThreadPriorityName(*commPriority);
-  cc.persistEvery = std::chrono::seconds(5);
+  const controller::ControllerConfig cc = embeddedConfig(stateDir, workerBin, logFormat, a, *commPriority);
   int code = kExitFailed;
   {
     // The console is this command's own lines and the workers'; the embedded controller's

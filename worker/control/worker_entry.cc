@@ -240,6 +240,32 @@ TrainerIo generationIo(const WorkerConfig& config, const JobSpec& spec, Heartbea
   return io;
 }
 
+// Reads the data set on another thread while the backend connects (a process's first generation).
+std::future<Result<std::shared_ptr<const TrainingData>>> prefetchData(const TrainerConfig& tc, const WorkerParts& parts) {
+  return std::async(std::launch::async, [&tc, &parts]() -> Result<std::shared_ptr<const TrainingData>> {
+    if (parts.loadData) return parts.loadData(tc);
+    DDP_ASSIGN_OR_RETURN(TrainingData loaded, loadTrainingData(tc));
+    return std::make_shared<const TrainingData>(std::move(loaded));
+  });
+}
+
+// The teardown of a failed generation, in order (Note [Worker generations]); returns this rank's
+// state at its last step boundary for the next generation.
+std::optional<PeerState> tearDownFailedGeneration(std::unique_ptr<Trainer> trainer,
+                                                  std::unique_ptr<comm::Backend> backend,
+                                                  DisconnectReporter& disconnect, int64_t generation) {
+  trainer->stopCommunication();
+  std::optional<PeerState> mine = trainer->peerState();
+  if (mine) mine->generation = generation;
+  // The next generation's rank 0 may be another process: it must not wait for this one's
+  // teardown to take the checkpoint directory.
+  trainer->releaseCheckpointDirectory();
+  disconnect.now();
+  backend.reset();
+  trainer.reset();
+  return mine;
+}
+
 // Store -> backend -> trainer -> run, for one generation (Note [Worker generations]). The
 // reporter is already running. `data` carries the loaded data set from one generation to the next.
 Outcome train(const WorkerConfig& config, const ControllerClient& client, const Assignment& a, const JobSpec& spec,
@@ -258,13 +284,7 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
   // A process's first generation (a new or replacement worker) reads its data set while the
   // backend connects: on a replacement that load is most of the time the survivors wait.
   std::future<Result<std::shared_ptr<const TrainingData>>> prefetch;
-  if (!*data) {
-    prefetch = std::async(std::launch::async, [&tc, &parts]() -> Result<std::shared_ptr<const TrainingData>> {
-      if (parts.loadData) return parts.loadData(tc);
-      DDP_ASSIGN_OR_RETURN(TrainingData loaded, loadTrainingData(tc));
-      return std::make_shared<const TrainingData>(std::move(loaded));
-    });
-  }
+  if (!*data) prefetch = prefetchData(tc, parts);
   // The server namespaces the keys per job and generation; Gloo and NCCL prefix their own.
   auto store = comm::HttpStoreClient::connect(client.storeAddress(), client.storeOptions(a.generation));
   if (!store.isOk()) return fatalOr(store.status().withContext("store"), kWorkerExitFailure);
@@ -304,17 +324,9 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
     // that may still be inside a Gloo op that writes into the trainer's buffers (an aborted op's
     // Work completes at once, the thread in the library only when the library returns); then
     // the trainer goes.
-    (*trainer)->stopCommunication();
-    if (std::optional<PeerState> mine = (*trainer)->peerState()) {
-      mine->generation = a.generation;
-      *carried = std::move(mine);
-    }
-    // The next generation's rank 0 may be another process: it must not wait for this one's
-    // teardown to take the checkpoint directory.
-    (*trainer)->releaseCheckpointDirectory();
-    disconnect.now();
-    built->backend.reset();
-    (*trainer).reset();
+    std::optional<PeerState> mine =
+        tearDownFailedGeneration(std::move(*trainer), std::move(built->backend), disconnect, a.generation);
+    if (mine) *carried = std::move(mine);
     // An Aborted status with the communicator intact is an outcome every rank agreed on (Join's
     // throwOnEarlyTermination): no restart would change it.
     if (!aborted && !reporter.abortCommanded()) return failed(result.status(), kWorkerExitFailure);
