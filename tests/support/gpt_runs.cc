@@ -6,6 +6,7 @@
 
 #include "common/split_mix_rng.h"
 #include "tests/support/local_backend.h"
+#include "worker/training/training_faults.h"
 
 namespace ddp::test {
 
@@ -80,6 +81,19 @@ Params copyParams(model::TrainableModel& m) {
     out.emplace_back(d, d + p->numel());
   }
   return out;
+}
+
+ResumeRuns stopAndResume(runtime::TrainerConfig config, const std::string& checkpointDir) {
+  ResumeRuns runs;
+  runs.reference = trainRanks(2, config);
+  config.checkpointDir = checkpointDir;
+  config.checkpointEverySteps = 4;
+  const runtime::TrainingFaults stop = runtime::TrainingFaults().stopDuring(7);
+  runtime::TrainerIo io;
+  io.faults = &stop;
+  runs.first = trainRanks(2, config, io);
+  runs.resumed = trainRanks(2, config);
+  return runs;
 }
 
 bool bitwiseEqual(const Params& a, const Params& b) {

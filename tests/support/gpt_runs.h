@@ -43,6 +43,14 @@ struct RankRun {
 // Runs `config` on `world` local ranks (io.progress is silenced; io.onProgress is replaced).
 std::vector<RankRun> trainRanks(int world, const runtime::TrainerConfig& config, runtime::TrainerIo io = {});
 
+// The runs of a stop-and-resume check: `config` on 2 ranks uninterrupted (reference); again with
+// a checkpoint every 4 steps in `checkpointDir`, stopped during step 7 (first); and once more,
+// resuming from that checkpoint (resumed). The caller asserts on them.
+struct ResumeRuns {
+  std::vector<RankRun> reference, first, resumed;
+};
+ResumeRuns stopAndResume(runtime::TrainerConfig config, const std::string& checkpointDir);
+
 Params copyParams(model::TrainableModel& m);
 bool bitwiseEqual(const Params& a, const Params& b);
 float maxAbsDiff(const Params& a, const Params& b);

@@ -70,20 +70,12 @@ TEST_F(TrainerGptTest, ResumeAfterStopIsBitwiseEqualToUninterruptedRun) {
   c.batchSize = 4;
   c.gpt.dropout = 0.1f;  // the masks come from (seed, rank, step): a resumed step draws the same
   c.gradAccumulation = 2;
-  auto reference = trainRanks(2, c);
-  ASSERT_TRUE(reference[0].status.isOk()) << reference[0].status;
-
   test::TempDir ckpt("trainer_gpt_ckpt");
-  c.checkpointDir = ckpt.path();
-  c.checkpointEverySteps = 4;
-  const TrainingFaults stop = TrainingFaults().stopDuring(7);
-  TrainerIo io;
-  io.faults = &stop;
-  auto first = trainRanks(2, c, io);
+  auto [reference, first, second] = test::stopAndResume(c, ckpt.path());
+  ASSERT_TRUE(reference[0].status.isOk()) << reference[0].status;
   ASSERT_TRUE(first[0].status.isOk()) << first[0].status;
   ASSERT_TRUE(first[0].result.stopped);
   ASSERT_EQ(first[0].result.steps, 7);
-  auto second = trainRanks(2, c);
   ASSERT_TRUE(second[0].status.isOk()) << second[0].status;
   ASSERT_TRUE(second[0].result.resumed);
   EXPECT_EQ(second[0].result.startStep, 7);

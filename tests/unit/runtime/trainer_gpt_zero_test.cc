@@ -121,18 +121,11 @@ TEST_F(TrainerGptZeroTest, ShardedResumeIsBitwiseEqualToTheUninterruptedRun) {
   for (ZeroMode mode : kShardedModes) {
     SCOPED_TRACE(zeroModeName(mode));
     TrainerConfig c = config(mode);
-    auto reference = trainRanks(2, c);
-    ASSERT_TRUE(reference[0].status.isOk()) << reference[0].status;
     test::TempDir ckpt("trainer_gpt_zero_ckpt");
-    c.checkpointDir = ckpt.path();
-    c.checkpointEverySteps = 4;
-    const TrainingFaults stop = TrainingFaults().stopDuring(7);
-    TrainerIo io;
-    io.faults = &stop;
-    auto first = trainRanks(2, c, io);
+    auto [reference, first, second] = test::stopAndResume(c, ckpt.path());
+    ASSERT_TRUE(reference[0].status.isOk()) << reference[0].status;
     ASSERT_TRUE(first[0].status.isOk()) << first[0].status;
     ASSERT_TRUE(first[0].result.stopped);
-    auto second = trainRanks(2, c);
     ASSERT_TRUE(second[0].status.isOk()) << second[0].status;
     ASSERT_TRUE(second[0].result.resumed);
     EXPECT_EQ(second[0].result.startStep, 7);
