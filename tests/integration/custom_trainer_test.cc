@@ -18,6 +18,7 @@
 #include <string>
 
 #include "tests/fault/fault_harness.h"
+#include "tests/integration/cli_process.h"
 
 namespace ddp {
 namespace {
@@ -26,6 +27,7 @@ using test::FaultHarness;
 
 const std::string kBuildDir = std::string(DDP_TEST_BIN_DIR) + "/..";
 const std::string kWork = kBuildDir + "/custom-trainer-test";
+const std::string kDdpctl = std::string(DDP_TEST_BIN_DIR) + "/ddpctl";
 constexpr double kJobSeconds = 240;
 // Ten classes in five pairs; one view tells the pair, the other the member: 0.5 at best alone.
 constexpr double kBothViewsAccuracy = 0.9;
@@ -75,6 +77,9 @@ TEST(CustomTrainerTest, TwoTowerTrainerSucceedsWithTheAccuracyOfBothViews) {
   // The trainer's own model ran (not ddp-worker's MLP): rank 0 logs its description.
   const std::string logs = h.launchedWorkerLog("two-tower", "two-tower-w0") + h.launchedWorkerLog("two-tower", "two-tower-w1");
   EXPECT_NE(logs.find("TwoTower(2 x [16 -> 24, relu] -> 10)"), std::string::npos) << logs;
+  // Its checkpoints do not claim to be ddp-worker's MLP: they carry no model description.
+  const auto exported = test::runCli({kDdpctl, "export", "--checkpoint-dir", h.dir() + "/ckpt", "-o", h.dir() + "/m.st"}, 60);
+  EXPECT_NE(exported.err.find("does not describe its model"), std::string::npos) << exported.err;
 }
 
 TEST(CustomTrainerTest, AKilledTwoTowerWorkerIsReplacedAndTheJobSucceeds) {

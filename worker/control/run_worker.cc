@@ -8,8 +8,13 @@
 
 namespace ddp::worker {
 
-ModelFactory builtInModelFactory() {
-  return [](const ModelContext& c) -> Result<std::unique_ptr<model::TrainableModel>> {
+namespace {
+
+// The built-in model factory as a named type: partsOf recognises it (std::function::target) and
+// lets the trainer fit and build the model itself, so that the checkpoint's model description
+// (section model_spec, for export and predict) holds the widths the data decided.
+struct BuiltInModel {
+  Result<std::unique_ptr<model::TrainableModel>> operator()(const ModelContext& c) const {
     if (c.engineConfig == nullptr || c.engineData == nullptr) {
       return invalidArgument("the built-in model factory needs the engine's configuration and data");
     }
@@ -17,8 +22,12 @@ ModelFactory builtInModelFactory() {
     runtime::TrainerConfig config = *c.engineConfig;
     DDP_RETURN_IF_ERROR(runtime::fitModelToData(config, *c.engineData));
     return runtime::buildModel(config);
-  };
-}
+  }
+};
+
+}  // namespace
+
+ModelFactory builtInModelFactory() { return BuiltInModel{}; }
 
 DatasetFactory builtInDatasetFactory() {
   return [](const DatasetContext& c) -> Result<Datasets> {
@@ -51,7 +60,7 @@ runtime::WorkerParts partsOf(ModelFactory modelFactory, DatasetFactory datasetFa
       return std::shared_ptr<const runtime::TrainingData>(std::move(data));
     };
   }
-  if (modelFactory) {
+  if (modelFactory && modelFactory.target<BuiltInModel>() == nullptr) {
     parts.buildModel = [f = std::move(modelFactory)](const runtime::TrainerConfig& config,
                                                      const runtime::TrainingData& data) {
       ModelContext context;

@@ -167,7 +167,8 @@ Result<CheckpointSnapshot> Trainer::Impl::snapshot() {
     DDP_ASSIGN_OR_RETURN(shard.sections["comm_hook"], reducer->commHook()->saveState());
   }
   shard.sections["sampler"] = samplerState().serialize();
-  shard.sections[kModelSpecSection] = describeModel(config).toYaml();  // for export and predict
+  // For export and predict; a user's model (io.buildModel) is not one the description can name.
+  if (!io.buildModel) shard.sections[kModelSpecSection] = describeModel(config).toYaml();
   if (!data->standardization.empty()) shard.sections["standardize"] = data->standardization.encode();
   return snap;
 }
