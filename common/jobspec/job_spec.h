@@ -37,6 +37,9 @@ namespace ddp {
 
 inline constexpr const char* kJobApiVersion = "ddp.dev/v1";
 inline constexpr const char* kJobKind = "DDPJob";
+// This controller's spec.managedBy (empty means it too): a DDPJob naming another manager is
+// left to that one (Note [Managed by] in controller/kubernetes/ddpjob_reconciler.h).
+inline constexpr const char* kDdpControllerManager = "ddp.dev/ddp-controller";
 
 // The most workers one job may ask for (spec.workers.count / min / max). A launcher may allow
 // fewer; the controller checks its own limit separately.
@@ -308,6 +311,10 @@ struct JobSpec {
   std::string kind = kJobKind;
   std::string name;                          // metadata.name (DNS label)
   std::map<std::string, std::string> labels; // metadata.labels
+  // No worker runs while true; a running job checkpoints and stops, and resumes from that
+  // checkpoint once false again (Note [Suspended jobs] in controller/jobs/suspension.h).
+  bool suspend = false;
+  std::string managedBy;  // empty or kDdpControllerManager: this controller; else left alone
 
   WorkersSpec workers;
   JobDevice device = JobDevice::kCpu;
@@ -355,6 +362,9 @@ struct JobSpec {
 // The checks of spec.kubernetes (job_spec_kubernetes.cc), part of JobSpec::validate(): appends
 // one SpecError per problem.
 void validateKubernetesSpec(const JobSpec& spec, std::vector<SpecError>* errors);
+// The checks of spec.managedBy and of schedulingPolicy's gang fields (job_spec_scheduling.cc),
+// part of validateKubernetesSpec.
+void validateSchedulingSpec(const JobSpec& spec, std::vector<SpecError>* errors);
 // The checks of a declared layer stack and of spec.loss (job_spec_validate_model.cc), part of
 // JobSpec::validate(): each layer's parameters, the shapes from the dataset's sample shape
 // (Note [Declared layer stacks]), the loss against the targets.

@@ -435,6 +435,18 @@ void appendTimeoutFields(std::vector<SpecField>* out) {
   for (SpecField& x : f) out->push_back(std::move(x));
 }
 
+// spec.suspend and spec.managedBy: who runs the job, and whether it runs now.
+void appendControlFields(std::vector<SpecField>* out) {
+  out->push_back(boolean("spec.suspend", at(&JobSpec::suspend),
+                         "No worker runs while true: a running job checkpoints and stops; false again resumes "
+                         "it from that checkpoint.")
+                     .emitWhen([](const JobSpec& s) { return s.suspend; }));
+  out->push_back(string("spec.managedBy", at(&JobSpec::managedBy),
+                        "The controller that manages the DDPJob; empty or ddp.dev/ddp-controller: this one, "
+                        "another (e.g. kueue.x-k8s.io/multikueue): this one leaves it alone. Immutable.")
+                     .emitWhen([](const JobSpec& s) { return !s.managedBy.empty(); }));
+}
+
 std::vector<SpecField> buildTable() {
   std::vector<SpecField> t;
   appendDocumentFields(&t);
@@ -445,6 +457,7 @@ std::vector<SpecField> buildTable() {
   appendCommFields(&t);
   appendRunFields(&t);
   appendTimeoutFields(&t);
+  appendControlFields(&t);
   appendKubernetesFields(&t);
   t.push_back(ignored("status", "Written by the controller; accepted and ignored in a submitted document."));
   return t;

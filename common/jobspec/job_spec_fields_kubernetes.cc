@@ -56,6 +56,17 @@ void appendKubernetesFields(std::vector<SpecField>* out) {
   f.push_back(enumeration("spec.kubernetes.runPolicy.schedulingPolicy.onScheduleTimeout",
                           run(&R::schedulingPolicy, &S::onScheduleTimeout), kScheduleTimeoutActionNames,
                           "Fail the job, or Retry (delete the pods and create them again)."));
+  f.push_back(optionalInteger("spec.kubernetes.runPolicy.schedulingPolicy.minAvailable",
+                              run(&R::schedulingPolicy, &S::minAvailable),
+                              "Pods a gang scheduler places together (its PodGroup's minMember); absent: "
+                              "spec.workers.min.")
+                  .atLeast(1).atMost(kMaxWorkersPerJob));
+  f.push_back(string("spec.kubernetes.runPolicy.schedulingPolicy.queue", run(&R::schedulingPolicy, &S::queue),
+                     "The Volcano queue of the job's PodGroup; empty: Volcano's default. (Kueue: the "
+                     "kueue.x-k8s.io/queue-name label.)"));
+  f.push_back(string("spec.kubernetes.runPolicy.schedulingPolicy.priorityClass",
+                     run(&R::schedulingPolicy, &S::priorityClass),
+                     "The PriorityClass of the job's Volcano PodGroup; empty: none."));
   for (SpecField& x : f) out->push_back(std::move(x));
 }
 

@@ -217,6 +217,7 @@ bool isQualifiedName(std::string_view s) {
 
 void validateKubernetesSpec(const JobSpec& spec, std::vector<SpecError>* errors) {
   KubernetesChecker(spec, errors).run();
+  validateSchedulingSpec(spec, errors);
 }
 
 }  // namespace ddp

@@ -63,10 +63,16 @@ struct ResourcesSpec {
   bool operator==(const ResourcesSpec&) const = default;
 };
 
-// Gang scheduling: every worker pod must run within scheduleTimeoutSeconds of its creation.
+// Gang scheduling, as Kubeflow's SchedulingPolicy: every worker pod must run within
+// scheduleTimeoutSeconds of its creation (of its admission under Kueue); with a gang scheduler
+// (Note [Gang scheduler PodGroups] in controller/launch/kubernetes/scheduling_objects.h) the
+// controller creates its PodGroup from minAvailable, queue and priorityClass.
 struct SchedulingPolicySpec {
   int64_t scheduleTimeoutSeconds = kDefaultScheduleTimeoutSeconds;
   ScheduleTimeoutAction onScheduleTimeout = ScheduleTimeoutAction::kFail;
+  std::optional<int64_t> minAvailable;  // the PodGroup's minMember; absent: spec.workers.min
+  std::string queue;                    // the Volcano queue of the PodGroup; empty: the default
+  std::string priorityClass;            // the PodGroup's priorityClassName (Volcano); empty: none
   bool operator==(const SchedulingPolicySpec&) const = default;
 };
 
