@@ -10,6 +10,16 @@
 #   crd-examples      manifests/examples/*.yaml and examples/*.yaml against the CRD schema
 #                     (ajv); it must refuse tests/kubernetes/fixtures/invalid-ddpjobs.yaml
 #   install-manifest  manifests/install.yaml is what scripts/render_manifests.sh writes now
+#   dependency        the chart as a dependency: an umbrella chart that depends on charts/ddp
+#                     (Helm passes it `global`) lints and renders, global.imageRegistry reaching
+#                     the subchart's images
+#   package           helm package, then helm install --dry-run=client of the .tgz: NOTES.txt
+#                     renders from the packaged chart and its example DDPJob validates against
+#                     the CRD
+#   prometheus-rules  the PrometheusRule's groups pass promtool check rules and promtool test
+#                     rules (tests/kubernetes/prometheus_rules_test.yaml); a rendering with
+#                     another threshold must fail those tests (promtool from the system: Debian
+#                     package prometheus; skipped without it)
 #   image-libraries BIN_DIR
 #                     the Dockerfile's runtime stage provides every shared library the
 #                     binaries in BIN_DIR link (tests/kubernetes/image_libraries.mjs; node
@@ -76,13 +86,16 @@ case "${1:-}" in
     "$helm" lint --strict "$chart" "${all_on[@]}"
     must_fail "minimum" "$helm" lint --strict "$chart" --set controller.replicas=-1
     must_fail "additional properties" "$helm" lint --strict "$chart" --set service.prot=80
+    must_fail "does not match pattern" "$helm" lint --strict "$chart" --set image.digest=latest
+    must_fail "maxSkew" "$helm" lint --strict "$chart" --set-json 'controller.topologySpreadConstraints=[{"topologyKey":"zone"}]'
     ;;
   template)
     "$helm" template ddp "$chart" --namespace ddp >"$work/default.yaml"
     "$helm" template ddp "$chart" --namespace ddp "${all_on[@]}" \
-      --api-versions monitoring.coreos.com/v1/ServiceMonitor >"$work/all-on.yaml"
+      --api-versions monitoring.coreos.com/v1/ServiceMonitor \
+      --api-versions monitoring.coreos.com/v1/PrometheusRule >"$work/all-on.yaml"
     # Every optional part really rendered.
-    for kind in ServiceMonitor PersistentVolumeClaim; do
+    for kind in ServiceMonitor PrometheusRule PersistentVolumeClaim PodDisruptionBudget ClusterRole; do
       grep -q "^kind: $kind$" "$work/all-on.yaml" || { echo "FAIL: all-on render has no $kind"; exit 1; }
     done
     grep -q -- "- --metrics-open" "$work/all-on.yaml" || { echo "FAIL: all-on render lacks --metrics-open"; exit 1; }
@@ -90,6 +103,44 @@ case "${1:-}" in
     grep -q "^kind: Secret$" "$work/default.yaml" || { echo "FAIL: default render has no token Secret"; exit 1; }
     grep -q "^kind: ServiceMonitor$" "$work/default.yaml" && { echo "FAIL: default render has a ServiceMonitor"; exit 1; }
     grep -q -- "--metrics-open" "$work/default.yaml" && { echo "FAIL: default render opens /metrics"; exit 1; }
+    expect() { node tests/kubernetes/render_expect.mjs "$@"; }
+    # Defaults: one replica recreated (a new pod is a standby until the old one is gone), the
+    # Role lets the controller set blockOwnerDeletion on its objects, DDPJobs aggregated into the
+    # edit and view roles, no PodDisruptionBudget, the image by tag.
+    expect "$work/default.yaml" Deployment spec.strategy '{"type":"Recreate"}' \
+      Deployment spec.template.spec.containers[0].image '"ddp-service:0.1.0"' \
+      Role/ddp 'rules[7]' '{"apiGroups":["ddp.dev"],"resources":["ddpjobs/finalizers"],"verbs":["update"]}' \
+      ClusterRole/ddp-ddpjobs-edit '["metadata","labels","rbac.authorization.k8s.io/aggregate-to-edit"]' '"true"' \
+      ClusterRole/ddp-ddpjobs-view '["metadata","labels","rbac.authorization.k8s.io/aggregate-to-view"]' '"true"' \
+      ClusterRole/ddp-ddpjobs-view 'rules[0].verbs' '["get","list","watch"]' \
+      Deployment spec.template.spec.priorityClassName absent
+    grep -q "^kind: PodDisruptionBudget$" "$work/default.yaml" && { echo "FAIL: default render has a PodDisruptionBudget"; exit 1; }
+    "$helm" template ddp "$chart" --namespace ddp --set controller.replicas=3 >"$work/replicas3.yaml"
+    expect "$work/replicas3.yaml" Deployment spec.strategy \
+      '{"type":"RollingUpdate","rollingUpdate":{"maxSurge":0,"maxUnavailable":1}}'
+    # Every optional part on: registry and digest, common labels on every object, the pod's
+    # options, and the ServiceMonitor scraping with the API token (only the scrape annotations,
+    # which cannot carry it, open /metrics).
+    expect "$work/all-on.yaml" \
+      Deployment spec.template.spec.containers[0].image \
+      '"registry.example.com/ml/ddp-service@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"' \
+      Pod/ddp-test-healthz spec.containers[0].image '"registry.example.com/busybox:1.36"' \
+      '*' '["metadata","labels","example.com/cost-center"]' '"ml-platform"' \
+      Deployment spec.template.spec.priorityClassName '"system-cluster-critical"' \
+      Deployment 'spec.template.spec.topologySpreadConstraints[0].labelSelector.matchLabels' \
+      '{"app.kubernetes.io/component":"controller","app.kubernetes.io/instance":"ddp","app.kubernetes.io/name":"ddp"}' \
+      Deployment 'spec.template.spec.volumes[4]' '{"name":"ca-bundle","configMap":{"name":"corporate-ca"}}' \
+      Deployment 'spec.template.spec.containers[0].volumeMounts[4].mountPath' '"/etc/ssl/corporate"' \
+      PodDisruptionBudget spec.maxUnavailable 1 \
+      ServiceMonitor 'spec.endpoints[0].authorization' \
+      '{"type":"Bearer","credentials":{"name":"ddp-api-token","key":"api-token"}}' \
+      ServiceMonitor 'spec.endpoints[0].honorLabels' true \
+      PrometheusRule 'spec.groups[0].rules[5].alert' '"DDPControllerDown"'
+    "$helm" template ddp "$chart" --namespace ddp --set metrics.serviceMonitor.enabled=true \
+      --api-versions monitoring.coreos.com/v1/ServiceMonitor >"$work/monitor.yaml"
+    grep -q -- "--metrics-open" "$work/monitor.yaml" && { echo "FAIL: the ServiceMonitor opens /metrics"; exit 1; }
+    expect "$work/monitor.yaml" ServiceMonitor 'spec.endpoints[0].authorization.credentials' \
+      '{"name":"ddp-api-token","key":"token"}'
     # Without the ServiceMonitor API the Capabilities check leaves it out.
     "$helm" template ddp "$chart" --set metrics.serviceMonitor.enabled=true >"$work/no-crd.yaml"
     grep -q "^kind: ServiceMonitor" "$work/no-crd.yaml" && { echo "FAIL: ServiceMonitor without its API"; exit 1; }
@@ -110,6 +161,69 @@ case "${1:-}" in
     must_fail "0 documents valid, 5 invalid" node tests/kubernetes/validate_crd_examples.mjs \
       "$chart/crds/ddpjobs.ddp.dev.yaml" tests/kubernetes/fixtures/invalid-ddpjobs.yaml
     ;;
+  dependency)
+    # An umbrella chart with charts/ddp as its dependency (as a platform chart would use it):
+    # Helm hands the subchart `global`, which its values.schema.json must accept.
+    mkdir -p "$work/umbrella/templates"
+    cat >"$work/umbrella/Chart.yaml" <<EOF
+apiVersion: v2
+name: ml-platform
+version: 1.0.0
+icon: data:image/svg+xml;base64,PHN2Zy8+
+dependencies:
+  - name: ddp
+    version: "*"
+    repository: file://$chart
+EOF
+    cat >"$work/umbrella/values.yaml" <<'EOF'
+global:
+  imageRegistry: mirror.example.com
+  storageClass: fast   # a global of another subchart: left alone
+ddp:
+  controller:
+    replicas: 2
+EOF
+    "$helm" dependency build "$work/umbrella" >/dev/null
+    "$helm" lint --strict "$work/umbrella"
+    "$helm" template platform "$work/umbrella" --namespace ml >"$work/umbrella.yaml"
+    node tests/kubernetes/render_expect.mjs "$work/umbrella.yaml" \
+      Deployment spec.template.spec.containers[0].image '"mirror.example.com/ddp-service:0.1.0"' \
+      Deployment spec.replicas 2
+    node tests/kubernetes/validate_objects.mjs "$work/umbrella.yaml"
+    must_fail "additional properties" "$helm" template platform "$work/umbrella" --set ddp.controler.replicas=1
+    ;;
+  package)
+    "$helm" package "$chart" -d "$work" >/dev/null
+    pkg="$(ls "$work"/ddp-*.tgz)"
+    # No cluster: --dry-run=client renders the release and its NOTES.txt from the package alone.
+    KUBECONFIG=/dev/null "$helm" install ddp "$pkg" --namespace ml --dry-run=client >"$work/install.txt"
+    grep -q "^NOTES:$" "$work/install.txt" || { echo "FAIL: no NOTES from the packaged chart"; exit 1; }
+    if sed -n '/^NOTES:$/,$p' "$work/install.txt" | grep -q "manifests/\|charts/ddp"; then
+      echo "FAIL: NOTES.txt names a file of the source tree, absent from the package"; exit 1
+    fi
+    # The example job the NOTES show is a valid DDPJob.
+    sed -n "/cat <<'JOB'/,/^  JOB$/p" "$work/install.txt" | sed '1d;$d;s/^  //' >"$work/notes-job.yaml"
+    node tests/kubernetes/validate_crd_examples.mjs "$chart/crds/ddpjobs.ddp.dev.yaml" "$work/notes-job.yaml"
+    ;;
+  prometheus-rules)
+    if ! command -v promtool >/dev/null; then
+      echo "SKIPPED: promtool is not installed (Debian package prometheus)"
+      exit 77
+    fi
+    rules() {  # ARGS...: renders the PrometheusRule with them into $work/rules/rules.yaml
+      rm -rf "$work/rules" && mkdir -p "$work/rules"
+      "$helm" template ddp "$chart" --namespace ml --set metrics.prometheusRule.enabled=true "$@" \
+        --api-versions monitoring.coreos.com/v1/PrometheusRule >"$work/rules/manifest.yaml"
+      node tests/kubernetes/prometheus_rule_groups.mjs "$work/rules/manifest.yaml" "$work/rules/rules.yaml"
+      cp tests/kubernetes/prometheus_rules_test.yaml "$work/rules/"
+    }
+    rules
+    promtool check rules "$work/rules/rules.yaml"
+    promtool test rules "$work/rules/prometheus_rules_test.yaml"
+    # The tests see the thresholds: one more restart per hour and DDPJobRestarting stays silent.
+    rules --set metrics.prometheusRule.restartsPerHour=4
+    must_fail "DDPJobRestarting" promtool test rules "$work/rules/prometheus_rules_test.yaml"
+    ;;
   install-manifest)
     scripts/render_manifests.sh "$work/install.yaml"
     if ! diff -u manifests/install.yaml "$work/install.yaml"; then
@@ -119,7 +233,7 @@ case "${1:-}" in
     echo "manifests/install.yaml is in step with the chart"
     ;;
   *)
-    echo "usage: $0 lint|template|crd-examples|install-manifest" >&2
+    echo "usage: $0 lint|template|crd-examples|install-manifest|dependency|package|prometheus-rules" >&2
     exit 2
     ;;
 esac

@@ -30,6 +30,9 @@ helm.sh/chart: {{ include "ddp.chart" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/part-of: ddp
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{/* Labels that select the controller pods. */}}
@@ -47,9 +50,39 @@ app.kubernetes.io/component: controller
 {{- end -}}
 {{- end -}}
 
-{{/* The controller image, repository:tag (tag defaults to the appVersion). */}}
+{{/* An image reference with global.imageRegistry before it (when set): include "ddp.withRegistry" (list . "repo:tag"). */}}
+{{- define "ddp.withRegistry" -}}
+{{- $root := index . 0 -}}
+{{- $registry := "" -}}
+{{- if $root.Values.global -}}{{- $registry = $root.Values.global.imageRegistry | default "" | trimSuffix "/" -}}{{- end -}}
+{{- if $registry -}}{{- printf "%s/%s" $registry (index . 1) -}}{{- else -}}{{- index . 1 -}}{{- end -}}
+{{- end -}}
+
+{{/* The controller image: [global.imageRegistry/]repository, then @digest when set, else :tag (tag defaults to the appVersion). */}}
 {{- define "ddp.image" -}}
-{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- $ref := "" -}}
+{{- if .Values.image.digest -}}
+{{- $ref = printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- $ref = printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- include "ddp.withRegistry" (list . $ref) -}}
+{{- end -}}
+
+{{/* The Deployment strategy: controller.strategy, else Recreate for one replica and a
+rolling update that takes one pod down at a time for more (a new pod is a standby: Note
+[Standby replicas] in controller/kubernetes/kubernetes_runtime.h). */}}
+{{- define "ddp.strategy" -}}
+{{- if .Values.controller.strategy -}}
+{{- toYaml .Values.controller.strategy -}}
+{{- else if le (int .Values.controller.replicas) 1 -}}
+type: Recreate
+{{- else -}}
+type: RollingUpdate
+rollingUpdate:
+  maxSurge: 0
+  maxUnavailable: 1
+{{- end -}}
 {{- end -}}
 
 {{/* The Secret holding the REST API token, and its key. */}}
@@ -60,9 +93,10 @@ app.kubernetes.io/component: controller
 {{- if .Values.apiToken.existingSecret -}}{{ .Values.apiToken.existingSecretKey }}{{- else -}}token{{- end -}}
 {{- end -}}
 
-{{/* "true" when something in the cluster scrapes /metrics (it then answers without the API token). */}}
+{{/* "true" when /metrics answers without the API token: only for the scrape annotations, which
+cannot carry one (the ServiceMonitor sends the token from its Secret). */}}
 {{- define "ddp.metricsOpen" -}}
-{{- if or .Values.metrics.serviceMonitor.enabled .Values.metrics.scrapeAnnotations -}}true{{- end -}}
+{{- if .Values.metrics.scrapeAnnotations -}}true{{- end -}}
 {{- end -}}
 
 {{/* The name of the checkpoint PersistentVolumeClaim. */}}
