@@ -50,7 +50,8 @@ void appendDocumentFields(std::vector<SpecField>* out) {
   f.push_back(string("kind", at(&JobSpec::kind), "Always DDPJob.").required().plain());
   f.push_back(object("metadata", "The job's name and labels.").required());
   f.push_back(string("metadata.name", at(&JobSpec::name),
-                     "The job's name, unique in the controller: a DNS label (1-63 characters of a-z, 0-9 and -).")
+                     "The job's name, unique in the controller: a DNS-1035 label (a-z, 0-9 and -, starting with a "
+                     "letter) of at most 51 characters, so that every object named after it fits.")
                   .required());
   f.push_back(stringMap("metadata.labels", at(&JobSpec::labels), "Free labels of the job.")
                   .emitWhen([](const JobSpec& s) { return !s.labels.empty(); }));

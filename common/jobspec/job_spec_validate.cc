@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/jobspec/job_spec.h"
+#include "common/jobspec/job_names.h"
 
 namespace ddp {
 
@@ -77,14 +78,6 @@ class Checker {
   std::vector<SpecError>* out_;
 };
 
-bool isDnsLabel(const std::string& s) {
-  if (s.empty() || s.size() > 63) return false;
-  for (char c : s) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
-  }
-  return s.front() != '-' && s.back() != '-';
-}
-
 bool isPowerSgd(CommHookType t) {
   return t == CommHookType::kPowerSgd || t == CommHookType::kBatchedPowerSgd;
 }
@@ -105,9 +98,8 @@ void checkDocument(const JobSpec& s, Checker& c) {
   if (s.name.empty()) {
     c.check(false, "metadata.name", "required");
   } else {
-    c.check(isDnsLabel(s.name), "metadata.name",
-            "must be a DNS label: 1-63 characters of a-z, 0-9 and '-', starting and ending "
-            "with a letter or digit (got '" + s.name + "')");
+    const Status name = checkJobName(s.name);  // Note [Job names]
+    c.check(name.isOk(), "metadata.name", name.message());
   }
 }
 

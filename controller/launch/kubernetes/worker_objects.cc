@@ -1,5 +1,6 @@
 #include "controller/launch/kubernetes/worker_objects.h"
 
+#include "common/jobspec/job_names.h"
 #include "common/launch/worker_env.h"
 
 namespace ddp::controller::kube {
@@ -62,8 +63,11 @@ json resources(const JobSpec& spec) {
 
 }  // namespace
 
-std::string workerPodName(const std::string& job, int slot) { return job + "-worker-" + std::to_string(slot); }
-std::string tokenSecretName(const std::string& job) { return job + "-worker-token"; }
+// Note [Job names] (common/jobspec/job_names.h) bounds the job name by these.
+std::string workerPodName(const std::string& job, int slot) {
+  return job + std::string(kWorkerPodInfix) + std::to_string(slot);
+}
+std::string tokenSecretName(const std::string& job) { return job + std::string(kWorkerTokenSuffix); }
 std::string jobPodsQuery(const std::string& job) { return "?labelSelector=" + std::string(kJobLabel) + "%3D" + job; }
 std::string podLogPath(const std::string& podsPath, const std::string& job, int slot) {
   return podsPath + "/" + workerPodName(job, slot) + "/log?container=" + kWorkerContainer;

@@ -163,6 +163,13 @@ TEST_F(ApiContractTest, BadDocumentsAreRefusedWithEveryErrorAndNothingIsStored) 
   auto tooMany = post("/v1/jobs", jobYaml("huge", 4000), "application/yaml", auth_);
   EXPECT_EQ(tooMany->status, 400);
   EXPECT_NE(tooMany->body.find("spec.workers.count"), std::string::npos) << tooMany->body;
+  // Note [Job names]: a name its Service or its last worker pod could not carry.
+  for (const std::string& name : {std::string("7up"), std::string(52, 'a')}) {
+    auto refused = post("/v1/jobs", jobYaml(name), "application/yaml", auth_);
+    EXPECT_EQ(refused->status, 400) << refused->body;
+    EXPECT_NE(refused->body.find("metadata.name"), std::string::npos) << refused->body;
+    EXPECT_NE(refused->body.find(name == "7up" ? "DNS-1035" : "at most 51 characters"), std::string::npos) << refused->body;
+  }
 
   submitOk("dup");
   auto dup = post("/v1/jobs", jobYaml("dup"), "application/yaml", auth_);

@@ -218,6 +218,24 @@ TEST_F(KubernetesReconcilerTest, ARefusedDdpJobFailsNamingTheField) {
   EXPECT_TRUE(api_.objects("pods", "ml").empty());
 }
 
+// Note [Job names]: a DDPJob whose name its Service (DNS-1035) or its pods (63 characters)
+// could not carry fails at once, naming the rule, and nothing is created for it.
+TEST_F(KubernetesReconcilerTest, ADdpJobNamedAgainstTheNameRulesFailsNamingTheRule) {
+  const std::string longName(52, 'a');
+  api_.put(kJobs, "ml", ddpJob("7up"));
+  api_.put(kJobs, "ml", ddpJob(longName));
+  for (const auto& [name, rule] : {std::pair{std::string("7up"), "DNS-1035"},
+                                   std::pair{longName, "at most 51 characters"}}) {
+    ASSERT_TRUE(waitUntil([&] { return statusOf(name).value("phase", "") == "Failed"; })) << name;
+    const std::string message = statusOf(name)["conditions"][0].value("message", "");
+    EXPECT_NE(message.find("metadata.name"), std::string::npos) << message;
+    EXPECT_NE(message.find(rule), std::string::npos) << message;
+    EXPECT_FALSE(jobs_->get(name).isOk());
+  }
+  EXPECT_TRUE(api_.objects("pods", "ml").empty());
+  EXPECT_TRUE(api_.objects("services", "ml").empty());
+}
+
 TEST_F(KubernetesReconcilerTest, DeletingTheDdpJobRemovesTheJobAndItsObjects) {
   api_.put(kJobs, "ml", ddpJob("fm"));
   ASSERT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; }));

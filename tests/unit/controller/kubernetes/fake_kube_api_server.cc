@@ -1,6 +1,8 @@
 // FakeKubeApiServer (fake_kube_api_server.h): the in-memory store, the REST handlers, watches.
 #include "tests/unit/controller/kubernetes/fake_kube_api_server.h"
 
+#include "tests/unit/controller/kubernetes/fake_admission.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <condition_variable>
@@ -61,7 +63,7 @@ std::optional<Target> parseTarget(const std::string& path) {
 
 std::string kindOf(const std::string& resource) {
   static const std::map<std::string, std::string> kKinds = {
-      {"pods", "Pod"}, {"services", "Service"}, {"secrets", "Secret"}, {"events", "Event"},
+      {"pods", "Pod"}, {"services", "Service"}, {"namespaces", "Namespace"}, {"secrets", "Secret"}, {"events", "Event"},
       {"coordination.k8s.io/v1/leases", "Lease"}, {"ddp.dev/v1/ddpjobs", "DDPJob"}};
   auto it = kKinds.find(resource);
   return it == kKinds.end() ? "" : it->second;
@@ -81,14 +83,6 @@ http::Response jsonResponse(int code, const json& body) {
   r.status = code;
   r.body = body.dump();
   return r;
-}
-
-bool isDnsSubdomain(const std::string& s) {
-  if (s.empty() || s.size() > 253) return false;
-  for (char c : s) {
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.')) return false;
-  }
-  return std::isalnum(static_cast<unsigned char>(s.front())) && std::isalnum(static_cast<unsigned char>(s.back()));
 }
 
 std::map<std::string, std::string> parseSelector(const std::string& s) {
@@ -211,6 +205,11 @@ struct FakeKubeApiServer::State {
     }
   }
 
+  // The Namespace object `ns` when a test stored one (put("namespaces", "", ...)), else null.
+  const json* namespaceOf(const std::string& ns) {
+    auto it = store["namespaces"].find("/" + ns);
+    return it == store["namespaces"].end() ? nullptr : &it->second;
+  }
   http::Response create(const Target& t, json body);
   http::Response update(const Target& t, json body, bool patch, const std::string& contentType);
   // The scale subresource of a custom resource (the DDPJob CRD's: spec.replicas is
@@ -225,8 +224,8 @@ http::Response FakeKubeApiServer::State::create(const Target& t, json body) {
     return statusResponse(400, "BadRequest", "the object has no metadata");
   }
   const std::string name = body["metadata"].value("name", "");
-  if (!isDnsSubdomain(name)) {
-    return statusResponse(422, "Invalid", kindOf(t.resource) + " \"" + name + "\" is invalid: metadata.name: Invalid value");
+  if (auto refused = admit(t.resource, kindOf(t.resource), body, namespaceOf(t.ns))) {  // fake_admission.h
+    return statusResponse(refused->code, refused->reason, refused->message);
   }
   const std::string key = t.ns + "/" + name;
   if (store[t.resource].count(key)) {
@@ -286,6 +285,11 @@ http::Response FakeKubeApiServer::State::update(const Target& t, json body, bool
     }
   }
   next["metadata"]["name"] = t.name;
+  // Names and labels as on create; Pod Security only on create (the API server exempts updates
+  // that leave a pod's spec alone, and a pod's spec barely changes).
+  if (auto refused = admit(t.resource, kindOf(t.resource), next, nullptr)) {
+    return statusResponse(refused->code, refused->reason, refused->message);
+  }
   if (next == current) return jsonResponse(200, current);  // a no-op write keeps the version
   json obj = stamp(std::move(next), t);
   it->second = obj;

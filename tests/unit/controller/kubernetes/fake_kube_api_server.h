@@ -6,7 +6,11 @@
 //  - paths /api/v1/namespaces/{ns}/{resource}[/{name}[/status|/log]] and
 //    /apis/{group}/{version}/namespaces/{ns}/{resource}[/{name}[/status]], and the
 //    all-namespaces collections /api/v1/{resource}, /apis/{group}/{version}/{resource};
-//  - verbs and codes: POST 201 (409 AlreadyExists, 422 Invalid for a bad name), GET 200/404,
+//  - admission (fake_admission.h): 422 Invalid for a name or label value of the wrong form for
+//    its kind (DNS-1035 Services, ...), 403 Forbidden for a pod its namespace's
+//    `pod-security.kubernetes.io/enforce` level refuses (a Namespace stored with
+//    put("namespaces", "", ...) carries the label);
+//  - verbs and codes: POST 201 (409 AlreadyExists), GET 200/404,
 //    list with labelSelector (equality terms) and a list resourceVersion, PUT 200 (409 Conflict
 //    on a stale metadata.resourceVersion), PATCH with application/merge-patch+json (415 for
 //    strategic merge on a custom resource), DELETE 200/404, 401 without the expected token;

@@ -72,6 +72,27 @@ TEST_F(KubernetesClientTest, CreateGetReplaceDeleteWithTheApiServersCodes) {
   EXPECT_EQ(client_->get("/api/v1/namespaces/team-a/nothings/x").status().code(), StatusCode::kNotFound);
 }
 
+// The fake's name rules (fake_admission.h), as a real API server's: a Service name is a
+// DNS-1035 label, a pod's hostname a DNS-1123 label, a label value at most 63 characters.
+TEST_F(KubernetesClientTest, NamesOfTheWrongFormForTheirKindAre422) {
+  const std::string services = "/api/v1/namespaces/team-a/services";
+  auto digit = client_->create(services, {{"metadata", {{"name", "7up"}}}, {"spec", json::object()}});
+  EXPECT_EQ(digit.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(digit.status().message().find("DNS-1035"), std::string::npos) << digit.status();
+  EXPECT_TRUE(client_->create(services, {{"metadata", {{"name", "up7"}}}, {"spec", json::object()}}).isOk());
+  EXPECT_TRUE(client_->create(kPods, pod("7up-worker-0")).isOk());  // a pod name may start with a digit
+  json longHost = pod("j2-worker-0");
+  longHost["spec"]["hostname"] = std::string(64, 'h');
+  auto host = client_->create(kPods, longHost);
+  EXPECT_EQ(host.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(host.status().message().find("spec.hostname"), std::string::npos) << host.status();
+  json longLabel = pod("j3-worker-0");
+  longLabel["metadata"]["labels"]["ddp.dev/job"] = std::string(64, 'j');
+  auto label = client_->create(kPods, longLabel);
+  EXPECT_EQ(label.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(label.status().message().find("metadata.labels"), std::string::npos) << label.status();
+}
+
 TEST_F(KubernetesClientTest, StatusSubresourceTakesMergePatchOnly) {
   json job = {{"apiVersion", "ddp.dev/v1"}, {"kind", "DDPJob"}, {"metadata", {{"name", "j1"}}},
               {"spec", {{"epochs", 1}}}, {"status", {{"phase", "Succeeded"}}}};

@@ -9,8 +9,11 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <tuple>
 
+#include "common/jobspec/job_names.h"
 #include "tests/support/temp_dir.h"
+#include "tests/unit/controller/kubernetes/fake_admission.h"
 
 namespace ddp::controller::kube {
 namespace {
@@ -132,6 +135,34 @@ TEST(KubernetesWorkerObjectsTest, HeadlessServiceAndTokenSecret) {
   const json secret = buildTokenSecret(in);
   EXPECT_EQ(secret["metadata"]["name"], "fashion-mnist-gpu-worker-token");
   EXPECT_EQ(secret["stringData"][kTokenKey], "s3cret");
+}
+
+// Note [Job names]: with the longest name validation takes, every object of the job, the last
+// slot's pod too, is one the API server admits (the fake's name rules, written apart from
+// common/jobspec/job_names.h); one character more and the last pod is refused; a name starting
+// with a digit makes a Service name the API server refuses.
+TEST(KubernetesWorkerObjectsTest, EveryGeneratedNameOfTheLongestJobNameIsAdmitted) {
+  using testing::admit;
+  WorkerObjectsInput in = gpuJob();
+  in.launch.jobName = std::string(kMaxJobNameLength, 'j');
+  ASSERT_TRUE(checkJobName(in.launch.jobName).isOk());
+  const int last = kMaxWorkersPerJob - 1;
+  for (const auto& [resource, kind, object] : {std::tuple{"pods", "Pod", buildWorkerPod(in, last)},
+                                               std::tuple{"services", "Service", buildHeadlessService(in)},
+                                               std::tuple{"secrets", "Secret", buildTokenSecret(in)}}) {
+    const auto refused = admit(resource, kind, object, nullptr);
+    EXPECT_FALSE(refused.has_value()) << refused->message;
+  }
+  in.launch.jobName += "j";
+  EXPECT_FALSE(checkJobName(in.launch.jobName).isOk());
+  const auto pod = admit("pods", "Pod", buildWorkerPod(in, last), nullptr);
+  ASSERT_TRUE(pod.has_value());
+  EXPECT_EQ(pod->code, 422);
+  in.launch.jobName = "7up";
+  EXPECT_FALSE(checkJobName(in.launch.jobName).isOk());
+  const auto svc = admit("services", "Service", buildHeadlessService(in), nullptr);
+  ASSERT_TRUE(svc.has_value());
+  EXPECT_NE(svc->message.find("DNS-1035"), std::string::npos) << svc->message;
 }
 
 // Runs `cmd`; its output and exit status.
