@@ -34,6 +34,7 @@
 
 #include "bench/common/bench_args.h"
 #include "bench/common/json_line.h"
+#include "bench/common/temp_dir.h"
 #include "common/jobspec/job_spec.h"
 #include "controller/jobs/job_manager.h"
 #include "controller/service/controller.h"
@@ -105,8 +106,12 @@ void readRank0(const std::string& log, Run* out) {
 
 Run runJob(const std::string& model, const Options& o, bool checkpoints) {
   Run out;
-  char t[] = "/tmp/ddp-bench-checkpoint-XXXXXX";
-  const std::string dir = ::mkdtemp(t);
+  auto tempDir = TempDir::make("ddp-bench-checkpoint");
+  if (!tempDir.isOk()) {
+    out.error = tempDir.status().toString();
+    return out;
+  }
+  const std::string& dir = tempDir->path();  // removed on return, after the controller
   controller::ControllerConfig c;
   c.listenPort = 0;
   c.stateDir = dir + "/state";
@@ -117,7 +122,6 @@ Run runJob(const std::string& model, const Options& o, bool checkpoints) {
   auto ctl = controller::Controller::start(c);
   if (!ctl.isOk()) {
     out.error = ctl.status().toString();
-    std::system(("rm -rf " + dir).c_str());
     return out;
   }
   auto s = specFor(model, o, dir, checkpoints);
@@ -142,7 +146,6 @@ Run runJob(const std::string& model, const Options& o, bool checkpoints) {
   }
   (void)(*ctl)->launcher().stopJob(s.isOk() ? s->name : "", std::chrono::seconds(1));
   (*ctl)->stop();
-  std::system(("rm -rf " + dir).c_str());
   return out;
 }
 

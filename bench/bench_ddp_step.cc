@@ -42,6 +42,7 @@
 #include "bench/common/mlp_bench.h"
 #include "bench/common/process.h"
 #include "bench/common/rank_processes.h"
+#include "bench/common/temp_dir.h"
 #include "worker/comm/gloo_backend.h"
 #include "common/store/store.h"
 #include "worker/ddp/batched_powersgd_hook.h"
@@ -306,7 +307,8 @@ struct Result1 {
 // Spawns the configuration's processes and collects their results.
 Result<Result1> runConfig(const Args& a, const std::string& hook) {
   const int world = hook == "none" ? 1 : a.world;
-  DDP_ASSIGN_OR_RETURN(const std::string dir, makeTempDir("bench_ddp_step"));
+  DDP_ASSIGN_OR_RETURN(const TempDir tempDir, TempDir::make("bench_ddp_step"));
+  const std::string& dir = tempDir.path();
   fs::create_directories(dir + "/store");
   auto argvFor = [&](int r) {
     std::vector<std::string> argv = {"/proc/self/exe", "--worker", "--rank", std::to_string(r), "--world",
@@ -319,7 +321,6 @@ Result<Result1> runConfig(const Args& a, const std::string& hook) {
   // Each rank's line: ms_per_step hook_ms bytes_per_step grad_bytes cpu_ms hook_wall_ms finalize_ms.
   auto rows = runRankProcesses(world, argvFor, dir, 7);
   if (!rows.isOk() && rows.status().code() == StatusCode::kUnavailable) return rows.status();
-  fs::remove_all(dir);
   if (!rows.isOk()) return internalError("configuration '" + hook + "' failed (see the workers' messages above)");
   Result1 res;
   for (const auto& one : *rows) {

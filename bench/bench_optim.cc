@@ -32,6 +32,7 @@
 
 #include "bench/common/mlp_bench.h"
 #include "bench/common/rank_processes.h"
+#include "bench/common/temp_dir.h"
 #include "worker/comm/gloo_backend.h"
 #include "common/store/http_store_client.h"
 #include "common/store/http_store_server.h"
@@ -173,7 +174,8 @@ struct ConfigResult {
 
 // Spawns the configuration's processes and collects the slowest / largest rank's figures.
 Result<ConfigResult> runConfig(const Args& a, const std::string& config, const std::string& storeAddress) {
-  DDP_ASSIGN_OR_RETURN(const std::string dir, makeTempDir("bench_optim"));
+  DDP_ASSIGN_OR_RETURN(const TempDir tempDir, TempDir::make("bench_optim"));
+  const std::string& dir = tempDir.path();
   static int runCounter = 0;
   const std::string prefix = "bench_optim/" + config + "/" + std::to_string(++runCounter);
   auto argvFor = [&](int r) -> std::vector<std::string> {
@@ -186,7 +188,6 @@ Result<ConfigResult> runConfig(const Args& a, const std::string& config, const s
   // Each rank's line: ms_per_step state_bytes total_s cpu_ms_per_step.
   auto rows = runRankProcesses(a.world, argvFor, dir, 4);
   if (!rows.isOk() && rows.status().code() == StatusCode::kUnavailable) return rows.status();
-  fs::remove_all(dir);
   if (!rows.isOk()) return internalError("configuration '" + config + "' failed (see the workers' messages above)");
   ConfigResult res;
   for (const auto& one : *rows) {

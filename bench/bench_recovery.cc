@@ -48,6 +48,7 @@
 
 #include "bench/common/bench_args.h"
 #include "bench/common/json_line.h"
+#include "bench/common/temp_dir.h"
 #include "common/jobspec/job_spec.h"
 #include "controller/jobs/job_manager.h"
 #include "controller/launch/pid_file.h"
@@ -105,8 +106,12 @@ class Bench {
   // One job; `scenario` "" runs it without a fault.
   Run run(const std::string& scenario, int workers) {
     Run out;
-    char t[] = "/tmp/ddp-bench-recovery-XXXXXX";
-    const std::string dir = ::mkdtemp(t);
+    auto tempDir = TempDir::make("ddp-bench-recovery");
+    if (!tempDir.isOk()) {
+      out.error = tempDir.status().toString();
+      return out;
+    }
+    const std::string& dir = tempDir->path();  // removed when run() returns, after the controller
     controller::ControllerConfig c;
     c.listenPort = 0;
     c.stateDir = dir + "/state";
@@ -125,7 +130,7 @@ class Bench {
     auto s = spec(name, scenario, workers, dir);
     if (!s.isOk() || !jobs.submit(*s).isOk()) {
       out.error = s.isOk() ? "submit failed" : s.status().toString();
-      return finish(**ctl, dir, out);
+      return finish(**ctl, out);
     }
     auto record = [&] { return jobs.get(name).isOk() ? *jobs.get(name) : controller::JobRecord{}; };
     auto waitUntil = [&](double secs, auto pred) {
@@ -146,7 +151,7 @@ class Bench {
       });
       if (!reached) {
         out.error = "the job did not reach the fault point";
-        return finish(**ctl, dir, out);
+        return finish(**ctl, out);
       }
       for (const auto& w : record().workers) pidsBefore[w.rank] = w.pid;
       faultAt = wallSeconds();
@@ -154,7 +159,7 @@ class Bench {
         auto scaled = jobs.scale(name, workers);
         if (!scaled.isOk()) {
           out.error = "scale: " + scaled.status().toString();
-          return finish(**ctl, dir, out);
+          return finish(**ctl, out);
         }
       } else {
         if (scenario == "hang") {
@@ -169,7 +174,7 @@ class Bench {
     auto rec = record();
     if (!done || rec.phase != controller::JobPhase::kSucceeded) {
       out.error = "the job ended " + std::string(controller::jobPhaseName(rec.phase));
-      return finish(**ctl, dir, out);
+      return finish(**ctl, out);
     }
     out.accuracy = rec.progress.testAccuracy.value_or(0);
     out.restarts = rec.restarts;
@@ -200,16 +205,15 @@ class Bench {
       }
     }
     out.ok = true;
-    return finish(**ctl, dir, out);
+    return finish(**ctl, out);
   }
 
-  Run finish(controller::Controller& ctl, const std::string& dir, Run out) {
+  Run finish(controller::Controller& ctl, Run out) {
     // The worker this run SIGSTOPped, if the controller did not replace it (a failed run).
     if (stopped_.pid > 0 && controller::isSameLiveProcess(stopped_)) ::kill(static_cast<pid_t>(stopped_.pid), SIGKILL);
     stopped_ = {};
     (void)ctl.launcher().stopJob("recovery", std::chrono::seconds(1));
     ctl.stop();
-    std::system(("rm -rf " + dir).c_str());
     return out;
   }
 

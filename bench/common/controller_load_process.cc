@@ -56,10 +56,8 @@ Result<std::unique_ptr<ControllerLoadProcess>> ControllerLoadProcess::start(cons
                     " (build the ddp-controller target or pass --controller PATH)");
   }
   std::unique_ptr<ControllerLoadProcess> p(new ControllerLoadProcess(options));
-  char tmpl[] = "/tmp/bench_controller.XXXXXX";
-  if (::mkdtemp(tmpl) == nullptr) return unavailable(std::string("mkdtemp: ") + std::strerror(errno));
-  p->tmpDir_ = tmpl;
-  p->stateDir_ = p->tmpDir_ + "/state";
+  DDP_ASSIGN_OR_RETURN(p->tmpDir_, TempDir::make("bench_controller"));
+  p->stateDir_ = p->tmpDir_.path() + "/state";
   if (::mkdir(p->stateDir_.c_str(), 0700) != 0) return unavailable("mkdir " + p->stateDir_ + ": " + std::strerror(errno));
   DDP_RETURN_IF_ERROR(p->spawn());
   const Deadline deadline = Deadline::after(options.startTimeout);
@@ -88,8 +86,8 @@ Status ControllerLoadProcess::spawn() {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-  const std::string outPath = tmpDir_ + "/controller.out";
-  const std::string errPath = tmpDir_ + "/controller.err";
+  const std::string outPath = tmpDir_.path() + "/controller.out";
+  const std::string errPath = tmpDir_.path() + "/controller.err";
   const pid_t parent = ::getpid();
   // Only async-signal-safe calls between fork and exec (everything is prepared above).
   const pid_t pid = ::fork();
@@ -125,7 +123,7 @@ bool ControllerLoadProcess::reapIfExited(int* status) {
 }
 
 Status ControllerLoadProcess::awaitListening(Deadline deadline) {
-  const std::string outPath = tmpDir_ + "/controller.out";
+  const std::string outPath = tmpDir_.path() + "/controller.out";
   for (;;) {
     const std::string out = readFile(outPath);
     std::string workerHost;
@@ -160,11 +158,7 @@ Status ControllerLoadProcess::stop() {
       }
     }
   }
-  if (!tmpDir_.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(tmpDir_, ec);
-    tmpDir_.clear();
-  }
+  tmpDir_.remove();
   return result;
 }
 
@@ -187,8 +181,8 @@ Result<double> ControllerLoadProcess::cpuSeconds() const {
 }
 
 std::string ControllerLoadProcess::logTail(size_t bytes) const {
-  if (tmpDir_.empty()) return {};
-  const std::string err = readFile(tmpDir_ + "/controller.err");
+  if (tmpDir_.path().empty()) return {};
+  const std::string err = readFile(tmpDir_.path() + "/controller.err");
   return err.size() <= bytes ? err : err.substr(err.size() - bytes);
 }
 

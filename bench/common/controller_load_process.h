@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "bench/common/temp_dir.h"
 #include "common/status.h"
 
 namespace ddp::bench {
@@ -56,7 +57,7 @@ class ControllerLoadProcess {
   bool reapIfExited(int* status);
 
   const ControllerLoadOptions options_;
-  std::string tmpDir_;
+  TempDir tmpDir_;  // its stdout, stderr and state; removed by stop()
   std::string stateDir_;
   pid_t pid_ = -1;
   bool reaped_ = false;

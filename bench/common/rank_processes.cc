@@ -9,12 +9,6 @@
 
 namespace ddp::bench {
 
-Result<std::string> makeTempDir(const std::string& name) {
-  std::string tmpl = "/tmp/" + name + ".XXXXXX";
-  if (mkdtemp(tmpl.data()) == nullptr) return unavailable("mkdtemp failed");
-  return tmpl;
-}
-
 Result<std::vector<std::vector<double>>> runRankProcesses(int world, const RankArgvFn& argvFor,
                                                           const std::string& dir, int fields) {
   std::vector<pid_t> pids;

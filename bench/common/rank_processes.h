@@ -12,9 +12,6 @@
 
 namespace ddp::bench {
 
-// Creates a fresh directory /tmp/<name>.XXXXXX. Unavailable if it cannot.
-Result<std::string> makeTempDir(const std::string& name);
-
 using RankArgvFn = std::function<std::vector<std::string>(int rank)>;
 
 // Forks and execs /proc/self/exe with argvFor(rank) (argv[0] included) for ranks [0, world),

@@ -57,9 +57,8 @@ Result<std::unique_ptr<GptBench>> GptBench::prepare(const GptBenchOptions& o) {
   DDP_ASSIGN_OR_RETURN(b->spec_, loadJobSpecFile(o.exampleFile));
   std::string dir = o.tokensDir;
   if (dir.empty()) {
-    char tmpl[] = "/tmp/bench-train-gpt-XXXXXX";
-    if (::mkdtemp(tmpl) == nullptr) return unavailable("cannot create a folder under /tmp for the token files");
-    b->tempDir_ = dir = tmpl;
+    DDP_ASSIGN_OR_RETURN(b->tempDir_, TempDir::make("bench-train-gpt"));
+    dir = b->tempDir_.path();
     DDP_RETURN_IF_ERROR(writeFortuneTokens(dir));
   }
   for (const char* f : {"/train.bin", "/val.bin"}) {
@@ -82,11 +81,7 @@ Result<std::unique_ptr<GptBench>> GptBench::prepare(const GptBenchOptions& o) {
   return b;
 }
 
-GptBench::~GptBench() {
-  if (tempDir_.empty()) return;
-  std::error_code ignored;
-  std::filesystem::remove_all(tempDir_, ignored);
-}
+GptBench::~GptBench() = default;
 
 bool GptBench::printRows(const std::vector<int>& workers, const std::vector<std::vector<TrainSample>>& samples,
                          bool json) const {

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/common/temp_dir.h"
 #include "bench/train/train_job.h"
 #include "common/jobspec/job_spec.h"
 #include "common/status.h"
@@ -42,7 +43,7 @@ class GptBench {
   GptBench() = default;
 
   JobSpec spec_;
-  std::string tempDir_;          // the written token files' folder, removed in the destructor
+  TempDir tempDir_;              // the written token files' folder (when no --gpt-tokens)
   double flopsPerToken_ = 0;     // runtime::gptFlopsPerToken of the job's model
   double peakFlops_ = 0;         // runtime::measureCpuPeakFlops on one thread
 };

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "bench/common/temp_dir.h"
 #include "common/process/output_router.h"
 #include "controller/jobs/job_manager.h"
 #include "controller/launch/launcher.h"
@@ -127,15 +128,15 @@ double TrainSample::stepMs() const {
 TrainSample runTrainJob(const TrainRunOptions& o, JobSpec spec, int workers) {
   TrainSample s;
   spec.workers.count = spec.workers.min = spec.workers.max = workers;
-  char stateTemplate[] = "/tmp/bench-train-XXXXXX";
-  if (::mkdtemp(stateTemplate) == nullptr) {
-    std::perror("bench_train: cannot create a state directory under /tmp");
+  auto stateDir = TempDir::make("bench-train");
+  if (!stateDir.isOk()) {
+    std::fprintf(stderr, "bench_train: state directory: %s\n", stateDir.status().toString().c_str());
     return s;
   }
   controller::ControllerConfig cc;
   cc.listenHost = "127.0.0.1";
   cc.listenPort = 0;
-  cc.stateDir = stateTemplate;
+  cc.stateDir = stateDir->path();
   cc.workerBinary = o.workerBin;
   cc.tieWorkersToProcess = true;
   cc.workerLogFormat = "json";
@@ -151,8 +152,7 @@ TrainSample runTrainJob(const TrainRunOptions& o, JobSpec spec, int workers) {
   } else {
     std::fprintf(stderr, "bench_train: controller: %s\n", ctl.status().toString().c_str());
   }
-  std::error_code ignored;
-  std::filesystem::remove_all(stateTemplate, ignored);
+  stateDir->remove();
   if (summary.empty()) return s;
   s.steps = static_cast<int64_t>(field(summary, "steps"));
   s.samplesPerS = field(summary, "samples_per_s");

@@ -36,6 +36,7 @@
 #include "controller/launch/pid_file.h"
 #include "controller/service/controller.h"
 #include "tests/support/launcher_pid_files.h"
+#include "tests/support/temp_dir.h"
 
 namespace ddp::test {
 
@@ -70,8 +71,6 @@ class FaultHarness {
   explicit FaultHarness(const std::string& launcher = "local", const std::string& listenHost = "127.0.0.1",
                         Duration stopGrace = std::chrono::seconds(5),
                         const std::function<void(controller::ControllerConfig&)>& configure = nullptr) {
-    char t[] = "/tmp/ddp-fault-XXXXXX";
-    dir_ = ::mkdtemp(t);
     controller::ControllerConfig c;
     c.listenHost = listenHost;
     c.listenPort = 0;
@@ -103,9 +102,8 @@ class FaultHarness {
     // failed run.
     const char* keep = std::getenv("DDP_TEST_KEEP_DIR");
     if (keep != nullptr && std::string(keep) == "1") {
+      tempDir_.keep();
       std::fprintf(stderr, "FaultHarness: kept %s (DDP_TEST_KEEP_DIR=1)\n", dir_.c_str());
-    } else {
-      std::system(("rm -rf " + dir_).c_str());
     }
   }
 
@@ -259,7 +257,8 @@ class FaultHarness {
   }
 
  private:
-  std::string dir_;
+  TempDir tempDir_{"ddp-fault"};  // removed after every member below is gone
+  const std::string dir_ = tempDir_.path();
   std::string startError_;
   std::unique_ptr<controller::Controller> controller_;
   std::vector<std::pair<int64_t, int64_t>> stopped_;  // (pid, start time)

@@ -27,6 +27,7 @@ class TempDir {
     path_ = tmpl;
   }
   ~TempDir() {
+    if (kept_) return;
     std::error_code ec;
     std::filesystem::remove_all(path_, ec);
   }
@@ -34,6 +35,8 @@ class TempDir {
   TempDir& operator=(const TempDir&) = delete;
 
   const std::string& path() const { return path_; }
+  // Leaves the directory in place when the object goes away (to look into a failed run).
+  void keep() { kept_ = true; }
   // PATH/NAME (nothing is created).
   std::string file(const std::string& name) const { return path_ + "/" + name; }
   // Writes `contents` to PATH/NAME (binary, replacing it) and returns that path.
@@ -45,6 +48,7 @@ class TempDir {
 
  private:
   std::string path_;
+  bool kept_ = false;
 };
 
 }  // namespace ddp::test

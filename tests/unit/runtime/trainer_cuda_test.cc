@@ -8,11 +8,9 @@
 // Skips without a GPU.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <functional>
 
 #include "common/tokens/token_file.h"
@@ -170,8 +168,8 @@ TEST(TrainerCudaTest, SupportedVariantsMatchTheirCpuRuns) {
 
 TEST(TrainerCudaTest, CheckpointWrittenOnCudaResumesOnTheCpu) {
   if (!haveGpu()) GTEST_SKIP() << "no CUDA device";
-  std::string tmpl = (std::filesystem::temp_directory_path() / "trainer_cuda_test_XXXXXX").string();
-  const std::string dir = ::mkdtemp(tmpl.data());
+  const test::TempDir tempDir("trainer_cuda_test");
+  const std::string& dir = tempDir.path();
   TrainerConfig c = smallConfig();
   const RunOutput reference = train(c);  // uninterrupted, CPU
   c.checkpointDir = dir;
@@ -184,7 +182,6 @@ TEST(TrainerCudaTest, CheckpointWrittenOnCudaResumesOnTheCpu) {
   EXPECT_EQ(first.result.steps, 9);
   c.device = Device::cpu();
   const RunOutput second = train(c);
-  std::filesystem::remove_all(dir);
   EXPECT_TRUE(second.result.resumed);
   EXPECT_EQ(second.result.startStep, 9);
   EXPECT_EQ(second.result.steps, reference.result.steps);
