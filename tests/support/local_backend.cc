@@ -20,123 +20,41 @@ bool LocalBackend::supportsDevice(DeviceType type) const {
   return std::find(d.begin(), d.end(), type) != d.end();
 }
 
-Status LocalBackend::checkBuffer(const BufferView& b, const char* what) const {
-  if (!supportsDevice(b.device.type)) {
-    return invalidArgument(std::string(what) + " on device " + b.device.toString() +
-                           " not supported by backend '" + name() + "'");
-  }
-  if (b.count > 0 && b.data == nullptr) return invalidArgument(std::string(what) + " is null");
-  if (dtypeSize(b.dtype) == 0) return invalidArgument(std::string(what) + " has an unknown dtype");
-  return Status::ok();
-}
-
 WorkPtr LocalBackend::allreduce(BufferView buf, ReduceOp op, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kAllreduce;
-  o.in = buf;
-  o.reduce = op;
-  o.error = checkBuffer(buf, "allreduce buffer");
-  return issue(std::move(o), opts);
+  return issue(OpArgs::allreduce(buf, op), opts);
 }
 
 WorkPtr LocalBackend::broadcast(BufferView buf, int root, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kBroadcast;
-  o.in = buf;
-  o.root = root;
-  o.error = checkBuffer(buf, "broadcast buffer");
-  if (o.error.isOk() && (root < 0 || root >= size())) {
-    o.error = invalidArgument("broadcast root " + std::to_string(root) + " out of range [0, " +
-                              std::to_string(size()) + ")");
-  }
-  return issue(std::move(o), opts);
+  return issue(OpArgs::broadcast(buf, root), opts);
 }
 
 WorkPtr LocalBackend::allgather(BufferView in, BufferView out, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kAllgather;
-  o.in = in;
-  o.out = out;
-  o.error = checkBuffer(in, "allgather input");
-  if (o.error.isOk()) o.error = checkBuffer(out, "allgather output");
-  if (o.error.isOk() && (out.count != in.count * size() || out.dtype != in.dtype)) {
-    o.error = invalidArgument("allgather output must hold " + std::to_string(in.count * size()) +
-                              " " + dtypeName(in.dtype) + " (input x world), got " +
-                              std::to_string(out.count) + " " + dtypeName(out.dtype));
-  }
-  return issue(std::move(o), opts);
+  return issue(OpArgs::allgather(in, out), opts);
 }
 
-WorkPtr LocalBackend::reduceScatter(BufferView in, BufferView out, ReduceOp op,
-                                    const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kReduceScatter;
-  o.in = in;
-  o.out = out;
-  o.reduce = op;
-  o.error = checkBuffer(in, "reduce_scatter input");
-  if (o.error.isOk()) o.error = checkBuffer(out, "reduce_scatter output");
-  if (o.error.isOk() && (in.count != out.count * size() || out.dtype != in.dtype)) {
-    o.error = invalidArgument("reduce_scatter input must hold " +
-                              std::to_string(out.count * size()) + " " + dtypeName(out.dtype) +
-                              " (output x world), got " + std::to_string(in.count) + " " +
-                              dtypeName(in.dtype));
-  }
-  return issue(std::move(o), opts);
+WorkPtr LocalBackend::reduceScatter(BufferView in, BufferView out, ReduceOp op, const OpOptions& opts) {
+  return issue(OpArgs::reduceScatter(in, out, op), opts);
 }
 
 WorkPtr LocalBackend::gather(BufferView in, BufferView out, int root, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kGather;
-  o.in = in;
-  o.out = out;
-  o.root = root;
-  o.error = checkBuffer(in, "gather input");
-  if (o.error.isOk() && (root < 0 || root >= size())) {
-    o.error = invalidArgument("gather root " + std::to_string(root) + " out of range [0, " +
-                              std::to_string(size()) + ")");
-  }
-  if (o.error.isOk() && rank_ == root) {
-    o.error = checkBuffer(out, "gather output");
-    if (o.error.isOk() && (out.count != in.count * size() || out.dtype != in.dtype)) {
-      o.error = invalidArgument("gather output on the root must hold " +
-                                std::to_string(in.count * size()) + " " + dtypeName(in.dtype) +
-                                ", got " + std::to_string(out.count) + " " + dtypeName(out.dtype));
-    }
-  }
-  return issue(std::move(o), opts);
+  return issue(OpArgs::gather(in, out, root), opts);
 }
 
-WorkPtr LocalBackend::barrier(const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kBarrier;
-  return issue(std::move(o), opts);
-}
+WorkPtr LocalBackend::barrier(const OpOptions& opts) { return issue(OpArgs::barrier(), opts); }
 
 WorkPtr LocalBackend::send(BufferView buf, int dst, int tag, const OpOptions& opts) {
-  return issuePointToPoint(OpType::kSend, buf, dst, tag, opts);
+  return issue(OpArgs::send(buf, dst, tag), opts);
 }
 
 WorkPtr LocalBackend::recv(BufferView buf, int src, int tag, const OpOptions& opts) {
-  return issuePointToPoint(OpType::kRecv, buf, src, tag, opts);
+  return issue(OpArgs::recv(buf, src, tag), opts);
 }
 
-WorkPtr LocalBackend::issuePointToPoint(OpType type, BufferView buf, int peer, int tag, const OpOptions& opts) {
-  const bool send = type == OpType::kSend;
-  Op o;
-  o.type = type;
-  o.in = buf;
-  o.root = peer;
-  o.tag = tag;
-  o.error = checkBuffer(buf, send ? "send buffer" : "recv buffer");
-  if (o.error.isOk() && (peer < 0 || peer >= size() || peer == rank_)) {
-    o.error = invalidArgument(std::string(send ? "send destination " : "recv source ") + std::to_string(peer) +
-                              " invalid for rank " + std::to_string(rank_) + " of " + std::to_string(size()));
-  }
-  return issue(std::move(o), opts);
-}
-
-WorkPtr LocalBackend::issue(Op op, const OpOptions& opts) {
+WorkPtr LocalBackend::issue(const OpArgs& args, const OpOptions& opts) {
+  Op op{args};
+  op.error = validateOpArgs(args, rank_, size(), "local group '" + name() + "'", [this](const BufferView& b) {
+    return supportsDevice(b.device.type) ? std::string() : "is on " + b.device.toString() + ", which this group does not accept";
+  });
   const bool p2p = op.type == OpType::kSend || op.type == OpType::kRecv;
   op.rank = rank_;
   op.timeout = opts.timeout.value_or(defaultTimeout());

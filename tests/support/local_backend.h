@@ -67,10 +67,9 @@ class LocalBackend final : public Backend {
   using Op = LocalOp;
 
  private:
-  WorkPtr issue(Op op, const OpOptions& opts);
-  // send (kSend, peer = destination) or recv (kRecv, peer = source).
-  WorkPtr issuePointToPoint(OpType type, BufferView buf, int peer, int tag, const OpOptions& opts);
-  Status checkBuffer(const BufferView& b, const char* what) const;
+  // Validates the arguments (op_args.h) and submits the op to the group (a bad send or recv fails
+  // at once; a bad collective fails on every rank, Note [LocalGroup matching]).
+  WorkPtr issue(const OpArgs& args, const OpOptions& opts);
 
   const std::shared_ptr<LocalGroup> group_;
   const int rank_;

@@ -160,7 +160,7 @@ struct LocalGroup::State {
 
   void submitP2pLocked(Op op, Failures* fails) {
     const bool isSend = op.type == OpType::kSend;
-    const int peer = op.root;
+    const int peer = op.peer;
     if (auto it = abortedRanks_.find(peer); it != abortedRanks_.end()) {
       fails->emplace_back(op.work, peerAborted(peer, it->second));
       return;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "worker/comm/op_args.h"
 #include "worker/comm/types.h"
 #include "worker/comm/work.h"
 
@@ -28,13 +29,7 @@ struct LocalGroupOptions {
 };
 
 // One op of one rank as the group sees it.
-struct LocalOp {
-  OpType type = OpType::kBarrier;
-  BufferView in;
-  BufferView out;
-  ReduceOp reduce = ReduceOp::kSum;
-  int root = 0;          // root for broadcast/gather; peer for send/recv
-  int tag = 0;
+struct LocalOp : OpArgs {  // the call's arguments (op_args.h) and its place in the group
   int rank = 0;
   uint64_t collSeq = 0;  // collective issue number (0 for send/recv)
   TimePoint deadline;

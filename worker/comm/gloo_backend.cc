@@ -27,7 +27,7 @@ OpHeader headerOf(const GlooBackend::Op& op, uint64_t collSeq) {
   h.collSeq = collSeq;
   h.type = static_cast<uint8_t>(op.type);
   h.dtype = op.type == OpType::kBarrier ? 0 : static_cast<uint8_t>(op.in.dtype);
-  h.reduceOp = (op.type == OpType::kAllreduce || op.type == OpType::kReduceScatter) ? static_cast<uint8_t>(op.reduceOp) : 0;
+  h.reduceOp = (op.type == OpType::kAllreduce || op.type == OpType::kReduceScatter) ? static_cast<uint8_t>(op.reduce) : 0;
   h.root = op.root;
   h.count = op.type == OpType::kReduceScatter ? op.out.count : op.type == OpType::kBarrier ? 0 : op.in.count;
   return h;
@@ -218,10 +218,10 @@ Status GlooBackend::runCollective(const Op& op, uint64_t collSeq, std::chrono::m
   const uint32_t tag = static_cast<uint32_t>(collSeq * 2);
   const uint32_t opTag = tag + 1;
   switch (op.type) {
-    case OpType::kAllreduce: coll_->allreduce(op.in, op.reduceOp, opTag, timeout); break;
+    case OpType::kAllreduce: coll_->allreduce(op.in, op.reduce, opTag, timeout); break;
     case OpType::kBroadcast: coll_->broadcast(op.in, op.root, opTag, timeout); break;
     case OpType::kAllgather: coll_->allgather(op.in, op.out, opTag, timeout); break;
-    case OpType::kReduceScatter: coll_->reduceScatter(op.in, op.out, op.reduceOp, opTag, timeout); break;
+    case OpType::kReduceScatter: coll_->reduceScatter(op.in, op.out, op.reduce, opTag, timeout); break;
     case OpType::kGather: coll_->gather(op.in, op.out, op.root, opTag, timeout); break;
     case OpType::kBarrier: coll_->barrier(opTag, timeout); break;
     default: return internalError(what + ": not a collective");
@@ -251,19 +251,19 @@ Status GlooBackend::runBatch(Task& task, std::chrono::milliseconds timeout) {
       std::vector<BufferView> group;
       for (size_t j = i; j < task.members.size(); ++j) {
         const Op& o = task.members[j];
-        if (!done[j] && o.type == OpType::kAllreduce && o.reduceOp == m.reduceOp && o.in.dtype == m.in.dtype) {
+        if (!done[j] && o.type == OpType::kAllreduce && o.reduce == m.reduce && o.in.dtype == m.in.dtype) {
           group.push_back(o.in);
           done[j] = true;
         }
       }
-      coll_->fusedAllreduce(group, m.reduceOp, opTag++, timeout);
+      coll_->fusedAllreduce(group, m.reduce, opTag++, timeout);
       continue;
     }
     done[i] = true;
     switch (m.type) {
       case OpType::kBroadcast: coll_->broadcast(m.in, m.root, opTag++, timeout); break;
       case OpType::kAllgather: coll_->allgather(m.in, m.out, opTag++, timeout); break;
-      case OpType::kReduceScatter: coll_->reduceScatter(m.in, m.out, m.reduceOp, opTag++, timeout); break;
+      case OpType::kReduceScatter: coll_->reduceScatter(m.in, m.out, m.reduce, opTag++, timeout); break;
       case OpType::kGather: coll_->gather(m.in, m.out, m.root, opTag++, timeout); break;
       case OpType::kBarrier: coll_->barrier(opTag++, timeout); break;
       default: break;

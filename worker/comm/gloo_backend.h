@@ -55,6 +55,7 @@
 #include "worker/comm/backend.h"
 #include "worker/comm/flight_recorder.h"
 #include "worker/comm/gloo_options.h"
+#include "worker/comm/op_args.h"
 #include "common/store/store.h"
 #include "worker/comm/watchdog.h"
 
@@ -115,7 +116,7 @@ class GlooBackend final : public Backend {
  private:
   GlooBackend(const GlooOptions& options, std::shared_ptr<::gloo::Context> context);
 
-  WorkPtr issue(Op op, const OpOptions& opts);
+  WorkPtr issue(const OpArgs& args, const OpOptions& opts);
   void enqueue(std::shared_ptr<Task> task);  // requires mu_ held
   void executorLoop();
   void runTask(Task& task);

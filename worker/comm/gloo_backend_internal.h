@@ -14,14 +14,7 @@
 
 namespace ddp::comm {
 
-struct GlooBackend::Op {
-  OpType type = OpType::kBarrier;
-  ReduceOp reduceOp = ReduceOp::kSum;
-  BufferView in;   // the buffer of single-buffer ops
-  BufferView out;
-  int root = -1;   // broadcast / gather root
-  int peer = -1;   // send / recv peer
-  int tag = 0;
+struct GlooBackend::Op : OpArgs {  // the call's arguments (op_args.h) and its issue
   uint64_t seq = 0;
   size_t bytes = 0;
   Duration timeout{};

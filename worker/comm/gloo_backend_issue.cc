@@ -38,56 +38,14 @@ void GlooBackend::track(const std::shared_ptr<CompletionWork>& work, const std::
 }
 
 Status GlooBackend::validateOp(const Op& op) const {
-  const std::string what = std::string(opTypeName(op.type)) + " on " + group_;
-  auto checkBuf = [&](const BufferView& b, const char* name) -> Status {
-    if (!b.device.isCpu()) return invalidArgument(what + ": " + name + " is on " + b.device.toString() + "; gloo needs CPU buffers");
-    if (b.count > 0 && b.data == nullptr) return invalidArgument(what + ": " + name + " has no data but " + std::to_string(b.count) + " elements");
-    if (dtypeSize(b.dtype) == 0) return invalidArgument(what + ": " + name + " has an unknown dtype");
-    return Status::ok();
-  };
-  const int n = options_.size;
-  switch (op.type) {
-    case OpType::kAllreduce:
-      return checkBuf(op.in, "buffer");
-    case OpType::kBroadcast:
-      DDP_RETURN_IF_ERROR(checkBuf(op.in, "buffer"));
-      if (op.root < 0 || op.root >= n) return invalidArgument(what + ": root " + std::to_string(op.root) + " out of range [0, " + std::to_string(n) + ")");
-      return Status::ok();
-    case OpType::kAllgather:
-    case OpType::kReduceScatter:
-    case OpType::kGather: {
-      DDP_RETURN_IF_ERROR(checkBuf(op.in, "input"));
-      if (op.type == OpType::kGather) {
-        if (op.root < 0 || op.root >= n) return invalidArgument(what + ": root " + std::to_string(op.root) + " out of range [0, " + std::to_string(n) + ")");
-        if (op.root != options_.rank) return Status::ok();  // out is ignored off the root
-      }
-      DDP_RETURN_IF_ERROR(checkBuf(op.out, "output"));
-      if (op.in.dtype != op.out.dtype) return invalidArgument(what + ": input is " + dtypeName(op.in.dtype) + " but output is " + dtypeName(op.out.dtype));
-      const bool rs = op.type == OpType::kReduceScatter;
-      const size_t small = rs ? op.out.count : op.in.count;
-      const size_t big = rs ? op.in.count : op.out.count;
-      if (big != small * static_cast<size_t>(n)) {
-        return invalidArgument(what + ": " + (rs ? "input" : "output") + " must hold world size (" + std::to_string(n) + ") x " +
-                               std::to_string(small) + " elements, got " + std::to_string(big));
-      }
-      return Status::ok();
-    }
-    case OpType::kBarrier:
-    case OpType::kCoalesced:
-      return Status::ok();
-    case OpType::kSend:
-    case OpType::kRecv:
-      DDP_RETURN_IF_ERROR(checkBuf(op.in, "buffer"));
-      if (op.peer < 0 || op.peer >= n || op.peer == options_.rank) {
-        return invalidArgument(what + ": peer " + std::to_string(op.peer) + " must be another rank in [0, " + std::to_string(n) + ")");
-      }
-      if (op.tag < 0) return invalidArgument(what + ": tag must be >= 0, got " + std::to_string(op.tag));
-      return Status::ok();
-  }
-  return invalidArgument(what + ": unknown op");
+  return validateOpArgs(op, options_.rank, options_.size, group_, [](const BufferView& b) {
+    return b.device.isCpu() ? std::string() : "is on " + b.device.toString() + "; gloo needs CPU buffers";
+  });
 }
 
-WorkPtr GlooBackend::issue(Op op, const OpOptions& opts) {
+WorkPtr GlooBackend::issue(const OpArgs& args, const OpOptions& opts) {
+  Op op{args};
+  op.bytes = op.in.bytes();
   op.timeout = opts.timeout.value_or(options_.timeout);
   std::unique_lock<std::mutex> lock(mu_);
   op.seq = nextSeq_++;
@@ -131,76 +89,33 @@ void GlooBackend::enqueue(std::shared_ptr<Task> task) {
 }
 
 WorkPtr GlooBackend::allreduce(BufferView buf, ReduceOp op, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kAllreduce;
-  o.reduceOp = op;
-  o.in = buf;
-  o.bytes = buf.bytes();
-  return issue(std::move(o), opts);
+  return issue(OpArgs::allreduce(buf, op), opts);
 }
 
 WorkPtr GlooBackend::broadcast(BufferView buf, int root, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kBroadcast;
-  o.in = buf;
-  o.root = root;
-  o.bytes = buf.bytes();
-  return issue(std::move(o), opts);
+  return issue(OpArgs::broadcast(buf, root), opts);
 }
 
 WorkPtr GlooBackend::allgather(BufferView in, BufferView out, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kAllgather;
-  o.in = in;
-  o.out = out;
-  o.bytes = in.bytes();
-  return issue(std::move(o), opts);
+  return issue(OpArgs::allgather(in, out), opts);
 }
 
 WorkPtr GlooBackend::reduceScatter(BufferView in, BufferView out, ReduceOp op, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kReduceScatter;
-  o.reduceOp = op;
-  o.in = in;
-  o.out = out;
-  o.bytes = in.bytes();
-  return issue(std::move(o), opts);
+  return issue(OpArgs::reduceScatter(in, out, op), opts);
 }
 
 WorkPtr GlooBackend::gather(BufferView in, BufferView out, int root, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kGather;
-  o.in = in;
-  o.out = out;
-  o.root = root;
-  o.bytes = in.bytes();
-  return issue(std::move(o), opts);
+  return issue(OpArgs::gather(in, out, root), opts);
 }
 
-WorkPtr GlooBackend::barrier(const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kBarrier;
-  return issue(std::move(o), opts);
-}
+WorkPtr GlooBackend::barrier(const OpOptions& opts) { return issue(OpArgs::barrier(), opts); }
 
 WorkPtr GlooBackend::send(BufferView buf, int dst, int tag, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kSend;
-  o.in = buf;
-  o.peer = dst;
-  o.tag = tag;
-  o.bytes = buf.bytes();
-  return issue(std::move(o), opts);
+  return issue(OpArgs::send(buf, dst, tag), opts);
 }
 
 WorkPtr GlooBackend::recv(BufferView buf, int src, int tag, const OpOptions& opts) {
-  Op o;
-  o.type = OpType::kRecv;
-  o.in = buf;
-  o.peer = src;
-  o.tag = tag;
-  o.bytes = buf.bytes();
-  return issue(std::move(o), opts);
+  return issue(OpArgs::recv(buf, src, tag), opts);
 }
 
 Status GlooBackend::startCoalescing() {

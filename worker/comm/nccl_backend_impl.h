@@ -20,6 +20,7 @@
 #include "worker/comm/flight_recorder.h"
 #include "worker/comm/nccl_backend.h"
 #include "worker/comm/nccl_half_cast_cuda.h"
+#include "worker/comm/op_args.h"
 #include "worker/comm/watchdog.h"
 
 namespace ddp::comm {
@@ -83,12 +84,7 @@ inline ncclRedOp_t ncclOp(ReduceOp op) {
 
 }  // namespace nccl_detail
 
-struct NcclOp {
-  OpType type = OpType::kBarrier;
-  BufferView in;
-  BufferView out;
-  ReduceOp reduce = ReduceOp::kSum;
-  int peer = 0;  // root for broadcast/gather, peer for send/recv
+struct NcclOp : OpArgs {  // the call's arguments (op_args.h) and its issue
   Duration timeout{};
   Status error;  // the caller's arguments were bad
   std::shared_ptr<CompletionWork> work;
@@ -198,7 +194,7 @@ struct NcclBackend::Impl {
       }
       case OpType::kBroadcast:
         if (op.in.count == 0) return Status::ok();
-        return check(ncclBroadcast(op.in.data, op.in.data, op.in.count, dt, op.peer, comm, stream));
+        return check(ncclBroadcast(op.in.data, op.in.data, op.in.count, dt, op.root, comm, stream));
       case OpType::kAllgather:
         if (op.in.count == 0) return Status::ok();
         return check(ncclAllGather(op.in.data, op.out.data, op.in.count, dt, comm, stream));
@@ -228,17 +224,17 @@ struct NcclBackend::Impl {
         if (n == 0) return Status::ok();
         const size_t bytes = op.in.bytes();
         DDP_RETURN_IF_ERROR(check(ncclGroupStart()));
-        if (options.rank == op.peer) {
+        if (options.rank == op.root) {
           char* out = static_cast<char*>(op.out.data);
           for (int r = 0; r < options.size; ++r) {
-            if (r == op.peer) continue;
+            if (r == op.root) continue;
             DDP_RETURN_IF_ERROR(check(ncclRecv(out + r * bytes, n, dt, r, comm, stream)));
           }
           DDP_RETURN_IF_ERROR(cudaStatus(
-              cudaMemcpyAsync(out + op.peer * bytes, op.in.data, bytes, cudaMemcpyDeviceToDevice, stream),
+              cudaMemcpyAsync(out + op.root * bytes, op.in.data, bytes, cudaMemcpyDeviceToDevice, stream),
               what + " local copy"));
         } else {
-          DDP_RETURN_IF_ERROR(check(ncclSend(op.in.data, n, dt, op.peer, comm, stream)));
+          DDP_RETURN_IF_ERROR(check(ncclSend(op.in.data, n, dt, op.root, comm, stream)));
         }
         return check(ncclGroupEnd());
       }

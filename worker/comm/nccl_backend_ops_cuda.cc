@@ -5,29 +5,23 @@ namespace ddp::comm {
 
 namespace {
 
-Status checkView(const BufferView& b, const char* what, int device) {
+// NCCL's own rule for a buffer: on this communicator's device, of a dtype NCCL carries.
+std::string ncclBufferProblem(const BufferView& b, int device) {
   if (!b.device.isCuda() || b.device.index != device) {
-    return invalidArgument(std::string("nccl: ") + what + " on " + b.device.toString() +
-                           ", but this communicator runs on cuda:" + std::to_string(device));
+    return "is on " + b.device.toString() + ", but this communicator runs on cuda:" + std::to_string(device);
   }
-  if (b.count > 0 && b.data == nullptr) return invalidArgument(std::string("nccl: ") + what + " is null");
   ncclDataType_t dt;
-  if (!ncclType(b.dtype, &dt)) return invalidArgument(std::string("nccl: ") + what + " has an unsupported dtype");
-  return Status::ok();
-}
-
-Status sizeError(const char* op, const BufferView& big, const BufferView& small, int world,
-                 const char* relation) {
-  return invalidArgument(std::string("nccl: ") + op + " needs " + relation + " (" +
-                         std::to_string(small.count) + " x " + std::to_string(world) + " " +
-                         dtypeName(small.dtype) + "), got " + std::to_string(big.count) + " " +
-                         dtypeName(big.dtype));
+  return ncclType(b.dtype, &dt) ? std::string() : std::string("has a dtype NCCL does not carry (") + dtypeName(b.dtype) + ")";
 }
 
 }  // namespace
 
 // Validates, numbers and launches one op (or holds it in an open coalescing scope).
-static WorkPtr issueOp(NcclBackend::Impl& m, NcclOp op, const OpOptions& opts) {
+static WorkPtr issueOp(NcclBackend::Impl& m, const OpArgs& args, const OpOptions& opts) {
+  NcclOp op{args};
+  const int device = m.options.device;
+  op.error = validateOpArgs(args, m.options.rank, m.options.size, "nccl",
+                            [device](const BufferView& b) { return ncclBufferProblem(b, device); });
   op.timeout = opts.timeout.value_or(m.options.timeout);
   std::lock_guard<std::mutex> lock(m.issueMu);
   const uint64_t seq = ++m.seq;
@@ -57,106 +51,35 @@ static WorkPtr issueOp(NcclBackend::Impl& m, NcclOp op, const OpOptions& opts) {
 }
 
 WorkPtr NcclBackend::allreduce(BufferView buf, ReduceOp op, const OpOptions& opts) {
-  NcclOp o;
-  o.type = OpType::kAllreduce;
-  o.in = buf;
-  o.reduce = op;
-  o.error = checkView(buf, "allreduce buffer", impl_->options.device);
-  return issueOp(*impl_, std::move(o), opts);
+  return issueOp(*impl_, OpArgs::allreduce(buf, op), opts);
 }
 
 WorkPtr NcclBackend::broadcast(BufferView buf, int root, const OpOptions& opts) {
-  NcclOp o;
-  o.type = OpType::kBroadcast;
-  o.in = buf;
-  o.peer = root;
-  o.error = checkView(buf, "broadcast buffer", impl_->options.device);
-  if (o.error.isOk() && (root < 0 || root >= size())) {
-    o.error = invalidArgument("nccl: broadcast root " + std::to_string(root) + " out of range [0, " +
-                              std::to_string(size()) + ")");
-  }
-  return issueOp(*impl_, std::move(o), opts);
+  return issueOp(*impl_, OpArgs::broadcast(buf, root), opts);
 }
 
 WorkPtr NcclBackend::allgather(BufferView in, BufferView out, const OpOptions& opts) {
-  NcclOp o;
-  o.type = OpType::kAllgather;
-  o.in = in;
-  o.out = out;
-  o.error = checkView(in, "allgather input", impl_->options.device);
-  if (o.error.isOk()) o.error = checkView(out, "allgather output", impl_->options.device);
-  if (o.error.isOk() && (out.count != in.count * size() || out.dtype != in.dtype)) {
-    o.error = sizeError("allgather", out, in, size(), "output = input x world");
-  }
-  return issueOp(*impl_, std::move(o), opts);
+  return issueOp(*impl_, OpArgs::allgather(in, out), opts);
 }
 
 WorkPtr NcclBackend::reduceScatter(BufferView in, BufferView out, ReduceOp op, const OpOptions& opts) {
-  NcclOp o;
-  o.type = OpType::kReduceScatter;
-  o.in = in;
-  o.out = out;
-  o.reduce = op;
-  o.error = checkView(in, "reduce_scatter input", impl_->options.device);
-  if (o.error.isOk()) o.error = checkView(out, "reduce_scatter output", impl_->options.device);
-  if (o.error.isOk() && (in.count != out.count * size() || out.dtype != in.dtype)) {
-    o.error = sizeError("reduce_scatter", in, out, size(), "input = output x world");
-  }
-  return issueOp(*impl_, std::move(o), opts);
+  return issueOp(*impl_, OpArgs::reduceScatter(in, out, op), opts);
 }
 
 WorkPtr NcclBackend::gather(BufferView in, BufferView out, int root, const OpOptions& opts) {
-  NcclOp o;
-  o.type = OpType::kGather;
-  o.in = in;
-  o.out = out;
-  o.peer = root;
-  o.error = checkView(in, "gather input", impl_->options.device);
-  if (o.error.isOk() && (root < 0 || root >= size())) {
-    o.error = invalidArgument("nccl: gather root " + std::to_string(root) + " out of range [0, " +
-                              std::to_string(size()) + ")");
-  }
-  if (o.error.isOk() && rank() == root) {
-    o.error = checkView(out, "gather output", impl_->options.device);
-    if (o.error.isOk() && (out.count != in.count * size() || out.dtype != in.dtype)) {
-      o.error = sizeError("gather", out, in, size(), "output on the root = input x world");
-    }
-  }
-  return issueOp(*impl_, std::move(o), opts);
+  return issueOp(*impl_, OpArgs::gather(in, out, root), opts);
 }
 
-WorkPtr NcclBackend::barrier(const OpOptions& opts) {
-  NcclOp o;
-  o.type = OpType::kBarrier;
-  return issueOp(*impl_, std::move(o), opts);
-}
+WorkPtr NcclBackend::barrier(const OpOptions& opts) { return issueOp(*impl_, OpArgs::barrier(), opts); }
 
+// Note [NCCL semantics]: NCCL matches point-to-point ops per peer in order; the tag is checked
+// (>= 0) like every backend's but not sent.
 WorkPtr NcclBackend::send(BufferView buf, int dst, int tag, const OpOptions& opts) {
-  (void)tag;  // Note [NCCL semantics]: NCCL matches per peer in order
-  NcclOp o;
-  o.type = OpType::kSend;
-  o.in = buf;
-  o.peer = dst;
-  o.error = checkView(buf, "send buffer", impl_->options.device);
-  if (o.error.isOk() && (dst < 0 || dst >= size() || dst == rank())) {
-    o.error = invalidArgument("nccl: send destination " + std::to_string(dst) + " invalid for rank " +
-                              std::to_string(rank()) + " of " + std::to_string(size()));
-  }
-  return issueOp(*impl_, std::move(o), opts);
+  return issueOp(*impl_, OpArgs::send(buf, dst, tag), opts);
 }
 
 WorkPtr NcclBackend::recv(BufferView buf, int src, int tag, const OpOptions& opts) {
-  (void)tag;
-  NcclOp o;
-  o.type = OpType::kRecv;
-  o.in = buf;
-  o.peer = src;
-  o.error = checkView(buf, "recv buffer", impl_->options.device);
-  if (o.error.isOk() && (src < 0 || src >= size() || src == rank())) {
-    o.error = invalidArgument("nccl: recv source " + std::to_string(src) + " invalid for rank " +
-                              std::to_string(rank()) + " of " + std::to_string(size()));
-  }
-  return issueOp(*impl_, std::move(o), opts);
+  return issueOp(*impl_, OpArgs::recv(buf, src, tag), opts);
 }
 
 Status NcclBackend::startCoalescing() {
