@@ -140,7 +140,7 @@ HeartbeatReport HeartbeatReporter::snapshot(WorkerState state, const std::string
   r.rank = options_.rank;
   r.state = state;
   r.message = message.empty() ? p.warning : message;
-  wire::copyProgressFigures(p, &r);
+  protocol::copyProgressFigures(p, &r);
   r.counters = {p.samples, p.steps, p.stepSeconds, p.commBytes, p.commExposedSeconds,
                 p.compressionUncompressedBytes, p.compressionSentBytes};
   if (p.checkpoint) r.checkpoint = CheckpointReport{p.checkpoint->step, p.checkpoint->bytes, p.checkpoint->path};
