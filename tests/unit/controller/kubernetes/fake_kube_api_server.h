@@ -23,7 +23,10 @@
 //    event with a 410 Status ("too old resource version") for a version older than the retained
 //    history (compact() drops it), and the end of the stream after timeoutSeconds;
 //  - deletion propagates to objects whose ownerReferences name the deleted uid (the garbage
-//    collector), at once (no graceful termination: a deleted pod is gone at once).
+//    collector), at once (no graceful termination: a deleted pod is gone at once);
+//  - with enforceRbac(), authorization: a request no rule allows, or a write setting
+//    blockOwnerDeletion on an owner whose finalizers the client may not update, gets 403
+//    Forbidden (fake_rbac.h).
 // Thread model: start() and stop() from the test's thread; the handlers run on the server's
 // threads; every other method is thread-safe.
 
@@ -39,6 +42,7 @@
 #include "common/clock.h"
 #include "common/http/http_server.h"
 #include "common/status.h"
+#include "tests/unit/controller/kubernetes/fake_rbac.h"
 
 namespace ddp::controller::kube::testing {
 
@@ -53,6 +57,11 @@ class FakeKubeApiServer {
 
   // Requests must carry "Authorization: Bearer <token>" (401 otherwise); "" accepts any.
   void requireToken(const std::string& token);
+  // From now on, requests are authorized by `rbac` (403 Forbidden when it refuses; fake_rbac.h).
+  // Calls of this class's own methods (put, object, ...) are not requests: they are not checked.
+  void enforceRbac(FakeRbac rbac);
+  // "METHOD path?query: message" of every request refused with 403 so far.
+  std::vector<std::string> refusals() const;
   // The stored object, or nullopt. `resource` as in paths: "pods", "ddp.dev/v1/ddpjobs".
   std::optional<nlohmann::json> object(const std::string& resource, const std::string& ns,
                                        const std::string& name) const;
