@@ -24,6 +24,11 @@ const json& runPolicyOf(const json& ddpJob) {
 
 }  // namespace
 
+bool managedElsewhere(const json& ddpJob) {
+  const json& by = ddpJob.value("spec", json::object()).value("managedBy", json());
+  return by.is_string() && !by.get<std::string>().empty() && by.get<std::string>() != kDdpControllerManager;
+}
+
 std::optional<int> desiredWorkerCount(const json& ddpJob) {
   const json& count = ddpJob.value("spec", json::object()).value("workers", json::object()).value("count", json());
   if (!count.is_number_integer()) return std::nullopt;
@@ -108,6 +113,7 @@ void DdpJobReconciler::writeStatus(const std::string& name, Tracked& t, const js
 }
 
 void DdpJobReconciler::reconcile(const std::string& name, Tracked& t) {
+  if (!t.p.submitted && managedElsewhere(t.object)) return;  // Note [Managed by]
   if (t.deleted) {
     Status st = jobs_.remove(name, Deadline::after(std::chrono::seconds(30)));
     if (!st.isOk() && st.code() != StatusCode::kNotFound) {
@@ -213,7 +219,8 @@ void DdpJobReconciler::enforceSchedule(const std::string& name, Tracked& t, cons
   for (const json& pod : list->value("items", json::array())) {
     PodSchedule p = podScheduleOf(pod);
     auto it = t.p.podSeen.find(p.uid);
-    p.sinceMs = it == t.p.podSeen.end() ? now : it->second;
+    // A gated pod's wait starts once its gate is gone (Note [Schedule timeout]).
+    p.sinceMs = it == t.p.podSeen.end() || p.gated ? now : it->second;
     seen[p.uid] = p.sinceMs;
     pods.push_back(std::move(p));
   }

@@ -29,6 +29,15 @@
 // status is Succeeded, Failed or Cancelled for its current spec (finishedBefore() in
 // ddpjob_status.h) and that has no job in the table is not submitted again: it is left as it is,
 // and its ttlSecondsAfterFinished counts from status.completionTime (none: it stays).
+//
+// Note [Managed by]
+// spec.managedBy, as Kubernetes' Job (1.30+) and Kubeflow's TrainJob have it: empty or
+// kDdpControllerManager ("ddp.dev/ddp-controller") means this controller; any other value (e.g.
+// "kueue.x-k8s.io/multikueue", which dispatches the job to a worker cluster) hands the DDPJob to
+// that manager, and this controller leaves it entirely alone: no job, no pods, no status writes,
+// no Events, no TTL. The field is immutable after creation (the CRD's validation rule, so that a
+// job is never managed by two controllers in turn); should it change anyway, a job this
+// controller already runs stays its own until it ends.
 // Thread model: start() starts the watch thread and one tick thread, which does every API write
 // and every call into the jobs; stop() joins both. ownerOf() is thread-safe.
 
@@ -71,6 +80,9 @@ struct JobCalls {
   // timeout's Retry, Note [Run policy]); unset: Retry leaves the pods to the scheduler.
   std::function<Status(const std::string& job, const std::vector<std::string>& workerIds)> replaceWorkers;
 };
+
+// Whether the DDPJob names another manager in spec.managedBy (Note [Managed by]).
+bool managedElsewhere(const nlohmann::json& ddpJob);
 
 // spec.workers.count of a DDPJob object (what `kubectl scale ddpj NAME --replicas=N`, the scale
 // subresource, sets); nullopt when absent or not an integer.

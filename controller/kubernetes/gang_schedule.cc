@@ -31,6 +31,8 @@ PodSchedule podScheduleOf(const json& pod) {
   }
   p.terminating = meta.contains("deletionTimestamp") && !meta["deletionTimestamp"].is_null();
   p.phase = status.value("phase", "");
+  const json& gates = pod.value("spec", json::object()).value("schedulingGates", json::array());
+  p.gated = gates.is_array() && !gates.empty();
   bool podScheduled = false;
   for (const json& c : status.value("conditions", json::array())) {
     if (c.value("type", "") != "PodScheduled") continue;
@@ -60,6 +62,10 @@ GangVerdict decideGang(const std::vector<PodSchedule>& pods, int64_t nowMs, int6
     if (p.terminating) continue;
     any = true;
     if (scheduled(p.phase)) continue;
+    if (p.gated) {
+      v.gated.push_back(p);  // not the scheduler's yet: no timeout (Note [Schedule timeout])
+      continue;
+    }
     v.notRunning.push_back(p);
     timedOut = timedOut || nowMs - p.sinceMs >= timeoutMs;
   }
@@ -67,7 +73,7 @@ GangVerdict decideGang(const std::vector<PodSchedule>& pods, int64_t nowMs, int6
     v.state = GangState::kWaiting;
     return v;
   }
-  if (v.notRunning.empty()) return v;
+  if (v.notRunning.empty() && v.gated.empty()) return v;
   if (!timedOut) {
     v.state = GangState::kWaiting;
     return v;

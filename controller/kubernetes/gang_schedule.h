@@ -16,6 +16,11 @@
 // PodScheduled=False condition's reason and message (the scheduler's "0/3 nodes are available:
 // 3 Insufficient nvidia.com/gpu"), or for a scheduled pod its container's waiting reason
 // (ContainerCreating, ImagePullBackOff).
+// A pod held by a scheduling gate (spec.schedulingGates: Kueue's kueue.x-k8s.io/admission until
+// its workload is admitted, Note [Kueue pod groups] in scheduling_objects.h) is Pending but not
+// yet the scheduler's: it never times the gang out, and its wait starts when the gate is gone
+// (the reconciler gives a gated pod sinceMs = now at each look). A gang with a gated pod is
+// kWaiting at most; its gated pods are listed apart and never replaced by a Retry.
 // Thread model: pure functions.
 
 #include <cstdint>
@@ -32,6 +37,7 @@ struct PodSchedule {
   int slot = -1;             // its ddp.dev/slot label (-1: none)
   std::string phase;         // status.phase ("" when the API server has not set one yet)
   bool terminating = false;  // metadata.deletionTimestamp is set
+  bool gated = false;        // spec.schedulingGates holds a gate (Kueue's admission)
   std::string reason;        // why it is not running yet ("" when unknown)
   std::string message;
   int64_t sinceMs = 0;       // when its wait started (the caller sets it: Note [Schedule timeout])
@@ -44,7 +50,8 @@ enum class GangState { kOk, kWaiting, kTimedOut };
 
 struct GangVerdict {
   GangState state = GangState::kOk;
-  std::vector<PodSchedule> notRunning;  // the pods not scheduled yet (kWaiting, kTimedOut)
+  std::vector<PodSchedule> notRunning;  // the pods not scheduled yet, gated ones apart (kWaiting, kTimedOut)
+  std::vector<PodSchedule> gated;       // the pods a scheduling gate holds (kWaiting)
   std::string message;                  // kTimedOut: names every waiting pod and why
 };
 

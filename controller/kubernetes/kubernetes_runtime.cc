@@ -24,6 +24,7 @@ Result<std::unique_ptr<KubernetesRuntime>> KubernetesRuntime::create(KubernetesR
   KubernetesLauncherOptions lo;
   lo.nameSpace = options.nameSpace;
   lo.defaultImage = options.workerImage;
+  lo.schedulerName = options.schedulerName;
   lo.onExit = options.onExit;
   if (r->elector_) lo.leaderReadiness = [elector = r->elector_.get()] { return elector->readiness(); };
   lo.specOf = [self](const std::string& job) -> std::optional<JobSpec> {

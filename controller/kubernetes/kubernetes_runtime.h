@@ -45,6 +45,7 @@ struct KubernetesRuntimeOptions {
   KubeConfig kube;
   std::string nameSpace;     // DDPJobs and worker objects (default: the config's namespace)
   std::string workerImage;   // default worker image
+  std::string schedulerName; // the worker pods' schedulerName ("" : the default scheduler)
   std::string leaseName;     // "" : no leader election (a single replica)
   std::string identity;      // this replica (the pod name)
   LeaseTiming leaseTiming;   // client-go's defaults (15 s lease, 10 s renew deadline, 2 s retry)

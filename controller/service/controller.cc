@@ -56,6 +56,7 @@ Result<std::unique_ptr<kube::KubernetesRuntime>> startKubernetes(const Controlle
   }
   ko.nameSpace = config.watchNamespace;
   ko.workerImage = config.workerImage;
+  ko.schedulerName = config.gangSchedulerName;
   ko.leaseName = config.leaderElectionLease;
   ko.identity = config.podName.empty() ? "ddp-controller-" + std::to_string(::getpid()) : config.podName;
   ko.onExit = std::move(onExit);

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <map>
 
+#include "common/jobspec/job_spec_kubernetes.h"
+
 namespace ddp::controller {
 namespace {
 
@@ -32,11 +34,12 @@ constexpr Option kWorkerImage{"--worker-image", "DDP_CONTROLLER_WORKER_IMAGE"};
 constexpr Option kWatchNamespace{"--watch-namespace", "DDP_CONTROLLER_WATCH_NAMESPACE"};
 constexpr Option kLeaderLease{"--leader-election-lease", "DDP_CONTROLLER_LEADER_ELECTION_LEASE"};
 constexpr Option kKubeServer{"--kube-server", "DDP_CONTROLLER_KUBE_SERVER"};
+constexpr Option kGangScheduler{"--gang-scheduler-name", "DDP_CONTROLLER_GANG_SCHEDULER_NAME"};
 constexpr Option kMetricsOpen{"--metrics-open", "DDP_CONTROLLER_METRICS_OPEN"};  // a switch
 constexpr Option kMetricsRetention{"--metrics-retention", "DDP_CONTROLLER_METRICS_RETENTION"};
 constexpr Option kAll[] = {kListen,       kWorkerListen, kPerClient,   kPathRoots,   kStateDir,     kTokenFile,   kWorkerBin,     kAdvertise,
                            kMaxJobBytes,  kHandlerThreads, kLogLevel,  kLauncher,      kWorkerImage,
-                           kWatchNamespace, kLeaderLease, kKubeServer, kMetricsOpen,  kMetricsRetention, kAllowWorkerCommand};
+                           kWatchNamespace, kLeaderLease, kKubeServer, kMetricsOpen,  kMetricsRetention, kAllowWorkerCommand, kGangScheduler};
 
 std::string describe(const Option& o) { return std::string(o.flag) + " / " + o.env; }
 
@@ -106,6 +109,7 @@ std::string controllerUsage() {
          "                      [--handler-threads N] [--log-level debug|info|warning|error]\n"
          "                      [--launcher local|external|kubernetes] [--worker-image IMAGE]\n"
          "                      [--watch-namespace NS] [--leader-election-lease NAME]\n"
+         "                      [--gang-scheduler-name volcano|scheduler-plugins-scheduler]\n"
          "                      [--metrics-open] [--metrics-retention SECONDS]\n"
          "The training service: REST job API, rendezvous, store and heartbeats for workers, and\n"
          "a local launcher that runs workers on this host. Prints `listening on http://HOST:PORT`\n"
@@ -144,6 +148,9 @@ Status ControllerConfig::validate() const {
   if (metricsRetention < Duration::zero()) return invalidArgument(describe(kMetricsRetention) + ": must be >= 0");
   if (launcher != "local" && launcher != "external" && launcher != "kubernetes") {
     return invalidArgument(describe(kLauncher) + ": '" + launcher + "' is not local, external or kubernetes");
+  }
+  if (!gangSchedulerName.empty() && !isDnsSubdomain(gangSchedulerName)) {
+    return invalidArgument(describe(kGangScheduler) + ": '" + gangSchedulerName + "' is not a scheduler name");
   }
   if (launcher == "kubernetes" && workerImage.empty()) {
     return invalidArgument(describe(kWorkerImage) + ": required with --launcher kubernetes (the default worker image)");
@@ -213,6 +220,7 @@ Result<ControllerConfig> parseControllerConfig(const std::vector<std::string>& a
   if (auto v = get(kWatchNamespace)) c.watchNamespace = *v;
   if (auto v = get(kLeaderLease)) c.leaderElectionLease = *v;
   if (auto v = get(kKubeServer)) c.kubeServer = *v;
+  if (auto v = get(kGangScheduler)) c.gangSchedulerName = *v;
   if (auto v = env("POD_NAME")) c.podName = *v;  // the downward API (the Helm chart sets it)
   if (auto v = get(kMetricsOpen)) {
     if (*v == "1" || *v == "true") {

@@ -25,6 +25,9 @@
 //                            it exits with status 3, see ddp-controller's main)
 //   --kube-server URL        DDP_CONTROLLER_KUBE_SERVER (kubernetes, development and tests: this
 //                            API server instead of the in-cluster configuration)
+//   --gang-scheduler-name S  DDP_CONTROLLER_GANG_SCHEDULER_NAME (kubernetes: the worker pods'
+//                            schedulerName; volcano or scheduler-plugins-scheduler also get a
+//                            PodGroup per job: Note [Gang scheduler PodGroups]; "": the default)
 //   POD_NAME (environment)   this replica's identity in leader election
 //   --metrics-open           DDP_CONTROLLER_METRICS_OPEN (GET /metrics without the API token;
 //                            off: /metrics needs it like every /v1 route)
@@ -74,6 +77,7 @@ struct ControllerConfig {
   std::string watchNamespace;       // kubernetes: "" = the controller's namespace
   std::string leaderElectionLease;  // kubernetes: "" = no leader election
   std::string kubeServer;           // kubernetes: "" = in-cluster configuration
+  std::string gangSchedulerName;    // kubernetes: the pods' schedulerName ("" = the default)
   std::string podName;              // kubernetes: leader-election identity (POD_NAME)
   Duration persistEvery = std::chrono::seconds(2);
   // Embedded use (ddpctl run): workers die with this process (PR_SET_PDEATHSIG).

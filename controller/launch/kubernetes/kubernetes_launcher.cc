@@ -148,6 +148,7 @@ Result<WorkerObjectsInput> KubernetesLauncher::inputFor(const JobLaunch& launch)
   in.defaultImage = options_.defaultImage;
   in.launch = launch;
   in.spec = *spec;
+  in.schedulerName = options_.schedulerName;
   if (options_.ownerOf) in.owner = options_.ownerOf(launch.jobName);
   return in;
 }
@@ -168,6 +169,7 @@ Status KubernetesLauncher::ensureWorkers(const JobLaunch& job) {
     auto r = client_.create(collection, object);
     if (!r.isOk() && r.status().code() != StatusCode::kAlreadyExists) return r.status();
   }
+  DDP_RETURN_IF_ERROR(ensurePodGroup(in));
   std::vector<int> toCreate;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -179,6 +181,20 @@ Status KubernetesLauncher::ensureWorkers(const JobLaunch& job) {
     }
   }
   for (int s : toCreate) DDP_RETURN_IF_ERROR(createPod(job.jobName, s));
+  return Status::ok();
+}
+
+Status KubernetesLauncher::ensurePodGroup(const WorkerObjectsInput& in) {
+  std::optional<json> group = buildPodGroup(schedulingInput(in), buildHeadlessService(in)["metadata"]);
+  if (!group) return Status::ok();
+  const std::string collection = podGroupCollection(gangSchedulerFor(in.schedulerName), options_.nameSpace);
+  auto r = client_.create(collection, *group);
+  if (!r.isOk() && r.status().code() != StatusCode::kAlreadyExists) {
+    return Status(r.status().code(), "kubernetes: job " + in.launch.jobName + ": creating its PodGroup for the " +
+                                         in.schedulerName + " scheduler: " + r.status().message());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (r.isOk()) jobs_[in.launch.jobName].podGroupPath = collection + "/" + in.launch.jobName;
   return Status::ok();
 }
 
@@ -415,10 +431,12 @@ Status KubernetesLauncher::stopJob(const std::string& job, Duration grace) {
 
 Status KubernetesLauncher::forgetJob(const std::string& job) {
   std::set<int> slots;
+  std::string podGroup;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(job);
     if (it != jobs_.end()) {
+      podGroup = it->second.podGroupPath;
       for (const auto& [slot, s] : it->second.slots) slots.insert(slot);
       jobs_.erase(it);
     }
@@ -428,6 +446,10 @@ Status KubernetesLauncher::forgetJob(const std::string& job) {
   for (int slot : slots) (void)client_.remove(podsPath() + "/" + workerPodName(job, slot));  // ended pods too
   for (const std::string& path : {ns + "/services/" + job, ns + "/secrets/" + tokenSecretName(job)}) {
     Status st = client_.remove(path);
+    if (!st.isOk() && st.code() != StatusCode::kNotFound) return st;
+  }
+  if (!podGroup.empty()) {  // one this launcher created (a DDPJob's goes with it anyway)
+    Status st = client_.remove(podGroup);
     if (!st.isOk() && st.code() != StatusCode::kNotFound) return st;
   }
   return Status::ok();

@@ -3,6 +3,7 @@
 // pods (Note [Worker pods] in worker_objects.h). ensureWorkers creates the job's token Secret,
 // headless Service and one pod per slot that never had one (an object of this incarnation of the
 // job is kept: idempotent; objects of another incarnation are replaced, Note [Job incarnations]);
+// with a gang scheduler (KubernetesLauncherOptions::schedulerName) the job's PodGroup first;
 // killWorker and replaceWorker delete a worker's pod (replaceWorker then creates a fresh pod in
 // the slot once the old one is gone, unless replacements are held); stopJob gives the job's
 // running pods `grace` to end by themselves (the controller has told their workers to stop) and
@@ -65,6 +66,9 @@ struct KubernetesLauncherOptions {
   // This replica's readiness beyond the pod watch (the leader election's, which the Kubernetes
   // front end runs: controller/kubernetes/); empty: no leader election.
   std::function<Status()> leaderReadiness;
+  // The worker pods' schedulerName (--gang-scheduler-name); a gang scheduler's gets a PodGroup
+  // per job (Note [Gang scheduler PodGroups] in scheduling_objects.h). "" : the default scheduler.
+  std::string schedulerName;
   int podWatchTimeoutSeconds = 300;
   Duration replaceTimeout = kReplaceTimeout;  // Note [Job incarnations]
   Duration logPollInterval = kLogPollInterval;  // following a log (pod_log_stream.h)
@@ -105,6 +109,7 @@ class KubernetesLauncher final : public Launcher {
     std::map<int, Slot> slots;
     bool holdReplacements = false;
     bool incarnationChecked = false;  // Note [Job incarnations]: this launch's token was checked
+    std::string podGroupPath;         // the PodGroup this launcher created ("" : none)
     std::set<std::string> stalePods;  // uids of another incarnation's pods: their events are not exits
   };
 
@@ -115,6 +120,8 @@ class KubernetesLauncher final : public Launcher {
   // Note [Job incarnations]: replaces the objects of another incarnation of `in`'s job. mu_ not held.
   Status replaceOtherIncarnation(const WorkerObjectsInput& in);
   Status deleteJobPods(const std::string& job);  // every pod labelled with the job, at once; waits
+  // Creates the job's PodGroup when its scheduler needs one (an existing one is kept). mu_ not held.
+  Status ensurePodGroup(const WorkerObjectsInput& in);
   Status deletePod(const std::string& job, int slot, std::optional<int64_t> graceSeconds);
   std::string podsPath() const;
   std::string secretsPath() const;

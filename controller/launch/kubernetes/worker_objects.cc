@@ -2,6 +2,7 @@
 
 #include "common/jobspec/job_names.h"
 #include "common/launch/worker_env.h"
+#include "controller/launch/kubernetes/scheduling_objects.h"
 
 namespace ddp::controller::kube {
 namespace {
@@ -114,7 +115,13 @@ json buildWorkerPod(const WorkerObjectsInput& in, int slot) {
     }
     podSpec["tolerations"] = tolerations;
   }
-  return {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata(in, name, slot)}, {"spec", podSpec}};
+  json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata(in, name, slot)}, {"spec", podSpec}};
+  addPodScheduling(schedulingInput(in), &pod);
+  return pod;
+}
+
+PodSchedulingInput schedulingInput(const WorkerObjectsInput& in) {
+  return {in.launch.jobName, in.nameSpace, in.schedulerName, in.launch.workers, &in.spec};
 }
 
 json buildHeadlessService(const WorkerObjectsInput& in) {

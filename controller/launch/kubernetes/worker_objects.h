@@ -18,7 +18,8 @@
 // image's user (uid kWorkerUid); fsGroup kWorkerUid lets either write the checkpoint claim. Every pod gets a memory-backed /dev/shm (NCCL's shared memory
 // between processes; a container's default 64 MiB is too small). Labels: ddp.dev/job and
 // ddp.dev/slot select a job's pods and one slot; owner references to the DDPJob (when it has a
-// uid) let Kubernetes delete them with it.
+// uid) let Kubernetes delete them with it. What the schedulers read (schedulerName, Kueue's labels,
+// a gang scheduler's PodGroup label): scheduling_objects.h.
 // Thread model: pure functions.
 
 #include <optional>
@@ -27,6 +28,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/jobspec/job_spec.h"
+#include "controller/launch/kubernetes/scheduling_objects.h"
 #include "controller/launch/launcher.h"
 
 namespace ddp::controller::kube {
@@ -53,6 +55,9 @@ struct WorkerObjectsInput {
   JobLaunch launch;          // job name, worker count, the worker environment
   JobSpec spec;
   std::optional<JobOwner> owner;
+  // The pods' schedulerName ("" : the default scheduler); a gang scheduler's gets its PodGroup
+  // (Note [Gang scheduler PodGroups] in scheduling_objects.h).
+  std::string schedulerName;
 };
 
 std::string workerPodName(const std::string& job, int slot);  // "<job>-worker-<slot>"
@@ -65,5 +70,7 @@ std::string podLogPath(const std::string& podsPath, const std::string& job, int 
 nlohmann::json buildWorkerPod(const WorkerObjectsInput& in, int slot);
 nlohmann::json buildHeadlessService(const WorkerObjectsInput& in);
 nlohmann::json buildTokenSecret(const WorkerObjectsInput& in);
+// What scheduling_objects.h needs of the job (it points into `in`: keep `in` alive).
+PodSchedulingInput schedulingInput(const WorkerObjectsInput& in);
 
 }  // namespace ddp::controller::kube

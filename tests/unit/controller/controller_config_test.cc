@@ -53,6 +53,20 @@ TEST(ControllerConfigTest, ErrorsNameTheFlagAndTheVariable) {
   EXPECT_NE(help.status().message().find("usage: ddp-controller"), std::string::npos);
 }
 
+// --gang-scheduler-name: the worker pods' schedulerName (Note [Gang scheduler PodGroups]).
+TEST(ControllerConfigTest, GangSchedulerNameIsASchedulersName) {
+  auto none = parseControllerConfig({"--state-dir", "/s"}, envOf({}));
+  ASSERT_TRUE(none.isOk());
+  EXPECT_EQ(none->gangSchedulerName, "");
+  auto volcano = parseControllerConfig({"--state-dir", "/s"}, envOf({{"DDP_CONTROLLER_GANG_SCHEDULER_NAME", "volcano"}}));
+  ASSERT_TRUE(volcano.isOk()) << volcano.status();
+  EXPECT_EQ(volcano->gangSchedulerName, "volcano");
+  auto bad = parseControllerConfig({"--state-dir", "/s", "--gang-scheduler-name", "Volcano Scheduler"}, envOf({}));
+  ASSERT_FALSE(bad.isOk());
+  EXPECT_NE(bad.status().message().find("--gang-scheduler-name / DDP_CONTROLLER_GANG_SCHEDULER_NAME"), std::string::npos)
+      << bad.status();
+}
+
 // --allow-worker-command (Note [Worker commands]): off by default; absolute paths, colon-separated.
 TEST(ControllerConfigTest, AllowWorkerCommandListsAbsolutePaths) {
   auto none = parseControllerConfig({"--state-dir", "/s"}, envOf({}));

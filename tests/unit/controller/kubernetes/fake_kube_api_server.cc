@@ -64,7 +64,9 @@ std::optional<Target> parseTarget(const std::string& path) {
 std::string kindOf(const std::string& resource) {
   static const std::map<std::string, std::string> kKinds = {
       {"pods", "Pod"}, {"services", "Service"}, {"namespaces", "Namespace"}, {"secrets", "Secret"}, {"events", "Event"},
-      {"coordination.k8s.io/v1/leases", "Lease"}, {"ddp.dev/v1/ddpjobs", "DDPJob"}};
+      {"coordination.k8s.io/v1/leases", "Lease"}, {"ddp.dev/v1/ddpjobs", "DDPJob"},
+      // The gang schedulers' custom resources (scheduler-plugins' coscheduling, Volcano).
+      {"scheduling.x-k8s.io/v1alpha1/podgroups", "PodGroup"}, {"scheduling.volcano.sh/v1beta1/podgroups", "PodGroup"}};
   auto it = kKinds.find(resource);
   return it == kKinds.end() ? "" : it->second;
 }
@@ -191,6 +193,7 @@ struct FakeKubeApiServer::State {
   bool watchesUnavailable = false;
   std::set<std::string> interfere;  // "resource ns/name": bump before the next write
   std::map<std::string, Duration> createDelay;  // resource -> delay of a create's reply
+  bool kueueGates = false;  // enableKueueAdmission(): Kueue's webhook gates queued pods
   std::thread reaper;  // ends watches past their timeoutSeconds
 
   // Every method below: mu held.
@@ -231,6 +234,18 @@ struct FakeKubeApiServer::State {
     auto it = store["namespaces"].find("/" + ns);
     return it == store["namespaces"].end() ? nullptr : &it->second;
   }
+  // What Kueue's pod webhook does to a pod labelled with a queue: the admission gate and the
+  // managed label; the API server then reports it Pending, PodScheduled False SchedulingGated.
+  static void gateForKueue(json* pod) {
+    json& meta = (*pod)["metadata"];
+    if (!meta.value("labels", json::object()).contains("kueue.x-k8s.io/queue-name")) return;
+    meta["labels"]["kueue.x-k8s.io/managed"] = "true";
+    (*pod)["spec"]["schedulingGates"] = json::array({{{"name", "kueue.x-k8s.io/admission"}}});
+    (*pod)["status"] = {{"phase", "Pending"},
+                        {"conditions", json::array({{{"type", "PodScheduled"}, {"status", "False"},
+                                                     {"reason", "SchedulingGated"},
+                                                     {"message", "Scheduling is blocked due to non-empty scheduling gates"}}})}};
+  }
   http::Response create(const Target& t, json body);
   http::Response update(const Target& t, json body, bool patch, const std::string& contentType);
   // The scale subresource of a custom resource (the DDPJob CRD's: spec.replicas is
@@ -259,6 +274,7 @@ http::Response FakeKubeApiServer::State::create(const Target& t, json body) {
     body.erase("status");  // the status subresource: create ignores status
     body["metadata"]["generation"] = 1;
   }
+  if (t.resource == "pods" && kueueGates) gateForKueue(&body);
   json obj = stamp(std::move(body), t);
   store[t.resource][key] = obj;
   emit("ADDED", t.resource, obj);
@@ -631,6 +647,40 @@ void FakeKubeApiServer::appendPodLog(const std::string& ns, const std::string& p
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->logs[ns + "/" + pod] += text;
   state_->stampLog(ns + "/" + pod, text);
+}
+
+void FakeKubeApiServer::enableKueueAdmission(bool on) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->kueueGates = on;
+}
+
+int FakeKubeApiServer::admitKueueGroup(const std::string& ns, const std::string& group) {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  int admitted = 0;
+  for (auto& [key, pod] : state_->store["pods"]) {
+    const json& meta = pod["metadata"];
+    if (meta.value("namespace", "") != ns ||
+        meta.value("labels", json::object()).value("kueue.x-k8s.io/pod-group-name", "") != group) {
+      continue;
+    }
+    json& spec = pod["spec"];
+    if (!spec.contains("schedulingGates")) continue;
+    json gates = json::array();
+    for (const json& g : spec["schedulingGates"]) {
+      if (g.value("name", "") != "kueue.x-k8s.io/admission") gates.push_back(g);
+    }
+    if (gates.size() == spec["schedulingGates"].size()) continue;
+    if (gates.empty()) {
+      spec.erase("schedulingGates");
+      pod["status"] = {{"phase", "Pending"}};  // the scheduler's now: no condition yet
+    } else {
+      spec["schedulingGates"] = gates;
+    }
+    pod["metadata"]["resourceVersion"] = std::to_string(++state_->rv);
+    state_->emit("MODIFIED", "pods", pod);
+    ++admitted;
+  }
+  return admitted;
 }
 
 }  // namespace ddp::controller::kube::testing

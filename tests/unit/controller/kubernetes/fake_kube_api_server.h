@@ -26,7 +26,12 @@
 //    collector), at once (no graceful termination: a deleted pod is gone at once);
 //  - with enforceRbac(), authorization: a request no rule allows, or a write setting
 //    blockOwnerDeletion on an owner whose finalizers the client may not update, gets 403
-//    Forbidden (fake_rbac.h).
+//    Forbidden (fake_rbac.h);
+//  - the PodGroup kinds of the gang schedulers (scheduling.x-k8s.io/v1alpha1 and
+//    scheduling.volcano.sh/v1beta1 podgroups: stored, listed, watched, collected);
+//  - Kueue's plain pod integration (FAKED: Kueue's webhook and its admission, on request):
+//    enableKueueAdmission() gates each created pod labelled kueue.x-k8s.io/queue-name, and
+//    admitKueueGroup() removes the gate as Kueue does once the group's workload is admitted.
 // Thread model: start() and stop() from the test's thread; the handlers run on the server's
 // threads; every other method is thread-safe.
 
@@ -92,6 +97,13 @@ class FakeKubeApiServer {
   // sinceTime=STAMP leaves out the lines stamped before STAMP (that instant's are kept, as the
   // kubelet keeps them). Every other log query parameter (tailLines too) is ignored.
   void setPodLog(const std::string& ns, const std::string& pod, const std::string& text);
+  // While on, a created pod labelled kueue.x-k8s.io/queue-name gets what Kueue's webhook gives it:
+  // spec.schedulingGates [kueue.x-k8s.io/admission], the label kueue.x-k8s.io/managed: "true",
+  // and the status of a gated pod (Pending, PodScheduled False, reason SchedulingGated).
+  void enableKueueAdmission(bool on);
+  // Kueue admits the pod group `group` (label kueue.x-k8s.io/pod-group-name) of namespace `ns`:
+  // the admission gate leaves each of its pods (MODIFIED events). Returns the pods ungated.
+  int admitKueueGroup(const std::string& ns, const std::string& group);
   // Appends whole lines to the pod's log (a running container writing more).
   void appendPodLog(const std::string& ns, const std::string& pod, const std::string& text);
 

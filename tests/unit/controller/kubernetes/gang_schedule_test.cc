@@ -108,5 +108,43 @@ TEST(KubernetesGangScheduleTest, PodFieldsFromTheObject) {
   EXPECT_EQ(p.reason, "");
 }
 
+// Note [Schedule timeout]: a pod a scheduling gate holds (Kueue's admission) is waiting, never
+// timed out, and listed apart from the pods the scheduler has.
+TEST(KubernetesGangScheduleTest, GatedPodsWaitWithoutTimingOut) {
+  PodSchedule gated = pod("j-worker-1", "Pending", kT0, "SchedulingGated", "");
+  gated.gated = true;
+  GangVerdict v = decideGang({pod("j-worker-0", "Running", kT0), gated}, kT0 + 3'600'000, 1000);
+  EXPECT_EQ(v.state, GangState::kWaiting);
+  EXPECT_TRUE(v.notRunning.empty());
+  ASSERT_EQ(v.gated.size(), 1u);
+  EXPECT_EQ(v.gated[0].name, "j-worker-1");
+  // Every pod gated: waiting, however long.
+  PodSchedule other = gated;
+  other.name = "j-worker-0";
+  EXPECT_EQ(decideGang({other, gated}, kT0 + 3'600'000, 1000).state, GangState::kWaiting);
+  // A pod the scheduler has, past the timeout, still times out; the gated one is not named.
+  v = decideGang({pod("j-worker-0", "Pending", kT0, "Unschedulable", "no nodes"), gated}, kT0 + 1000, 1000);
+  EXPECT_EQ(v.state, GangState::kTimedOut);
+  ASSERT_EQ(v.notRunning.size(), 1u);
+  EXPECT_EQ(v.notRunning[0].name, "j-worker-0");
+  EXPECT_EQ(v.message.find("j-worker-1"), std::string::npos) << v.message;
+}
+
+TEST(KubernetesGangScheduleTest, SchedulingGatesAreReadFromThePod) {
+  const json pending = {{"metadata", {{"name", "j-worker-0"}, {"uid", "u0"}}},
+                        {"spec", {{"schedulingGates", json::array({{{"name", "kueue.x-k8s.io/admission"}}})}}},
+                        {"status", {{"phase", "Pending"},
+                                    {"conditions", json::array({{{"type", "PodScheduled"}, {"status", "False"},
+                                                                 {"reason", "SchedulingGated"}}})}}}};
+  PodSchedule p = podScheduleOf(pending);
+  EXPECT_TRUE(p.gated);
+  EXPECT_EQ(p.reason, "SchedulingGated");
+  json ungated = pending;
+  ungated["spec"]["schedulingGates"] = json::array();
+  EXPECT_FALSE(podScheduleOf(ungated).gated);
+  ungated["spec"].erase("schedulingGates");
+  EXPECT_FALSE(podScheduleOf(ungated).gated);
+}
+
 }  // namespace
 }  // namespace ddp::controller::kube

@@ -187,13 +187,18 @@ TEST(KubernetesWorkerObjectsTest, ObjectsPassTheKubernetesSchemas) {
   {
     std::ofstream out(file);
     const WorkerObjectsInput in = gpuJob();
+    // A pod of a Kueue-queued job on Volcano: the schedulers' labels, annotations, schedulerName
+    // (scheduling_objects.h; the PodGroup kinds are not in kubernetes-models).
+    WorkerObjectsInput queued = gpuJob();
+    queued.spec.labels[kKueueQueueLabel] = "research";
+    queued.schedulerName = kVolcanoSchedulerName;
     out << buildWorkerPod(in, 0).dump() << "\n---\n" << buildHeadlessService(in).dump() << "\n---\n"
-        << buildTokenSecret(in).dump() << "\n";
+        << buildTokenSecret(in).dump() << "\n---\n" << buildWorkerPod(queued, 1).dump() << "\n";
   }
   auto [vrc, report] = run("DDP_K8S_MODULES=" + tools + "/node_modules node " DDP_SOURCE_DIR
                            "/tests/kubernetes/validate_objects.mjs " + file);
   EXPECT_EQ(vrc, 0) << report;
-  EXPECT_NE(report.find("3 objects valid, 0 invalid"), std::string::npos) << report;
+  EXPECT_NE(report.find("4 objects valid, 0 invalid"), std::string::npos) << report;
 }
 
 }  // namespace
