@@ -116,11 +116,13 @@ case "${1:-}" in
     grep -q -- "--metrics-open" "$work/default.yaml" && { echo "FAIL: default render opens /metrics"; exit 1; }
     expect() { node tests/kubernetes/render_expect.mjs "$@"; }
     # Defaults: one replica recreated (a new pod is a standby until the old one is gone), the
-    # Role lets the controller set blockOwnerDeletion on its objects, DDPJobs aggregated into the
-    # edit and view roles, no PodDisruptionBudget, the image by tag.
+    # Role lets the controller set blockOwnerDeletion on its objects and make a gang scheduler's
+    # PodGroups, DDPJobs aggregated into the edit and view roles, no PodDisruptionBudget, the
+    # image by tag.
     expect "$work/default.yaml" Deployment spec.strategy '{"type":"Recreate"}' \
       Deployment spec.template.spec.containers[0].image '"ddp-service:0.1.0"' \
       Role/ddp 'rules[7]' '{"apiGroups":["ddp.dev"],"resources":["ddpjobs/finalizers"],"verbs":["update"]}' \
+      Role/ddp 'rules[8]' '{"apiGroups":["scheduling.x-k8s.io","scheduling.volcano.sh"],"resources":["podgroups"],"verbs":["create","delete"]}' \
       ClusterRole/ddp-ddpjobs-edit '["metadata","labels","rbac.authorization.k8s.io/aggregate-to-edit"]' '"true"' \
       ClusterRole/ddp-ddpjobs-view '["metadata","labels","rbac.authorization.k8s.io/aggregate-to-view"]' '"true"' \
       ClusterRole/ddp-ddpjobs-view 'rules[0].verbs' '["get","list","watch"]' \
