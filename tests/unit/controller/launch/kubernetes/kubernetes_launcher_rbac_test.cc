@@ -26,7 +26,8 @@ std::vector<PolicyRule> chartRoleRules() {
           {{""}, {"events"}, {"create"}},
           {{"ddp.dev"}, {"ddpjobs"}, {"list", "watch", "delete"}},
           {{"ddp.dev"}, {"ddpjobs/status"}, {"patch"}},
-          {{"ddp.dev"}, {"ddpjobs/finalizers"}, {"update"}}};
+          {{"ddp.dev"}, {"ddpjobs/finalizers"}, {"update"}},
+          {{"scheduling.x-k8s.io", "scheduling.volcano.sh"}, {"podgroups"}, {"create", "delete"}}};
 }
 
 class KubernetesLauncherRbacTest : public testing::FakeApiTest {
@@ -42,6 +43,7 @@ class KubernetesLauncherRbacTest : public testing::FakeApiTest {
     KubernetesLauncherOptions o;
     o.nameSpace = "ml";
     o.defaultImage = "ddp-service:0.1.0";
+    o.schedulerName = schedulerName_;
     o.specOf = [this](const std::string&) -> std::optional<JobSpec> { return spec_; };
     if (owned) o.ownerOf = [](const std::string& job) -> std::optional<JobOwner> { return JobOwner{job, "uid-fm"}; };
     auto l = KubernetesLauncher::create(*client_, o);
@@ -59,6 +61,7 @@ class KubernetesLauncherRbacTest : public testing::FakeApiTest {
     return rbac;
   }
 
+  std::string schedulerName_;  // the launcher's (set before startLauncher)
   JobSpec spec_;
   JobLaunch launch_;
   std::unique_ptr<KubernetesLauncher> launcher_;
@@ -89,6 +92,33 @@ TEST_F(KubernetesLauncherRbacTest, WithoutTheFinalizersRuleOwnedObjectsAreForbid
   EXPECT_FALSE(api_.object("secrets", "ml", "fm-worker-token").has_value());
   ASSERT_FALSE(api_.refusals().empty());
   EXPECT_EQ(api_.refusals().front().rfind("POST /api/v1/namespaces/ml/secrets", 0), 0u) << api_.refusals().front();
+}
+
+// Note [Gang scheduler PodGroups]: the chart's Role lets the launcher make and remove a job's
+// PodGroup for either gang scheduler; without the podgroups rule the launch is refused.
+TEST_F(KubernetesLauncherRbacTest, TheChartsRoleCoversTheGangSchedulersPodGroups) {
+  for (const char* scheduler : {"volcano", "scheduler-plugins-scheduler"}) {
+    SCOPED_TRACE(scheduler);
+    launcher_.reset();
+    schedulerName_ = scheduler;
+    startLauncher(roleInMl(chartRoleRules()), /*owned=*/false);
+    const std::string resource = std::string(scheduler) == "volcano" ? "scheduling.volcano.sh/v1beta1/podgroups"
+                                                                     : "scheduling.x-k8s.io/v1alpha1/podgroups";
+    ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());
+    EXPECT_TRUE(api_.object(resource, "ml", "fm").has_value());
+    EXPECT_TRUE(launcher_->forgetJob("fm").isOk());
+    EXPECT_FALSE(api_.object(resource, "ml", "fm").has_value());  // a REST job's: the launcher removes it
+    EXPECT_TRUE(api_.refusals().empty()) << api_.refusals().front();
+  }
+  launcher_.reset();
+  FakeRbac rbac = roleInMl(chartRoleRules());
+  rbac.revoke("create", "scheduling.volcano.sh", "podgroups");
+  schedulerName_ = "volcano";
+  startLauncher(std::move(rbac), /*owned=*/false);
+  Status st = launcher_->ensureWorkers(launch_);
+  EXPECT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("PodGroup"), std::string::npos) << st;
+  EXPECT_TRUE(api_.objects("pods", "ml").empty());
 }
 
 // A job submitted through the REST API has no DDPJob: no owner references, nothing to refuse.
