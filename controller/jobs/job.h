@@ -1,6 +1,6 @@
 #pragma once
-// Job: the controller's state of one job and its workers (Note [One object per job]); internal
-// to controller/jobs/ (the JobManager's job_*.cc slices).
+// Job: the controller's state of one job and its workers, and the per-job logic on it (Note [One
+// object per job]); internal to controller/jobs/ (the JobManager holds one per job).
 // Thread model: every field of a Job is guarded by its own `mu` (Note [Per-job locking]);
 // LockedJob holds one.
 
@@ -23,6 +23,7 @@
 #include "controller/jobs/hang_detector.h"
 #include "controller/jobs/job_decision.h"
 #include "controller/jobs/job_manager.h"
+#include "controller/jobs/job_tick.h"
 #include "controller/jobs/state/checkpoint_state.h"
 #include "controller/jobs/state/flight_record_state.h"
 #include "controller/jobs/state/lifecycle_state.h"
@@ -47,6 +48,9 @@ inline void replyJson(http::Responder& r, int status, const nlohmann::json& body
 inline int64_t fencingGeneration(const Rendezvous& r) { return r.generation() != 0 ? r.generation() : r.nextGeneration(); }
 
 inline Duration seconds(double s) { return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s)); }
+
+// Milliseconds since the Unix epoch (the record's times).
+int64_t wallMs();
 
 struct Waiter {
   std::string workerId;
@@ -90,9 +94,21 @@ void markWorkersAfterRestart(const std::vector<int64_t>& pids, int64_t generatio
 // membership (Note [Elastic membership]), checkpoints (Note [Two-phase checkpoint commit], Note
 // [Checkpoints failing]), flight records (Note [Flight records before the replacement]) and the
 // outbox of what is still to be written to the JobStore. Each sub-state is a small value type
-// with its own tests; the JobManager's job_*.cc slices carry out the decisions of the pure cores
-// (Rendezvous, decideJob, detectHang, decideMembership, CheckpointLedger, reconcileTick) on it.
+// with its own tests. The per-job logic is the Job's methods (job.cc the lifecycle and the
+// tick, job_workers.cc the worker routes, job_stop.cc cancel/fail/replace, job_recovery.cc,
+// job_membership.cc, job_checkpoints.cc, job_flight_records.cc): each applies the decisions of a
+// pure core (Rendezvous, decideJob, detectHang, decideMembership, CheckpointLedger,
+// reconcileTick, answerHeartbeat) to the job's state and returns what is to be done outside the
+// lock (launcher calls, store writes). None of them calls the launcher or the JobStore, except
+// scale(), whose spec write is acknowledged only once stored. The JobManager is the registry,
+// the ticker and the API's entry point: it finds and locks the job, calls one method, and
+// carries the returned actions out with no lock held.
 struct Job {
+  explicit Job(const JobEnv& e) : env(e) {}
+  Job(const Job&) = delete;
+  Job& operator=(const Job&) = delete;
+
+  const JobEnv& env;  // the controller's options, clock and metrics (outlives every job)
   JobRecord record;
   JobSpec spec;
   std::optional<Rendezvous> rdzv;
@@ -120,14 +136,117 @@ struct Job {
   // called with no lock held (Note [Tick actions] in job_tick.h).
   //
   // Note [Persistence order]
-  // A job's outbox is written to the store outside its mu, from two threads: the ticker and any
-  // API call that reads the store (events, checkpoints). `persistMu` is held from taking a batch
-  // to the end of writing it (taken before mu), so the job's batches reach the store in the
-  // order they were taken: a batch taken later and written first would be overwritten by the
-  // older one (JobManagerPersistTest). Other jobs' batches do not wait for it.
+  // A job's outbox is written to the store outside its mu, from the persistence writers (Note
+  // [Persistence off the ticker] in job_ticker.cc) and any API call that reads the store (events,
+  // checkpoints). `persistMu` is held from taking a batch to the end of writing it (taken before
+  // mu), so the job's batches reach the store in the order they were taken: a batch taken later
+  // and written first would be overwritten by the older one (JobManagerPersistTest). Other
+  // jobs' batches do not wait for it.
   std::mutex mu;
   std::mutex persistMu;
   bool removed = false;  // erased from the registry (deleted, or finished and written): gone
+  // Queued for, or being written by, a persistence writer (guarded by mu): queued at most once.
+  bool persistQueued = false;
+
+  // Every method below requires `mu` held.
+  // --- the lifecycle (job.cc)
+  void event(const std::string& type, const std::string& reason, const std::string& message);
+  void transition(JobPhase next, const std::string& reason, const std::string& message);
+  // Asks the pure cores where the job stands (recovery, a finished change, decideJob) and acts.
+  void evaluate();
+  // A closed round: its generation's store and ranks, and the waiting members answered.
+  void wakeAssignments();
+  std::string assignmentJson(const std::string& workerId, bool withPeers) const;
+  // A job restored by a restarted controller: its rendezvous from the stored generation and
+  // workers (Note [Controller state and persistence] in job_manager.h).
+  void restore(TimePoint now, const std::vector<int64_t>& livePids, int64_t lastCheckpoint);
+  // A submitted job's first, empty round.
+  void openRendezvous();
+  JobLaunch launchRequest() const;
+  // The launcher answered launchRequest() with `st`: true when the job must be stopped again
+  // (cancelled while its workers were being started).
+  bool noteLaunched(const JobLaunch& l, const Status& st);
+  // Note [Persistence order]: the record and the batch to write now, if any.
+  std::optional<std::pair<JobRecord, Outbox::Batch>> takeBatch(bool periodic);
+  bool anyProcessAlive() const;
+  JobGauges gauges(TimePoint now) const;
+
+  // --- the tick (job.cc, Note [Tick actions] in job_tick.h)
+  // The job's state moves on to `now` (`scan`: the hang scan's period passed).
+  void advance(TimePoint now, bool scan);
+  // `periodic`: persistEvery passed (the heartbeat figures are due too).
+  JobTickFacts tickFacts(TimePoint now, bool periodic) const;
+  void recordTick(const JobTickActions& actions, TimePoint now);
+  // A stopping job's worker silent past the heartbeat window, killed: Stopped, with an event
+  // (Note [Stopping an unresponsive worker] in job_decision.h).
+  void markUnresponsiveKilled(const std::string& workerId, TimePoint now);
+
+  // --- stopping from outside (job_stop.cc)
+  // FailedPrecondition naming why the job takes no new work (cancelled or finished).
+  Status open() const;
+  struct CancelActions {
+    bool stopNow = false;             // launcher stopJob(cancelStopGrace())
+    std::vector<std::string> signal;  // SIGTERM: checkpoint and stop
+  };
+  CancelActions cancel();
+  Duration cancelStopGrace() const;
+  void fail(const std::string& reason, const std::string& message);
+  // Marks `ids` as being replaced (their exits are a replacement's); NotFound / FailedPrecondition.
+  Status markReplacing(const std::vector<std::string>& ids);
+  // The launcher could not replace `id` (`st`): a warning, or the job fails.
+  void replacementFailed(const std::string& id, const Status& st);
+
+  // --- the worker routes (job_workers.cc; JobManager's worker side says what each answers)
+  Result<int64_t> registerWorker(const RegisterRequest& req, Fenced* fenced, std::string* incarnation);
+  void awaitAssignment(const std::string& workerId, Duration wait, bool withPeers, int64_t after,
+                       std::shared_ptr<http::Responder> responder, const std::string& incarnation);
+  Result<std::shared_ptr<comm::KeySpace>> keySpace(int64_t g, Fenced* fenced);
+  Result<Command> heartbeat(int64_t g, const Heartbeat& hb, Fenced* fenced);
+  void handleExit(const WorkerExit& exit);
+
+  // --- hang detection and recovery (job_recovery.cc, Note [Recovery])
+  bool detectAndRecover();  // true when a verdict was acted on
+  void recover(const HangVerdict& verdict);
+  void countAbort(const std::string& workerId, int64_t g);  // Note [Recovery figures]
+  void noteRecovered(const std::string& workerId, const Heartbeat& hb);
+  // After a generation ended: its survivors are Rejoining, those that had already left on their
+  // own join the open round. Returns the survivors whose process is alive, for Rendezvous::expect.
+  std::vector<std::string> rejoinSurvivors(TimePoint now);
+
+  // --- elastic membership (job_membership.cc, Note [Elastic membership])
+  struct ScaleActions {
+    std::optional<JobLaunch> up;       // launcher ensureWorkers
+    std::vector<std::string> restart;  // launcher replaceWorker: re-added slots a scale-down stopped
+    std::vector<std::string> signal;   // SIGTERM: retired workers that are no members
+  };
+  // Sets spec.workers.count to `workers`, its spec written through `store` before it returns.
+  Result<ScaleActions> scale(int workers, int maxWorkersPerJob, const std::string& field, JobStore& store);
+  bool evaluateMembership();
+  std::vector<std::string> addSlots(int from, int to);
+  std::vector<std::string> retireSlots(int to);
+  void changeMembership(const std::string& reason, const std::string& message);
+  void noteMembership();
+  bool handleRetiredExit(const WorkerExit& exit);
+  bool finishedDuringChange();
+
+  // --- checkpoints (job_checkpoints.cc, Note [Two-phase checkpoint commit])
+  CheckpointLedger& ledger();
+  void noteLedgerChanges(const std::vector<LedgerChange>& changes);
+  void relearnShardReport(int64_t g, const HeartbeatShard& shard);
+  void expireCheckpoints(TimePoint now);
+  Result<CheckpointVerdict> reportShard(int64_t g, int64_t step, const ShardReport& report, Fenced* fenced);
+  Result<CheckpointVerdict> checkpointDecision(int64_t g, int64_t step);
+  Status reportCommit(int64_t g, const CommitReport& report);
+  Result<int64_t> requestCheckpoint();
+  void noteCheckpointOutcome(int64_t step, bool committed, const std::string& reason, const std::string& message);
+
+  // --- flight records (job_flight_records.cc)
+  void requestFlightRecords(const RendezvousRound& round, const HangVerdict& verdict);
+  bool flightRecordCommand(int64_t g, const Heartbeat& hb);
+  bool awaitingFlightRecords() const;
+
+ private:
+  Result<Command> staleHeartbeat(int64_t g, const Heartbeat& hb, Fenced* fenced);
 };
 
 // A job with its mu held; empty when the job is not live (JobManager::lockJob).
@@ -143,21 +262,6 @@ class LockedJob {
   std::shared_ptr<Job> job_;
   std::unique_lock<std::mutex> lock_;  // after job_: released before the job is let go
 };
-
-// After a generation ended (a verdict, Note [Recovery]; a planned change, Note [Elastic
-// membership]): its survivors are Rejoining, those that had already left on their own join the
-// open round. Returns the survivors whose process is alive, for Rendezvous::expect.
-inline std::vector<std::string> rejoinSurvivors(Job& job, TimePoint now) {
-  std::vector<std::string> alive;
-  for (const auto& id : job.recovery.survivors) {
-    WorkerState& w = job.workers[id];
-    w.rec.state = "Rejoining";
-    if (w.leftOnItsOwn) job.rdzv->join(id, now);  // already waiting for the next generation
-    w.leftOnItsOwn = false;
-    if (w.processAlive) alive.push_back(id);
-  }
-  return alive;
-}
 
 // How long the next round waits for a survivor still tearing down: the last call and hangSeconds
 // more. A survivor's teardown lets a checkpoint write in progress finish (fsync) and joins its

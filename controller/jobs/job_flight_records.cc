@@ -1,17 +1,16 @@
-// Flight records of a hang (controller/jobs/flight_records.h): the JobManager's methods that
-// ask the live members of a generation a verdict ended for their records and keep them (in the
-// job's FlightRecordState, controller/jobs/state/flight_record_state.h, and the job store).
+// Flight records of a hang (controller/jobs/flight_records.h): the Job's methods that ask the
+// live members of a generation a verdict ended for their records and keep them (in the job's
+// FlightRecordState, controller/jobs/state/flight_record_state.h, and its outbox to the store).
 #include <algorithm>
 #include <set>
 
 #include "common/log.h"
 
 #include "controller/jobs/job.h"
-#include "controller/jobs/job_manager.h"
 
 namespace ddp::controller {
 
-void JobManager::requestFlightRecords(Job& job, const RendezvousRound& round, const HangVerdict& verdict) {
+void Job::requestFlightRecords(const RendezvousRound& round, const HangVerdict& verdict) {
   FlightRecordEvent e;
   e.timeMs = wallMs();
   e.reason = faultReasonName(verdict.reason);
@@ -20,7 +19,7 @@ void JobManager::requestFlightRecords(Job& job, const RendezvousRound& round, co
   std::set<std::string> ask;
   for (int r = 0; r < round.worldSize(); ++r) {
     const std::string& id = round.members[static_cast<size_t>(r)];
-    const WorkerState& w = job.workers[id];
+    const WorkerState& w = workers[id];
     RankFlightRecord rec;
     rec.rank = r;
     rec.workerId = id;
@@ -40,19 +39,19 @@ void JobManager::requestFlightRecords(Job& job, const RendezvousRound& round, co
   }
   // Note [Flight records before the replacement]: at most two heartbeat periods (a rank waiting
   // in a collective beats every 200 ms), clamped to the timings' bounds (1 s and 5 s by default).
-  const Duration period = seconds(job.spec.timeouts.heartbeatSeconds);
-  const TimePoint until = clock_.now() + std::clamp<Duration>(2 * period, options_.timings.flightRecordWaitMin,
-                                                              options_.timings.flightRecordWaitMax);
-  job.outbox.flightRecords[e.timeMs] = encodeFlightRecordEvent(e);
-  job.flight.open(std::move(e), std::move(ask), until);
+  const Duration period = seconds(spec.timeouts.heartbeatSeconds);
+  const TimePoint until = env.clock.now() + std::clamp<Duration>(2 * period, env.options.timings.flightRecordWaitMin,
+                                                              env.options.timings.flightRecordWaitMax);
+  outbox.flightRecords[e.timeMs] = encodeFlightRecordEvent(e);
+  flight.open(std::move(e), std::move(ask), until);
 }
 
-bool JobManager::flightRecordCommand(Job& job, int64_t g, const Heartbeat& hb) {
-  switch (job.flight.onHeartbeat(g, hb.workerId, hb.flightRecord, wallMs())) {
+bool Job::flightRecordCommand(int64_t g, const Heartbeat& hb) {
+  switch (flight.onHeartbeat(g, hb.workerId, hb.flightRecord, wallMs())) {
     case FlightAnswer::kAsk: return true;
     case FlightAnswer::kReceived: {
-      const FlightRecordEvent& last = job.flight.events.back();
-      job.outbox.flightRecords[last.timeMs] = encodeFlightRecordEvent(last);
+      const FlightRecordEvent& last = flight.events.back();
+      outbox.flightRecords[last.timeMs] = encodeFlightRecordEvent(last);
       return false;
     }
     case FlightAnswer::kNone: return false;
@@ -60,35 +59,6 @@ bool JobManager::flightRecordCommand(Job& job, int64_t g, const Heartbeat& hb) {
   return false;
 }
 
-bool JobManager::awaitingFlightRecords(const Job& job) const { return job.flight.awaiting(clock_.now()); }
-
-Result<std::vector<FlightRecordEvent>> JobManager::flightRecords(const std::string& name) {
-  // The stored ones (they outlive a controller restart), overridden by this controller's own
-  // (newer answers may not be written yet), by verdict time.
-  std::map<int64_t, FlightRecordEvent> byTime;
-  auto stored = store_.flightRecords(name);
-  if (!stored.isOk() && stored.status().code() != StatusCode::kNotFound) return stored.status();
-  if (stored.isOk()) {
-    for (const std::string& doc : *stored) {
-      auto e = decodeFlightRecordEvent(doc);
-      if (!e.isOk()) {
-        DDP_LOG(Warning) << "job " << name << ": a stored flight record is unreadable: " << e.status().message();
-        continue;
-      }
-      byTime[e->timeMs] = std::move(*e);
-    }
-  }
-  {
-    LockedJob job = lockJob(name);
-    if (!stored.isOk() && !job) return stored.status();
-    if (job) {
-      for (const auto& e : job->flight.events) byTime[e.timeMs] = e;
-    }
-  }
-  std::vector<FlightRecordEvent> out;
-  for (auto& [t, e] : byTime) out.push_back(std::move(e));
-  if (out.size() > kFlightRecordEventsPerJob) out.erase(out.begin(), out.end() - kFlightRecordEventsPerJob);
-  return out;
-}
+bool Job::awaitingFlightRecords() const { return flight.awaiting(env.clock.now()); }
 
 }  // namespace ddp::controller

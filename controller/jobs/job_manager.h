@@ -39,11 +39,14 @@
 // failed for a reason no restart can fix (its final heartbeat says Failed: bad configuration,
 // fenced, controller lost) still fails the job (Note [Job state machine]).
 // Thread model: every public method is thread-safe. The JobManager is the registry of jobs, the
-// ticker and the API's entry point; each job is one Job with its own mutex (Note [Per-job
-// locking] in job.h), never held across a call to the launcher or a job's batch of store writes
-// (the short JobStore calls of submit, scale and requestCheckpoint run under it). start() runs
-// one ticker thread (rendezvous deadlines, expired long polls, missed heartbeats, periodic
-// persistence, launcher exit reports); stop() joins it.
+// ticker and the API's entry point; each job is one Job with its own mutex and its own logic
+// (Note [One object per job], Note [Per-job locking] in job.h). A call finds the job, locks it,
+// calls one of its methods, and carries out what that returns (launcher calls) with no lock
+// held; only the short JobStore calls of submit and scale run under the job's lock (a change
+// acknowledged is stored). start() runs one ticker thread (rendezvous deadlines, expired long
+// polls, missed heartbeats, launcher exit reports) and `persistWriters` threads that write the
+// jobs' batches to the store (Note [Persistence off the ticker] in job_ticker.cc); stop() joins
+// them and writes what is left.
 
 #include <atomic>
 #include <condition_variable>
@@ -93,7 +96,18 @@ struct JobManagerOptions {
   // Which spec.worker.command programs a job may run (Note [Worker commands]); default: none.
   WorkerCommandPolicy workerCommands;
   std::string commThreadPriority;              // DDP_COMM_THREAD_PRIORITY ("" = the job's)
+  // Threads writing the jobs' due batches to the store (Note [Persistence off the ticker]): one
+  // job slow in the store holds up one of them, never the ticker.
+  int persistWriters = 4;
   MetricsSink* metrics = nullptr;              // what happens, for /metrics (nullptr: nothing)
+};
+
+// What every job reads of its controller (the JobManager's): the options, the clock and where
+// figures go (Note [One object per job] in job.h).
+struct JobEnv {
+  const JobManagerOptions& options;
+  const Clock& clock;
+  MetricsSink& metrics;
 };
 
 struct RegisterRequest {
@@ -131,7 +145,7 @@ struct Fenced {
   int64_t current = 0;
 };
 
-struct Job;  // one job's state (controller/jobs/job.h: Note [One object per job])
+struct Job;  // one job's state and logic (controller/jobs/job.h: Note [One object per job])
 class LockedJob;
 struct JobTickFacts;
 struct JobTickActions;
@@ -220,82 +234,28 @@ class JobManager {
 
 
  private:
-  // The ticker (job_ticker.cc, Note [Tick actions] in job_tick.h).
+  // The ticker and the persistence writers (job_ticker.cc, Note [Tick actions] in job_tick.h,
+  // Note [Persistence off the ticker]).
   void tickLoop();
   void tickOnce();
-  // Under the job's mu: the job's state moves on to `now` (`scan`: the hang scan's period passed).
-  void advanceJob(Job& job, TimePoint now, bool scan);
-  // Under the job's mu: what reconcileTick is told of the job, and its decision recorded on the job.
-  JobTickFacts tickFacts(const Job& job, TimePoint now) const;
-  void recordTick(Job& job, const JobTickActions& actions, TimePoint now);
-  // With no lock held: the actions through the launcher.
+  // With no lock held: a tick's launcher actions.
   void carryOut(const std::string& name, const JobTickActions& actions);
   void replaceCulprit(const std::string& name, const std::string& workerId);
-  // A stopping job's worker silent past the heartbeat window, killed: Stopped, with an event
-  // (Note [Stopping an unresponsive worker] in job_decision.h). Requires the job's mu.
-  void markUnresponsiveKilled(Job& job, const std::string& workerId, TimePoint now);
-  void handleExit(const WorkerExit& exit);
-  void launch(const std::shared_ptr<Job>& job);
-  // The live job, locked, not finished yet: FailedPrecondition when it finished, NotFound when it
-  // was never submitted.
-  Status unfinished(const std::string& name, LockedJob* out);
-  // The grace a cancel gives workers that were not training yet (nothing to checkpoint).
-  Duration cancelStopGrace() const;
-  JobLaunch jobLaunchOf(const Job& job) const;
-  void wakeAssignments(Job& job);
-  void evaluate(Job& job);
-  // Note [Recovery] (job_recovery.cc): true when a verdict was acted on.
-  bool detectAndRecover(Job& job);
-  void recover(Job& job, const HangVerdict& verdict);
-  void noteRecovered(Job& job, const std::string& workerId, const Heartbeat& hb);
-  // Note [Elastic membership] (job_membership.cc): ends the active generation when late joiners
-  // or a scale-down change its membership; true when it did.
-  bool evaluateMembership(Job& job);
-  // A scale from `from` to `to` workers: the new slots (returns those whose stopped worker is to
-  // be started again), or the retired ones (returns those to SIGTERM: not members).
-  std::vector<std::string> addSlots(Job& job, int from, int to);
-  std::vector<std::string> retireSlots(Job& job, int to);
-  void changeMembership(Job& job, const std::string& reason, const std::string& message);
-  // The event of a newly closed generation whose membership differs from the last one.
-  void noteMembership(Job& job);
-  // A retired worker's exit (a scale-down removed it): true when `exit` was one.
-  bool handleRetiredExit(Job& job, const WorkerExit& exit);
-  // A member of the generation a planned change ended finished training meanwhile (Succeeded at
-  // the last step; the ranks finish together): the job Succeeded and the waiting workers are
-  // stopped. True when it did.
-  bool finishedDuringChange(Job& job);
-  // job_checkpoints.cc: the job's ledger (made on first use) and its decisions as events.
-  CheckpointLedger& ledger(Job& job);
-  void noteLedgerChanges(Job& job, const std::vector<LedgerChange>& changes);
-  // A shard report a heartbeat repeats, recorded if this controller never got it (a restart).
-  void relearnShardReport(Job& job, int64_t g, const HeartbeatShard& shard);
-  // The CheckpointsFailing condition after a checkpoint committed or failed.
-  // At start: each stored job's catalog set to its checkpoint directory (options.catalogFromDisk).
-  void reconcileCatalogs(const std::vector<JobRecord>& records);
-  // The answer to a heartbeat of generation `g`, which is not the current one (the job's mu held).
-  Result<Command> staleHeartbeat(Job& job, int64_t g, const Heartbeat& hb, Fenced* fenced);
-  // Counts `workerId`'s communicator abort of generation `g` once (Note [Recovery figures]).
-  void countAbort(Job& job, const std::string& workerId, int64_t g);
-  void noteCheckpointOutcome(Job& job, int64_t step, bool committed, const std::string& reason,
-                             const std::string& message);
-  void expireCheckpoints(Job& job, TimePoint now);
-  // Flight records (job_flight_records.cc): a verdict on `round` asks its live members.
-  void requestFlightRecords(Job& job, const RendezvousRound& round, const HangVerdict& verdict);
-  // Keeps a record the heartbeat (of generation `g`) carries; true when this heartbeat is to be
-  // answered with the `flightRecord` command (each asked member is asked once).
-  bool flightRecordCommand(Job& job, int64_t g, const Heartbeat& hb);
-  // Whether asked records are still awaited (Note [Flight records before the replacement]).
-  bool awaitingFlightRecords(const Job& job) const;
-  void transition(Job& job, JobPhase next, const std::string& reason, const std::string& message);
-  void event(Job& job, const std::string& type, const std::string& reason, const std::string& message);
-  // Every job's due batch (the ticker; stop()), and a finished job's live state dropped once
-  // written.
-  void persistFigures(bool force);
+  void queueWrite(std::shared_ptr<Job> job);
+  void writerLoop();
+  void stopWriters();
   // Without the job's mu: its due batch taken and written (Note [Persistence order]); false
   // when nothing was due.
   bool persistJob(Job& job, bool periodic);
   // Without the job's mu, under its persistMu: one batch to the store.
   void writeBatch(JobRecord& record, const Outbox::Batch& batch);
+  void launch(const std::shared_ptr<Job>& job);
+  // The live job, locked: FailedPrecondition when it finished and left the registry, NotFound
+  // when it was never submitted; unfinished: FailedPrecondition too when it finished.
+  Status live(const std::string& name, LockedJob* out);
+  Status unfinished(const std::string& name, LockedJob* out);
+  // At start: each stored job's catalog set to its checkpoint directory (options.catalogFromDisk).
+  void reconcileCatalogs(const std::vector<JobRecord>& records);
   // The registry (jobsMu_ held only inside these).
   std::shared_ptr<Job> lookup(const std::string& name) const;
   std::vector<std::shared_ptr<Job>> snapshot() const;
@@ -304,22 +264,27 @@ class JobManager {
   void unregister(Job& job);
   // A stored job that is not finished, live again (start()).
   std::shared_ptr<Job> restoreJob(JobRecord rec, JobSpec spec, TimePoint now);
-  std::string assignmentJson(const Job& job, const std::string& workerId, bool withPeers) const;
-  int64_t wallMs() const;
 
   JobManagerOptions options_;
   JobStore& store_;
   Launcher& launcher_;
   const Clock& clock_;
   MetricsSink& metrics_;
+  const JobEnv env_;  // what every Job reads of this controller (the three above)
 
   mutable std::mutex jobsMu_;  // guards jobs_ only; a leaf lock (Note [Per-job locking])
   std::map<std::string, std::shared_ptr<Job>> jobs_;
   std::mutex submitMu_;  // one submission at a time: the name's check, its store row, its entry
   std::mutex exitsMu_;   // guards exits_
   std::deque<WorkerExit> exits_;
-  TimePoint lastPersist_{};        // the ticker's (and stop()'s, after the ticker ended)
+  TimePoint lastPersist_{};        // the ticker's
   TimePoint lastHeartbeatScan_{};  // the ticker's
+
+  std::mutex writeMu_;  // guards writeQueue_ and writersStop_; taken after a job's mu, a leaf
+  std::condition_variable writeCv_;
+  std::deque<std::shared_ptr<Job>> writeQueue_;  // jobs whose batch is due (each at most once)
+  bool writersStop_ = false;
+  std::vector<std::thread> writers_;
 
   std::atomic<bool> stopping_{false};
   std::atomic<bool> started_{false};

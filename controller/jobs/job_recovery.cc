@@ -1,6 +1,5 @@
-// Hang detection and in-process recovery (Note [Recovery] in job_manager.h): the JobManager's
-// methods that act on the hang detector's verdicts (the job's side: its RecoveryState, state/).
-#include "controller/jobs/job_manager.h"
+// Hang detection and in-process recovery (Note [Recovery] in job_manager.h): the Job's methods
+// that act on the hang detector's verdicts (the job's side: its RecoveryState, state/).
 
 #include <algorithm>
 #include <cstdio>
@@ -52,16 +51,16 @@ int64_t stepReachedAtLeast(const RendezvousRound& round, const std::map<std::str
 
 }  // namespace
 
-bool JobManager::detectAndRecover(Job& job) {
-  const auto& active = job.rdzv->active();
-  if (active && job.record.phase == JobPhase::kRunning && !job.lifecycle.cancelRequested) {
+bool Job::detectAndRecover() {
+  const auto& active = rdzv->active();
+  if (active && record.phase == JobPhase::kRunning && !lifecycle.cancelRequested) {
     // Note [Recovery]. A member that failed for a reason no restart can fix (its own final
     // heartbeat said Failed, or it exited with the bad-configuration status) is left to decideJob.
     bool fatal = false;
     std::vector<MemberHealth> members;
     for (int r = 0; r < active->worldSize(); ++r) {
       const std::string& id = active->members[static_cast<size_t>(r)];
-      const WorkerState& w = job.workers[id];
+      const WorkerState& w = workers[id];
       fatal = fatal || (w.outcome == WorkerOutcome::kFailed && (!w.failureFromExit || w.badConfigExit));
       MemberHealth m;
       m.rank = r;
@@ -80,12 +79,12 @@ bool JobManager::detectAndRecover(Job& job) {
       members.push_back(std::move(m));
     }
     if (!fatal) {
-      HangReport report = detectHang(members, hangConfig(job.spec), job.generationStart, clock_.now());
+      HangReport report = detectHang(members, hangConfig(spec), generationStart, env.clock.now());
       for (const Straggler& s : report.stragglers) {
-        if (job.recovery.stragglersSeen.insert({s.rank, s.seq}).second) event(job, kEventWarning, "Straggler", s.message);
+        if (recovery.stragglersSeen.insert({s.rank, s.seq}).second) event(kEventWarning, "Straggler", s.message);
       }
       if (report.verdict) {
-        recover(job, *report.verdict);
+        recover(*report.verdict);
         return true;
       }
     }
@@ -93,76 +92,76 @@ bool JobManager::detectAndRecover(Job& job) {
   return false;
 }
 
-void JobManager::recover(Job& job, const HangVerdict& verdict) {
-  const RendezvousRound round = *job.rdzv->active();
+void Job::recover(const HangVerdict& verdict) {
+  const RendezvousRound round = *rdzv->active();
   const std::string reason = faultReasonName(verdict.reason);
-  const TimePoint now = clock_.now();
-  event(job, kEventWarning, reason, verdict.message);
-  metrics_.hangDetected(job.record.name, reason);
+  const TimePoint now = env.clock.now();
+  event(kEventWarning, reason, verdict.message);
+  env.metrics.hangDetected(record.name, reason);
   // A hang's flight records; a worker that exited or a failed collective is no hang (its peers'
   // collectives have failed already), and waiting for records would only delay the replacement.
   if (verdict.reason != FaultReason::kExited && verdict.reason != FaultReason::kCollectiveFailed) {
-    requestFlightRecords(job, round, verdict);
+    requestFlightRecords(round, verdict);
   }
-  DDP_LOG(Warning) << "job " << job.record.name << ": " << reason << ": " << verdict.message;
-  if (job.record.restarts >= job.spec.maxRestarts) {
-    transition(job, JobPhase::kFailed, reason,
-               verdict.message + " (no restarts left: spec.maxRestarts is " + std::to_string(job.spec.maxRestarts) + ")");
-    job.lifecycle.stopPending = true;
+  DDP_LOG(Warning) << "job " << record.name << ": " << reason << ": " << verdict.message;
+  if (record.restarts >= spec.maxRestarts) {
+    transition(JobPhase::kFailed, reason,
+               verdict.message + " (no restarts left: spec.maxRestarts is " + std::to_string(spec.maxRestarts) + ")");
+    lifecycle.stopPending = true;
     return;
   }
-  const int restart = ++job.record.restarts;
+  const int restart = ++record.restarts;
   const int64_t ms = wallMs();
-  job.record.phase = JobPhase::kRestarting;
-  metrics_.jobPhase(job.record.name, JobPhase::kRestarting);
-  job.record.setCondition(kConditionRunning, false, reason, verdict.message, ms);
-  job.record.setCondition(kConditionRestarting, true, reason,
-                          "restart " + std::to_string(restart) + " of " + std::to_string(job.spec.maxRestarts) + ": " +
+  record.phase = JobPhase::kRestarting;
+  env.metrics.jobPhase(record.name, JobPhase::kRestarting);
+  record.setCondition(kConditionRunning, false, reason, verdict.message, ms);
+  record.setCondition(kConditionRestarting, true, reason,
+                          "restart " + std::to_string(restart) + " of " + std::to_string(spec.maxRestarts) + ": " +
                               verdict.message,
                           ms);
-  job.recovery.survivors.clear();
-  const std::vector<std::string> culprits = splitCulprits(round, verdict, &job.recovery.survivors);
+  recovery.survivors.clear();
+  const std::vector<std::string> culprits = splitCulprits(round, verdict, &recovery.survivors);
   // The old generation's store goes: its blocked calls fail, and it is fenced from now on.
-  for (auto& [g, space] : job.spaces) space->clear("generation " + std::to_string(g) + " ended: " + reason);
-  job.spaces.clear();
-  job.rdzv->endGeneration(now);
+  for (auto& [g, space] : spaces) space->clear("generation " + std::to_string(g) + " ended: " + reason);
+  spaces.clear();
+  rdzv->endGeneration(now);
   {
     std::vector<LedgerChange> changes;
-    ledger(job).endGeneration(round.generation, "verdict " + reason, now, &changes);
-    noteLedgerChanges(job, changes);
+    ledger().endGeneration(round.generation, "verdict " + reason, now, &changes);
+    noteLedgerChanges(changes);
   }
   // An elastic job's next round may close with fewer workers than this one: a survivor slow to
   // tear down is waited for rather than left out (as for a planned change, Note [Elastic
   // membership]); the round still waits out its last call for the replacements.
-  job.rdzv->expect(rejoinSurvivors(job, now), now, survivorWait(job.spec), /*closeWhenAllJoined=*/false);
+  rdzv->expect(rejoinSurvivors(now), now, survivorWait(spec), /*closeWhenAllJoined=*/false);
   for (const auto& id : culprits) {
-    WorkerState& w = job.workers[id];
+    WorkerState& w = workers[id];
     w.replacing = true;
     w.outcome = WorkerOutcome::kRunning;
     w.failureFromExit = false;
     w.rec.state = "Replacing";
-    job.recovery.toReplace.push_back(id);
+    recovery.toReplace.push_back(id);
   }
-  job.recovery.replaceAt = now + restartBackoff(restart);
-  const int64_t from = std::max<int64_t>(0, job.checkpoints.lastStep);
-  const int64_t reached = stepReachedAtLeast(round, job.workers, from);
-  job.recovery.begin(round.generation, now, /*planned=*/false, reached);
-  job.recovery.stragglersSeen.clear();
-  job.recovery.stepAtRejoin.clear();
-  job.outbox.dirty = true;
+  recovery.replaceAt = now + restartBackoff(restart);
+  const int64_t from = std::max<int64_t>(0, checkpoints.lastStep);
+  const int64_t reached = stepReachedAtLeast(round, workers, from);
+  recovery.begin(round.generation, now, /*planned=*/false, reached);
+  recovery.stragglersSeen.clear();
+  recovery.stepAtRejoin.clear();
+  outbox.dirty = true;
   std::string who = culprits.empty() ? "no worker is replaced" : "replacing";
   for (const auto& id : culprits) who += " " + id;
   // The workers decide where they resume (Note [Healing from live peers] in
   // worker/training/peer_state.h): from a survivor's own state when one holds it whole, else from
   // the last committed checkpoint. The Recovered event says which step it was.
-  event(job, kEventWarning, "Restarting",
-        "restart " + std::to_string(restart) + " of " + std::to_string(job.spec.maxRestarts) + " after " + reason +
+  event(kEventWarning, "Restarting",
+        "restart " + std::to_string(restart) + " of " + std::to_string(spec.maxRestarts) + " after " + reason +
             ": generation " + std::to_string(round.generation) + " ended at step " + std::to_string(reached) +
             " or later (the survivors report their last step when they rejoin); " +
-            who + "; " + std::to_string(job.recovery.survivors.size()) +
+            who + "; " + std::to_string(recovery.survivors.size()) +
             " survivor(s) rejoin without restarting; resuming from a survivor's state, or else from step " +
             std::to_string(from) + " (last committed checkpoint)");
-  if (job.rdzv->active()) wakeAssignments(job);
+  if (rdzv->active()) wakeAssignments();
 }
 
 // Note [Recovery figures]
@@ -175,41 +174,53 @@ void JobManager::recover(Job& job, const HangVerdict& verdict) {
 // last committed checkpoint), each survivor reports the last step it completed when it rejoins,
 // and the Recovered event computes "ended at" and "steps redone" from those and the step the new
 // generation resumed at.
-void JobManager::countAbort(Job& job, const std::string& workerId, int64_t g) {
-  if (job.recovery.countAbort(workerId, g)) metrics_.communicatorAborted(job.record.name);
+std::vector<std::string> Job::rejoinSurvivors(TimePoint now) {
+  std::vector<std::string> alive;
+  for (const auto& id : recovery.survivors) {
+    WorkerState& w = workers[id];
+    w.rec.state = "Rejoining";
+    if (w.leftOnItsOwn) rdzv->join(id, now);  // already waiting for the next generation
+    w.leftOnItsOwn = false;
+    if (w.processAlive) alive.push_back(id);
+  }
+  return alive;
 }
 
-void JobManager::noteRecovered(Job& job, const std::string& workerId, const Heartbeat& hb) {
+void Job::countAbort(const std::string& workerId, int64_t g) {
+  if (recovery.countAbort(workerId, g)) env.metrics.communicatorAborted(record.name);
+}
+
+void Job::noteRecovered(const std::string& workerId, const Heartbeat& hb) {
   auto steps = hb.counters.find("steps");
   if (steps == hb.counters.end() || steps->second < 1) return;
-  const auto& active = job.rdzv->active();
+  const auto& active = rdzv->active();
   if (!active) {
-    job.recovery.steppedSinceVerdict.insert(workerId);
+    recovery.steppedSinceVerdict.insert(workerId);
     return;
   }
-  if (!job.recovery.noteStepped(workerId, active->worldSize())) return;
+  if (!recovery.noteStepped(workerId, active->worldSize())) return;
   // Steps this generation has run so far on the last rank to step: it started from hb.step - steps.
   const int64_t resumedAt = std::max<int64_t>(0, hb.step - static_cast<int64_t>(steps->second));
-  const double secs = std::chrono::duration<double>(clock_.now() - job.recovery.verdictAt).count();
+  const double secs = std::chrono::duration<double>(env.clock.now() - recovery.verdictAt).count();
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f", secs);
   // Note [Recovery figures]: where the generation ended is the last step a rank completed, as the
   // rejoining survivors reported it; without one (every rank replaced), the verdict's estimate.
-  const int64_t ended = job.recovery.endedAt();
+  const int64_t ended = recovery.endedAt();
   const std::string resumed = "the last generation ended at step " + std::to_string(ended) + ", resumed at step " +
                               std::to_string(resumedAt) +
                               " (steps redone: " + std::to_string(std::max<int64_t>(0, ended - resumedAt)) + ")";
-  if (job.recovery.plannedChange) {
+  if (recovery.plannedChange) {
     // A membership change (Note [Elastic membership]): not a recovery, no ddp_recovery_seconds.
-    event(job, kEventNormal, "Resumed",
+    event(kEventNormal, "Resumed",
           "generation " + std::to_string(active->generation) + ": every rank is stepping again " + buf +
               " s after the membership change; " + resumed);
     return;
   }
-  metrics_.recovered(job.record.name, secs);
-  event(job, kEventNormal, "Recovered",
+  env.metrics.recovered(record.name, secs);
+  event(kEventNormal, "Recovered",
         "generation " + std::to_string(active->generation) + ": every rank is stepping again " + buf +
-            " s after the verdict (restart " + std::to_string(job.record.restarts) + "); " + resumed);
+            " s after the verdict (restart " + std::to_string(record.restarts) + "); " + resumed);
 }
 
 }  // namespace ddp::controller

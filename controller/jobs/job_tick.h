@@ -1,8 +1,9 @@
 #pragma once
-// reconcileTick (pure, injected time): what the ticker does to one job's workers at one tick,
-// from what it observed of the job (JobTickFacts), like decideJob and detectHang. The JobManager
-// gathers the facts and records the decision under the job's lock, and carries the actions out
-// with the launcher outside it (job_manager.cc, tickOnce).
+// The job's reconcile (pure, injected time), like decideJob and detectHang: reconcileTick, what
+// the ticker does with one job at one tick, from what it observed of the job (JobTickFacts); and
+// answerHeartbeat, the command a worker's heartbeat is answered with. The Job gathers the facts
+// and records the decision under its lock (job.cc: Job::tickFacts, Job::recordTick); the
+// JobManager carries the actions out outside it (job_ticker.cc).
 //
 // Note [Tick actions]
 // Each tick, after the job's state advanced (rendezvous deadlines, expired long polls, the hang
@@ -16,13 +17,21 @@
 //    [Elastic membership]);
 //  - the culprits of a verdict replaced once their backoff is over and the survivors' flight
 //    records arrived (Note [Flight records before the replacement]), unless the job ended or
-//    was cancelled meanwhile (Note [Recovery]).
+//    was cancelled meanwhile (Note [Recovery]);
+//  - its outbox (record, events, checkpoint rows, flight records) written to the store when
+//    something is due and no write of it is under way (Note [Persistence off the ticker] in
+//    job_ticker.cc);
+//  - a finished job whose processes are gone, with nothing left to write or answer, dropped from
+//    the registry (its record is the store's from then on).
+// The workers' launch is not a tick's: submit() and start() ask the launcher at once (a launch
+// failure is in submit's answer).
 // Thread model: pure function.
 
 #include <string>
 #include <vector>
 
 #include "common/clock.h"
+#include "controller/jobs/heartbeat.h"
 #include "controller/jobs/job_decision.h"
 #include "controller/store/job_record.h"
 
@@ -41,6 +50,10 @@ struct JobTickFacts {
   std::vector<std::string> toReplace;   // culprits waiting for a replacement
   bool replaceBackoffOver = false;      // RecoveryState::replacementsDue
   bool awaitingFlightRecords = false;   // FlightRecordState::awaiting
+  bool persistDue = false;   // Outbox::due: something is to be written now
+  bool persisting = false;   // a write of this job is queued or under way
+  bool anyProcessAlive = false;
+  bool waitersLeft = false;  // long polls not answered yet
 };
 
 struct JobTickActions {
@@ -49,10 +62,30 @@ struct JobTickActions {
   std::vector<std::string> killUnresponsive;  // SIGKILL; each is Stopped, with an event
   std::vector<std::string> killRetired;       // SIGKILL
   std::vector<std::string> replace;           // launcher replaceWorker; toReplace is emptied
+  bool persist = false;  // the outbox's batch to a persistence writer
+  bool drop = false;     // the job leaves the registry
 
+  // No launcher call (persist and drop are the ticker's own).
   bool empty() const { return !stopJob && killUnresponsive.empty() && killRetired.empty() && replace.empty(); }
 };
 
 JobTickActions reconcileTick(const JobTickFacts& facts);
+
+// What answerHeartbeat is told about one heartbeat of the active generation.
+struct HeartbeatFacts {
+  bool final = false;              // the worker says it ended (Succeeded, Stopped, Failed)
+  bool flightRecordAsked = false;  // the worker is to send its flight record (asked once)
+  bool cancelRequested = false;
+  JobPhase phase = JobPhase::kPending;
+  int64_t checkpointAsked = 0;     // the last checkpoint request this worker was told about
+  int64_t checkpointRequests = 0;  // the job's requests so far (CheckpointState::requests)
+  int64_t checkpointStep = 0;      // the step the last request named
+};
+
+// The command in a heartbeat's answer, by priority: the flight record a verdict asked for,
+// `stop` for a cancelled or ended job, a checkpoint request this worker was not told about yet
+// (each member is told once; the ranks agree on the step themselves), else none. A final
+// heartbeat is asked for nothing but, when cancelled, told `stop`.
+Command answerHeartbeat(const HeartbeatFacts& facts);
 
 }  // namespace ddp::controller

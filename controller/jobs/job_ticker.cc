@@ -1,7 +1,21 @@
-// JobManager: the ticker (Note [Tick actions] in job_tick.h). Each tick handles the launcher's
-// exit reports, advances every job's state under the lock (rendezvous deadlines, expired long
-// polls, checkpoint timeouts, the hang scan), asks reconcileTick what each job's workers need,
-// carries that out with the launcher outside the lock, and writes what is due to the store.
+// JobManager: the ticker (Note [Tick actions] in job_tick.h) and the persistence writers. Each
+// tick handles the launcher's exit reports, then, job by job under the job's own lock, moves the
+// job's state on (rendezvous deadlines, expired long polls, checkpoint timeouts, the hang scan)
+// and asks reconcileTick what the job needs; the launcher actions are carried out outside the
+// lock, and a due batch goes to a persistence writer.
+//
+// Note [Persistence off the ticker]
+// A job's store writes (its record, events, checkpoint rows, flight records) run on one of
+// `persistWriters` writer threads, never on the ticker: a job slow in the store (a stalled disk,
+// a big batch, a lock held by another process) delays its own writes and holds one writer, not
+// every job's tick, heartbeat answer or API call. A job is queued at most once (Job::
+// persistQueued, set by the tick that queues it, cleared when its write ended), so one writer
+// at a time writes it, in order (Note [Persistence order] in job.h). What was acknowledged is as
+// durable as before: a submission and a scale are stored before they answer (not through the
+// writers); events and checkpoint rows are written within a tick or two as before, and a call
+// that reads them from the store (events, checkpoints) writes the job's pending batch first.
+// stop() lets the writers finish what is queued, then writes every job's pending batch itself.
+#include <algorithm>
 #include <csignal>
 #include <deque>
 
@@ -27,10 +41,14 @@ void JobManager::tickOnce() {
     std::lock_guard<std::mutex> lock(exitsMu_);
     exits.swap(exits_);
   }
-  for (const WorkerExit& e : exits) handleExit(e);
+  for (const WorkerExit& e : exits) {
+    if (LockedJob job = lockJob(e.jobName)) job->handleExit(e);
+  }
   const TimePoint now = clock_.now();
   const bool scan = now - lastHeartbeatScan_ >= options_.timings.hangScanEvery;
   if (scan) lastHeartbeatScan_ = now;
+  const bool periodic = now - lastPersist_ >= options_.persistEvery;
+  if (periodic) lastPersist_ = now;
   // One job at a time, each under its own lock (Note [Per-job locking] in job.h); the actions
   // run with no lock held.
   for (const auto& job : snapshot()) {
@@ -40,78 +58,14 @@ void JobManager::tickOnce() {
       std::lock_guard<std::mutex> lock(job->mu);
       if (job->removed) continue;
       name = job->record.name;
-      advanceJob(*job, now, scan);
-      a = reconcileTick(tickFacts(*job, now));
-      recordTick(*job, a, now);
+      job->advance(now, scan);
+      a = reconcileTick(job->tickFacts(now, periodic));
+      job->recordTick(a, now);
+      if (a.drop) unregister(*job);  // its last batch was written (by an earlier tick's writer)
     }
     if (!a.empty()) carryOut(name, a);
+    if (a.persist) queueWrite(job);
   }
-  persistFigures(false);
-}
-
-void JobManager::advanceJob(Job& job, TimePoint now, bool scan) {
-  if (job.rdzv->tick(now)) wakeAssignments(job);
-  // A worker that left (its exit, above) may have closed the round: the rest of the expected
-  // workers had joined (Rendezvous::expect).
-  if (job.rdzv->active() && !job.spaces.count(job.rdzv->active()->generation)) wakeAssignments(job);
-  // Late joiners gathered for long enough (Note [Elastic membership]).
-  if (job.rdzv->active() && (!job.rdzv->lateJoiners().empty() || !job.membership.retired.empty())) {
-    evaluateMembership(job);
-  }
-  if (scan) expireCheckpoints(job, now);
-  std::vector<Waiter> still;
-  for (auto& w : job.waiters) {
-    if (now >= w.until || w.responder->closed()) {
-      http::Response res;
-      res.status = 204;
-      w.responder->reply(std::move(res));
-    } else {
-      still.push_back(std::move(w));
-    }
-  }
-  job.waiters = std::move(still);
-  if (job.lifecycle.awaitingSettle && !isTerminal(job.record.phase)) evaluate(job);  // Note [Blaming the right rank]
-  // Hang detection (Note [Recovery]) every timings.hangScanEvery, not every tick: at thousands of
-  // workers the scan is the tick's main cost, and it is done under the lock.
-  if (scan && job.rdzv->active() && job.record.phase == JobPhase::kRunning) evaluate(job);
-}
-
-JobTickFacts JobManager::tickFacts(const Job& job, TimePoint now) const {
-  JobTickFacts f;
-  f.now = now;
-  f.phase = job.record.phase;
-  f.cancelRequested = job.lifecycle.cancelRequested;
-  f.cancelStopDue = job.lifecycle.stopDue(now, options_.stopGrace);
-  f.stopPending = job.lifecycle.stopPending;
-  auto alive = [&job](const std::string& id) {
-    auto w = job.workers.find(id);
-    return w != job.workers.end() && w->second.processAlive;
-  };
-  // Only a stopping job's processes are looked at (O(workers); a running job's silent workers
-  // are the hang detector's).
-  if (job.lifecycle.stopping(job.record.phase)) {
-    for (const auto& [id, w] : job.workers) {
-      if (!w.processAlive) continue;
-      WorkerFacts wf{id, w.outcome, w.processAlive};
-      wf.lastSeen = w.lastSeen;
-      f.alive.push_back(std::move(wf));
-    }
-    f.heartbeatWindow = seconds(job.spec.timeouts.heartbeatSeconds * job.spec.timeouts.heartbeatMisses);
-  }
-  f.retireKillDue = now >= job.membership.retireKillAt;
-  if (f.retireKillDue) f.retiredAlive = job.membership.retiredAlive(alive);
-  f.replaceBackoffOver = job.recovery.replacementsDue(now);
-  if (f.replaceBackoffOver) f.toReplace = job.recovery.toReplace;
-  f.awaitingFlightRecords = job.flight.awaiting(now);
-  return f;
-}
-
-void JobManager::recordTick(Job& job, const JobTickActions& a, TimePoint now) {
-  if (a.cancelStopSent) job.lifecycle.stopSent = true;
-  if (a.stopJob) job.lifecycle.stopPending = false;
-  if (now >= job.membership.retireKillAt) job.membership.retireKillAt = TimePoint::max();
-  if (!a.replace.empty()) job.recovery.toReplace.clear();
-  for (const auto& id : a.killUnresponsive) markUnresponsiveKilled(job, id, now);
 }
 
 void JobManager::carryOut(const std::string& name, const JobTickActions& a) {
@@ -123,21 +77,71 @@ void JobManager::carryOut(const std::string& name, const JobTickActions& a) {
 
 void JobManager::replaceCulprit(const std::string& name, const std::string& id) {
   Status st = launcher_.replaceWorker(name, id);
-  if (st.code() == StatusCode::kUnimplemented) {
-    // A launcher that starts nothing (external workers): whatever started the workers starts
-    // the replacement; the round waits for it (and the job's rendezvous bound applies).
-    if (LockedJob job = lockJob(name)) {
-      event(*job, kEventWarning, "WaitingForReplacement",
-            id + " must be replaced by whatever started it (" + st.message() + ")");
-    }
-    return;
+  if (st.isOk()) return;
+  if (LockedJob job = lockJob(name)) job->replacementFailed(id, st);
+}
+
+void JobManager::queueWrite(std::shared_ptr<Job> job) {
+  {
+    std::lock_guard<std::mutex> lock(writeMu_);
+    writeQueue_.push_back(std::move(job));
   }
-  if (!st.isOk()) {
-    DDP_LOG(Error) << "job " << name << ": could not replace " << id << ": " << st.toString();
-    if (LockedJob job = lockJob(name)) {
-      transition(*job, JobPhase::kFailed, "ReplaceFailed", "could not replace " + id + ": " + st.toString());
-      job->lifecycle.stopPending = true;
+  writeCv_.notify_one();
+}
+
+void JobManager::writerLoop() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(writeMu_);
+      writeCv_.wait(lock, [this] { return writersStop_ || !writeQueue_.empty(); });
+      if (writeQueue_.empty()) return;  // stopping, and nothing left
+      job = std::move(writeQueue_.front());
+      writeQueue_.pop_front();
     }
+    persistJob(*job, true);
+    std::lock_guard<std::mutex> lock(job->mu);
+    job->persistQueued = false;  // the next tick may queue it again
+  }
+}
+
+void JobManager::stopWriters() {
+  {
+    std::lock_guard<std::mutex> lock(writeMu_);
+    writersStop_ = true;
+  }
+  writeCv_.notify_all();
+  for (auto& t : writers_) t.join();
+  writers_.clear();
+}
+
+bool JobManager::persistJob(Job& job, bool periodic) {
+  // Note [Persistence order] (job.h): the batch is taken and written under the job's persistMu.
+  std::lock_guard<std::mutex> inOrder(job.persistMu);
+  std::optional<std::pair<JobRecord, Outbox::Batch>> batch;
+  {
+    std::lock_guard<std::mutex> lock(job.mu);
+    batch = job.takeBatch(periodic);
+  }
+  if (!batch) return false;
+  writeBatch(batch->first, batch->second);
+  return true;
+}
+
+void JobManager::writeBatch(JobRecord& record, const Outbox::Batch& batch) {
+  // Ranked workers first, by rank (sorted here, outside the lock).
+  std::sort(record.workers.begin(), record.workers.end(), [](const auto& a, const auto& b) {
+    return a.rank != b.rank ? (a.rank < 0 ? false : b.rank < 0 ? true : a.rank < b.rank) : a.id < b.id;
+  });
+  Status st = store_.update(record);
+  for (const auto& e : batch.events) st = st.isOk() ? store_.appendEvent(record.name, e) : st;
+  for (const auto& c : batch.checkpoints) st = st.isOk() ? store_.addCheckpoint(record.name, c) : st;
+  if (batch.catalog && st.isOk()) st = store_.retainCheckpoints(record.name, *batch.catalog);
+  for (const auto& [timeMs, doc] : batch.flightRecords) {
+    st = st.isOk() ? store_.putFlightRecord(record.name, timeMs, doc) : st;
+  }
+  if (!st.isOk() && st.code() != StatusCode::kNotFound) {
+    DDP_LOG(Error) << "job " << record.name << ": could not write its record: " << st.toString();
   }
 }
 

@@ -1,5 +1,5 @@
-// reconcileTick (controller/jobs/job_tick.h, pure, injected time): every action of Note [Tick
-// actions] and what holds each back.
+// reconcileTick and answerHeartbeat (controller/jobs/job_tick.h, pure, injected time): every
+// action of Note [Tick actions] and what holds each back; a heartbeat's command.
 #include "controller/jobs/job_tick.h"
 
 #include <gtest/gtest.h>
@@ -81,6 +81,77 @@ TEST(JobTickTest, CulpritsAreReplacedAfterTheBackoffAndTheFlightRecords) {
   f.cancelRequested = false;
   f.phase = JobPhase::kFailed;
   EXPECT_TRUE(reconcileTick(f).replace.empty()) << "nor once it ended";
+}
+
+TEST(JobTickTest, ADueBatchIsWrittenOnceAtATime) {
+  JobTickFacts f = running();
+  EXPECT_FALSE(reconcileTick(f).persist) << "nothing due";
+  f.persistDue = true;
+  EXPECT_TRUE(reconcileTick(f).persist);
+  f.persisting = true;
+  EXPECT_FALSE(reconcileTick(f).persist) << "a write of the job is queued or under way: its batches stay in order";
+}
+
+TEST(JobTickTest, AFinishedJobLeavesTheRegistryOnlyOnceNothingIsLeft) {
+  JobTickFacts f = running();
+  EXPECT_FALSE(reconcileTick(f).drop) << "running";
+  f.phase = JobPhase::kSucceeded;
+  f.anyProcessAlive = true;
+  EXPECT_FALSE(reconcileTick(f).drop) << "a process is still exiting";
+  f.anyProcessAlive = false;
+  f.persistDue = true;
+  EXPECT_FALSE(reconcileTick(f).drop) << "its last batch is not written";
+  f.persistDue = false;
+  f.persisting = true;
+  EXPECT_FALSE(reconcileTick(f).drop) << "its last batch is being written";
+  f.persisting = false;
+  f.waitersLeft = true;
+  EXPECT_FALSE(reconcileTick(f).drop) << "a long poll is still open";
+  f.waitersLeft = false;
+  EXPECT_TRUE(reconcileTick(f).drop);
+}
+
+HeartbeatFacts runningBeat() {
+  HeartbeatFacts f;
+  f.phase = JobPhase::kRunning;
+  return f;
+}
+
+TEST(JobTickTest, AHealthyHeartbeatIsAnsweredWithNothing) {
+  EXPECT_EQ(answerHeartbeat(runningBeat()).type, CommandType::kNone);
+}
+
+TEST(JobTickTest, AHeartbeatCommandsInPriorityOrder) {
+  HeartbeatFacts f = runningBeat();
+  f.checkpointRequests = 2;
+  f.checkpointAsked = 1;
+  f.checkpointStep = 40;
+  Command c = answerHeartbeat(f);
+  EXPECT_EQ(c.type, CommandType::kCheckpoint);
+  EXPECT_EQ(c.step, 40);
+  f.checkpointAsked = 2;
+  EXPECT_EQ(answerHeartbeat(f).type, CommandType::kNone) << "each worker is told of a request once";
+  f.checkpointAsked = 1;
+  f.cancelRequested = true;
+  EXPECT_EQ(answerHeartbeat(f).type, CommandType::kStop) << "a stop outranks a checkpoint request";
+  f.flightRecordAsked = true;
+  EXPECT_EQ(answerHeartbeat(f).type, CommandType::kFlightRecord) << "the record a verdict waits for comes first";
+}
+
+TEST(JobTickTest, AFinalHeartbeatIsToldOnlyToStopWhenCancelled) {
+  HeartbeatFacts f = runningBeat();
+  f.final = true;
+  f.flightRecordAsked = true;
+  f.checkpointRequests = 1;
+  EXPECT_EQ(answerHeartbeat(f).type, CommandType::kNone);
+  f.phase = JobPhase::kFailed;
+  EXPECT_EQ(answerHeartbeat(f).type, CommandType::kNone) << "it ended already";
+  f.cancelRequested = true;
+  EXPECT_EQ(answerHeartbeat(f).type, CommandType::kStop);
+  f.final = false;
+  f.cancelRequested = false;
+  f.flightRecordAsked = false;
+  EXPECT_EQ(answerHeartbeat(f).type, CommandType::kStop) << "a live worker of an ended job stops";
 }
 
 }  // namespace
