@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "common/secret.h"
+#include "controller/launch/kubernetes/object_ownership.h"
 
 namespace ddp::controller::kube {
 namespace {
@@ -125,6 +126,7 @@ void KubernetesLauncher::reapLoop() {
 
 std::string KubernetesLauncher::podsPath() const { return "/api/v1/namespaces/" + options_.nameSpace + "/pods"; }
 std::string KubernetesLauncher::secretsPath() const { return "/api/v1/namespaces/" + options_.nameSpace + "/secrets"; }
+std::string KubernetesLauncher::servicesPath() const { return "/api/v1/namespaces/" + options_.nameSpace + "/services"; }
 
 std::optional<WorkerMemoryBudget> KubernetesLauncher::workerMemory(int, const std::string& limit) const {
   if (limit.empty()) return std::nullopt;
@@ -163,11 +165,10 @@ Status KubernetesLauncher::ensureWorkers(const JobLaunch& job) {
     checked = it != jobs_.end() && it->second.incarnationChecked && it->second.launch.env.jobToken == job.env.jobToken;
   }
   if (!checked) DDP_RETURN_IF_ERROR(replaceOtherIncarnation(in));
-  const std::string ns = "/api/v1/namespaces/" + options_.nameSpace;
   for (auto [collection, object] : {std::pair{secretsPath(), buildTokenSecret(in)},
-                                    std::pair{ns + "/services", buildHeadlessService(in)}}) {
-    auto r = client_.create(collection, object);
-    if (!r.isOk() && r.status().code() != StatusCode::kAlreadyExists) return r.status();
+                                    std::pair{servicesPath(), buildHeadlessService(in)}}) {
+    // Once this launch found them the job's, an existing one is taken without reading it again.
+    DDP_RETURN_IF_ERROR(createOwned(collection, object, in, /*knownOwned=*/checked));
   }
   DDP_RETURN_IF_ERROR(ensurePodGroup(in));
   std::vector<int> toCreate;
@@ -175,6 +176,7 @@ Status KubernetesLauncher::ensureWorkers(const JobLaunch& job) {
     std::lock_guard<std::mutex> lock(mu_);
     Job& j = jobs_[job.jobName];
     j.launch = job;
+    j.owner = in.owner;
     j.incarnationChecked = true;
     for (int s = 0; s < job.workers; ++s) {
       if (!j.slots[s].created) toCreate.push_back(s);
@@ -203,21 +205,26 @@ Status KubernetesLauncher::replaceOtherIncarnation(const WorkerObjectsInput& in)
   auto secret = client_.get(secretsPath() + "/" + tokenSecretName(job));
   if (!secret.isOk() && secret.status().code() == StatusCode::kNotFound) return Status::ok();  // a new job
   if (!secret.isOk()) return secret.status();
-  if (secretHoldsToken(*secret, in.launch.env.jobToken)) return Status::ok();  // this incarnation's
+  const Ownership whose = ownershipOf(*secret, job, in.owner);  // Note [Object ownership]
+  if (whose == Ownership::kAnother) return notTheJobs("secrets", *secret, job);
+  if (whose == Ownership::kJobs && secretHoldsToken(*secret, in.launch.env.jobToken)) return Status::ok();
   DDP_LOG(Warning) << "kubernetes: job " << job << ": its Secret and pods are of another incarnation of the job "
                    << "(e.g. a previous leader's); replacing them (Note [Job incarnations])";
-  DDP_RETURN_IF_ERROR(deleteJobPods(job));
+  DDP_RETURN_IF_ERROR(deleteJobPods(job, in.owner));
   Status st = client_.remove(secretsPath() + "/" + tokenSecretName(job));
   if (!st.isOk() && st.code() != StatusCode::kNotFound) return st;
   return Status::ok();
 }
 
-Status KubernetesLauncher::deleteJobPods(const std::string& job) {
+Status KubernetesLauncher::deleteJobPods(const std::string& job, const std::optional<JobOwner>& owner) {
   const std::string list = podsPath() + jobPodsQuery(job);
   const Deadline deadline = Deadline::after(options_.replaceTimeout);
   for (bool first = true;; first = false) {
     DDP_ASSIGN_OR_RETURN(json pods, client_.get(list));
-    const json items = pods.value("items", json::array());
+    json items = json::array();
+    for (const json& pod : pods.value("items", json::array())) {
+      if (ownershipOf(pod, job, owner) != Ownership::kAnother) items.push_back(pod);  // Note [Object ownership]
+    }
     if (items.empty()) return Status::ok();
     if (deadline.expired()) {
       return unavailable("kubernetes: job " + job + ": " + std::to_string(items.size()) + " pods of another incarnation " +
@@ -243,6 +250,7 @@ Status KubernetesLauncher::adoptJob(const JobLaunch& job) {
   std::lock_guard<std::mutex> lock(mu_);
   Job& j = jobs_[job.jobName];
   j.launch = job;
+  if (options_.ownerOf) j.owner = options_.ownerOf(job.jobName);
   for (int s = 0; s < job.workers; ++s) j.slots[s].created = true;
   return Status::ok();
 }
@@ -256,8 +264,7 @@ Status KubernetesLauncher::createPod(const std::string& job, int slot) {
     launch = it->second.launch;
   }
   DDP_ASSIGN_OR_RETURN(WorkerObjectsInput in, inputFor(launch));
-  auto r = client_.create(podsPath(), buildWorkerPod(in, slot));
-  if (!r.isOk() && r.status().code() != StatusCode::kAlreadyExists) return r.status();
+  DDP_RETURN_IF_ERROR(createOwned(podsPath(), buildWorkerPod(in, slot), in));
   std::lock_guard<std::mutex> lock(mu_);
   Slot& s = jobs_[job].slots[slot];
   s.created = true;
@@ -432,27 +439,77 @@ Status KubernetesLauncher::stopJob(const std::string& job, Duration grace) {
 Status KubernetesLauncher::forgetJob(const std::string& job) {
   std::set<int> slots;
   std::string podGroup;
+  std::optional<JobOwner> owner;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(job);
     if (it != jobs_.end()) {
       podGroup = it->second.podGroupPath;
       for (const auto& [slot, s] : it->second.slots) slots.insert(slot);
+      owner = it->second.owner;
       jobs_.erase(it);
     }
     std::erase_if(stopAt_, [&](const auto& e) { return e.first.first == job; });
   }
-  const std::string ns = "/api/v1/namespaces/" + options_.nameSpace;
-  for (int slot : slots) (void)client_.remove(podsPath() + "/" + workerPodName(job, slot));  // ended pods too
-  for (const std::string& path : {ns + "/services/" + job, ns + "/secrets/" + tokenSecretName(job)}) {
-    Status st = client_.remove(path);
-    if (!st.isOk() && st.code() != StatusCode::kNotFound) return st;
+  if (!owner && options_.ownerOf) owner = options_.ownerOf(job);
+  for (int slot : slots) (void)removeOwned(podsPath() + "/" + workerPodName(job, slot), job, owner);  // ended pods too
+  for (const std::string& path : {servicesPath() + "/" + job, secretsPath() + "/" + tokenSecretName(job)}) {
+    DDP_RETURN_IF_ERROR(removeOwned(path, job, owner));
   }
   if (!podGroup.empty()) {  // one this launcher created (a DDPJob's goes with it anyway)
     Status st = client_.remove(podGroup);
     if (!st.isOk() && st.code() != StatusCode::kNotFound) return st;
   }
   return Status::ok();
+}
+
+Status KubernetesLauncher::createOwned(const std::string& collection, const json& object, const WorkerObjectsInput& in,
+                                       bool knownOwned) {
+  const std::string job = in.launch.jobName;
+  const std::string path = collection + "/" + object["metadata"].value("name", "");
+  const std::string resource = collection.substr(collection.rfind('/') + 1);
+  const Deadline deadline = Deadline::after(options_.replaceTimeout);
+  while (true) {
+    auto created = client_.create(collection, object);
+    if (created.isOk() || created.status().code() != StatusCode::kAlreadyExists) return created.status();
+    if (knownOwned) return Status::ok();
+    auto existing = client_.get(path);
+    if (!existing.isOk() && existing.status().code() == StatusCode::kNotFound) continue;  // gone meanwhile
+    if (!existing.isOk()) return existing.status();
+    switch (ownershipOf(*existing, job, in.owner)) {  // Note [Object ownership]
+      case Ownership::kJobs: return Status::ok();
+      case Ownership::kAnother: return notTheJobs(resource, *existing, job);
+      case Ownership::kEarlierIncarnation: break;
+    }
+    if (deadline.expired()) {
+      return unavailable("kubernetes: job " + job + ": " + resource + "/" + object["metadata"].value("name", "") +
+                         " of an earlier DDPJob of this name still there after " +
+                         formatDuration(options_.replaceTimeout));
+    }
+    Status st = client_.remove(path + (resource == "pods" ? "?gracePeriodSeconds=0" : ""));
+    if (!st.isOk() && st.code() != StatusCode::kNotFound) return st;
+    std::this_thread::sleep_for(std::min<Duration>(std::chrono::milliseconds(200), deadline.remaining()));
+  }
+}
+
+Status KubernetesLauncher::removeOwned(const std::string& path, const std::string& job,
+                                       const std::optional<JobOwner>& owner) {
+  auto existing = client_.get(path);
+  if (!existing.isOk()) return existing.status().code() == StatusCode::kNotFound ? Status::ok() : existing.status();
+  if (ownershipOf(*existing, job, owner) != Ownership::kJobs) {  // Note [Object ownership]
+    DDP_LOG(Info) << "kubernetes: job " << job << ": leaving " << path << " alone: it is not the job's ("
+                  << describeOwner(*existing) << ")";
+    return Status::ok();
+  }
+  Status st = client_.remove(path);
+  return st.code() == StatusCode::kNotFound ? Status::ok() : st;
+}
+
+Status KubernetesLauncher::notTheJobs(const std::string& resource, const json& existing, const std::string& job) {
+  return failedPrecondition("kubernetes: " + resource + "/" + existing["metadata"].value("name", "") +
+                            " already exists and is not job " + job + "'s (" + describeOwner(existing) +
+                            "): the job's objects are named after the job, so it cannot run under this name; "
+                            "submit it under another name (Note [Object ownership])");
 }
 
 std::vector<int64_t> KubernetesLauncher::livePids(const std::string&) const { return {}; }

@@ -8,7 +8,9 @@
 // the slot once the old one is gone, unless replacements are held); stopJob gives the job's
 // running pods `grace` to end by themselves (the controller has told their workers to stop) and
 // deletes those still running then, so pods that end on their own stay for their logs
-// (cleanPodPolicy decides about them); forgetJob deletes the pods, Service and Secret at once;
+// (cleanPodPolicy decides about them); forgetJob deletes the pods, Service and Secret at once,
+// those the job owns only (Note [Object ownership] in object_ownership.h: an object of the
+// job's name that is another's fails the launch instead of being taken or deleted);
 // logs come from the pod log API (following: pod_log_stream.h). A pod watch (ResourceWatcher on
 // the pods labelled ddp.dev/job) reports each worker pod that ended (phase Succeeded or Failed,
 // or deleted while running) once through the exit callback, with the container's exit code
@@ -106,6 +108,7 @@ class KubernetesLauncher final : public Launcher {
   };
   struct Job {
     JobLaunch launch;
+    std::optional<JobOwner> owner;  // its DDPJob when launched (forgetJob deletes only what it owns)
     std::map<int, Slot> slots;
     bool holdReplacements = false;
     bool incarnationChecked = false;  // Note [Job incarnations]: this launch's token was checked
@@ -119,12 +122,23 @@ class KubernetesLauncher final : public Launcher {
   Status createPod(const std::string& job, int slot);  // mu_ not held
   // Note [Job incarnations]: replaces the objects of another incarnation of `in`'s job. mu_ not held.
   Status replaceOtherIncarnation(const WorkerObjectsInput& in);
-  Status deleteJobPods(const std::string& job);  // every pod labelled with the job, at once; waits
+  // Every pod labelled with the job that is the job's or an earlier incarnation's, at once; waits.
+  Status deleteJobPods(const std::string& job, const std::optional<JobOwner>& owner);
+  // Creates `object` in `collection`; one of that name already there is taken when it is the
+  // job's, replaced when an earlier incarnation's (waits until it is gone, replaceTimeout) and
+  // FailedPrecondition naming it and its owner when another's (Note [Object ownership]);
+  // `knownOwned`: this launch already found it the job's, it is taken unread.
+  Status createOwned(const std::string& collection, const nlohmann::json& object, const WorkerObjectsInput& in,
+                     bool knownOwned = false);
+  // Deletes the object at `path` when it is the job's; NotFound and another's are ok.
+  Status removeOwned(const std::string& path, const std::string& job, const std::optional<JobOwner>& owner);
+  static Status notTheJobs(const std::string& resource, const nlohmann::json& existing, const std::string& job);
   // Creates the job's PodGroup when its scheduler needs one (an existing one is kept). mu_ not held.
   Status ensurePodGroup(const WorkerObjectsInput& in);
   Status deletePod(const std::string& job, int slot, std::optional<int64_t> graceSeconds);
   std::string podsPath() const;
   std::string secretsPath() const;
+  std::string servicesPath() const;
   Result<WorkerObjectsInput> inputFor(const JobLaunch& launch) const;
 
   KubeClient& client_;

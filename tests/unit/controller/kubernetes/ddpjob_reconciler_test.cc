@@ -142,6 +142,26 @@ TEST_F(KubernetesReconcilerTest, ADdpJobNamedAgainstTheNameRulesFailsNamingTheRu
   EXPECT_TRUE(api_.objects("services", "ml").empty());
 }
 
+// Note [Object ownership]: a DDPJob named like the release (`ddp`, the controller's own Service)
+// fails naming that Service, and deleting it leaves the controller's Service in place.
+TEST_F(KubernetesReconcilerTest, ADdpJobNamedLikeTheControllersServiceFailsAndLeavesItAlone) {
+  const json controllerService = api_.put(
+      "services", "ml", {{"apiVersion", "v1"}, {"kind", "Service"},
+                         {"metadata", {{"name", "ddp"}, {"labels", {{"app.kubernetes.io/name", "ddp"},
+                                                                   {"app.kubernetes.io/managed-by", "Helm"}}}}},
+                         {"spec", {{"selector", {{"app.kubernetes.io/name", "ddp"}}}}}});
+  api_.put(kJobs, "ml", ddpJob("ddp"));
+  ASSERT_TRUE(waitUntil([&] { return statusOf("ddp").value("phase", "") == "Failed"; })) << statusOf("ddp");
+  EXPECT_NE(statusOf("ddp").dump().find("services/ddp already exists and is not job ddp's"), std::string::npos)
+      << statusOf("ddp");
+  EXPECT_TRUE(api_.objects("pods", "ml").empty());
+  ASSERT_TRUE(client_->remove("/apis/ddp.dev/v1/namespaces/ml/ddpjobs/ddp").isOk());
+  ASSERT_TRUE(waitUntil([&] { return !jobs_->get("ddp").isOk(); }));
+  ASSERT_TRUE(api_.object("services", "ml", "ddp").has_value());
+  EXPECT_EQ((*api_.object("services", "ml", "ddp"))["metadata"]["uid"], controllerService["metadata"]["uid"]);
+  EXPECT_FALSE(api_.object("secrets", "ml", "ddp-worker-token").has_value());  // the job's own
+}
+
 TEST_F(KubernetesReconcilerTest, DeletingTheDdpJobRemovesTheJobAndItsObjects) {
   api_.put(kJobs, "ml", ddpJob("fm"));
   ASSERT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; }));

@@ -83,6 +83,7 @@ class KubernetesLauncherTest : public testing::FakeApiTest {
     const std::string name = "fm-worker-" + std::to_string(slot);
     api_.put("pods", "ml", {{"apiVersion", "v1"}, {"kind", "Pod"},
                             {"metadata", {{"name", name}, {"labels", {{"app.kubernetes.io/name", "ddp-worker"},
+                                                                      {"app.kubernetes.io/managed-by", "ddp-controller"},
                                                                       {"ddp.dev/job", "fm"},
                                                                       {"ddp.dev/slot", std::to_string(slot)}}}}},
                             {"spec", {{"containers", json::array({{{"name", "worker"}, {"image", "old"}}})}}},
@@ -91,7 +92,8 @@ class KubernetesLauncherTest : public testing::FakeApiTest {
   // The job's token Secret as the API server returns it: `data` in base64.
   void oldSecret(const std::string& base64Token) {
     api_.put("secrets", "ml", {{"apiVersion", "v1"}, {"kind", "Secret"},
-                               {"metadata", {{"name", "fm-worker-token"}, {"labels", {{"ddp.dev/job", "fm"}}}}},
+                               {"metadata", {{"name", "fm-worker-token"},
+                                             {"labels", {{"ddp.dev/job", "fm"}, {"app.kubernetes.io/managed-by", "ddp-controller"}}}}},
                                {"data", {{"token", base64Token}}}});
   }
 
@@ -275,6 +277,41 @@ TEST_F(KubernetesLauncherTest, StopDeletesThePodsStillRunningAfterTheGraceAndFor
   EXPECT_FALSE(api_.object("services", "ml", "fm").has_value());
   EXPECT_FALSE(api_.object("secrets", "ml", "fm-worker-token").has_value());
   EXPECT_EQ(launcher_->killWorker("fm", "fm-w0", SIGKILL).code(), StatusCode::kNotFound);
+}
+
+// Note [Object ownership]: a job named like the controller's own Service (the chart's `ddp`)
+// fails to launch, naming the Service and its owner, and forgetting the job leaves that Service
+// (and a user's Secret of the token's name) alone.
+TEST_F(KubernetesLauncherTest, ObjectsOfAnotherOwnerAreNeitherTakenNorDeleted) {
+  const json chartService = {{"apiVersion", "v1"}, {"kind", "Service"},
+                             {"metadata", {{"name", "fm"}, {"labels", {{"app.kubernetes.io/name", "ddp"},
+                                                                       {"app.kubernetes.io/managed-by", "Helm"}}}}},
+                             {"spec", {{"selector", {{"app.kubernetes.io/name", "ddp"}}}}}};
+  const std::string chartUid = api_.put("services", "ml", chartService)["metadata"]["uid"];
+  const Status st = launcher_->ensureWorkers(launch_);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
+  EXPECT_NE(st.message().find("services/fm already exists and is not job fm's"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("app.kubernetes.io/managed-by=Helm"), std::string::npos) << st;
+  EXPECT_TRUE(api_.objects("pods", "ml").empty());
+  ASSERT_TRUE(launcher_->forgetJob("fm").isOk());
+  ASSERT_TRUE(api_.object("services", "ml", "fm").has_value());
+  EXPECT_EQ((*api_.object("services", "ml", "fm"))["metadata"]["uid"], chartUid);
+  EXPECT_FALSE(api_.object("secrets", "ml", "fm-worker-token").has_value());  // the job's own: deleted
+
+  // A Secret owned by a Deployment under the token Secret's name: the same, at the first create.
+  ASSERT_TRUE(client_->remove("/api/v1/namespaces/ml/services/fm").isOk());
+  api_.put("secrets", "ml", {{"apiVersion", "v1"}, {"kind", "Secret"},
+                             {"metadata", {{"name", "fm-worker-token"},
+                                           {"ownerReferences", json::array({{{"apiVersion", "apps/v1"}, {"kind", "Deployment"},
+                                                                             {"name", "web"}, {"uid", "web-uid"},
+                                                                             {"controller", true}}})}}},
+                             {"data", {{"token", "eA=="}}}});
+  const Status secret = launcher_->ensureWorkers(launch_);
+  EXPECT_EQ(secret.code(), StatusCode::kFailedPrecondition) << secret;
+  EXPECT_NE(secret.message().find("secrets/fm-worker-token already exists and is not job fm's (owned by Deployment web)"),
+            std::string::npos) << secret;
+  ASSERT_TRUE(launcher_->forgetJob("fm").isOk());
+  EXPECT_TRUE(api_.object("secrets", "ml", "fm-worker-token").has_value());
 }
 
 TEST_F(KubernetesLauncherTest, AStandbyReplicaIsNotReady) {
