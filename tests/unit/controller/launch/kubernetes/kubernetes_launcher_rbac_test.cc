@@ -19,9 +19,9 @@ using testing::PolicyRule;
 
 // The chart's Role (role.yaml), rule for rule.
 std::vector<PolicyRule> chartRoleRules() {
-  return {{{""}, {"pods"}, {"list", "watch", "create", "delete"}},
+  return {{{""}, {"pods"}, {"get", "list", "watch", "create", "delete"}},
           {{""}, {"pods/log"}, {"get"}},
-          {{""}, {"services"}, {"create", "delete"}},
+          {{""}, {"services"}, {"get", "create", "delete"}},
           {{""}, {"secrets"}, {"get", "create", "delete"}},
           {{""}, {"events"}, {"create"}},
           {{"ddp.dev"}, {"ddpjobs"}, {"list", "watch", "delete"}},
