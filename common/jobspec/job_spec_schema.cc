@@ -3,6 +3,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "common/jobspec/job_spec.h"
+#include "common/jobspec/job_spec_cel_rules.h"
 #include "common/jobspec/job_spec_fields.h"
 
 namespace ddp {
@@ -118,9 +120,30 @@ void emitBounds(YAML::Emitter& out, const SpecField& f) {
   }
   if (!f.allowed.empty()) {
     out << YAML::Key << "enum" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-    for (const std::string& a : f.allowed) out << a;
+    size_t longest = 0;
+    for (const std::string& a : f.allowed) {
+      out << a;
+      longest = std::max(longest, a.size());
+    }
     out << YAML::EndSeq;
+    // Bounds the cost the API server estimates for a CEL rule that reads the field (Note [CRD
+    // admission rules]).
+    out << YAML::Key << "maxLength" << YAML::Value << longest;
   }
+}
+
+// x-kubernetes-validations: the admission rules on the node at `path` (job_spec_cel_rules.h).
+void emitRules(YAML::Emitter& out, std::string_view path) {
+  const std::vector<const SpecCelRule*> rules = jobSpecCelRulesAt(path);
+  if (rules.empty()) return;
+  out << YAML::Key << "x-kubernetes-validations" << YAML::Value << YAML::BeginSeq;
+  for (const SpecCelRule* r : rules) {
+    out << YAML::BeginMap << YAML::Key << "rule" << YAML::Value << r->rule;
+    out << YAML::Key << "message" << YAML::Value << celRuleMessage(*r);
+    if (!r->fieldPath.empty()) out << YAML::Key << "fieldPath" << YAML::Value << r->fieldPath;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
 }
 
 void emitSchema(YAML::Emitter& out, const SpecField& f);
@@ -155,6 +178,7 @@ void emitSchema(YAML::Emitter& out, const SpecField& f) {
       out << YAML::Key << "type" << YAML::Value << "object";
       out << YAML::Key << "description" << YAML::Value << description;
       emitProperties(out, f.path);
+      emitRules(out, f.path);
       break;
     case SpecFieldType::kObjectList:
       out << YAML::Key << "type" << YAML::Value << "array";
@@ -212,25 +236,40 @@ std::string escapeCell(std::string s) {
 
 }  // namespace
 
-Result<std::string> renderJobSpecCrd(std::string_view crdTemplate) {
-  const size_t at = crdTemplate.find(kCrdSpecPlaceholder);
+namespace {
+
+// `text` with the line holding `placeholder` replaced by `yaml` (one key and its value) at the
+// placeholder's indentation. InvalidArgument when the template has no such line.
+Result<std::string> replacePlaceholder(std::string_view text, std::string_view placeholder, const std::string& yaml) {
+  const size_t at = text.find(placeholder);
   if (at == std::string_view::npos) {
-    return invalidArgument("the CRD template has no line '" + std::string(kCrdSpecPlaceholder) + "'");
+    return invalidArgument("the CRD template has no line '" + std::string(placeholder) + "'");
   }
-  const size_t lineStart = crdTemplate.rfind('\n', at) + 1;  // npos + 1 == 0 on the first line
+  const size_t lineStart = text.rfind('\n', at) + 1;  // npos + 1 == 0 on the first line
   const std::string indent(at - lineStart, ' ');
-  YAML::Emitter out;
-  out << YAML::BeginMap << YAML::Key << "spec" << YAML::Value;
-  emitSchema(out, *findJobSpecField("spec"));
-  out << YAML::EndMap;
-  std::istringstream lines(out.c_str());
+  std::istringstream lines(yaml);
   std::string block;
   for (std::string line; std::getline(lines, line);) block += indent + line + "\n";
-  const size_t lineEnd = crdTemplate.find('\n', at);
-  std::string result(crdTemplate.substr(0, lineStart));
+  const size_t lineEnd = text.find('\n', at);
+  std::string result(text.substr(0, lineStart));
   result += block;
-  if (lineEnd != std::string_view::npos) result += crdTemplate.substr(lineEnd + 1);
+  if (lineEnd != std::string_view::npos) result += text.substr(lineEnd + 1);
   return result;
+}
+
+}  // namespace
+
+Result<std::string> renderJobSpecCrd(std::string_view crdTemplate) {
+  YAML::Emitter spec;
+  spec << YAML::BeginMap << YAML::Key << "spec" << YAML::Value;
+  emitSchema(spec, *findJobSpecField("spec"));
+  spec << YAML::EndMap;
+  DDP_ASSIGN_OR_RETURN(std::string crd, replacePlaceholder(crdTemplate, kCrdSpecPlaceholder, spec.c_str()));
+  YAML::Emitter rules;
+  rules << YAML::BeginMap;
+  emitRules(rules, "");
+  rules << YAML::EndMap;
+  return replacePlaceholder(crd, kCrdDocumentRulesPlaceholder, rules.c_str());
 }
 
 std::string jobSpecFieldTableMarkdown() {

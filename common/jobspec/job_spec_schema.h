@@ -1,9 +1,10 @@
 #pragma once
 // What the field table (job_spec_fields.h) writes for readers other than the parser: the CRD's
-// openAPIV3Schema of spec (every field with its type, description, range, allowed values and
-// required children) and the field table of docs/JOB_SPEC.md. tools/jobspec (ddp-jobspec-schema)
-// writes both files, scripts/render_manifests.sh runs it, and JobSpecSchemaTest fails when a
-// committed file differs from what the table gives.
+// openAPIV3Schema of spec (every field with its type, description, range, allowed values,
+// required children and the CEL admission rules of job_spec_cel_rules.h) and the field table of
+// docs/JOB_SPEC.md. tools/jobspec (ddp-jobspec-schema) writes both files,
+// scripts/render_manifests.sh runs it, and JobSpecSchemaTest fails when a committed file differs
+// from what the table gives.
 // Thread model: pure functions.
 
 #include <string>
@@ -15,10 +16,13 @@ namespace ddp {
 
 // The line of the CRD template that the spec schema replaces, indentation included.
 inline constexpr std::string_view kCrdSpecPlaceholder = "spec: {}  # @generated spec schema";
+// The line replaced by the admission rules on the whole document (job_spec_cel_rules.h).
+inline constexpr std::string_view kCrdDocumentRulesPlaceholder = "x-kubernetes-validations: []  # @generated document rules";
 
-// The CRD: `crdTemplate` (tools/jobspec/ddpjob_crd.template.yaml) with its placeholder line
-// replaced by the spec schema at the placeholder's indentation. InvalidArgument when the
-// template has no placeholder.
+// The CRD: `crdTemplate` (tools/jobspec/ddpjob_crd.template.yaml) with its placeholder lines
+// replaced, at their indentation, by the spec schema and by the admission rules on the whole
+// document (x-kubernetes-validations, Note [CRD admission rules]). InvalidArgument when the
+// template lacks a placeholder.
 Result<std::string> renderJobSpecCrd(std::string_view crdTemplate);
 
 // The markdown table of every field (path, type, default, allowed values, description).

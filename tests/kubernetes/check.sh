@@ -8,7 +8,12 @@
 #                     object validated against the Kubernetes schemas (kubernetes-models);
 #                     the validator must refuse tests/kubernetes/fixtures/invalid-objects.yaml
 #   crd-examples      manifests/examples/*.yaml and examples/*.yaml against the CRD schema
-#                     (ajv); it must refuse tests/kubernetes/fixtures/invalid-ddpjobs.yaml
+#                     (ajv); it must refuse tests/kubernetes/fixtures/invalid-ddpjobs.yaml. The
+#                     CRD's CEL admission rules (validate_cel_rules.mjs, @bufbuild/cel): every
+#                     example and docs job passes them, each document of
+#                     fixtures/cel-invalid-ddpjobs.yaml breaks the rule it names; every property
+#                     has a description; every string and list a rule reads is bounded (a CRD
+#                     without such a bound, or a property without a description, must be refused)
 #   install-manifest  manifests/install.yaml is what scripts/render_manifests.sh writes now
 #   dependency        the chart as a dependency: an umbrella chart that depends on charts/ddp
 #                     (Helm passes it `global`) lints and renders, global.imageRegistry reaching
@@ -173,6 +178,20 @@ case "${1:-}" in
       manifests/examples/*.yaml examples/*.yaml
     must_fail "0 documents valid, 5 invalid" node tests/kubernetes/validate_crd_examples.mjs \
       "$chart/crds/ddpjobs.ddp.dev.yaml" tests/kubernetes/fixtures/invalid-ddpjobs.yaml
+    cel_invalid=tests/kubernetes/fixtures/cel-invalid-ddpjobs.yaml
+    node tests/kubernetes/validate_cel_rules.mjs "$chart/crds/ddpjobs.ddp.dev.yaml" \
+      --valid manifests/examples/*.yaml examples/*.yaml docs/*.md --invalid "$cel_invalid"
+    # Self-tests: a job that breaks a rule is no valid example; an unbounded string that a rule
+    # reads and a property without a description are refused.
+    must_fail "a valid job breaks" node tests/kubernetes/validate_cel_rules.mjs \
+      "$chart/crds/ddpjobs.ddp.dev.yaml" --valid "$cel_invalid"
+    sed 's/name: {type: string, maxLength: 253, /name: {type: string, /' "$chart/crds/ddpjobs.ddp.dev.yaml" >"$work/unbounded.yaml"
+    must_fail "metadata.name: a string without maxLength" \
+      node tests/kubernetes/validate_cel_rules.mjs "$work/unbounded.yaml" --valid examples/synthetic.yaml
+    sed 's/kind: {type: string, description: Always DDPJob.}/kind: {type: string}/' \
+      "$chart/crds/ddpjobs.ddp.dev.yaml" >"$work/undescribed.yaml"
+    must_fail "kind: no description" \
+      node tests/kubernetes/validate_cel_rules.mjs "$work/undescribed.yaml" --valid examples/synthetic.yaml
     ;;
   dependency)
     # An umbrella chart with charts/ddp as its dependency (as a platform chart would use it):

@@ -34,6 +34,9 @@ const [crdFile, ...files] = process.argv.slice(2);
 const [crd] = await readYamlDocuments(crdFile);
 const version = crd.spec.versions.find((v) => v.storage);
 const schema = toJsonSchema(version.schema.openAPIV3Schema);
+// metadata is the API server's ObjectMeta: the CRD may only bound its name (for the admission
+// rules' cost), and every other field of ObjectMeta stays allowed.
+if (schema.properties?.metadata) delete schema.properties.metadata.additionalProperties;
 const group = crd.spec.group;
 const Ajv = (await importModule("ajv/dist/ajv.js")).default;
 const addFormats = (await importModule("ajv-formats/dist/index.js")).default;
