@@ -83,17 +83,9 @@ void Job::restore(TimePoint now, const std::vector<int64_t>& livePids, int64_t l
 void Job::openRendezvous() { rdzv.emplace(rendezvousConfig(spec), 0); }
 
 JobLaunch Job::launchRequest() const {
-  JobLaunch l;
-  l.jobName = record.name;
-  l.workers = spec.workers.count;
-  l.env.controllerUrl = env.options.controllerUrl;
-  l.env.jobName = record.name;
-  l.env.jobToken = record.workerToken;
-  l.env.logFormat = env.options.workerLogFormat;
-  l.env.checkpointDir = env.options.workerCheckpointDir;
-  l.env.commThreadPriority = env.options.commThreadPriority;
-  l.command = spec.worker.command;
-  return l;
+  return makeJobLaunch(record.name, spec, record.workerToken,
+                       {env.options.controllerUrl, env.options.workerLogFormat, env.options.workerCheckpointDir,
+                        env.options.commThreadPriority});
 }
 
 bool Job::noteLaunched(const JobLaunch& l, const Status& st) {

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "common/jobspec/job_spec.h"
+
 namespace ddp::controller {
 
 std::string WorkerExit::describe() const {
@@ -23,6 +25,21 @@ namespace {
 // "<job>-w<slot>": the one place the worker-id format is written (workerIdFor, slotOfWorkerId).
 constexpr char kSlotMark[] = "-w";
 }  // namespace
+
+JobLaunch makeJobLaunch(const std::string& name, const JobSpec& spec, const std::string& token,
+                        const WorkerLaunchSettings& settings) {
+  JobLaunch l;
+  l.jobName = name;
+  l.workers = spec.workers.count;
+  l.env.controllerUrl = settings.controllerUrl;
+  l.env.jobName = name;
+  l.env.jobToken = token;
+  l.env.logFormat = settings.logFormat;
+  l.env.checkpointDir = settings.checkpointDir;
+  l.env.commThreadPriority = settings.commThreadPriority;
+  l.command = spec.worker.command;
+  return l;
+}
 
 std::string workerIdFor(const std::string& job, int slot) { return job + kSlotMark + std::to_string(slot); }
 

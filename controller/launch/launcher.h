@@ -21,6 +21,10 @@
 #include "common/launch/worker_env.h"
 #include "common/status.h"
 
+namespace ddp {
+struct JobSpec;
+}  // namespace ddp
+
 namespace ddp::controller {
 
 // What a job needs from a launcher.
@@ -34,6 +38,19 @@ struct JobLaunch {
   // the same environment (Note [Worker commands]); empty: the launcher's own (ddp-worker).
   std::vector<std::string> command;
 };
+
+// What the controller's configuration adds to every job's launch (JobManagerOptions).
+struct WorkerLaunchSettings {
+  std::string controllerUrl;       // DDP_CONTROLLER_URL
+  std::string logFormat;           // DDP_LOG_FORMAT ("" = the job's)
+  std::string checkpointDir;       // DDP_CHECKPOINT_DIR ("" = the job's)
+  std::string commThreadPriority;  // DDP_COMM_THREAD_PRIORITY ("" = the job's)
+};
+
+// The launch of job `name` with `spec` and worker token `token`: the one place a JobLaunch is
+// made from a job (the JobManager's launches, and ddpctl render's).
+JobLaunch makeJobLaunch(const std::string& name, const JobSpec& spec, const std::string& token,
+                        const WorkerLaunchSettings& settings);
 
 // Reported once per worker process that ended.
 struct WorkerExit {

@@ -15,6 +15,9 @@
 #                     has a description; every string and list a rule reads is bounded (a CRD
 #                     without such a bound, or a property without a description, must be refused)
 #   install-manifest  manifests/install.yaml is what scripts/render_manifests.sh writes now
+#   render BIN_DIR    BIN_DIR/ddpctl render of every example job: each object validated against
+#                     the Kubernetes schemas (kubernetes-models); a job without an image must be
+#                     refused with exit status 2 (skipped when ddpctl is not built)
 #   dependency        the chart as a dependency: an umbrella chart that depends on charts/ddp
 #                     (Helm passes it `global`) lints and renders, global.imageRegistry reaching
 #                     the subchart's images
@@ -264,6 +267,19 @@ EOF
     grep -q "SKIPPED" "$work/rbac.log" && { cat "$work/rbac.log"; echo "FAIL: the RBAC tests skipped"; exit 1; }
     grep -E "^\[  PASSED  \] [0-9]+ tests" "$work/rbac.log"
     ;;
+  render)
+    ddpctl="${2:?usage: $0 render BIN_DIR}/ddpctl"
+    if [ ! -x "$ddpctl" ]; then
+      echo "SKIPPED: $ddpctl is not built"
+      exit 77
+    fi
+    for job in examples/*.yaml manifests/examples/*.yaml; do
+      "$ddpctl" render "$job" --worker-image ddp-service:0.1.0 --watch-namespace ml \
+        >"$work/render-$(basename "$job")"
+    done
+    node tests/kubernetes/validate_objects.mjs "$work"/render-*.yaml
+    must_fail "spec.containers[0].image: required" "$ddpctl" render examples/synthetic.yaml
+    ;;
   install-manifest)
     scripts/render_manifests.sh "$work/install.yaml"
     if ! diff -u manifests/install.yaml "$work/install.yaml"; then
@@ -273,7 +289,7 @@ EOF
     echo "manifests/install.yaml is in step with the chart"
     ;;
   *)
-    echo "usage: $0 lint|template|crd-examples|install-manifest|dependency|package|prometheus-rules|rbac TEST_BIN" >&2
+    echo "usage: $0 lint|template|crd-examples|install-manifest|dependency|package|prometheus-rules|rbac TEST_BIN|render BIN_DIR" >&2
     exit 2
     ;;
 esac

@@ -8,6 +8,7 @@
 
 #include "tools/ddpctl/client_commands.h"
 #include "tools/ddpctl/model_commands.h"
+#include "tools/ddpctl/render_command.h"
 #include "tools/ddpctl/run_command.h"
 #include "tools/ddpctl/tokenize_command.h"
 
@@ -26,6 +27,8 @@ std::string usage() {
          "                      run a checkpoint's model on samples (CPU)\n"
          "  generate (JOB | --checkpoint-dir DIR) (--prompt TEXT | --prompt-tokens IDS)\n"
          "                      sample text from a checkpoint's GPT (CPU)\n"
+         "  render JOB.yaml [--worker-image IMAGE] [--watch-namespace NS]\n"
+         "                      the Kubernetes objects the controller would create for the job\n"
          "\n"
          "with a controller:\n" +
          ddp::ddpctl::clientCommandsSummary() + "\n" + ddp::ddpctl::clientGlobalOptionsUsage() +
@@ -58,6 +61,10 @@ int main(int argc, char** argv) {
         std::fputs(ctl::tokenizeUsage().c_str(), stdout);
         return ctl::kExitOk;
       }
+      if (topic == "render") {
+        std::fputs(ctl::renderUsage().c_str(), stdout);
+        return ctl::kExitOk;
+      }
       if (ctl::isClientCommand(topic)) {
         std::fputs(ctl::clientCommandUsage(topic).c_str(), stdout);
         return ctl::kExitOk;
@@ -85,6 +92,14 @@ int main(int argc, char** argv) {
       return ctl::kExitUsage;
     }
     return ctl::tokenizeCommand(rest, std::cout, std::cerr);
+  }
+  if (cmd == "render") {
+    if (at > 0) {
+      std::fprintf(stderr, "ddpctl render: --server, --token-file and --timeout are for the controller "
+                           "commands (render needs no controller)\n");
+      return ctl::kExitUsage;
+    }
+    return ctl::renderCommand(rest, std::cout, std::cerr);
   }
   if (ctl::isModelCommand(cmd)) return ctl::modelCommand(cmd, rest, std::cout, std::cerr);
   if (ctl::isClientCommand(cmd)) return ctl::runClientCommand(cmd, std::move(rest), ctl::processClientIo());

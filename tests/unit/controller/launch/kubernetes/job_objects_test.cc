@@ -1,0 +1,141 @@
+// renderJobObjects (what `ddpctl render` prints) against its oracle, the objects
+// KubernetesLauncher creates in the fake API server (FAKED: the API server) for the same job,
+// launched as the JobManager launches it (makeJobLaunch) and owned by a DDPJob; and the
+// refusals of checkJobObject, each naming the object and field the API server would refuse.
+#include "controller/launch/kubernetes/job_objects.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "controller/launch/kubernetes/kubernetes_launcher.h"
+#include "tests/unit/controller/kubernetes/fake_api_test.h"
+
+namespace ddp::controller::kube {
+namespace {
+
+using nlohmann::json;
+
+JobSpec specOf(const std::string& yaml) {
+  auto spec = parseJobSpec(yaml);
+  EXPECT_TRUE(spec.isOk()) << spec.status();
+  return spec.isOk() ? *spec : JobSpec{};
+}
+
+const char* kJob =
+    "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: fm}\n"
+    "spec:\n"
+    "  workers: {count: 3}\n"
+    "  model: {type: mlp}\n"
+    "  data: {dataset: synthetic}\n"
+    "  epochs: 1\n"
+    "  checkpoint: {dir: /ckpt, everySteps: 10}\n"
+    "  worker: {command: [/opt/t/bin/trainer, --width, \"32\"]}\n"
+    "  kubernetes:\n"
+    "    resources: {requests: {cpu: \"2\", memory: 4Gi}, limits: {memory: 8Gi}}\n"
+    "    nodeSelector: {pool: train}\n"
+    "    tolerations: [{key: gpu, operator: Exists, effect: NoSchedule}]\n"
+    "    serviceAccountName: trainer\n"
+    "    checkpointVolumeClaim: ckpt\n";
+
+// `created` as the renderer writes it: without what the API server adds, the owner's uid and
+// the worker token as the placeholders of Note [Rendered objects].
+json asRendered(json created, const std::string& ownerUid, const std::string& token) {
+  json& m = created["metadata"];
+  for (const char* k : {"uid", "resourceVersion", "creationTimestamp", "generation"}) m.erase(k);
+  created.erase("status");
+  for (json& ref : m.value("ownerReferences", json::array())) {
+    EXPECT_EQ(ref["uid"], ownerUid);
+  }
+  if (m.contains("ownerReferences")) {
+    for (json& ref : m["ownerReferences"]) ref["uid"] = kRenderedOwnerUid;
+  }
+  if (created["kind"] == "Secret") {
+    EXPECT_EQ(created["stringData"]["token"], token);
+    created["stringData"]["token"] = kRenderedToken;
+  }
+  return created;
+}
+
+class KubernetesJobObjectsTest : public testing::FakeApiTest {};
+
+TEST_F(KubernetesJobObjectsTest, RenderedObjectsAreThoseTheLauncherCreates) {
+  const JobSpec spec = specOf(kJob);
+  const WorkerLaunchSettings settings{"http://ddp.ml.svc:8081", "json", "", "normal"};
+  KubernetesLauncherOptions o;
+  o.nameSpace = "ml";
+  o.defaultImage = "ddp-service:0.1.0";
+  o.specOf = [&](const std::string&) -> std::optional<JobSpec> { return spec; };
+  o.ownerOf = [](const std::string& job) -> std::optional<JobOwner> { return JobOwner{job, "uid-of-fm"}; };
+  o.onExit = [](const WorkerExit&) {};
+  auto launcher = KubernetesLauncher::create(*client_, o);
+  ASSERT_TRUE(launcher.isOk()) << launcher.status();
+  ASSERT_TRUE(testing::waitUntil([&] { return (*launcher)->ready().isOk(); }));
+  ASSERT_TRUE((*launcher)->ensureWorkers(makeJobLaunch("fm", spec, "tok-1", settings)).isOk());
+
+  RenderOptions r;
+  r.nameSpace = "ml";
+  r.defaultImage = "ddp-service:0.1.0";
+  r.settings = settings;
+  auto rendered = renderJobObjects(spec, r);
+  ASSERT_TRUE(rendered.isOk()) << rendered.status();
+  std::map<std::string, json> created;
+  for (const char* resource : {"secrets", "services", "pods"}) {
+    for (const json& obj : api_.objects(resource, "ml")) {
+      created[obj["kind"].get<std::string>() + "/" + obj["metadata"]["name"].get<std::string>()] = obj;
+    }
+  }
+  ASSERT_EQ(rendered->size(), 5u);  // Secret, Service, 3 pods
+  EXPECT_EQ(created.size(), rendered->size());
+  for (const json& obj : *rendered) {
+    const std::string key = obj["kind"].get<std::string>() + "/" + obj["metadata"]["name"].get<std::string>();
+    SCOPED_TRACE(key);
+    ASSERT_TRUE(created.count(key)) << "rendered but not created";
+    EXPECT_EQ(asRendered(created[key], "uid-of-fm", "tok-1"), obj);
+  }
+  EXPECT_EQ((*rendered)[0]["kind"], "Secret");
+  EXPECT_EQ((*rendered)[1]["kind"], "Service");
+  EXPECT_EQ((*rendered)[4]["metadata"]["name"], "fm-worker-2");
+}
+
+TEST(KubernetesJobObjectsRefusalTest, NamesTheObjectAndFieldTheApiServerWouldRefuse) {
+  JobSpec spec = specOf(kJob);
+  RenderOptions r;
+  r.defaultImage = "ddp-service:0.1.0";
+  ASSERT_TRUE(renderJobObjects(spec, r).isOk());
+
+  RenderOptions noImage;
+  auto st = renderJobObjects(spec, noImage).status();
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("Pod fm-worker-0: spec.containers[0].image: required"), std::string::npos) << st;
+
+  RenderOptions badNamespace = r;
+  badNamespace.nameSpace = "ML_team";
+  st = renderJobObjects(spec, badNamespace).status();
+  EXPECT_NE(st.message().find("metadata.namespace: must be a DNS-1123 label"), std::string::npos) << st;
+
+  JobSpec digit = spec;
+  digit.name = "7up";  // a DNS-1123 label, but a Service needs DNS-1035
+  st = renderJobObjects(digit, r).status();
+  EXPECT_NE(st.message().find("Service 7up: metadata.name: a Service's name must be a DNS-1035 label"),
+            std::string::npos)
+      << st;
+
+  JobSpec longName = spec;
+  longName.name = std::string(56, 'a');  // <name>-worker-0 is 65 characters: too long a hostname
+  st = renderJobObjects(longName, r).status();
+  EXPECT_NE(st.message().find("spec.hostname: must be a DNS-1123 label"), std::string::npos) << st;
+}
+
+TEST(KubernetesJobObjectsRefusalTest, ChecksLabelsOfAnyObject) {
+  json pod = {{"kind", "Pod"},
+              {"metadata", {{"name", "p"}, {"namespace", "ml"}, {"labels", {{"ddp.dev/job", "-bad"}}}}},
+              {"spec", {{"containers", json::array({{{"name", "w"}, {"image", "i"}}})}}}};
+  Status st = checkJobObject(pod);
+  EXPECT_NE(st.message().find("Pod p: metadata.labels[ddp.dev/job]: must be a label value"), std::string::npos) << st;
+  pod["metadata"]["labels"] = {{"ddp.dev/job", "ok"}};
+  EXPECT_TRUE(checkJobObject(pod).isOk());
+}
+
+}  // namespace
+}  // namespace ddp::controller::kube
