@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <variant>
 
+#include "common/jobspec/job_names.h"
 #include "common/jobspec/job_spec.h"
 #include "common/jobspec/job_spec_fields.h"
 
@@ -41,7 +42,7 @@ std::string literal(const SpecValue& v, std::string_view path) {
 }
 
 std::vector<SpecCelRule> documentRules() {
-  const std::string max = std::to_string(maxJobNameLength());
+  const std::string max = std::to_string(kMaxJobNameLength);  // Note [Job names]
   return {
       {"name-dns-1035", "", "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
        "metadata.name must start with a letter and hold only a-z, 0-9 and '-', ending with a letter or "
@@ -187,12 +188,6 @@ std::vector<SpecCelRule> buildRules() {
 }
 
 }  // namespace
-
-int maxJobNameLength() {
-  constexpr int kDnsLabel = 63;
-  const int suffix = static_cast<int>(std::string("-worker-").size() + std::to_string(kMaxWorkersPerJob - 1).size());
-  return kDnsLabel - suffix;
-}
 
 const std::vector<SpecCelRule>& jobSpecCelRules() {
   static const std::vector<SpecCelRule> rules = buildRules();

@@ -45,11 +45,6 @@ std::string celRuleMessage(const SpecCelRule& rule);
 // The rules on the schema node `at`.
 std::vector<const SpecCelRule*> jobSpecCelRulesAt(std::string_view at);
 
-// The longest job name whose generated object names all fit a DNS label (63 characters): a
-// worker pod "<job>-worker-<slot>" with slot up to kMaxWorkersPerJob - 1, whose name is also its
-// hostname, and the headless Service "<job>".
-int maxJobNameLength();
-
 // A CEL expression for the fields under a schema node `at`: value("spec.zero") is the field's
 // value in the document, or the table's default when the document leaves it out.
 class CelScope {

@@ -38,6 +38,8 @@ Result<RenderArgs> parseRenderArgs(const std::vector<std::string>& args) {
       DDP_ASSIGN_OR_RETURN(a.options.defaultImage, value());
     } else if (flag == "--watch-namespace" || flag == "--namespace" || flag == "-n") {
       DDP_ASSIGN_OR_RETURN(a.options.nameSpace, value());
+    } else if (flag == "--gang-scheduler-name") {
+      DDP_ASSIGN_OR_RETURN(a.options.schedulerName, value());
     } else if (flag == "--advertise-url") {
       DDP_ASSIGN_OR_RETURN(a.options.settings.controllerUrl, value());
       a.advertised = true;
@@ -59,13 +61,17 @@ Result<RenderArgs> parseRenderArgs(const std::vector<std::string>& args) {
 std::string defaultAdvertiseUrl(const std::string& nameSpace) { return "http://ddp." + nameSpace + ".svc:8081"; }
 
 std::string renderUsage() {
-  return "usage: ddpctl render JOB.yaml [--worker-image IMAGE] [--watch-namespace NS] [--advertise-url URL]\n"
+  return "usage: ddpctl render JOB.yaml [--worker-image IMAGE] [--watch-namespace NS]\n"
+         "                      [--gang-scheduler-name NAME] [--advertise-url URL]\n"
          "\n"
          "Prints, as YAML, every object the controller would create for the job on Kubernetes: its\n"
-         "token Secret, headless Service and worker pods, exactly as the launcher builds them\n"
-         "(docs/KUBERNETES.md). No cluster is needed. The options are the controller's flags:\n"
+         "token Secret, headless Service, PodGroup (with a gang scheduler) and worker pods, exactly\n"
+         "as the launcher builds them (docs/KUBERNETES.md). No cluster is needed. The options are\n"
+         "the controller's flags:\n"
          "  --worker-image IMAGE   the default worker image (--image); spec.kubernetes.image wins\n"
          "  --watch-namespace NS   the controller's namespace (--namespace, -n; default: default)\n"
+         "  --gang-scheduler-name NAME  the pods' scheduler: volcano or scheduler-plugins-scheduler\n"
+         "                         get a PodGroup (default: the default scheduler)\n"
          "  --advertise-url URL    what workers dial (default: the chart's, http://ddp.NS.svc:8081)\n"
          "The worker token and the DDPJob's uid exist only on a cluster: placeholders stand for them.\n"
          "Exit status: 0 ok; 2 bad arguments, an invalid job, or an object the API server would\n"

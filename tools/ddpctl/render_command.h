@@ -1,7 +1,8 @@
 #pragma once
-// `ddpctl render JOB.yaml [--worker-image IMAGE] [--watch-namespace NS] [--advertise-url URL]`:
-// prints, as YAML documents, every object the controller would create for the job on
-// Kubernetes (its token Secret, headless Service and worker pods), built by the launcher's own
+// `ddpctl render JOB.yaml [--worker-image IMAGE] [--watch-namespace NS] [--gang-scheduler-name
+// NAME] [--advertise-url URL]`: prints, as YAML documents, every object the controller would
+// create for the job on Kubernetes (its token Secret, headless Service, a gang scheduler's
+// PodGroup and the worker pods), built by the launcher's own
 // code without a cluster (controller/launch/kubernetes/job_objects.h; Note [Rendered objects]).
 // The options are the controller's flags of the same names (--image and --namespace are
 // shorter spellings). Exit 0; 2 for bad arguments, an invalid job, or an object the API server

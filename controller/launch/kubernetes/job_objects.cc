@@ -3,27 +3,16 @@
 
 #include <string_view>
 
+#include "common/jobspec/job_names.h"
 #include "common/jobspec/job_spec_kubernetes.h"
+#include "controller/launch/kubernetes/scheduling_objects.h"
 
 namespace ddp::controller::kube {
 namespace {
 
 using nlohmann::json;
 
-bool lowerAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); }
-bool alnum(char c) { return lowerAlnum(c) || (c >= 'A' && c <= 'Z'); }
-
-// A DNS-1123 label: 1-63 of a-z, 0-9 and '-', starting and ending alphanumeric.
-bool isDns1123Label(std::string_view s) {
-  if (s.empty() || s.size() > 63 || !lowerAlnum(s.front()) || !lowerAlnum(s.back())) return false;
-  for (char c : s) {
-    if (!lowerAlnum(c) && c != '-') return false;
-  }
-  return true;
-}
-
-// A DNS-1035 label (a Service's name): a DNS-1123 label that starts with a letter.
-bool isDns1035Label(std::string_view s) { return isDns1123Label(s) && s.front() >= 'a' && s.front() <= 'z'; }
+bool alnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
 // A label value: empty, or 1-63 of alphanumerics, '-', '_' and '.', starting and ending alphanumeric.
 bool isLabelValue(std::string_view s) {
@@ -92,6 +81,7 @@ Status checkPod(const json& pod) {
 
 std::vector<json> buildJobObjects(const WorkerObjectsInput& in) {
   std::vector<json> out = {buildTokenSecret(in), buildHeadlessService(in)};
+  if (auto group = buildPodGroup(schedulingInput(in), out[1]["metadata"])) out.push_back(*group);
   for (int slot = 0; slot < in.launch.workers; ++slot) out.push_back(buildWorkerPod(in, slot));
   return out;
 }
@@ -103,6 +93,7 @@ Result<std::vector<json>> renderJobObjects(const JobSpec& spec, const RenderOpti
   in.launch = makeJobLaunch(spec.name, spec, kRenderedToken, options.settings);
   in.spec = spec;
   in.owner = JobOwner{spec.name, kRenderedOwnerUid};
+  in.schedulerName = options.schedulerName;
   DDP_RETURN_IF_ERROR(validateJobName(spec.name));
   std::vector<json> objects = buildJobObjects(in);
   for (const json& o : objects) DDP_RETURN_IF_ERROR(checkJobObject(o));

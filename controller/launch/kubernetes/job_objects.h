@@ -7,12 +7,14 @@
 //
 // Note [Rendered objects]
 // renderJobObjects() gives the objects KubernetesLauncher::ensureWorkers creates for a DDPJob,
-// in its order: the token Secret, the headless Service, one worker pod per slot. Two values
+// in its order: the token Secret, the headless Service, the PodGroup of a gang scheduler
+// (--gang-scheduler-name; Note [Gang scheduler PodGroups]), one worker pod per slot. Two values
 // exist only on a cluster and are written as placeholders: the worker token (generated at
 // submission; kRenderedToken) and the DDPJob's uid in the ownerReferences (kRenderedOwnerUid).
 // The controller's flags that shape the objects are options: its namespace (--watch-namespace),
-// its default worker image (--worker-image) and the URL workers dial (--advertise-url).
-// kubernetes_launcher_test compares the rendered objects with those the launcher creates in the
+// its default worker image (--worker-image), the pods' scheduler (--gang-scheduler-name) and
+// the URL workers dial (--advertise-url).
+// job_objects_test compares the rendered objects with those the launcher creates in the
 // fake API server; the Kubernetes checks validate ddpctl render's output against the Kubernetes
 // schemas.
 
@@ -34,10 +36,12 @@ inline constexpr const char* kRenderedOwnerUid = "<the DDPJob's uid>";
 struct RenderOptions {
   std::string nameSpace = "default";  // the controller's namespace (--watch-namespace)
   std::string defaultImage;           // --worker-image
+  std::string schedulerName;          // --gang-scheduler-name ("" : the default scheduler)
   WorkerLaunchSettings settings;      // settings.controllerUrl: --advertise-url
 };
 
-// The objects ensureWorkers creates for `in`, in its order: Secret, Service, pods 0..workers-1.
+// The objects ensureWorkers creates for `in`, in its order: Secret, Service, the PodGroup when
+// the pods' scheduler needs one (scheduling_objects.h), pods 0..workers-1.
 std::vector<nlohmann::json> buildJobObjects(const WorkerObjectsInput& in);
 
 // The objects for the DDPJob of `spec` (a validated spec: parseJobSpec), with the placeholders

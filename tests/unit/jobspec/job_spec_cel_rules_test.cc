@@ -86,10 +86,5 @@ TEST(JobSpecCelRulesTest, ScopeReadsAFieldOrTheTablesDefault) {
   EXPECT_EQ(root.relative("metadata.name"), ".metadata.name");
 }
 
-TEST(JobSpecCelRulesTest, LongestJobNameMakesA63CharacterPodName) {
-  const std::string name(static_cast<size_t>(maxJobNameLength()), 'a');
-  EXPECT_EQ((name + "-worker-" + std::to_string(kMaxWorkersPerJob - 1)).size(), 63u);
-}
-
 }  // namespace
 }  // namespace ddp

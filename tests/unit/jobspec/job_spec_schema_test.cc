@@ -49,6 +49,10 @@ TEST(JobSpecSchemaTest, TemplatesWithoutTheirMarkersAreRefusedNamingThem) {
   auto crd = renderJobSpecCrd("apiVersion: v1\n");
   ASSERT_FALSE(crd.isOk());
   EXPECT_NE(crd.status().message().find(std::string(kCrdSpecPlaceholder)), std::string::npos);
+  // The spec's placeholder alone: the document rules' is missing.
+  crd = renderJobSpecCrd("schema:\n  " + std::string(kCrdSpecPlaceholder) + "\n");
+  ASSERT_FALSE(crd.isOk());
+  EXPECT_NE(crd.status().message().find(std::string(kCrdDocumentRulesPlaceholder)), std::string::npos);
   auto docs = renderJobSpecDocs("# no table\n");
   ASSERT_FALSE(docs.isOk());
   EXPECT_NE(docs.status().message().find(std::string(kDocsTableBegin)), std::string::npos);

@@ -1,6 +1,7 @@
 // renderJobObjects (what `ddpctl render` prints) against its oracle, the objects
 // KubernetesLauncher creates in the fake API server (FAKED: the API server) for the same job,
-// launched as the JobManager launches it (makeJobLaunch) and owned by a DDPJob; and the
+// launched as the JobManager launches it (makeJobLaunch) and owned by a DDPJob, with the default
+// scheduler and with Volcano's PodGroup; and the
 // refusals of checkJobObject, each naming the object and field the API server would refuse.
 #include "controller/launch/kubernetes/job_objects.h"
 
@@ -23,7 +24,7 @@ JobSpec specOf(const std::string& yaml) {
 }
 
 const char* kJob =
-    "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: fm}\n"
+    "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: fm, labels: {kueue.x-k8s.io/queue-name: research}}\n"
     "spec:\n"
     "  workers: {count: 3}\n"
     "  model: {type: mlp}\n"
@@ -57,14 +58,32 @@ json asRendered(json created, const std::string& ownerUid, const std::string& to
   return created;
 }
 
-class KubernetesJobObjectsTest : public testing::FakeApiTest {};
+// The launcher creates a job's objects in the fake (pods with `schedulerName`); renderJobObjects
+// must give the same ones.
+class KubernetesJobObjectsTest : public testing::FakeApiTest, public ::testing::WithParamInterface<std::string> {
+ protected:
+  // The objects the launcher created in namespace ml, by "Kind/name".
+  std::map<std::string, json> created(const std::string& podGroups) {
+    std::map<std::string, json> out;
+    for (const std::string& resource : {std::string("secrets"), std::string("services"), std::string("pods"), podGroups}) {
+      if (resource.empty()) continue;
+      for (const json& obj : api_.objects(resource, "ml")) {
+        out[obj["kind"].get<std::string>() + "/" + obj["metadata"]["name"].get<std::string>()] = obj;
+      }
+    }
+    return out;
+  }
+};
 
-TEST_F(KubernetesJobObjectsTest, RenderedObjectsAreThoseTheLauncherCreates) {
+TEST_P(KubernetesJobObjectsTest, RenderedObjectsAreThoseTheLauncherCreates) {
+  const std::string scheduler = GetParam();
+  // A Kueue queue label: the pods carry Kueue's group labels too (Note [Kueue pod groups]).
   const JobSpec spec = specOf(kJob);
   const WorkerLaunchSettings settings{"http://ddp.ml.svc:8081", "json", "", "normal"};
   KubernetesLauncherOptions o;
   o.nameSpace = "ml";
   o.defaultImage = "ddp-service:0.1.0";
+  o.schedulerName = scheduler;
   o.specOf = [&](const std::string&) -> std::optional<JobSpec> { return spec; };
   o.ownerOf = [](const std::string& job) -> std::optional<JobOwner> { return JobOwner{job, "uid-of-fm"}; };
   o.onExit = [](const WorkerExit&) {};
@@ -76,27 +95,29 @@ TEST_F(KubernetesJobObjectsTest, RenderedObjectsAreThoseTheLauncherCreates) {
   RenderOptions r;
   r.nameSpace = "ml";
   r.defaultImage = "ddp-service:0.1.0";
+  r.schedulerName = scheduler;
   r.settings = settings;
   auto rendered = renderJobObjects(spec, r);
   ASSERT_TRUE(rendered.isOk()) << rendered.status();
-  std::map<std::string, json> created;
-  for (const char* resource : {"secrets", "services", "pods"}) {
-    for (const json& obj : api_.objects(resource, "ml")) {
-      created[obj["kind"].get<std::string>() + "/" + obj["metadata"]["name"].get<std::string>()] = obj;
-    }
-  }
-  ASSERT_EQ(rendered->size(), 5u);  // Secret, Service, 3 pods
-  EXPECT_EQ(created.size(), rendered->size());
+  const bool group = scheduler == kVolcanoSchedulerName;
+  std::map<std::string, json> made = created(group ? "scheduling.volcano.sh/v1beta1/podgroups" : "");
+  ASSERT_EQ(rendered->size(), group ? 6u : 5u);  // Secret, Service, [PodGroup], 3 pods
+  EXPECT_EQ(made.size(), rendered->size());
   for (const json& obj : *rendered) {
     const std::string key = obj["kind"].get<std::string>() + "/" + obj["metadata"]["name"].get<std::string>();
     SCOPED_TRACE(key);
-    ASSERT_TRUE(created.count(key)) << "rendered but not created";
-    EXPECT_EQ(asRendered(created[key], "uid-of-fm", "tok-1"), obj);
+    ASSERT_TRUE(made.count(key)) << "rendered but not created";
+    EXPECT_EQ(asRendered(made[key], "uid-of-fm", "tok-1"), obj);
   }
   EXPECT_EQ((*rendered)[0]["kind"], "Secret");
   EXPECT_EQ((*rendered)[1]["kind"], "Service");
-  EXPECT_EQ((*rendered)[4]["metadata"]["name"], "fm-worker-2");
+  if (group) EXPECT_EQ((*rendered)[2]["kind"], "PodGroup");
+  EXPECT_EQ(rendered->back()["metadata"]["name"], "fm-worker-2");
+  EXPECT_EQ(rendered->back()["metadata"]["labels"][kKueueQueueLabel], "research");
 }
+
+INSTANTIATE_TEST_SUITE_P(Schedulers, KubernetesJobObjectsTest, ::testing::Values("", kVolcanoSchedulerName),
+                         [](const auto& info) { return info.param.empty() ? std::string("Default") : info.param; });
 
 TEST(KubernetesJobObjectsRefusalTest, NamesTheObjectAndFieldTheApiServerWouldRefuse) {
   JobSpec spec = specOf(kJob);
