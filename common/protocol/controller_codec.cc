@@ -8,39 +8,6 @@
 namespace ddp::protocol {
 namespace {
 
-Status decodeFlightRecord(const JsonFields& f, std::vector<FlightOp>* out) {
-  const Json* array = f.array("flightRecord");
-  for (size_t i = 0; array != nullptr && i < array->size(); ++i) {
-    DDP_ASSIGN_OR_RETURN(JsonFields e, f.element("flightRecord", i, (*array)[i]));
-    FlightOp op;
-    DDP_RETURN_IF_ERROR(e.getString("backend", &op.backend, false));
-    DDP_RETURN_IF_ERROR(e.getInt("seq", &op.seq, false));
-    DDP_RETURN_IF_ERROR(e.getString("op", &op.op, false));
-    DDP_RETURN_IF_ERROR(e.getInt("bytes", &op.bytes, false));
-    DDP_RETURN_IF_ERROR(e.getString("state", &op.state, false));
-    DDP_RETURN_IF_ERROR(e.getDouble("issuedSecondsAgo", &op.issuedSecondsAgo, false));
-    DDP_RETURN_IF_ERROR(e.getDouble("startedSecondsAgo", &op.startedSecondsAgo, false));
-    DDP_RETURN_IF_ERROR(e.getDouble("endedSecondsAgo", &op.endedSecondsAgo, false));
-    out->push_back(std::move(op));
-  }
-  return Status::ok();
-}
-
-Status decodeCollectives(const JsonFields& f, std::vector<CollectiveView>* out) {
-  const Json* array = f.array("collectives");
-  for (size_t i = 0; array != nullptr && i < array->size(); ++i) {
-    DDP_ASSIGN_OR_RETURN(JsonFields e, f.element("collectives", i, (*array)[i]));
-    CollectiveView c;
-    DDP_RETURN_IF_ERROR(e.getString("backend", &c.backend, false));
-    DDP_RETURN_IF_ERROR(e.getInt("issued", &c.issued, false));
-    DDP_RETURN_IF_ERROR(e.getInt("seq", &c.seq, false));
-    DDP_RETURN_IF_ERROR(e.getString("op", &c.op, false));
-    DDP_RETURN_IF_ERROR(e.getDouble("seconds", &c.seconds, false));
-    out->push_back(std::move(c));
-  }
-  return Status::ok();
-}
-
 // The repeated phase-1 report: size and CRC only when it went well.
 Status decodeLastShard(const JsonFields& f, std::optional<HeartbeatShard>* out) {
   const Json* object = f.object("lastShard");
@@ -85,15 +52,7 @@ Status decodeProgress(const JsonFields& f, Heartbeat* h) {
     if (auto it = f.json().find(name); it != f.json().end() && it->is_number()) *out = it->get<double>();
   }
   numbers(f.object("counters"), &h->counters);
-  if (const Json* c = f.object("checkpoint")) {
-    JsonFields cf(*c, f.at("checkpoint"), Reading::kTolerant);
-    HeartbeatCheckpoint cp;
-    DDP_RETURN_IF_ERROR(cf.getInt("step", &cp.step, false));
-    DDP_RETURN_IF_ERROR(cf.getInt("bytes", &cp.bytes, false));
-    DDP_RETURN_IF_ERROR(cf.getString("path", &cp.path, false));
-    h->checkpoint = cp;
-  }
-  return Status::ok();
+  return decodeCheckpoint(f, &h->checkpoint);
 }
 
 }  // namespace

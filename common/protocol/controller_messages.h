@@ -1,7 +1,8 @@
 #pragma once
 // The messages of the worker <-> controller protocol as the controller reads them (docs/API.md,
-// "Heartbeats"): a heartbeat and its parts (collectives, flight record, the shard report it
-// repeats). The worker's side of the same messages is worker_messages.h; the controller's
+// "Heartbeats"): a heartbeat and the shard report it repeats; the parts both sides name alike
+// (collectives, flight record, checkpoint) are in heartbeat_parts.h. The worker's side of the
+// same messages is worker_messages.h; the controller's
 // decoder is controller_codec.h, and tests/unit/protocol/ checks that what one side writes the
 // other reads. The controller's view differs where it has always read more loosely: every field
 // but the worker id may be absent (an older worker sends fewer), `counters` keeps whatever
@@ -14,31 +15,10 @@
 #include <string>
 #include <vector>
 
+#include "common/protocol/heartbeat_parts.h"
 #include "common/protocol/vocabulary.h"
 
 namespace ddp::protocol {
-
-// One backend's view in a heartbeat: the last collective issued and the oldest unfinished one.
-struct CollectiveView {
-  std::string backend;
-  int64_t issued = -1;      // sequence number of the last collective issued (-1: none yet)
-  int64_t seq = -1;         // oldest unfinished (-1: none)
-  std::string op;
-  double seconds = 0;       // its age when the heartbeat was sent
-};
-
-// One op of a rank's flight record, as the worker sent it (ages relative to its send time).
-struct FlightOp {
-  std::string backend;
-  int64_t seq = 0;
-  std::string op;
-  int64_t bytes = 0;
-  std::string state;              // queued | running | completed | failed | timed_out | aborted
-  double issuedSecondsAgo = 0;
-  double startedSecondsAgo = -1;  // -1: not started
-  double endedSecondsAgo = -1;    // -1: not ended
-  bool unfinished() const { return state == "queued" || state == "running"; }
-};
 
 // One rank's phase-1 report of the two-phase checkpoint commit (Note [Two-phase checkpoint
 // commit] in controller/jobs/checkpoint_ledger.h).
@@ -50,12 +30,6 @@ struct ShardReport {
   double snapshotSeconds = 0;  // the training thread's stall: state copied into memory
   double writeSeconds = 0;     // the background write (encode, write, fsync)
   std::string error;           // !ok: why the shard could not be written
-};
-
-struct HeartbeatCheckpoint {
-  int64_t step = 0;
-  int64_t bytes = 0;
-  std::string path;
 };
 
 // The last shard report the worker delivered (a controller restarted since may have lost it:

@@ -53,6 +53,7 @@ class JsonFields {
   // "<where>.<key>": the name errors give a field.
   std::string at(const char* key) const { return where_ + "." + key; }
   const Json& json() const { return o_; }
+  Reading reading() const { return reading_; }
 
  private:
   // The field, or nullptr when absent (and, tolerant, when null).

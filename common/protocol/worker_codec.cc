@@ -30,52 +30,6 @@ Status decodeCounters(const Fields& f, HeartbeatCounters* c) {
   return f.getInt("compressionSentBytes", &c->compressionSentBytes, false);
 }
 
-Status decodeCollectives(const Json& array, const std::string& where, std::vector<CollectiveInFlight>* out) {
-  for (size_t i = 0; i < array.size(); ++i) {
-    if (!array[i].is_object()) return invalidArgument(where + "[" + std::to_string(i) + "]: expected an object");
-    Fields f(array[i], where + "[" + std::to_string(i) + "]");
-    CollectiveInFlight c;
-    DDP_RETURN_IF_ERROR(f.getString("backend", &c.backend));
-    DDP_RETURN_IF_ERROR(f.getInt("seq", &c.seq));
-    DDP_RETURN_IF_ERROR(f.getInt("issued", &c.issued, false));
-    DDP_RETURN_IF_ERROR(f.getString("op", &c.op));
-    DDP_RETURN_IF_ERROR(f.getInt("bytes", &c.bytes, false));
-    DDP_RETURN_IF_ERROR(f.getDouble("seconds", &c.seconds, false));
-    out->push_back(std::move(c));
-  }
-  return Status::ok();
-}
-
-Json encodeFlightRecord(const std::vector<FlightOpReport>& ops) {
-  Json a = Json::array();
-  for (const FlightOpReport& op : ops) {
-    a.push_back(Json{{"backend", op.backend}, {"seq", op.seq}, {"op", op.op}, {"bytes", op.bytes}, {"state", op.state},
-                     {"issuedSecondsAgo", jsonNumber(op.issuedSecondsAgo)},
-                     {"startedSecondsAgo", jsonNumber(op.startedSecondsAgo)},
-                     {"endedSecondsAgo", jsonNumber(op.endedSecondsAgo)}});
-  }
-  return a;
-}
-
-Status decodeFlightRecord(const Json& array, const std::string& where, std::vector<FlightOpReport>* out) {
-  for (size_t i = 0; i < array.size(); ++i) {
-    const std::string at = where + "[" + std::to_string(i) + "]";
-    if (!array[i].is_object()) return invalidArgument(at + ": expected an object");
-    Fields f(array[i], at);
-    FlightOpReport op;
-    DDP_RETURN_IF_ERROR(f.getString("backend", &op.backend, false));
-    DDP_RETURN_IF_ERROR(f.getInt("seq", &op.seq));
-    DDP_RETURN_IF_ERROR(f.getString("op", &op.op));
-    DDP_RETURN_IF_ERROR(f.getInt("bytes", &op.bytes, false));
-    DDP_RETURN_IF_ERROR(f.getString("state", &op.state));
-    DDP_RETURN_IF_ERROR(f.getDouble("issuedSecondsAgo", &op.issuedSecondsAgo, false));
-    DDP_RETURN_IF_ERROR(f.getDouble("startedSecondsAgo", &op.startedSecondsAgo, false));
-    DDP_RETURN_IF_ERROR(f.getDouble("endedSecondsAgo", &op.endedSecondsAgo, false));
-    out->push_back(std::move(op));
-  }
-  return Status::ok();
-}
-
 Json shardOutcomeJson(const ShardOutcome& o) {
   Json j{{"rank", o.rank}, {"ok", o.ok}, {"snapshotSeconds", jsonNumber(o.snapshotSeconds)},
          {"writeSeconds", jsonNumber(o.writeSeconds)}};
@@ -202,15 +156,6 @@ Result<Assignment> decodeAssignment(std::string_view json) {
 }
 
 std::string encodeHeartbeatReport(const HeartbeatReport& r) {
-  Json collectives = Json::array();
-  for (const CollectiveInFlight& c : r.collectives) {
-    collectives.push_back(Json{{"backend", c.backend}, {"issued", c.issued}, {"seq", c.seq}, {"op", c.op},
-                               {"bytes", c.bytes}, {"seconds", jsonNumber(c.seconds)}});
-  }
-  Json checkpoint = nullptr;
-  if (r.checkpoint) {
-    checkpoint = Json{{"step", r.checkpoint->step}, {"bytes", r.checkpoint->bytes}, {"path", r.checkpoint->path}};
-  }
   Json ext = Json::object();
   for (const auto& [k, v] : r.ext) ext[k] = jsonNumber(v);
   Json j{{"workerId", r.workerId},
@@ -224,15 +169,15 @@ std::string encodeHeartbeatReport(const HeartbeatReport& r) {
                    {"samplesPerSecond", jsonNumber(r.samplesPerSecond)},
                    {"testAccuracy", r.testAccuracy ? jsonNumber(*r.testAccuracy) : Json(nullptr)},
                    {"counters", encodeCounters(r.counters)},
-                   {"collectives", collectives},
-                   {"checkpoint", checkpoint},
+                   {"collectives", collectivesJson(r.collectives)},
+                   {"checkpoint", checkpointJson(r.checkpoint)},
                    {"message", r.message},
                    {"ext", ext}};
   // Sent only when known: a heartbeat without them reads as one from an older worker.
   if (r.valLoss) j["valLoss"] = jsonNumber(*r.valLoss);
   if (r.tokensPerSecond) j["tokensPerSecond"] = jsonNumber(*r.tokensPerSecond);
   if (r.mfu) j["mfu"] = jsonNumber(*r.mfu);
-  if (!r.flightRecord.empty()) j["flightRecord"] = encodeFlightRecord(r.flightRecord);
+  if (!r.flightRecord.empty()) j["flightRecord"] = flightRecordJson(r.flightRecord);
   if (r.lastShard) {
     Json shard = shardOutcomeJson(r.lastShard->outcome);
     shard["generation"] = r.lastShard->generation;
@@ -255,18 +200,9 @@ Result<HeartbeatReport> decodeHeartbeatReport(std::string_view json) {
   }
   DDP_RETURN_IF_ERROR(decodeProgress(f, j, &r));
   if (const Json* c = f.object("counters")) DDP_RETURN_IF_ERROR(decodeCounters(Fields(*c, f.at("counters")), &r.counters));
-  if (const Json* c = f.array("collectives")) DDP_RETURN_IF_ERROR(decodeCollectives(*c, f.at("collectives"), &r.collectives));
-  if (const Json* c = f.object("checkpoint")) {
-    Fields cf(*c, f.at("checkpoint"));
-    CheckpointReport cp;
-    DDP_RETURN_IF_ERROR(cf.getInt("step", &cp.step));
-    DDP_RETURN_IF_ERROR(cf.getInt("bytes", &cp.bytes, false));
-    DDP_RETURN_IF_ERROR(cf.getString("path", &cp.path, false));
-    r.checkpoint = std::move(cp);
-  }
-  if (const Json* a = f.array("flightRecord")) {
-    DDP_RETURN_IF_ERROR(decodeFlightRecord(*a, f.at("flightRecord"), &r.flightRecord));
-  }
+  DDP_RETURN_IF_ERROR(decodeCollectives(f, &r.collectives));
+  DDP_RETURN_IF_ERROR(decodeCheckpoint(f, &r.checkpoint));
+  DDP_RETURN_IF_ERROR(decodeFlightRecord(f, &r.flightRecord));
   if (const Json* s = f.object("lastShard")) {
     Fields sf(*s, f.at("lastShard"));
     LastShardReport last;

@@ -1,7 +1,8 @@
 #pragma once
 // The messages of the worker <-> controller protocol as the worker sends and reads them
 // (docs/API.md, "Worker routes"): registration, assignment, heartbeat and its answer, the
-// two-phase checkpoint commit's reports and verdict. Their JSON codecs: worker_codec.h; the
+// two-phase checkpoint commit's reports and verdict (the parts of a heartbeat the controller's
+// view shares: heartbeat_parts.h). Their JSON codecs: worker_codec.h; the
 // controller's reading of the same messages: controller_codec.h.
 // Thread model: plain values.
 
@@ -13,6 +14,7 @@
 
 #include "common/checkpoint/checkpoint_catalog.h"
 #include "common/checkpoint/checkpoint_format.h"
+#include "common/protocol/heartbeat_parts.h"
 #include "common/protocol/vocabulary.h"
 
 namespace ddp::protocol {
@@ -98,37 +100,6 @@ struct HeartbeatCounters {  // cumulative over the steps this process ran
   bool operator==(const HeartbeatCounters&) const = default;
 };
 
-struct CollectiveInFlight {  // one backend: its last issued and its oldest unfinished collective
-  std::string backend;
-  int64_t issued = -1;  // sequence number of the last collective issued (-1: none yet)
-  int64_t seq = -1;     // the oldest unfinished one (-1: none; then op, bytes, seconds are empty)
-  std::string op;
-  int64_t bytes = 0;
-  double seconds = 0;  // since it was issued
-  bool operator==(const CollectiveInFlight&) const = default;
-};
-
-// One op of this rank's flight record (comm::FlightRecorder), sent in answer to the
-// `flightRecord` command; ages are relative to the heartbeat's sending (no clock is shared).
-struct FlightOpReport {
-  std::string backend;
-  int64_t seq = 0;
-  std::string op;
-  int64_t bytes = 0;
-  std::string state;              // comm::flightStateName()
-  double issuedSecondsAgo = 0;
-  double startedSecondsAgo = -1;  // -1: not started
-  double endedSecondsAgo = -1;    // -1: not ended
-  bool operator==(const FlightOpReport&) const = default;
-};
-
-struct CheckpointReport {
-  int64_t step = 0;
-  int64_t bytes = 0;
-  std::string path;
-  bool operator==(const CheckpointReport&) const = default;
-};
-
 // The last phase-1 shard report this process delivered (Note [Two-phase checkpoint commit]):
 // heartbeats repeat it, so a controller that restarted after receiving it learns it again.
 struct LastShardReport {
@@ -154,9 +125,9 @@ struct HeartbeatReport {
   std::optional<double> tokensPerSecond;
   std::optional<double> mfu;
   HeartbeatCounters counters;
-  std::vector<CollectiveInFlight> collectives;
-  std::vector<FlightOpReport> flightRecord;  // only in answer to the `flightRecord` command
-  std::optional<CheckpointReport> checkpoint;
+  std::vector<CollectiveView> collectives;  // per backend: last issued, oldest unfinished
+  std::vector<FlightOp> flightRecord;       // only in answer to the `flightRecord` command
+  std::optional<HeartbeatCheckpoint> checkpoint;
   std::optional<LastShardReport> lastShard;  // filled in by ControllerClient::heartbeat
   std::string message;
   std::map<std::string, double> ext;  // figures later versions add

@@ -8,7 +8,7 @@
 namespace ddp::testing {
 
 using protocol::Assignment;
-using protocol::CheckpointReport;
+using protocol::HeartbeatCheckpoint;
 using protocol::HeartbeatReport;
 using protocol::WorkerState;
 
@@ -35,8 +35,8 @@ inline HeartbeatReport sampleReport() {
   r.loss = 0.52;
   r.samplesPerSecond = 9000;
   r.counters = {7680, 120, 1.9, 123456, 0.12, 4000, 400};
-  r.collectives = {{"gloo", 415, 412, "allreduce", 1048576, 0.01}};
-  r.checkpoint = CheckpointReport{100, 2345678, "/ckpt/fmnist/step-100"};
+  r.collectives = {{"gloo", 415, 412, "allreduce", 0.01, 1048576}};
+  r.checkpoint = HeartbeatCheckpoint{100, 2345678, "/ckpt/fmnist/step-100"};
   r.message = "all \"fine\"\n";
   r.ext = {{"gpuUtil", 0.75}};
   return r;

@@ -55,12 +55,12 @@ inline constexpr const char* kFencedPrefix = "fenced: stale generation";
 // ---- Wire types and codecs (common/protocol/, docs/API.md) ----
 
 using protocol::Assignment;
-using protocol::CheckpointReport;
-using protocol::CollectiveInFlight;
+using protocol::CollectiveView;
 using protocol::Command;
 using protocol::CommandType;
 using protocol::commandTypeName;
-using protocol::FlightOpReport;
+using protocol::FlightOp;
+using protocol::HeartbeatCheckpoint;
 using protocol::HeartbeatAnswer;
 using protocol::HeartbeatCounters;
 using protocol::HeartbeatReport;

@@ -143,7 +143,7 @@ HeartbeatReport HeartbeatReporter::snapshot(WorkerState state, const std::string
   protocol::copyProgressFigures(p, &r);
   r.counters = {p.samples, p.steps, p.stepSeconds, p.commBytes, p.commExposedSeconds,
                 p.compressionUncompressedBytes, p.compressionSentBytes};
-  if (p.checkpoint) r.checkpoint = CheckpointReport{p.checkpoint->step, p.checkpoint->bytes, p.checkpoint->path};
+  if (p.checkpoint) r.checkpoint = HeartbeatCheckpoint{p.checkpoint->step, p.checkpoint->bytes, p.checkpoint->path};
   r.ext = options_.ext;
   std::lock_guard<std::mutex> lock(sourceMu_);
   if (source_) r.collectives = source_();

@@ -83,9 +83,9 @@ struct HeartbeatReporterOptions {
 class HeartbeatReporter {
  public:
   using StopFn = std::function<void()>;
-  using CollectivesFn = std::function<std::vector<CollectiveInFlight>()>;
+  using CollectivesFn = std::function<std::vector<CollectiveView>()>;
   using AbortFn = std::function<void(const Status&)>;
-  using FlightRecordFn = std::function<std::vector<FlightOpReport>()>;
+  using FlightRecordFn = std::function<std::vector<FlightOp>()>;
 
   // `client` must outlive the reporter. `requestStop` sets the trainer's stop flag.
   static Result<std::unique_ptr<HeartbeatReporter>> create(const ControllerClient& client,

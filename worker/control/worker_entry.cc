@@ -166,7 +166,7 @@ Result<BuiltBackend> buildBackend(const Assignment& a, const JobSpec& spec, cons
 // backend keeps its recorder private, so only Gloo's is reported.
 HeartbeatReporter::CollectivesFn collectivesOf(const comm::FlightRecorder& recorder, std::string backend) {
   return [&recorder, backend = std::move(backend)] {
-    CollectiveInFlight c;
+    CollectiveView c;
     c.backend = backend;
     const TimePoint now = SystemClock::instance().now();
     for (const comm::FlightRecord& r : recorder.snapshot()) {
@@ -177,7 +177,7 @@ HeartbeatReporter::CollectivesFn collectivesOf(const comm::FlightRecorder& recor
       c.bytes = static_cast<int64_t>(r.bytes);
       c.seconds = std::chrono::duration<double>(now - r.issued).count();
     }
-    return std::vector<CollectiveInFlight>{c};
+    return std::vector<CollectiveView>{c};
   };
 }
 
@@ -186,7 +186,7 @@ HeartbeatReporter::FlightRecordFn flightRecordOf(const comm::FlightRecorder& rec
   return [&recorder, backend = std::move(backend)] {
     const TimePoint now = SystemClock::instance().now();
     auto ago = [now](TimePoint t) { return t == TimePoint{} ? -1.0 : std::chrono::duration<double>(now - t).count(); };
-    std::vector<FlightOpReport> out;
+    std::vector<FlightOp> out;
     for (const comm::FlightRecord& r : recorder.snapshot()) {
       out.push_back({backend, static_cast<int64_t>(r.seq), r.op, static_cast<int64_t>(r.bytes),
                      comm::flightStateName(r.state), ago(r.issued), ago(r.started), ago(r.ended)});

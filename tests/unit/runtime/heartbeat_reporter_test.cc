@@ -92,7 +92,7 @@ TEST(HeartbeatReporterTest, ReportsTheLatestSnapshotAndTheCollectives) {
   auto client = makeClient(fake.url());
   StopFlag stop;
   auto reporter = makeReporter(*client, options(50ms, 10s), stop);
-  reporter->setCollectivesSource([] { return std::vector<CollectiveInFlight>{{"gloo", 9, 9, "allreduce", 64, 0.5}}; });
+  reporter->setCollectivesSource([] { return std::vector<CollectiveView>{{"gloo", 9, 9, "allreduce", 0.5, 64}}; });
   TrainingProgress p;
   p.step = 42;
   p.totalSteps = 100;
@@ -307,7 +307,7 @@ TEST(HeartbeatReporterTest, FlightRecordCommandSendsTheRecordAtOnce) {
   auto client = makeClient(fake.url());
   StopFlag stop;
   auto reporter = makeReporter(*client, options(2s, 10s), stop);
-  const std::vector<FlightOpReport> ops = {{"gloo", 812, "allreduce", 4200000, "running", 6.1, 6.0, -1}};
+  const std::vector<FlightOp> ops = {{"gloo", 812, "allreduce", 4200000, "running", 6.1, 6.0, -1}};
   reporter->setFlightRecordSource([&] { return ops; });
   fake.setCommand({CommandType::kFlightRecord, 0});
   const auto start = SteadyClock::now();
@@ -337,7 +337,7 @@ TEST(HeartbeatReporterTest, BeatsFasterWhileACollectiveWaitsLongerThanAPeriod) {
   auto client = makeClient(fake.url());
   StopFlag stop;
   auto reporter = makeReporter(*client, options(2s, 30s), stop);
-  reporter->setCollectivesSource([] { return std::vector<CollectiveInFlight>{{"gloo", 9, 9, "allreduce", 64, 2.5}}; });
+  reporter->setCollectivesSource([] { return std::vector<CollectiveView>{{"gloo", 9, 9, "allreduce", 2.5, 64}}; });
   reporter->start();
   const auto end = SteadyClock::now() + 10s;
   while (fake.heartbeats().size() < 4 && SteadyClock::now() < end) std::this_thread::sleep_for(5ms);
