@@ -173,8 +173,10 @@ void ApiServer::installWorkerRoutes(http::Router& router) {
   router.add("GET", "/readyz", [this](Request&, Res res) {
     Status st = launcher_.ready();
     // A leader whose job manager is still loading its table (Note [Standby replicas]) is not
-    // ready either: a worker's request would find no job.
-    if (st.isOk()) st = jobs_.changesAllowed();
+    // ready either: a worker's request would find no job. A standby is ready (it serves reads;
+    // the Service's leader label keeps users and workers off it: Note [Leader label]).
+    const bool standby = options_.standby && options_.standby();
+    if (st.isOk() && !standby) st = jobs_.changesAllowed();
     if (!st.isOk()) return sendJson(*res, 503, json{{"status", "not ready"}, {"reason", st.message()}}.dump(-1, ' ', false, json::error_handler_t::replace));
     sendJson(*res, 200, R"({"status":"ready"})");
   });

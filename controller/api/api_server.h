@@ -31,6 +31,9 @@ struct ApiOptions {
   size_t maxSmallBodyBytes = 64u << 10;  // every other non-store route
   int maxFollowers = 64;            // concurrent `logs?follow=1` streams
   Duration deleteTimeout = std::chrono::seconds(15);
+  // Whether this replica is a leader election standby: /readyz answers 200 for it although its
+  // job manager refuses changes (Note [Leader label] in controller/kubernetes/leader_elector.h).
+  std::function<bool()> standby;
 };
 
 class ApiServer {

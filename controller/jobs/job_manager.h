@@ -163,7 +163,8 @@ class JobManager {
   // Unavailable: a standby replica (Note [Standby replicas] in kubernetes_runtime.h).
   Status start();
   void stop();
-  // Unavailable before start() (Note [Standby replicas]); /readyz answers it too.
+  // Unavailable before start() (Note [Standby replicas]); /readyz answers it too, except on a
+  // standby (Note [Leader label] in controller/kubernetes/leader_elector.h).
   Status changesAllowed() const;
 
   // Launcher exit reports (any thread).

@@ -16,6 +16,7 @@ Result<std::unique_ptr<KubernetesRuntime>> KubernetesRuntime::create(KubernetesR
     eo.nameSpace = options.kube.nameSpace.empty() ? options.nameSpace : options.kube.nameSpace;
     eo.leaseName = options.leaseName;
     eo.identity = options.identity;
+    eo.podName = options.podName;
     eo.timing = options.leaseTiming;
     eo.onStartedLeading = [self] { self->startReconciler(); };
     eo.onStoppedLeading = [self] { self->stoppedLeading(); };
@@ -26,7 +27,6 @@ Result<std::unique_ptr<KubernetesRuntime>> KubernetesRuntime::create(KubernetesR
   lo.defaultImage = options.workerImage;
   lo.schedulerName = options.schedulerName;
   lo.onExit = options.onExit;
-  if (r->elector_) lo.leaderReadiness = [elector = r->elector_.get()] { return elector->readiness(); };
   lo.specOf = [self](const std::string& job) -> std::optional<JobSpec> {
     std::lock_guard<std::mutex> lock(self->mu_);
     return self->specOf_ ? self->specOf_(job) : std::nullopt;

@@ -48,6 +48,7 @@ struct KubernetesRuntimeOptions {
   std::string schedulerName; // the worker pods' schedulerName ("" : the default scheduler)
   std::string leaseName;     // "" : no leader election (a single replica)
   std::string identity;      // this replica (the pod name)
+  std::string podName;       // its pod, labelled while it leads (Note [Leader label]); "": none
   LeaseTiming leaseTiming;   // client-go's defaults (15 s lease, 10 s renew deadline, 2 s retry)
   Launcher::ExitCallback onExit;
   // Leadership was lost, not released (Note [Fencing on leadership loss]); on the elector's
@@ -68,6 +69,9 @@ class KubernetesRuntime {
   void start(JobCalls jobs, std::function<std::optional<JobSpec>(const std::string&)> specOf,
              std::function<Status()> onLeading = {});
   bool electsLeader() const { return elector_ != nullptr; }
+  // A replica under leader election that does not lead (/readyz answers 200 for it: Note
+  // [Leader label] in leader_elector.h). Thread-safe.
+  bool standby() const { return elector_ && !elector_->leading(); }
   void stop();
 
  private:

@@ -42,17 +42,30 @@ std::string LeaderElector::path() const {
   return "/apis/coordination.k8s.io/v1/namespaces/" + options_.nameSpace + "/leases/" + options_.leaseName;
 }
 
-Status LeaderElector::readiness() const {
-  if (leading()) return Status::ok();
-  return unavailable("standby: another replica holds the lease " + options_.nameSpace + "/" + options_.leaseName);
-}
-
 void LeaderElector::setLeading(bool leading) {
-  if (leading_.exchange(leading) == leading) return;
+  if (leading_.exchange(leading) == leading) return syncLeaderLabel(leading);
   DDP_LOG(Info) << "leader election: " << options_.identity << (leading ? " now leads" : " stopped leading")
                 << " (lease " << options_.nameSpace << "/" << options_.leaseName << ")";
+  if (!leading) syncLeaderLabel(false);  // off the Service first (Note [Leader label])
   if (leading && options_.onStartedLeading) options_.onStartedLeading();
   if (!leading && options_.onStoppedLeading) options_.onStoppedLeading();
+  if (leading) syncLeaderLabel(true);  // on the Service once its jobs are started
+}
+
+void LeaderElector::syncLeaderLabel(bool want) {
+  if (options_.podName.empty() || labelled_ == want) return;
+  const json patch = {{"metadata", {{"labels", {{kLeaderLabel, want ? json("true") : json(nullptr)}}}}}};
+  auto r = client_.mergePatch("/api/v1/namespaces/" + options_.nameSpace + "/pods/" + options_.podName, patch);
+  if (r.isOk()) {
+    labelled_ = want;
+    labelError_.clear();
+    return;
+  }
+  if (r.status().message() != labelError_) {  // retried at the next attempt; logged once
+    labelError_ = r.status().message();
+    DDP_LOG(Warning) << "leader election: " << (want ? "labelling" : "unlabelling") << " pod " << options_.podName
+                     << " " << kLeaderLabel << ": " << labelError_;
+  }
 }
 
 Status LeaderElector::write(LeaseAction action, const json& current) {
@@ -140,6 +153,7 @@ void LeaderElector::stop() {
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   if (leading()) {
+    syncLeaderLabel(false);  // off the Service before the lease goes (Note [Leader label])
     // Release: an empty holder lets a standby take over at its next attempt.
     auto current = client_.get(path());
     if (current.isOk() && (*current)["spec"].value("holderIdentity", "") == options_.identity) {

@@ -59,6 +59,7 @@ Result<std::unique_ptr<kube::KubernetesRuntime>> startKubernetes(const Controlle
   ko.schedulerName = config.gangSchedulerName;
   ko.leaseName = config.leaderElectionLease;
   ko.identity = config.podName.empty() ? "ddp-controller-" + std::to_string(::getpid()) : config.podName;
+  ko.podName = config.podName;
   ko.onExit = std::move(onExit);
   ko.onLostLeadership = hooks.onLostLeadership;
   return kube::KubernetesRuntime::create(ko);
@@ -226,6 +227,7 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config, C
   p->jobs = std::make_unique<JobManager>(jo, *p->store, *p->launcher);
   ApiOptions ao;
   ao.maxJobBytes = config.maxJobBytes;
+  if (p->kube) ao.standby = [kube = p->kube.get()] { return kube->standby(); };
   p->api = std::make_unique<ApiServer>(ao, p->token, *p->jobs, *p->launcher, *p->storeService);
   p->api->install(p->listeners->publicRouter());
   p->api->installWorkerRoutes(p->listeners->workerRouter());

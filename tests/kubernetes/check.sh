@@ -123,7 +123,7 @@ case "${1:-}" in
     grep -q "^kind: ServiceMonitor$" "$work/default.yaml" && { echo "FAIL: default render has a ServiceMonitor"; exit 1; }
     grep -q -- "--metrics-open" "$work/default.yaml" && { echo "FAIL: default render opens /metrics"; exit 1; }
     expect() { node tests/kubernetes/render_expect.mjs "$@"; }
-    # Defaults: one replica recreated (a new pod is a standby until the old one is gone), the
+    # Defaults: one replica recreated (the old leader goes before the new pod starts), the
     # Role lets the controller set blockOwnerDeletion on its objects and make a gang scheduler's
     # PodGroups, DDPJobs aggregated into the edit and view roles, no PodDisruptionBudget, the
     # image by tag.
@@ -137,8 +137,13 @@ case "${1:-}" in
       Deployment spec.template.spec.priorityClassName absent
     grep -q "^kind: PodDisruptionBudget$" "$work/default.yaml" && { echo "FAIL: default render has a PodDisruptionBudget"; exit 1; }
     "$helm" template ddp "$chart" --namespace ddp --set controller.replicas=3 >"$work/replicas3.yaml"
+    # More replicas: a surge pod becomes a Ready standby before an old one goes; the Service
+    # selects the leader by its label (Note [Leader label]), which the Role lets it patch.
     expect "$work/replicas3.yaml" Deployment spec.strategy \
-      '{"type":"RollingUpdate","rollingUpdate":{"maxSurge":0,"maxUnavailable":1}}'
+      '{"type":"RollingUpdate","rollingUpdate":{"maxSurge":1,"maxUnavailable":1}}' \
+      Service/ddp spec.selector \
+      '{"app.kubernetes.io/component":"controller","app.kubernetes.io/instance":"ddp","app.kubernetes.io/name":"ddp","ddp.dev/leader":"true"}' \
+      Role/ddp 'rules[0].verbs' '["get","list","watch","create","patch","delete"]'
     # Every optional part on: registry and digest, common labels on every object, the pod's
     # options, and the ServiceMonitor scraping with the API token (only the scrape annotations,
     # which cannot carry it, open /metrics).

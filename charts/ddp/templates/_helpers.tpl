@@ -80,7 +80,7 @@ type: Recreate
 {{- else -}}
 type: RollingUpdate
 rollingUpdate:
-  maxSurge: 0
+  maxSurge: 1
   maxUnavailable: 1
 {{- end -}}
 {{- end -}}

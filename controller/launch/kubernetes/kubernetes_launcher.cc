@@ -138,7 +138,6 @@ std::optional<WorkerMemoryBudget> KubernetesLauncher::workerMemory(int, const st
 
 Status KubernetesLauncher::ready() const {
   if (!pods_->synced()) return unavailable("kubernetes: the pod watch has not synced yet: " + pods_->lastError().message());
-  if (options_.leaderReadiness) return options_.leaderReadiness();
   return Status::ok();
 }
 

@@ -14,8 +14,8 @@
 // logs come from the pod log API (following: pod_log_stream.h). A pod watch (ResourceWatcher on
 // the pods labelled ddp.dev/job) reports each worker pod that ended (phase Succeeded or Failed,
 // or deleted while running) once through the exit callback, with the container's exit code
-// (pid 0: pods have no pid the controller knows). ready() is the pod watch having synced and,
-// with leader election, this replica leading. The DDPJob reconcile loop, the schedule timeout,
+// (pid 0: pods have no pid the controller knows). ready() is the pod watch having synced (a
+// standby is ready too: Note [Leader label] in controller/kubernetes/leader_elector.h). The DDPJob reconcile loop, the schedule timeout,
 // cleanPodPolicy, deadlines and TTL are the reconciler's (ddpjob_reconciler.h).
 //
 // Note [Job incarnations]
@@ -65,9 +65,6 @@ struct KubernetesLauncherOptions {
   // The DDPJob that owns a job, for owner references; nullopt for jobs from the REST API.
   std::function<std::optional<JobOwner>(const std::string& job)> ownerOf;
   Launcher::ExitCallback onExit;
-  // This replica's readiness beyond the pod watch (the leader election's, which the Kubernetes
-  // front end runs: controller/kubernetes/); empty: no leader election.
-  std::function<Status()> leaderReadiness;
   // The worker pods' schedulerName (--gang-scheduler-name); a gang scheduler's gets a PodGroup
   // per job (Note [Gang scheduler PodGroups] in scheduling_objects.h). "" : the default scheduler.
   std::string schedulerName;

@@ -1,8 +1,9 @@
 // ddp-controller's Controller with --launcher kubernetes, in process, against FakeKubeApiServer
 // (FAKED: the API server, through --kube-server instead of the in-cluster configuration; no
-// kubelet: pods are created, never run). The wiring: leader election on the Lease, readiness
-// following it, a DDPJob turned into worker pods and a status, and the lease released on stop;
-// a standby that changes nothing until it leads (Note [Standby replicas]).
+// kubelet: pods are created, never run). The wiring: leader election on the Lease, the leader
+// label following it, a DDPJob turned into worker pods and a status, and the lease released on
+// stop; a standby that is Ready but changes nothing until it leads (Note [Standby replicas]);
+// a Deployment's rollout from one controller pod to the next (Note [Leader label]).
 #include <gtest/gtest.h>
 #include <httplib.h>
 
@@ -69,9 +70,9 @@ TEST(KubernetesControllerTest, ControllerRunsDdpJobsThroughTheKubernetesLauncher
 }
 
 // Note [Standby replicas]: while another replica holds the Lease (the test renews it as that
-// replica would), the controller is not ready, answers a submit with 503 naming the reason and
-// creates no pod for a DDPJob; once the other replica releases the Lease it leads, becomes ready
-// and runs the DDPJob.
+// replica would), the controller is Ready but answers a submit with 503 naming the reason and
+// creates no pod for a DDPJob; once the other replica releases the Lease it leads and runs the
+// DDPJob.
 TEST(KubernetesControllerTest, AStandbyChangesNothingUntilItLeads) {
   kube::testing::FakeKubeApiServer api;
   ASSERT_TRUE(api.start().isOk());
@@ -117,7 +118,7 @@ TEST(KubernetesControllerTest, AStandbyChangesNothingUntilItLeads) {
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   auto ready = client.Get("/readyz");
   ASSERT_TRUE(ready);
-  EXPECT_EQ(ready->status, 503) << ready->body;
+  EXPECT_EQ(ready->status, 200) << ready->body;  // a standby is Ready (Note [Leader label])
   const std::string yaml =
       "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata:\n  name: direct\nspec:\n  workers: {count: 1}\n"
       "  model: {type: mlp}\n  data: {dataset: synthetic}\n  epochs: 1\n";
@@ -143,6 +144,80 @@ TEST(KubernetesControllerTest, AStandbyChangesNothingUntilItLeads) {
   ASSERT_TRUE(again);
   EXPECT_EQ(again->status, 201) << again->body;
   (*controller)->stop();
+}
+
+// A controller pod as the Deployment makes it (the controller labels it; nothing else writes it).
+void controllerPod(kube::testing::FakeKubeApiServer& api, const std::string& name) {
+  api.put("pods", "ml", {{"apiVersion", "v1"}, {"kind", "Pod"},
+                         {"metadata", {{"name", name}, {"labels", {{"app.kubernetes.io/name", "ddp"}}}}},
+                         {"spec", {{"containers", json::array({{{"name", "controller"}, {"image", "ddp"}}})}}}});
+}
+
+// The controller pods the Service selects: its selector carries ddp.dev/leader=true.
+std::vector<std::string> serviceEndpoints(kube::testing::FakeKubeApiServer& api) {
+  std::vector<std::string> out;
+  for (const json& pod : api.objects("pods", "ml")) {
+    if (pod["metadata"].value("labels", json::object()).value("ddp.dev/leader", "") == "true") out.push_back(pod["metadata"]["name"]);
+  }
+  return out;
+}
+
+// Deletes a pod as the Deployment's ReplicaSet would.
+bool removePod(kube::testing::FakeKubeApiServer& api, const std::string& name) {
+  httplib::Client client(api.url());
+  auto r = client.Delete("/api/v1/namespaces/ml/pods/" + name);
+  return r && r->status == 200;
+}
+
+int readyz(Controller& c) {
+  httplib::Client client("127.0.0.1", c.workerPort());
+  client.set_read_timeout(5, 0);
+  auto r = client.Get("/readyz");
+  return r ? r->status : -1;
+}
+
+// A Deployment rollout (`kubectl rollout restart`, `helm upgrade`) with maxSurge 1: the new pod
+// starts beside the old leader and must become Ready as a standby (the rollout waits for that
+// before it removes the old pod), without the Service's leader label; the old pod is removed
+// (its controller stops: it unlabels its pod and releases the Lease); the new pod leads, labels
+// itself and runs the jobs. At every step the Service selects at most one pod, the leader.
+TEST(KubernetesControllerTest, ARolloutMovesLeadershipAndTheLeaderLabelToTheNewPod) {
+  kube::testing::FakeKubeApiServer api;
+  ASSERT_TRUE(api.start().isOk());
+  controllerPod(api, "ddp-old");
+  ddp::test::TempDir oldDir, newDir;
+  auto oldConfig = kubernetesConfig(oldDir.path(), api.url(), "ddp-old");
+  ASSERT_TRUE(oldConfig.isOk()) << oldConfig.status();
+  auto oldController = Controller::start(*oldConfig);
+  ASSERT_TRUE(oldController.isOk()) << oldController.status();
+  ASSERT_TRUE(waitUntil([&] { return serviceEndpoints(api) == std::vector<std::string>{"ddp-old"}; }));
+  EXPECT_TRUE(waitUntil([&] { return readyz(**oldController) == 200; }));
+  api.put("ddp.dev/v1/ddpjobs", "ml",
+          json::parse(R"({"metadata":{"name":"fm"},"spec":{"workers":{"count":2},"model":{"type":"mlp"},)"
+                      R"("data":{"dataset":"synthetic"},"epochs":1}})"));
+  ASSERT_TRUE(waitUntil([&] { return api.objects("pods", "ml").size() == 3; }));  // ddp-old + 2 workers
+
+  // The surge pod: Ready as a standby, off the Service.
+  controllerPod(api, "ddp-new");
+  auto newConfig = kubernetesConfig(newDir.path(), api.url(), "ddp-new");
+  ASSERT_TRUE(newConfig.isOk()) << newConfig.status();
+  auto newController = Controller::start(*newConfig);
+  ASSERT_TRUE(newController.isOk()) << newController.status();
+  EXPECT_TRUE(waitUntil([&] { return readyz(**newController) == 200; }));
+  EXPECT_FALSE((*newController)->jobs().changesAllowed().isOk());
+  EXPECT_EQ(serviceEndpoints(api), std::vector<std::string>{"ddp-old"});
+
+  // The rollout removes the old pod: its controller stops, then the pod goes.
+  (*oldController)->stop();
+  EXPECT_TRUE(serviceEndpoints(api).empty());
+  ASSERT_TRUE(removePod(api, "ddp-old"));
+  ASSERT_TRUE(waitUntil([&] { return serviceEndpoints(api) == std::vector<std::string>{"ddp-new"}; },
+                        std::chrono::seconds(10)));
+  EXPECT_EQ(api.object("coordination.k8s.io/v1/leases", "ml", "ddp-leader").value()["spec"]["holderIdentity"], "ddp-new");
+  EXPECT_TRUE(waitUntil([&] { return readyz(**newController) == 200 && (*newController)->jobs().get("fm").isOk(); },
+                        std::chrono::seconds(10)));
+  (*newController)->stop();
+  EXPECT_TRUE(serviceEndpoints(api).empty());
 }
 
 TEST(KubernetesControllerTest, TheKubernetesLauncherNeedsAWorkerImageAndACluster) {

@@ -69,7 +69,7 @@ TEST_F(KubernetesRuntimeTest, ALeaderWhoseLeaseIsTakenCallsOnLostLeadershipWithi
   ASSERT_TRUE(testing::waitUntil([&] { return lost_.load() > 0; }));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2000));  // the renew deadline
   EXPECT_EQ(lost_.load(), 1);
-  EXPECT_EQ(launcher->ready().code(), StatusCode::kUnavailable);  // a standby from now on
+  EXPECT_TRUE(r->standby());  // a standby from now on (/readyz 200, off the Service's leader label)
   EXPECT_EQ(holder(), "controller-b");
   r->stop();
   EXPECT_EQ(lost_.load(), 1);
@@ -117,12 +117,14 @@ TEST_F(KubernetesRuntimeTest, AStandbyStartsItsJobsOnlyWhenItLeads) {
   }
   EXPECT_EQ(led.load(), 0);
   EXPECT_EQ(holder(), "controller-b");
-  EXPECT_EQ(launcher->ready().code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(r->standby());
+  EXPECT_TRUE(launcher->ready().isOk());  // a standby is Ready (Note [Leader label])
   // The other replica releases the lease (as its stop() does): this one leads and starts its jobs.
   json l = *api_.object(kLeases, "ml", "ddp-leader");
   l["spec"]["holderIdentity"] = "";
   api_.put(kLeases, "ml", l);
   ASSERT_TRUE(testing::waitUntil([&] { return led.load() == 1 && holder() == "controller-a"; })) << holder();
+  EXPECT_FALSE(r->standby());
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   EXPECT_EQ(led.load(), 1);
   r->stop();

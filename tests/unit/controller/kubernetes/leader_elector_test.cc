@@ -2,7 +2,8 @@
 // made-up times, and LeaderElector against FakeKubeApiServer (FAKED: the API server, real Lease
 // paths and 409 on a stale resourceVersion) with an injected clock: two replicas never lead at
 // once, a dead leader is replaced after the lease duration, a leader that cannot renew steps
-// down, a standby is not ready, and a stopping leader hands over at once.
+// down, a stopping leader hands over at once, and the leader label follows the lease (Note
+// [Leader label]).
 #include "controller/kubernetes/leader_elector.h"
 
 #include <gtest/gtest.h>
@@ -35,11 +36,13 @@ TEST(KubernetesLeaseDecisionTest, Rules) {
 
 class KubernetesLeaderElectionTest : public testing::FakeApiTest {
  protected:
-  std::unique_ptr<LeaderElector> elector(const std::string& id, const Clock& clock, LeaseTiming timing = {}) {
+  std::unique_ptr<LeaderElector> elector(const std::string& id, const Clock& clock, LeaseTiming timing = {},
+                                         const std::string& podName = "") {
     LeaderElectorOptions o;
     o.nameSpace = "ddp-system";
     o.leaseName = "ddp-leader";
     o.identity = id;
+    o.podName = podName;
     o.timing = timing;
     o.onStoppedLeading = [this, id] { stopped_.push_back(id); };
     auto e = LeaderElector::create(*client_, o, clock);
@@ -52,6 +55,25 @@ class KubernetesLeaderElectionTest : public testing::FakeApiTest {
     return l ? (*l)["spec"].value("holderIdentity", "") : "(none)";
   }
 
+  // A controller pod as the Deployment makes it; `leader`: with a label left from a leadership.
+  void controllerPod(const std::string& name, bool leader) {
+    nlohmann::json labels = {{"app.kubernetes.io/name", "ddp"}};
+    if (leader) labels[kLeaderLabel] = "true";
+    api_.put("pods", "ddp-system", {{"apiVersion", "v1"}, {"kind", "Pod"},
+                                    {"metadata", {{"name", name}, {"labels", labels}}},
+                                    {"spec", {{"containers", nlohmann::json::array({{{"name", "controller"}, {"image", "ddp"}}})}}}});
+  }
+  // The pods the controller's Service selects (its selector carries ddp.dev/leader=true).
+  std::vector<std::string> labelledLeaders() {
+    std::vector<std::string> out;
+    for (const auto& pod : api_.objects("pods", "ddp-system")) {
+      if (pod["metadata"].value("labels", nlohmann::json::object()).value(kLeaderLabel, "") == "true") {
+        out.push_back(pod["metadata"]["name"]);
+      }
+    }
+    return out;
+  }
+
   std::vector<std::string> stopped_;
 };
 
@@ -62,8 +84,8 @@ TEST_F(KubernetesLeaderElectionTest, OneLeaderAndATakeOverAfterTheLeaseDuration)
   EXPECT_TRUE(a->tryAcquireOrRenew());
   EXPECT_EQ(holder(), "controller-a");
   EXPECT_FALSE(b->tryAcquireOrRenew());
-  EXPECT_TRUE(a->readiness().isOk());
-  EXPECT_EQ(b->readiness().code(), StatusCode::kUnavailable);  // /readyz 503 on the standby
+  EXPECT_TRUE(a->leading());
+  EXPECT_FALSE(b->leading());
   clock.advance(seconds(5));
   EXPECT_TRUE(a->tryAcquireOrRenew());   // renews
   EXPECT_FALSE(b->tryAcquireOrRenew());  // sees the renewal at t=5
@@ -79,6 +101,29 @@ TEST_F(KubernetesLeaderElectionTest, OneLeaderAndATakeOverAfterTheLeaseDuration)
   EXPECT_EQ(stopped_, (std::vector<std::string>{"controller-a"}));
 }
 
+// Note [Leader label]: the leader's pod, and only it, carries ddp.dev/leader=true; a standby
+// whose pod kept the label from an earlier leadership removes it at its first attempt; the label
+// moves with a take-over and goes when the leader stops.
+TEST_F(KubernetesLeaderElectionTest, TheLeaderLabelFollowsTheLease) {
+  FakeClock clock;
+  controllerPod("pod-a", false);
+  controllerPod("pod-b", true);  // restarted after leading: the label stayed on its pod
+  auto a = elector("controller-a", clock, {}, "pod-a");
+  auto b = elector("controller-b", clock, {}, "pod-b");
+  EXPECT_TRUE(a->tryAcquireOrRenew());
+  EXPECT_EQ(labelledLeaders(), (std::vector<std::string>{"pod-a", "pod-b"}));
+  EXPECT_FALSE(b->tryAcquireOrRenew());
+  EXPECT_EQ(labelledLeaders(), (std::vector<std::string>{"pod-a"}));
+  clock.advance(seconds(15));  // a is gone without a word: b takes over
+  ASSERT_TRUE(b->tryAcquireOrRenew());
+  EXPECT_EQ(labelledLeaders(), (std::vector<std::string>{"pod-a", "pod-b"}));
+  EXPECT_FALSE(a->tryAcquireOrRenew());  // a sees b's lease: steps down and unlabels at once
+  EXPECT_EQ(labelledLeaders(), (std::vector<std::string>{"pod-b"}));
+  b->stop();
+  EXPECT_TRUE(labelledLeaders().empty());
+  EXPECT_EQ(holder(), "");
+}
+
 TEST_F(KubernetesLeaderElectionTest, ALeaderThatCannotRenewStepsDownBeforeTheLeaseExpires) {
   FakeClock clock;
   auto a = elector("controller-a", clock);
@@ -88,7 +133,7 @@ TEST_F(KubernetesLeaderElectionTest, ALeaderThatCannotRenewStepsDownBeforeTheLea
   EXPECT_TRUE(a->tryAcquireOrRenew());  // within the renew deadline
   clock.advance(seconds(1));
   EXPECT_FALSE(a->tryAcquireOrRenew());  // 10 s without a renewal: steps down
-  EXPECT_EQ(a->readiness().code(), StatusCode::kUnavailable);
+  EXPECT_FALSE(a->leading());
 }
 
 TEST_F(KubernetesLeaderElectionTest, OfTwoConcurrentWritesOneGetsAConflictAndStandsBy) {

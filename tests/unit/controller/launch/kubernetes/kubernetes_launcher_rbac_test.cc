@@ -19,7 +19,7 @@ using testing::PolicyRule;
 
 // The chart's Role (role.yaml), rule for rule.
 std::vector<PolicyRule> chartRoleRules() {
-  return {{{""}, {"pods"}, {"get", "list", "watch", "create", "delete"}},
+  return {{{""}, {"pods"}, {"get", "list", "watch", "create", "patch", "delete"}},
           {{""}, {"pods/log"}, {"get"}},
           {{""}, {"services"}, {"get", "create", "delete"}},
           {{""}, {"secrets"}, {"get", "create", "delete"}},

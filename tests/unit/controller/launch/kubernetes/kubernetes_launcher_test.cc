@@ -11,7 +11,6 @@
 #include <csignal>
 #include <thread>
 
-#include "controller/kubernetes/leader_elector.h"
 #include "tests/unit/controller/kubernetes/fake_api_test.h"
 
 namespace ddp::controller::kube {
@@ -312,26 +311,6 @@ TEST_F(KubernetesLauncherTest, ObjectsOfAnotherOwnerAreNeitherTakenNorDeleted) {
             std::string::npos) << secret;
   ASSERT_TRUE(launcher_->forgetJob("fm").isOk());
   EXPECT_TRUE(api_.object("secrets", "ml", "fm-worker-token").has_value());
-}
-
-TEST_F(KubernetesLauncherTest, AStandbyReplicaIsNotReady) {
-  LeaderElectorOptions eo;
-  eo.nameSpace = "ml";
-  eo.leaseName = "ddp-leader";
-  eo.identity = "b";
-  auto standby = LeaderElector::create(*client_, eo);
-  ASSERT_TRUE(standby.isOk());
-  api_.put("coordination.k8s.io/v1/leases", "ml",
-           {{"metadata", {{"name", "ddp-leader"}}}, {"spec", {{"holderIdentity", "a"}, {"leaseDurationSeconds", 15}}}});
-  EXPECT_FALSE((*standby)->tryAcquireOrRenew());
-  KubernetesLauncherOptions o;
-  o.nameSpace = "ml";
-  o.specOf = [](const std::string&) { return std::optional<JobSpec>(); };
-  o.leaderReadiness = [elector = standby->get()] { return elector->readiness(); };
-  auto l = KubernetesLauncher::create(*client_, o);
-  ASSERT_TRUE(l.isOk());
-  EXPECT_TRUE(testing::waitUntil([&] { return (*l)->ready().code() == StatusCode::kUnavailable &&
-                                     (*l)->ready().message().find("standby") != std::string::npos; }));
 }
 
 }  // namespace
