@@ -12,6 +12,7 @@
 
 #include "common/jobspec/job_spec.h"
 #include "common/jobspec/job_spec_fields.h"
+#include "common/jobspec/kube_object.h"
 
 namespace ddp {
 namespace {
@@ -88,7 +89,11 @@ void emitObject(YAML::Emitter& out, const std::string& path, const JobSpec& spec
       const SpecValue v = f->get(spec);
       if (std::holds_alternative<std::monostate>(v)) continue;
       out << YAML::Key << key << YAML::Value;
-      emitValue(out, *f, v);
+      if (f->type == SpecFieldType::kKubeObject || f->type == SpecFieldType::kKubeObjectList) {
+        emitJson(out, nlohmann::json::parse(std::get<std::string>(v)));  // written by the parser
+      } else {
+        emitValue(out, *f, v);
+      }
     }
   }
   out << YAML::EndMap;

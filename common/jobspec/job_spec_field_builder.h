@@ -177,6 +177,16 @@ Field stringMap(std::string_view path, Ref ref, std::string_view description,
             [ref](JobSpec& s, const SpecValue& v) { ref(s) = std::get<std::map<std::string, std::string>>(v); });
 }
 
+// A carried Kubernetes object (kKubeObject) or list (kKubeObjectList): a std::string member
+// holding its JSON text, absent when empty (Note [Carried Kubernetes objects]).
+template <typename Ref>
+Field kubeObject(std::string_view path, Ref ref, std::string_view description, bool list = false) {
+  return Field(path, list ? SpecFieldType::kKubeObjectList : SpecFieldType::kKubeObject, description)
+      .bind([ref](const JobSpec& s) { return ref(s).empty() ? SpecValue() : SpecValue(std::string(ref(s))); },
+            [ref](JobSpec& s, const SpecValue& v) { ref(s) = std::get<std::string>(v); })
+      .documentedDefault("none");
+}
+
 // An enum member, read and written as its spelling in `table`.
 template <typename Ref, typename E>
 Field enumeration(std::string_view path, Ref ref, const EnumTable<E>& table, std::string_view description) {

@@ -13,6 +13,7 @@ namespace ddp {
 
 // job_spec_fields_kubernetes.cc
 void appendKubernetesFields(std::vector<SpecField>* fields);
+void appendPodTemplateFields(std::vector<SpecField>* fields);
 // job_spec_fields_stack.cc
 void appendStackFields(std::vector<SpecField>* fields);
 
@@ -460,6 +461,7 @@ std::vector<SpecField> buildTable() {
   appendTimeoutFields(&t);
   appendControlFields(&t);
   appendKubernetesFields(&t);
+  appendPodTemplateFields(&t);
   t.push_back(ignored("status", "Written by the controller; accepted and ignored in a submitted document."));
   return t;
 }
@@ -480,6 +482,8 @@ const char* specFieldTypeName(SpecFieldType t) {
     case SpecFieldType::kStringMap: return "map of string";
     case SpecFieldType::kQuantityMap: return "map of quantity";
     case SpecFieldType::kIgnored: return "ignored";
+    case SpecFieldType::kKubeObject: return "Kubernetes object";
+    case SpecFieldType::kKubeObjectList: return "array of Kubernetes object";
   }
   return "?";
 }

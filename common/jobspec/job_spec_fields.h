@@ -51,6 +51,10 @@ enum class SpecFieldType : uint8_t {
   kStringMap,    // any keys, string values (labels, nodeSelector)
   kQuantityMap,  // any keys, Kubernetes quantities (resources.requests / limits)
   kIgnored,      // accepted and ignored (ObjectMeta the API server adds, status)
+  // A Kubernetes object / a list of them carried as it is, held as JSON text (Note [Carried
+  // Kubernetes objects] in kube_object.h); its shape is checked by validate().
+  kKubeObject,
+  kKubeObjectList,
 };
 
 // The JSON-schema spelling of a type ("object", "string", "integer", "array of integer", ...).

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/jobspec/pod_template.h"
 #include "common/status.h"
 
 namespace ddp {
@@ -95,6 +96,7 @@ struct KubernetesSpec {
   std::string checkpointVolumeClaim;  // a PVC mounted at spec.checkpoint.dir in every worker
   bool capSysNice = true;             // add CAP_SYS_NICE (Note [Comm thread priority])
   RunPolicySpec runPolicy;
+  PodTemplateSpec podTemplate;        // YAML: template (Note [Pod template])
   bool operator==(const KubernetesSpec&) const = default;
 };
 

@@ -209,6 +209,10 @@ class Parser {
     return ok;
   }
 
+  // A carried Kubernetes object (a mapping) or list of them, as its JSON text (Note [Carried
+  // Kubernetes objects]).
+  bool readKubeObject(const YAML::Node& v, const std::string& path, bool list, std::string* out);
+
   // The whole document, walking the field table (Note [Job spec field table]).
   void parse(const YAML::Node& doc, JobSpec* spec);
 

@@ -207,6 +207,19 @@ void emitSchema(YAML::Emitter& out, const SpecField& f) {
       }
       out << YAML::EndMap;
       break;
+    case SpecFieldType::kKubeObject:
+    case SpecFieldType::kKubeObjectList:
+      // Note [Carried Kubernetes objects]: the API server keeps every field; validate() checks.
+      if (f.type == SpecFieldType::kKubeObjectList) {
+        out << YAML::Key << "type" << YAML::Value << "array";
+        out << YAML::Key << "description" << YAML::Value << description;
+        out << YAML::Key << "items" << YAML::Value << YAML::BeginMap;
+      }
+      out << YAML::Key << "type" << YAML::Value << "object";
+      if (f.type == SpecFieldType::kKubeObject) out << YAML::Key << "description" << YAML::Value << description;
+      out << YAML::Key << "x-kubernetes-preserve-unknown-fields" << YAML::Value << true;
+      if (f.type == SpecFieldType::kKubeObjectList) out << YAML::EndMap;
+      break;
     default:
       if (isList(f.type)) {
         out << YAML::Key << "type" << YAML::Value << "array";

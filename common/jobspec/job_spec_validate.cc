@@ -469,6 +469,7 @@ Status JobSpec::validate(std::vector<SpecError>* errors) const {
   checkTimeouts(timeouts, c);
   checkWorkerProgram(worker, c);
   validateKubernetesSpec(*this, &errs);
+  validatePodTemplate(*this, &errs);
   if (errs.size() == before) return Status::ok();
   return specErrorsToStatus(std::vector<SpecError>(errs.begin() + before, errs.end()));
 }

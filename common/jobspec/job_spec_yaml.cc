@@ -14,6 +14,7 @@
 #include "common/jobspec/job_spec.h"
 #include "common/jobspec/job_spec_json.h"
 #include "common/jobspec/job_spec_parser.h"
+#include "common/jobspec/kube_object.h"
 #include "common/utf8.h"
 #include "common/yaml_guard.h"
 
@@ -45,6 +46,27 @@ void Parser::parseObject(const YAML::Node& n, const std::string& path, JobSpec* 
     }
     parseField(*f, v, spec);
   }
+}
+
+bool Parser::readKubeObject(const YAML::Node& v, const std::string& path, bool list, std::string* out) {
+  if (list ? !v.IsSequence() : !v.IsMap()) {
+    fail(v, path, std::string("expected ") + (list ? "a sequence of mappings" : "a mapping") + ", got " + describe(v));
+    return false;
+  }
+  if (list) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (v[i].IsMap()) continue;
+      fail(v[i], path + "[" + std::to_string(i) + "]", "expected a mapping, got " + describe(v[i]));
+      return false;
+    }
+  }
+  auto json = yamlToJson(v, path);
+  if (!json.isOk()) {
+    fail(v, path, json.status().message());
+    return false;
+  }
+  *out = json->dump();
+  return true;
 }
 
 bool Parser::readEnumeration(const SpecField& f, const YAML::Node& v, std::string* out) {
@@ -114,6 +136,13 @@ void Parser::parseField(const SpecField& f, const YAML::Node& v, JobSpec* spec) 
       std::map<std::string, std::string> m;
       ok = readStringMap(v, path, &m);
       value = std::move(m);
+      break;
+    }
+    case SpecFieldType::kKubeObject:
+    case SpecFieldType::kKubeObjectList: {
+      std::string text;
+      ok = readKubeObject(v, path, f.type == SpecFieldType::kKubeObjectList, &text);
+      value = std::move(text);
       break;
     }
   }

@@ -3,6 +3,7 @@
 #include "common/jobspec/job_names.h"
 #include "common/launch/worker_env.h"
 #include "controller/launch/kubernetes/scheduling_objects.h"
+#include "controller/launch/kubernetes/pod_template_apply.h"
 
 namespace ddp::controller::kube {
 namespace {
@@ -117,11 +118,14 @@ json buildWorkerPod(const WorkerObjectsInput& in, int slot) {
   }
   json pod = {{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata(in, name, slot)}, {"spec", podSpec}};
   addPodScheduling(schedulingInput(in), &pod);
+  applyPodTemplate(in.spec.kubernetes.podTemplate, kWorkerContainer, pod);  // Note [Pod template]
   return pod;
 }
 
+// The job's own scheduler (spec.kubernetes.template.schedulerName) before the controller's.
 PodSchedulingInput schedulingInput(const WorkerObjectsInput& in) {
-  return {in.launch.jobName, in.nameSpace, in.schedulerName, in.launch.workers, &in.spec};
+  const std::string& own = in.spec.kubernetes.podTemplate.schedulerName;
+  return {in.launch.jobName, in.nameSpace, own.empty() ? in.schedulerName : own, in.launch.workers, &in.spec};
 }
 
 json buildHeadlessService(const WorkerObjectsInput& in) {

@@ -19,7 +19,10 @@
 // between processes; a container's default 64 MiB is too small). Labels: ddp.dev/job and
 // ddp.dev/slot select a job's pods and one slot; owner references to the DDPJob (when it has a
 // uid) let Kubernetes delete them with it. What the schedulers read (schedulerName, Kueue's labels,
-// a gang scheduler's PodGroup label): scheduling_objects.h.
+// a gang scheduler's PodGroup label): scheduling_objects.h; the job's
+// spec.kubernetes.template.schedulerName, when set, is the pods' scheduler instead of the
+// controller's. Last, the job's spec.kubernetes.template adds its labels, environment, volumes
+// and placement (Note [Pod template], pod_template_apply.h).
 // Thread model: pure functions.
 
 #include <optional>

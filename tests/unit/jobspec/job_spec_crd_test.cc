@@ -37,6 +37,12 @@ YAML::Node versionV1(const YAML::Node& crd) {
 // The table's type for one schema node; "" when the schema says nothing the table can hold.
 std::string typeOf(const YAML::Node& schema) {
   const std::string type = schema["type"] ? schema["type"].as<std::string>() : "";
+  // A carried Kubernetes object (Note [Carried Kubernetes objects]).
+  const auto carried = [](const YAML::Node& s) {
+    return s["x-kubernetes-preserve-unknown-fields"] && s["x-kubernetes-preserve-unknown-fields"].as<bool>();
+  };
+  if (type == "object" && carried(schema)) return "Kubernetes object";
+  if (type == "array" && carried(schema["items"])) return "array of Kubernetes object";
   if (type == "array") {
     const std::string item = schema["items"]["type"] ? schema["items"]["type"].as<std::string>() : "";
     return "array of " + item;

@@ -6,14 +6,11 @@
 
 #include <gtest/gtest.h>
 
-#include <array>
-#include <cstdio>
-#include <fstream>
 #include <tuple>
 
 #include "common/jobspec/job_names.h"
-#include "tests/support/temp_dir.h"
 #include "tests/unit/controller/kubernetes/fake_admission.h"
+#include "tests/unit/controller/launch/kubernetes/kubernetes_models.h"
 
 namespace ddp::controller::kube {
 namespace {
@@ -165,40 +162,18 @@ TEST(KubernetesWorkerObjectsTest, EveryGeneratedNameOfTheLongestJobNameIsAdmitte
   EXPECT_NE(svc->message.find("DNS-1035"), std::string::npos) << svc->message;
 }
 
-// Runs `cmd`; its output and exit status.
-std::pair<int, std::string> run(const std::string& cmd) {
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n;
-  while (p && (n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
-  const int status = p ? ::pclose(p) : -1;
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 TEST(KubernetesWorkerObjectsTest, ObjectsPassTheKubernetesSchemas) {
-  auto [rc, tools] = run(DDP_SOURCE_DIR "/scripts/k8s_tools.sh");
-  if (rc == 77) GTEST_SKIP() << tools;
-  ASSERT_EQ(rc, 0) << tools;
-  while (!tools.empty() && (tools.back() == '\n')) tools.pop_back();
-  tools = tools.substr(tools.rfind('\n') + 1);
-  ddp::test::TempDir dir;
-  const std::string file = dir.path() + "/objects.yaml";
-  {
-    std::ofstream out(file);
-    const WorkerObjectsInput in = gpuJob();
-    // A pod of a Kueue-queued job on Volcano: the schedulers' labels, annotations, schedulerName
-    // (scheduling_objects.h; the PodGroup kinds are not in kubernetes-models).
-    WorkerObjectsInput queued = gpuJob();
-    queued.spec.labels[kKueueQueueLabel] = "research";
-    queued.schedulerName = kVolcanoSchedulerName;
-    out << buildWorkerPod(in, 0).dump() << "\n---\n" << buildHeadlessService(in).dump() << "\n---\n"
-        << buildTokenSecret(in).dump() << "\n---\n" << buildWorkerPod(queued, 1).dump() << "\n";
-  }
-  auto [vrc, report] = run("DDP_K8S_MODULES=" + tools + "/node_modules node " DDP_SOURCE_DIR
-                           "/tests/kubernetes/validate_objects.mjs " + file);
-  EXPECT_EQ(vrc, 0) << report;
-  EXPECT_NE(report.find("4 objects valid, 0 invalid"), std::string::npos) << report;
+  const WorkerObjectsInput in = gpuJob();
+  // A pod of a Kueue-queued job on Volcano: the schedulers' labels, annotations, schedulerName
+  // (scheduling_objects.h; the PodGroup kinds are not in kubernetes-models).
+  WorkerObjectsInput queued = gpuJob();
+  queued.spec.labels[kKueueQueueLabel] = "research";
+  queued.schedulerName = kVolcanoSchedulerName;
+  const auto report = testing::validateWithKubernetesModels(
+      {buildWorkerPod(in, 0), buildHeadlessService(in), buildTokenSecret(in), buildWorkerPod(queued, 1)});
+  if (report.skipped) GTEST_SKIP() << report.text;
+  EXPECT_EQ(report.rc, 0) << report.text;
+  EXPECT_NE(report.text.find("4 objects valid, 0 invalid"), std::string::npos) << report.text;
 }
 
 }  // namespace
