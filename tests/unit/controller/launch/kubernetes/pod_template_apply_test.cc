@@ -2,8 +2,9 @@
 // template]): the template's values arrive where Kubernetes reads them, everything the
 // controller sets without a template is still there (the oracle: the same job's pod built
 // without the template), the security contexts merge, every key, name and path the controller
-// sets is one a template is refused for, and the pods pass the Kubernetes schemas
-// (kubernetes-models).
+// sets is one a template is refused for, the pods pass the Kubernetes schemas
+// (kubernetes-models), and the example's template hardens its pods to Pod Security's restricted
+// level (the fake admission's checker).
 #include "controller/launch/kubernetes/pod_template_apply.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "controller/launch/kubernetes/worker_objects.h"
+#include "tests/unit/controller/kubernetes/fake_admission.h"
 #include "tests/unit/controller/launch/kubernetes/kubernetes_models.h"
 
 namespace ddp::controller::kube {
@@ -151,6 +153,18 @@ TEST(PodTemplateApplyTest, EverythingTheControllerSetsIsRefusedInATemplate) {
     ++checked;
   }
   EXPECT_GE(checked, 12);  // 4 labels, 6 variables, 2 volumes, 2 mounts at least
+}
+
+// The example's template (allowPrivilegeEscalation false, capabilities dropped, RuntimeDefault
+// seccomp; capSysNice off) makes its pods meet the restricted level; an added IPC_LOCK (with
+// SYS_NICE) is beyond baseline, as the standards say.
+TEST(PodTemplateApplyTest, TheExampleTemplateMeetsPodSecurityRestricted) {
+  WorkerObjectsInput in = templateJob();
+  const std::vector<std::string> violations = testing::podSecurityViolations(buildWorkerPod(in, 0), "restricted");
+  EXPECT_TRUE(violations.empty()) << violations.front();
+  in.spec.kubernetes.capSysNice = true;
+  in.spec.kubernetes.podTemplate.containerSecurityContext = R"({"capabilities": {"add": ["IPC_LOCK"]}})";
+  EXPECT_FALSE(testing::podSecurityViolations(buildWorkerPod(in, 0), "baseline").empty());
 }
 
 TEST(PodTemplateApplyTest, TemplatedPodsPassTheKubernetesSchemas) {
