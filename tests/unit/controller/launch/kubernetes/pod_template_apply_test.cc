@@ -167,6 +167,23 @@ TEST(PodTemplateApplyTest, TheExampleTemplateMeetsPodSecurityRestricted) {
   EXPECT_FALSE(testing::podSecurityViolations(buildWorkerPod(in, 0), "baseline").empty());
 }
 
+// A job's own scheduler (template.schedulerName) is its pods' scheduler, before the
+// controller's --gang-scheduler-name, with the gang scheduler's PodGroup and pod label.
+TEST(PodTemplateApplyTest, TheTemplatesSchedulerComesBeforeTheControllers) {
+  WorkerObjectsInput in = templateJob();
+  in.schedulerName = kVolcanoSchedulerName;
+  EXPECT_EQ(buildWorkerPod(in, 0)["spec"]["schedulerName"], kVolcanoSchedulerName);
+  in.spec.kubernetes.podTemplate.schedulerName = kCoschedulingSchedulerName;
+  const json pod = buildWorkerPod(in, 0);
+  EXPECT_EQ(pod["spec"]["schedulerName"], kCoschedulingSchedulerName);
+  EXPECT_EQ(pod["metadata"]["labels"][kCoschedulingPodGroupLabel], in.launch.jobName);
+  EXPECT_FALSE(pod["metadata"].contains("annotations") &&
+               pod["metadata"]["annotations"].contains(kVolcanoGroupAnnotation));
+  const auto group = buildPodGroup(schedulingInput(in), buildHeadlessService(in)["metadata"]);
+  ASSERT_TRUE(group.has_value());
+  EXPECT_EQ((*group)["apiVersion"], "scheduling.x-k8s.io/v1alpha1");
+}
+
 TEST(PodTemplateApplyTest, TemplatedPodsPassTheKubernetesSchemas) {
   WorkerObjectsInput in = templateJob();
   WorkerObjectsInput merged = in;
