@@ -118,7 +118,8 @@ class TemplateChecker {
     if (!check(v.is_array(), path, "expected a sequence, got " + std::string(v.type_name()))) return out;
     for (size_t i = 0; i < v.size(); ++i) {
       const std::string at = path + "[" + std::to_string(i) + "]";
-      if (object(v[i], at, allowed)) out.emplace_back(at, v[i]);
+      object(v[i], at, allowed);
+      if (v[i].is_object()) out.emplace_back(at, v[i]);  // its known keys are checked too
     }
     return out;
   }
@@ -146,7 +147,9 @@ class TemplateChecker {
       if (!check(isQualifiedName(k), at, std::string("is not a valid ") + (labels ? "label" : "annotation") + " key")) {
         continue;
       }
-      check(!isControllerOwnedPodKey(k), at, k + " is set by the controller");
+      check(!isControllerOwnedPodKey(k), at,
+            k + " is set by the controller" +
+                (k == "kueue.x-k8s.io/queue-name" ? " (from the DDPJob's own metadata.labels)" : ""));
       if (labels) check(isLabelValue(value), at, "must be a label value: at most 63 characters of alphanumerics, "
                                                  "'-', '_' and '.', starting and ending alphanumeric (got '" + value + "')");
     }

@@ -129,6 +129,8 @@ INSTANTIATE_TEST_SUITE_P(
                 "ddp.dev/job is set by the controller"},
         Refusal{std::string(kT) + "      labels: {app.kubernetes.io/name: mine}\n",
                 "spec.kubernetes.template.labels[app.kubernetes.io/name]", "is set by the controller"},
+        Refusal{std::string(kT) + "      labels: {kueue.x-k8s.io/queue-name: research}\n",
+                "spec.kubernetes.template.labels[kueue.x-k8s.io/queue-name]", "from the DDPJob's own metadata.labels"},
         Refusal{std::string(kT) + "      annotations: {kueue.x-k8s.io/pod-group-total-count: '9'}\n",
                 "spec.kubernetes.template.annotations[kueue.x-k8s.io/pod-group-total-count]", "is set by the controller"},
         Refusal{std::string(kT) + "      envFrom: [{prefix: DDP_, configMapRef: {name: c}}]\n",
