@@ -31,11 +31,14 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "controller/jobs/heartbeat.h"
+#include "common/protocol/worker_messages.h"
 #include "controller/jobs/job_decision.h"
 #include "controller/store/job_record.h"
 
 namespace ddp::controller {
+
+using protocol::Command;
+using protocol::CommandType;
 
 struct JobTickFacts {
   TimePoint now{};
