@@ -72,7 +72,7 @@ class CheckpointStore {
   Result<CheckpointManifest> commit(int64_t step, int worldSize, const JobIdentity& job,
                                     int64_t createdUnixMs);
   // Rank 0, phase 2 of the controller's two-phase commit (Note [Two-phase checkpoint commit] in
-  // controller/jobs/checkpoint_ledger.h): writes the MANIFEST from the sizes and checksums every
+  // controller/jobs/checkpoints/checkpoint_ledger.h): writes the MANIFEST from the sizes and checksums every
   // rank reported (indexed by rank), after checking that each shard file is there with that
   // size (the full CRC check is verify()'s, on load). DataLoss/NotFound naming the shard.
   Result<CheckpointManifest> commitReported(int64_t step, const std::vector<ManifestEntry>& shards,

@@ -300,7 +300,7 @@ struct ElasticSpec {
 // The program each worker runs (docs/EXTENDING.md): empty, ddp-worker; else [path, args...], a
 // trainer linked to the engine (worker/control/run_worker.h) with ddp-worker's environment
 // contract. The local launcher runs it only where its operator allows (Note [Worker commands] in
-// controller/jobs/worker_command_policy.h); Kubernetes runs it in spec.kubernetes.image.
+// controller/jobs/admission/worker_command_policy.h); Kubernetes runs it in spec.kubernetes.image.
 struct WorkerProgramSpec {
   std::vector<std::string> command;
   bool operator==(const WorkerProgramSpec&) const = default;

@@ -21,7 +21,7 @@
 namespace ddp::protocol {
 
 // One rank's phase-1 report of the two-phase checkpoint commit (Note [Two-phase checkpoint
-// commit] in controller/jobs/checkpoint_ledger.h).
+// commit] in controller/jobs/checkpoints/checkpoint_ledger.h).
 struct ShardReport {
   int rank = 0;
   bool ok = false;

@@ -20,7 +20,7 @@ const char* commandTypeName(CommandType t);  // "none", "checkpoint", "stop", "a
 bool parseCommandType(std::string_view text, CommandType* out);
 
 // The header that carries a worker's incarnation nonce on every call after its registration
-// (Note [Worker incarnations] in controller/jobs/worker_claim.cc).
+// (Note [Worker incarnations] in controller/jobs/membership/worker_claim.cc).
 inline constexpr const char* kIncarnationHeader = "X-DDP-Incarnation";
 
 // A worker process's exit status: 0 finished well (or stopped on request); 2 bad configuration

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "controller/jobs/flight_records.h"
+#include "controller/jobs/hang/flight_records.h"
 
 namespace ddp::controller {
 

@@ -8,9 +8,9 @@
 #include "common/protocol/worker_codec.h"
 // The pure cores a heartbeat feeds (their headers name its parts: CollectiveView, FlightOp,
 // ShardReport).
-#include "controller/jobs/checkpoint_ledger.h"
-#include "controller/jobs/flight_records.h"
-#include "controller/jobs/hang_detector.h"
+#include "controller/jobs/checkpoints/checkpoint_ledger.h"
+#include "controller/jobs/hang/flight_records.h"
+#include "controller/jobs/hang/hang_detector.h"
 
 namespace ddp::controller {
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/log.h"
-#include "controller/jobs/job_decision.h"
+#include "controller/jobs/lifecycle/job_decision.h"
 
 namespace ddp::controller {
 namespace {

@@ -19,17 +19,17 @@
 #include "common/http/http_server.h"
 #include "common/jobspec/job_spec.h"
 #include "common/store/key_space.h"
-#include "controller/jobs/checkpoint_ledger.h"
-#include "controller/jobs/hang_detector.h"
-#include "controller/jobs/job_decision.h"
+#include "controller/jobs/checkpoints/checkpoint_ledger.h"
+#include "controller/jobs/hang/hang_detector.h"
+#include "controller/jobs/lifecycle/job_decision.h"
 #include "controller/jobs/job_manager.h"
-#include "controller/jobs/job_tick.h"
-#include "controller/jobs/state/checkpoint_state.h"
-#include "controller/jobs/state/flight_record_state.h"
-#include "controller/jobs/state/lifecycle_state.h"
-#include "controller/jobs/state/membership_state.h"
-#include "controller/jobs/state/outbox.h"
-#include "controller/jobs/state/recovery_state.h"
+#include "controller/jobs/lifecycle/job_tick.h"
+#include "controller/jobs/checkpoints/checkpoint_state.h"
+#include "controller/jobs/hang/flight_record_state.h"
+#include "controller/jobs/lifecycle/lifecycle_state.h"
+#include "controller/jobs/membership/membership_state.h"
+#include "controller/jobs/lifecycle/outbox.h"
+#include "controller/jobs/hang/recovery_state.h"
 #include "controller/rendezvous/rendezvous.h"
 #include "controller/store/job_record.h"
 
@@ -89,11 +89,12 @@ void markWorkersAfterRestart(const std::vector<int64_t>& pids, int64_t generatio
 
 // Note [One object per job]
 // Each job the controller follows is one Job: its record and spec, its rendezvous and store key
-// spaces, its workers, its waiting long polls, and the rest of its state as named sub-states
-// (controller/jobs/state/): lifecycle (launch, cancel, stops owed), recovery (Note [Recovery]),
-// membership (Note [Elastic membership]), checkpoints (Note [Two-phase checkpoint commit], Note
-// [Checkpoints failing]), flight records (Note [Flight records before the replacement]) and the
-// outbox of what is still to be written to the JobStore. Each sub-state is a small value type
+// spaces, its workers, its waiting long polls, and the rest of its state as named sub-states,
+// each in the room of its pure core: lifecycle (lifecycle/: launch, cancel, stops owed),
+// recovery (hang/: Note [Recovery]), membership (membership/: Note [Elastic membership]),
+// checkpoints (checkpoints/: Note [Two-phase checkpoint commit], Note [Checkpoints failing]),
+// flight records (hang/: Note [Flight records before the replacement]) and the outbox of what is
+// still to be written to the JobStore (lifecycle/). Each sub-state is a small value type
 // with its own tests. The per-job logic is the Job's methods (job.cc the lifecycle and the
 // tick, job_workers.cc the worker routes, job_stop.cc cancel/fail/replace, job_recovery.cc,
 // job_membership.cc, job_checkpoints.cc, job_flight_records.cc): each applies the decisions of a

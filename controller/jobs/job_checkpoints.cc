@@ -1,7 +1,7 @@
 // Job: its side of the two-phase checkpoint commit (Note [Two-phase checkpoint commit] in
 // checkpoint_ledger.h): phase-1 shard reports, rank 0's question for the decision, and its
 // phase-2 commit report (the catalog follows the disk); on-demand checkpoint requests. The
-// decisions are the CheckpointLedger's; the job's state of them is its CheckpointState (state/).
+// decisions are the CheckpointLedger's; the job's state of them is its CheckpointState (checkpoints/).
 
 #include <algorithm>
 #include <cstdio>

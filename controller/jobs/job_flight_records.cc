@@ -1,6 +1,6 @@
-// Flight records of a hang (controller/jobs/flight_records.h): the Job's methods that ask the
+// Flight records of a hang (controller/jobs/hang/flight_records.h): the Job's methods that ask the
 // live members of a generation a verdict ended for their records and keep them (in the job's
-// FlightRecordState, controller/jobs/state/flight_record_state.h, and its outbox to the store).
+// FlightRecordState, controller/jobs/hang/flight_record_state.h, and its outbox to the store).
 #include <algorithm>
 #include <set>
 

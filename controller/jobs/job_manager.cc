@@ -9,10 +9,10 @@
 #include "common/checkpoint/checkpoint_catalog.h"
 #include "common/log.h"
 #include "common/secret.h"
-#include "controller/jobs/data_checks.h"
-#include "controller/jobs/init_checks.h"
+#include "controller/jobs/admission/data_checks.h"
+#include "controller/jobs/admission/init_checks.h"
 #include "controller/jobs/job.h"
-#include "controller/jobs/memory_estimate.h"
+#include "controller/jobs/admission/memory_estimate.h"
 
 namespace ddp::controller {
 

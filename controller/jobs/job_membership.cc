@@ -1,4 +1,4 @@
-// Elastic membership (Note [Elastic membership] in controller/jobs/membership.h): the Job's
+// Elastic membership (Note [Elastic membership] in controller/jobs/membership/membership.h): the Job's
 // methods that scale it and end a generation to take late joiners in or leave retired workers
 // out. The decisions are membership.h's pure functions.
 #include <algorithm>
@@ -7,7 +7,7 @@
 
 #include "common/log.h"
 #include "controller/jobs/job.h"
-#include "controller/jobs/membership.h"
+#include "controller/jobs/membership/membership.h"
 
 namespace ddp::controller {
 namespace {

@@ -1,5 +1,5 @@
 // Hang detection and in-process recovery (Note [Recovery] in job_manager.h): the Job's methods
-// that act on the hang detector's verdicts (the job's side: its RecoveryState, state/).
+// that act on the hang detector's verdicts (the job's side: its RecoveryState, hang/).
 
 #include <algorithm>
 #include <cstdio>

@@ -22,7 +22,7 @@
 #include "common/log.h"
 #include "controller/jobs/job.h"
 #include "controller/jobs/job_manager.h"
-#include "controller/jobs/job_tick.h"
+#include "controller/jobs/lifecycle/job_tick.h"
 
 namespace ddp::controller {
 

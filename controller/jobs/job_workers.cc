@@ -11,7 +11,7 @@
 #include "common/secret.h"
 #include "common/utf8.h"
 #include "controller/jobs/job.h"
-#include "controller/jobs/worker_claim.h"
+#include "controller/jobs/membership/worker_claim.h"
 #include "controller/metrics/worker_figures.h"
 
 namespace ddp::controller {

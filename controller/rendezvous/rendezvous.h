@@ -16,7 +16,7 @@
 //    late joiner: it waits for the next round (which the controller opens by ending the
 //    generation, e.g. after a failure, or for elasticity). A member that registers again is
 //    told its assignment again (idempotent).
-//  - A planned membership change (Note [Elastic membership] in controller/jobs/membership.h)
+//  - A planned membership change (Note [Elastic membership] in controller/jobs/membership/membership.h)
 //    says which workers it expects (expect()): the round closes as soon as all of them joined
 //    instead of waiting out the last call; those that do not come are waited for as above.
 //  - Fencing: only the active generation is current; requests naming any other generation are

@@ -63,7 +63,7 @@ class JobStore {
   virtual Status retainCheckpoints(const std::string& name, const std::vector<int64_t>& steps) = 0;
 
   // Stores the flight records of one hang verdict (an opaque JSON document: the codec is
-  // controller/jobs/flight_records.h's); a second document for the same job and time replaces
+  // controller/jobs/hang/flight_records.h's); a second document for the same job and time replaces
   // the first (answers arrive after the verdict). Only the newest kMaxFlightRecordsPerJob are
   // kept. NotFound when no such job.
   virtual Status putFlightRecord(const std::string& name, int64_t timeMs, const std::string& recordJson) = 0;

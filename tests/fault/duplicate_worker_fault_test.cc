@@ -2,7 +2,7 @@
 // the generation and held rank 1 beside the first). Real processes: a 2-worker job trains on the
 // local launcher; this test starts a second ddp-worker with rank 1's id and token. It must be
 // refused and exit at once, and the job go on untouched: same generation, same rank-1 process, no
-// restart, Succeeded (Note [Worker incarnations] in controller/jobs/worker_claim.cc).
+// restart, Succeeded (Note [Worker incarnations] in controller/jobs/membership/worker_claim.cc).
 // Faked: nothing. Cleanup: the intruder is this test's child (FaultHarness kills and reaps it);
 // the job's workers are killed by PID from the launcher's pid files.
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
 // Elastic membership with real processes (Note [Elastic membership] in
-// controller/jobs/membership.h): an in-process controller starts four real ddp-worker processes
+// controller/jobs/membership/membership.h): an in-process controller starts four real ddp-worker processes
 // (workers min 2, count and max 4, lastCall 2 s); the test SIGKILLs one by PID with the
 // launcher's replacements held back, so the next generation goes on with the three survivors;
 // releasing the replacement grows it back to four without a failure restart; a scale to 3 and

@@ -1,4 +1,4 @@
-// Flight records of a real hang (controller/jobs/flight_records.h), with real processes: an
+// Flight records of a real hang (controller/jobs/hang/flight_records.h), with real processes: an
 // in-process controller starts two ddp-worker processes over loopback; rank 1 stalls inside
 // training before step 60 (DDP_TEST_STALL) while its heartbeats go on, so rank 0 waits in a
 // collective rank 1 never issues. After the CollectiveStuck verdict the controller asks rank 0
@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "controller/jobs/flight_records.h"
+#include "controller/jobs/hang/flight_records.h"
 #include "controller/store/sqlite_job_store.h"
 #include "tests/fault/fault_harness.h"
 #include "tests/integration/cli_process.h"

@@ -1,5 +1,5 @@
 // Elastic membership of a language-model job with real processes (Note [Elastic membership] in
-// controller/jobs/membership.h): an in-process controller starts three ddp-worker processes
+// controller/jobs/membership/membership.h): an in-process controller starts three ddp-worker processes
 // training the tiny GPT of gpt_fault_job.h (workers min 2, count and max 3, lastCall 1 s); the
 // test SIGKILLs rank 2 with the launcher's replacement held back, so the next generation goes on
 // with the two survivors, then releases the replacement, which grows the job back to three.

@@ -375,7 +375,7 @@ int checkpointCommand(const CommandContext& c, const ParsedArgs& p) {
   return kClientOk;
 }
 
-// --- scale (Note [Elastic membership] in controller/jobs/membership.h) -------------------------
+// --- scale (Note [Elastic membership] in controller/jobs/membership/membership.h) --------------
 
 int scaleCommand(const CommandContext& c, const ParsedArgs& p) {
   const std::string& name = p.positional[0];

@@ -1,6 +1,6 @@
 #pragma once
 // CheckpointChannel: a rank's line to whoever decides whether a checkpoint is committed (the
-// controller: Note [Two-phase checkpoint commit] in controller/jobs/checkpoint_ledger.h).
+// controller: Note [Two-phase checkpoint commit] in controller/jobs/checkpoints/checkpoint_ledger.h).
 // Every rank reports its shard (phase 1); rank 0 asks for the decision and, after writing the
 // MANIFEST, reports the commit (phase 2). ControllerClient::checkpointChannel() implements it
 // over the controller's worker routes (docs/API.md); tests may implement it in process.

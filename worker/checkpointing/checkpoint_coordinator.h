@@ -27,7 +27,7 @@
 // the run starts over, and returns that text (LatestLoad::startOverWarning) for the trainer to
 // publish.
 // With a channel (useChannel), save() is replaced by saveAsync(): not a collective; the commit
-// is the controller's (Note [Two-phase checkpoint commit] in controller/jobs/checkpoint_ledger.h)
+// is the controller's (Note [Two-phase checkpoint commit] in controller/jobs/checkpoints/checkpoint_ledger.h)
 // and the writing is done by a CheckpointWriter's thread.
 // Thread model: the training thread only; every call except the asynchronous ones is a
 // collective over `backend`.

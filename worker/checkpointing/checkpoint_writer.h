@@ -1,6 +1,6 @@
 #pragma once
 // CheckpointWriter: one rank's asynchronous checkpoint pipeline under the controller's
-// two-phase commit (Note [Two-phase checkpoint commit] in controller/jobs/checkpoint_ledger.h).
+// two-phase commit (Note [Two-phase checkpoint commit] in controller/jobs/checkpoints/checkpoint_ledger.h).
 //
 // Note [Asynchronous checkpoints]
 // At a checkpoint step the training thread only copies its state into memory (the shard's

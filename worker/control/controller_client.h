@@ -13,7 +13,7 @@
 // Status mapping (the server's "error" text is kept in the message):
 //   410 -> Aborted "fenced: stale generation, current G: <why>" (isFenced())
 //   409 on the registration -> FailedPrecondition: another live process holds this worker id
-//     (Note [Worker incarnations] in controller/jobs/worker_claim.cc); the worker exits
+//     (Note [Worker incarnations] in controller/jobs/membership/worker_claim.cc); the worker exits
 // After its registration every request also carries X-DDP-Incarnation, the nonce the controller
 // issued (kept by the client; the same process keeps it across generations).
 //   409 on the assignment -> OutOfRange "job finished: state S" (jobFinished(), Note below)

@@ -21,7 +21,7 @@
 // heartbeat thread; `checkpoint` sets checkpointRequested() (the trainer checkpoints at the next
 // step every rank agrees on); `flightRecord` sends a heartbeat at once that carries the flight
 // record source's ops (the controller asks for them when it declares a hang, even in answer to
-// a heartbeat of a generation it ended: controller/jobs/flight_records.h).
+// a heartbeat of a generation it ended: controller/jobs/hang/flight_records.h).
 // Losing the controller: when no heartbeat succeeded for spec.timeouts.controllerSeconds, the
 // reporter records "cannot reach the controller at URL for N s: stopping" as its fatal status
 // (Unavailable) and calls the stop function (every rank checkpoints and stops); a 410 answer

@@ -1,5 +1,5 @@
 // `ddpctl scale` and the route behind it (POST /v1/jobs/{name}/scale, Note [Elastic membership]
-// in controller/jobs/membership.h) against a real in-process controller (HTTP API, SQLite job
+// in controller/jobs/membership/membership.h) against a real in-process controller (HTTP API, SQLite job
 // table; the external launcher, so no worker process is started): validation errors name the
 // field, the route takes the controller token only, and the new count is in the job table, so a
 // controller started again on the same state dir has it.

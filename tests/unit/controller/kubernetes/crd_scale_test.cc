@@ -1,4 +1,4 @@
-// The DDPJob CRD's scale subresource (Note [Elastic membership] in controller/jobs/membership.h):
+// The DDPJob CRD's scale subresource (Note [Elastic membership] in controller/jobs/membership/membership.h):
 // `kubectl scale ddpj NAME --replicas=N` writes the path specReplicasPath names, which must be the
 // integer field the reconciler reads as the job's worker count (desiredWorkerCount), and
 // statusReplicasPath and labelSelectorPath must be status fields the controller writes.
