@@ -30,9 +30,3 @@ inline constexpr int kWorkerExitFailure = 1;
 inline constexpr int kWorkerExitBadConfig = 2;
 
 }  // namespace ddp::protocol
-
-namespace ddp {
-// The folder's former name (common/launch/control_wire.h), still spelled in controller/jobs/
-// until that folder's restructuring (issue 27, part 1) lands.
-namespace wire = protocol;
-}  // namespace ddp

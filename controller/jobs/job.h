@@ -76,7 +76,7 @@ struct WorkerState {
   TimePoint leftAt{};
   bool replacing = false;     // blamed by a verdict: a replacement process is on its way
   std::string incarnation;    // the holder's nonce (Note [Worker incarnations]); "" when unknown
-  bool badConfigExit = false; // exited with wire::kWorkerExitBadConfig: no restart can fix it
+  bool badConfigExit = false; // exited with protocol::kWorkerExitBadConfig: no restart can fix it
   bool abortUnreliableSeen = false;
   int64_t checkpointAsked = 0;  // the last checkpoint request this worker was told about
   std::string lastWarning;      // the last Running heartbeat's message, recorded as an event

@@ -42,7 +42,7 @@ Status claimSlot(const JobSpec& spec, const WorkerState& w, const RegisterReques
 // The job's progress from rank 0's heartbeat (the ETA at the global batch of `globalBatch`).
 void noteProgress(const Heartbeat& hb, int64_t globalBatch, JobProgress* p) {
   // Evaluation and language-model figures keep their last value while a heartbeat has none.
-  wire::copyProgressFigures(hb, p, wire::AbsentFigures::kKeepLast);
+  protocol::copyProgressFigures(hb, p, protocol::AbsentFigures::kKeepLast);
   p->etaSeconds = hb.samplesPerSecond > 0 && p->totalSteps > p->step
                       ? static_cast<double>(p->totalSteps - p->step) * static_cast<double>(globalBatch) /
                             hb.samplesPerSecond
@@ -354,12 +354,12 @@ void Job::handleExit(const WorkerExit& exit) {
       w.outcome = WorkerOutcome::kFailed;
       w.message = describeFailure(w.rec.rank, exit);
       w.failureFromExit = true;
-      w.badConfigExit = exit.statusKnown && !exit.signaled && exit.code == wire::kWorkerExitBadConfig;
+      w.badConfigExit = exit.statusKnown && !exit.signaled && exit.code == protocol::kWorkerExitBadConfig;
       w.failedAt = env.clock.now();
     }
   }
   if (record.phase == JobPhase::kRestarting && w.outcome == WorkerOutcome::kFailed && !lifecycle.cancelRequested &&
-      !(exit.statusKnown && !exit.signaled && exit.code == wire::kWorkerExitBadConfig)) {
+      !(exit.statusKnown && !exit.signaled && exit.code == protocol::kWorkerExitBadConfig)) {
     // A worker lost while the job re-forms: replaced as part of the same restart.
     event(kEventWarning, "WorkerFailed", w.message);
     w.outcome = WorkerOutcome::kRunning;
