@@ -158,6 +158,8 @@ void ApiServer::install(http::Router& router) {
   router.add("DELETE", "/v1/jobs/{name}", user(bind(&ApiServer::remove)));
   router.add("POST", "/v1/jobs/{name}/cancel", user(bind(&ApiServer::cancel)));
   router.add("POST", "/v1/jobs/{name}/scale", user(bind(&ApiServer::scale)));
+  router.add("POST", "/v1/jobs/{name}/suspend", user(bind(&ApiServer::suspend)));
+  router.add("POST", "/v1/jobs/{name}/resume", user(bind(&ApiServer::resume)));
   router.add("GET", "/v1/jobs/{name}/logs", user(bind(&ApiServer::logs)));
   router.add("GET", "/v1/jobs/{name}/events", user(bind(&ApiServer::events)));
   router.add("GET", "/v1/jobs/{name}/checkpoints", user(bind(&ApiServer::checkpoints)));
@@ -245,6 +247,19 @@ void ApiServer::getJob(Request& req, Res res) {
 
 void ApiServer::cancel(Request& req, Res res) {
   auto rec = jobs_.cancel(req.params["name"]);
+  if (!rec.isOk()) return sendStatus(*res, rec.status());
+  sendJson(*res, 200, jobJson(*rec));
+}
+
+// POST /v1/jobs/{name}/suspend and /resume (Note [Suspended jobs] in controller/jobs/suspension.h).
+void ApiServer::suspend(Request& req, Res res) {
+  auto rec = jobs_.suspend(req.params["name"]);
+  if (!rec.isOk()) return sendStatus(*res, rec.status());
+  sendJson(*res, 200, jobJson(*rec));
+}
+
+void ApiServer::resume(Request& req, Res res) {
+  auto rec = jobs_.resume(req.params["name"]);
   if (!rec.isOk()) return sendStatus(*res, rec.status());
   sendJson(*res, 200, jobJson(*rec));
 }

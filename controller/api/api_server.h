@@ -63,6 +63,8 @@ class ApiServer {
   void list(http::Request& req, std::shared_ptr<http::Responder> res);
   void getJob(http::Request& req, std::shared_ptr<http::Responder> res);
   void cancel(http::Request& req, std::shared_ptr<http::Responder> res);
+  void suspend(http::Request& req, std::shared_ptr<http::Responder> res);
+  void resume(http::Request& req, std::shared_ptr<http::Responder> res);
   void scale(http::Request& req, std::shared_ptr<http::Responder> res);
   void remove(http::Request& req, std::shared_ptr<http::Responder> res);
   void logs(http::Request& req, std::shared_ptr<http::Responder> res);

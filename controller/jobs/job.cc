@@ -80,7 +80,7 @@ void Job::restore(TimePoint now, const std::vector<int64_t>& livePids, int64_t l
   lifecycle.launched = record.generation > 0;
 }
 
-void Job::openRendezvous() { rdzv.emplace(rendezvousConfig(spec), 0); }
+void Job::openRendezvous(int64_t after) { rdzv.emplace(rendezvousConfig(spec), after); }
 
 JobLaunch Job::launchRequest() const {
   return makeJobLaunch(record.name, spec, record.workerToken,
@@ -198,6 +198,7 @@ void Job::evaluate() {
   f.now = env.clock.now();
   f.phase = record.phase;
   f.cancelRequested = lifecycle.cancelRequested;
+  f.suspendRequested = lifecycle.suspendRequested;
   f.generationActive = rdzv->active().has_value();
   for (const auto& [id, w] : workers) {
     if (w.processAlive || w.replacing) ++f.liveProcesses;
@@ -219,6 +220,9 @@ void Job::transition(JobPhase next, const std::string& reason, const std::string
   if (next == JobPhase::kRunning) {
     if (r.startMs == 0) r.startMs = now;
     r.setCondition(kConditionRunning, true, reason, message, now);
+  } else if (next == JobPhase::kSuspended) {
+    r.setCondition(kConditionRunning, false, reason, message, now);
+    r.setCondition(kConditionSuspended, true, reason, message, now);
   } else if (isTerminal(next)) {
     r.completionMs = now;
     r.setCondition(kConditionRunning, false, reason, message, now);

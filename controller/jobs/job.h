@@ -161,8 +161,8 @@ struct Job {
   // A job restored by a restarted controller: its rendezvous from the stored generation and
   // workers (Note [Controller state and persistence] in job_manager.h).
   void restore(TimePoint now, const std::vector<int64_t>& livePids, int64_t lastCheckpoint);
-  // A submitted job's first, empty round.
-  void openRendezvous();
+  // A submitted job's first, empty round (a resumed job's: after its last generation).
+  void openRendezvous(int64_t after = 0);
   JobLaunch launchRequest() const;
   // The launcher answered launchRequest() with `st`: true when the job must be stopped again
   // (cancelled while its workers were being started).
@@ -189,7 +189,16 @@ struct Job {
     bool stopNow = false;             // launcher stopJob(cancelStopGrace())
     std::vector<std::string> signal;  // SIGTERM: checkpoint and stop
   };
-  CancelActions cancel();
+  // `suspend`: a suspension's stop (Note [Suspended jobs]); a cancel of a suspended job ends it.
+  CancelActions cancel(bool suspend = false);
+
+  // --- suspend and resume (job_suspend.cc, Note [Suspended jobs] in suspension.h)
+  // Stopped with nothing to launch or stop: a job submitted or restored Suspended.
+  void markSuspended();
+  // Stores the spec with spec.suspend = `suspend` (durable before the caller answers).
+  Status storeSuspend(bool suspend, JobStore& store);
+  // This fresh job takes over Suspended `old`'s record, spec and checkpoints, Pending.
+  void resumeFrom(Job& old);
   Duration cancelStopGrace() const;
   void fail(const std::string& reason, const std::string& message);
   // Marks `ids` as being replaced (their exits are a replacement's); NotFound / FailedPrecondition.

@@ -110,7 +110,9 @@ Status JobManager::start() {
       jobs_[job->record.name] = job;
     }
     std::lock_guard<std::mutex> lock(job->mu);
-    if (job->lifecycle.launched) {
+    if (job->record.phase == JobPhase::kSuspended) {
+      job->markSuspended();  // Note [Suspended jobs]: no worker until resumed
+    } else if (job->lifecycle.launched) {
       adopt.push_back(job->launchRequest());
     } else {
       relaunch.push_back(job);
@@ -206,10 +208,15 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
     job->openRendezvous();
     job->event(kEventNormal, "Created", "job created with " + std::to_string(spec.workers.count) + " worker(s)");
     metrics_.jobCreated(spec.name, spec.workers.count);
+    if (spec.suspend) {  // Note [Suspended jobs]: stored, no worker started
+      job->markSuspended();
+      job->transition(JobPhase::kSuspended, "JobSuspended",
+                      "submitted with spec.suspend: no worker starts until the job is resumed");
+    }
     std::lock_guard<std::mutex> lock(jobsMu_);
     jobs_[spec.name] = job;
   }
-  launch(job);
+  if (!spec.suspend) launch(job);
   std::lock_guard<std::mutex> lock(job->mu);
   if (!job->removed) return job->record;
   return store_.get(spec.name);

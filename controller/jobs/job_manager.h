@@ -177,6 +177,14 @@ class JobManager {
   Result<std::vector<JobRecord>> list();
   // FailedPrecondition when the job already finished.
   Result<JobRecord> cancel(const std::string& name);
+  // Note [Suspended jobs] (suspension.h, job_suspend.cc): stores spec.suspend true and stops the
+  // workers as a cancel does; the job becomes Suspended once they are gone. Nothing more when it
+  // is suspended or suspending. FailedPrecondition when it finished or is being cancelled.
+  Result<JobRecord> suspend(const std::string& name);
+  // Stores spec.suspend false and starts a Suspended job's workers again (Pending). Nothing when
+  // it is not suspended; FailedPrecondition while its workers are still stopping or when it
+  // finished.
+  Result<JobRecord> resume(const std::string& name);
   // Ends a live job as Failed with this condition reason and message and stops its workers (the
   // Kubernetes run policy: a gang that was not scheduled in time). FailedPrecondition when it
   // already finished.
@@ -251,6 +259,9 @@ class JobManager {
   // Without the job's mu, under its persistMu: one batch to the store.
   void writeBatch(JobRecord& record, const Outbox::Batch& batch);
   void launch(const std::shared_ptr<Job>& job);
+  // A cancel's (or suspension's) launcher actions, with no lock held.
+  // (`stopNow`: stopJob with `grace`; `signal`: SIGTERM to these workers).
+  void stopForCancel(const std::string& name, bool stopNow, const std::vector<std::string>& signal, Duration grace);
   // The live job, locked: FailedPrecondition when it finished and left the registry, NotFound
   // when it was never submitted; unfinished: FailedPrecondition too when it finished.
   Status live(const std::string& name, LockedJob* out);

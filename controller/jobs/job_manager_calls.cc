@@ -43,11 +43,16 @@ Result<JobRecord> JobManager::cancel(const std::string& name) {
     grace = job->cancelStopGrace();
     out = job->record;
   }
-  if (a.stopNow) (void)launcher_.stopJob(name, grace);
+  stopForCancel(name, a.stopNow, a.signal, grace);
+  return out;
+}
+
+void JobManager::stopForCancel(const std::string& name, bool stopNow, const std::vector<std::string>& signal,
+                               Duration grace) {
+  if (stopNow) (void)launcher_.stopJob(name, grace);
   // A worker takes SIGTERM as it takes the `stop` command, without waiting for its next
   // heartbeat; a launcher that cannot signal (external workers) leaves it to the heartbeat.
-  for (const auto& id : a.signal) (void)launcher_.killWorker(name, id, SIGTERM);
-  return out;
+  for (const auto& id : signal) (void)launcher_.killWorker(name, id, SIGTERM);
 }
 
 Result<JobRecord> JobManager::fail(const std::string& name, const std::string& reason, const std::string& message) {

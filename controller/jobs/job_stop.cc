@@ -18,10 +18,19 @@ Status Job::open() const {
   return Status::ok();
 }
 
-Job::CancelActions Job::cancel() {
+Job::CancelActions Job::cancel(bool suspend) {
   CancelActions a;
+  if (!suspend && lifecycle.suspendRequested) {
+    // A cancel of a suspended (or suspending) job: it ends Cancelled once no worker is left.
+    lifecycle.suspendRequested = false;
+    event(kEventNormal, "CancelRequested", "cancel requested while the job was suspended");
+    evaluate();
+    return a;
+  }
   if (!lifecycle.requestCancel(env.clock.now())) return a;
-  event(kEventNormal, "CancelRequested", "cancel requested: the workers checkpoint and stop");
+  lifecycle.suspendRequested = suspend;
+  event(kEventNormal, suspend ? "SuspendRequested" : "CancelRequested",
+        std::string(suspend ? "suspend" : "cancel") + " requested: the workers checkpoint and stop");
   // No replacement starts once a job is cancelled (Note [Recovery]): a culprit still due for
   // one is no longer being replaced; its process, if any, stops like the others (Note [Stopping
   // an unresponsive worker]), and one already gone counts as stopped.
@@ -42,8 +51,10 @@ Job::CancelActions Job::cancel() {
       if (w.processAlive) a.signal.push_back(id);
     }
   }
+  // A waiting worker of a suspended job exits as one of a cancelled one (status 0).
   for (auto& w : waiters) {
-    replyJson(*w.responder, 409, {{"error", "job " + record.name + " was cancelled"}, {"state", "Cancelled"}});
+    replyJson(*w.responder, 409, {{"error", "job " + record.name + " was " + (suspend ? "suspended" : "cancelled")},
+                                  {"state", "Cancelled"}});
   }
   waiters.clear();
   return a;

@@ -24,6 +24,11 @@ const json& runPolicyOf(const json& ddpJob) {
 
 }  // namespace
 
+bool suspendWanted(const json& ddpJob) {
+  const json& s = ddpJob.value("spec", json::object()).value("suspend", json());
+  return s.is_boolean() && s.get<bool>();
+}
+
 bool managedElsewhere(const json& ddpJob) {
   const json& by = ddpJob.value("spec", json::object()).value("managedBy", json());
   return by.is_string() && !by.get<std::string>().empty() && by.get<std::string>() != kDdpControllerManager;
@@ -146,6 +151,7 @@ void DdpJobReconciler::reconcile(const std::string& name, Tracked& t) {
   auto rec = jobs_.get(name);
   if (!rec.isOk()) return;
   mirrorEvents(name, t, *rec);
+  applySuspend(name, t, *rec);
   applyScale(name, t, *rec);
   json desired = ddpJobStatus(*rec, t.generation);
   if (t.p.failure) desired = withFailure(desired, t.p.failure->reason, t.p.failure->message, t.p.failure->atMs);
@@ -186,8 +192,23 @@ void DdpJobReconciler::mirrorEvents(const std::string& name, Tracked& t, const J
   t.p.eventsDone = isTerminal(rec.phase);
 }
 
+void DdpJobReconciler::applySuspend(const std::string& name, const Tracked& t, const JobRecord& rec) {
+  if (!jobs_.suspend || !jobs_.resume || isTerminal(rec.phase)) return;
+  auto spec = decodeJobSpec(rec.specYaml);  // the job's stored spec.suspend: what was applied
+  if (!spec.isOk()) return;
+  const bool want = suspendWanted(t.object);
+  if (want == spec->suspend) return;
+  auto r = want ? jobs_.suspend(name) : jobs_.resume(name);
+  // A resume while the workers still stop is asked again at the next tick.
+  if (!r.isOk() && r.status().code() != StatusCode::kFailedPrecondition) {
+    DDP_LOG(Warning) << "kubernetes: DDPJob " << name << ": spec.suspend " << want << ": " << r.status().message();
+  } else if (r.isOk()) {
+    DDP_LOG(Info) << "kubernetes: DDPJob " << name << (want ? " suspended" : " resumed");
+  }
+}
+
 void DdpJobReconciler::enforceDeadline(const std::string& name, Tracked& t, const JobRecord& rec, const json& policy) {
-  if (isTerminal(rec.phase) || t.p.deadlinePassed || rec.createdMs <= 0) return;
+  if (isTerminal(rec.phase) || rec.phase == JobPhase::kSuspended || t.p.deadlinePassed || rec.createdMs <= 0) return;
   if (!policy.contains("activeDeadlineSeconds") || !policy["activeDeadlineSeconds"].is_number_integer()) return;
   const int64_t deadline = policy["activeDeadlineSeconds"].get<int64_t>();
   if (unixMillisNow() - rec.createdMs < deadline * 1000) return;
@@ -204,7 +225,7 @@ void DdpJobReconciler::enforceDeadline(const std::string& name, Tracked& t, cons
 }
 
 void DdpJobReconciler::enforceSchedule(const std::string& name, Tracked& t, const JobRecord& rec, const json& policy) {
-  if (isTerminal(rec.phase) || t.p.failure) return;
+  if (isTerminal(rec.phase) || rec.phase == JobPhase::kSuspended || t.p.failure) return;
   const TimePoint steadyNow = std::chrono::steady_clock::now();
   if (steadyNow < t.p.podsNextList) return;
   t.p.podsNextList = steadyNow + options_.podListInterval;

@@ -13,7 +13,8 @@
 // Note [Run policy]
 // spec.kubernetes.runPolicy, as Kubeflow's trainer has it:
 //  - activeDeadlineSeconds counts from the job's acceptance (JobRecord::createdMs), so a job
-//    stuck Pending expires too; past it: a Warning Event DeadlineExceeded and a cancel.
+//    stuck Pending expires too; past it: a Warning Event DeadlineExceeded and a cancel. A
+//    Suspended job is not cancelled meanwhile (the deadline acts once it is resumed).
 //  - schedulingPolicy (Note [Schedule timeout] in gang_schedule.h): the job's pods are listed at
 //    most every podListInterval while it has not finished; when the gang timed out, a Warning
 //    Event ScheduleTimeout names the waiting pods and why, then onScheduleTimeout Fail fails the
@@ -79,8 +80,13 @@ struct JobCalls {
   // Deletes these workers' pods and creates them again without failing the job (a schedule
   // timeout's Retry, Note [Run policy]); unset: Retry leaves the pods to the scheduler.
   std::function<Status(const std::string& job, const std::vector<std::string>& workerIds)> replaceWorkers;
+  // spec.suspend (Note [Suspended jobs] in controller/jobs/suspension.h); unset: not applied.
+  std::function<Result<JobRecord>(const std::string&)> suspend;
+  std::function<Result<JobRecord>(const std::string&)> resume;
 };
 
+// The DDPJob's spec.suspend (false when absent or not a boolean).
+bool suspendWanted(const nlohmann::json& ddpJob);
 // Whether the DDPJob names another manager in spec.managedBy (Note [Managed by]).
 bool managedElsewhere(const nlohmann::json& ddpJob);
 
@@ -145,6 +151,8 @@ class DdpJobReconciler {
   void onEvent(const WatchEvent& e);
   void reconcile(const std::string& name, Tracked& t);
   void writeStatus(const std::string& name, Tracked& t, const nlohmann::json& status);
+  // Applies the DDPJob's spec.suspend to the job (Note [Suspended jobs]).
+  void applySuspend(const std::string& name, const Tracked& t, const JobRecord& rec);
   // Applies a changed spec.workers.count as a scale of the job (Note [Elastic membership]).
   void applyScale(const std::string& name, Tracked& t, const JobRecord& rec);
   // Deletes the finished job's pods that its cleanPodPolicy names; true when done.

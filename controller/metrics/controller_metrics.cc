@@ -9,7 +9,8 @@ namespace ddp::controller {
 namespace {
 
 constexpr JobPhase kPhases[] = {JobPhase::kPending,   JobPhase::kRunning, JobPhase::kRestarting,
-                                JobPhase::kSucceeded, JobPhase::kFailed,  JobPhase::kCancelled};
+                                JobPhase::kSucceeded, JobPhase::kFailed,  JobPhase::kCancelled,
+                                JobPhase::kSuspended};
 
 // Observes `count` steps of mean duration `mean` in one call (Note [Counters from heartbeats]).
 void observeSteps(prometheus::Histogram& h, double count, double seconds) {

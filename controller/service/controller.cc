@@ -105,6 +105,8 @@ void startKubernetesFrontEnd(kube::KubernetesRuntime& kube, JobManager& jobManag
   calls.cancel = [jobs](const std::string& n) { return jobs->cancel(n); };
   calls.remove = [jobs](const std::string& n, Deadline d) { return jobs->remove(n, d); };
   calls.scale = [jobs](const std::string& n, int workers) { return jobs->scale(n, workers, "spec.workers.count"); };
+  calls.suspend = [jobs](const std::string& n) { return jobs->suspend(n); };
+  calls.resume = [jobs](const std::string& n) { return jobs->resume(n); };
   calls.events = [jobs](const std::string& n) { return jobs->events(n); };
   calls.fail = [jobs](const std::string& n, const std::string& reason, const std::string& message) {
     return jobs->fail(n, reason, message);

@@ -16,6 +16,7 @@ constexpr PhaseName kPhaseNames[] = {
     {JobPhase::kPending, "Pending"},     {JobPhase::kRunning, "Running"},
     {JobPhase::kRestarting, "Restarting"}, {JobPhase::kSucceeded, "Succeeded"},
     {JobPhase::kFailed, "Failed"},       {JobPhase::kCancelled, "Cancelled"},
+    {JobPhase::kSuspended, "Suspended"},
 };
 
 bool sameDouble(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }

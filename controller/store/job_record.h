@@ -12,9 +12,11 @@
 
 namespace ddp::controller {
 
-enum class JobPhase { kPending, kRunning, kRestarting, kSucceeded, kFailed, kCancelled };
+// kSuspended (spec.suspend, Note [Suspended jobs] in controller/jobs/suspension.h) is last so that
+// the others keep their values; it is not terminal: the job resumes from it.
+enum class JobPhase { kPending, kRunning, kRestarting, kSucceeded, kFailed, kCancelled, kSuspended };
 
-// "Pending", "Running", "Restarting", "Succeeded", "Failed", "Cancelled".
+// "Pending", "Running", "Restarting", "Succeeded", "Failed", "Cancelled", "Suspended".
 const char* jobPhaseName(JobPhase phase);
 // Exact (case-sensitive) names as jobPhaseName() writes them; false on anything else.
 bool parseJobPhase(std::string_view text, JobPhase* out);
@@ -28,6 +30,8 @@ inline constexpr const char* kConditionRestarting = "Restarting";
 inline constexpr const char* kConditionSucceeded = "Succeeded";
 inline constexpr const char* kConditionFailed = "Failed";
 inline constexpr const char* kConditionCancelled = "Cancelled";
+// True while the job is suspended (reason JobSuspended), False once resumed (JobResumed).
+inline constexpr const char* kConditionSuspended = "Suspended";
 // True while the job's checkpoints fail (the last attempt was not committed), with the last
 // error; False again (reason CheckpointCommitted) once one commits. Absent if none ever failed.
 inline constexpr const char* kConditionCheckpointsFailing = "CheckpointsFailing";

@@ -35,7 +35,11 @@ JobVerdict decideJob(const JobFacts& f) {
     return v;
   }
   if (f.cancelRequested) {
-    if (f.liveProcesses == 0) {
+    if (f.liveProcesses == 0 && f.suspendRequested) {
+      v.next = JobPhase::kSuspended;
+      v.reason = "JobSuspended";
+      v.message = "the job was suspended; its workers checkpointed and stopped";
+    } else if (f.liveProcesses == 0) {
       v.next = JobPhase::kCancelled;
       v.reason = "JobCancelled";
       v.message = "the job was cancelled; its workers stopped";

@@ -6,6 +6,8 @@
 //   any     --(a worker failed: non-zero exit, killed by a signal it was not sent by us, or a
 //              final heartbeat saying Failed)--> Failed (the others are stopped)
 //   any     --(cancel requested, and no worker process is left)--> Cancelled
+//   any     --(suspend requested, and no worker process is left)--> Suspended (Note [Suspended
+//              jobs] in suspension.h; not terminal)
 //   Pending/Running --(every worker process exited without the job succeeding)--> Failed
 // Note [Blaming the right rank]: when a rank is killed, its peers' collectives fail at once and
 // they report it in their final heartbeat, often before the killed process's exit is seen. So a
@@ -43,6 +45,7 @@ struct WorkerFacts {
 struct JobFacts {
   JobPhase phase = JobPhase::kPending;
   bool cancelRequested = false;
+  bool suspendRequested = false;        // the cancel suspends (Note [Suspended jobs])
   bool generationActive = false;        // a rendezvous round has closed
   std::vector<WorkerFacts> members;     // the active generation's members (all workers before)
   int liveProcesses = 0;                // worker processes of the job still running

@@ -13,6 +13,8 @@ struct LifecycleState {
   // The launcher was asked for the workers (until then no verdict: no process has existed).
   bool launched = false;
   bool cancelRequested = false;
+  // The cancel is a suspension (Note [Suspended jobs]): the job ends up Suspended, not Cancelled.
+  bool suspendRequested = false;
   TimePoint cancelAt{};
   bool stopSent = false;        // the launcher was told to stop the job's workers
   bool stopPending = false;     // a decision asked to stop the remaining workers (the ticker does)

@@ -242,6 +242,35 @@ TEST_F(ApiContractTest, AModelTooLargeForTheWorkersIsRefusedAtSubmission) {
   EXPECT_EQ(ctl_->jobs().get("huge").status().code(), StatusCode::kNotFound) << "nothing stored";
 }
 
+// Note [Suspended jobs]: POST .../suspend and .../resume answer the job; 409 for a finished one
+// (or a resume while the workers still stop), 404 for an unknown one, 401 without the token.
+TEST_F(ApiContractTest, SuspendAndResume) {
+  std::string yaml = jobYaml("paused") + "  suspend: true\n";
+  auto created = post("/v1/jobs", yaml, "application/yaml", auth_);
+  ASSERT_TRUE(created);
+  ASSERT_EQ(created->status, 201) << created->body;
+  EXPECT_EQ(json::parse(created->body)["status"]["phase"], "Suspended");
+  EXPECT_EQ(json::parse(created->body)["spec"]["suspend"], true) << created->body;
+  auto again = post("/v1/jobs/paused/suspend", "", "application/json", auth_);
+  EXPECT_EQ(again->status, 200) << again->body;
+  EXPECT_EQ(json::parse(again->body)["status"]["phase"], "Suspended");
+  auto resumed = post("/v1/jobs/paused/resume", "", "application/json", auth_);
+  ASSERT_EQ(resumed->status, 200) << resumed->body;
+  EXPECT_NE(json::parse(resumed->body)["status"]["phase"], "Suspended") << resumed->body;
+  EXPECT_FALSE(json::parse(client_->Get("/v1/jobs/paused", auth_)->body)["spec"].contains("suspend"));
+  EXPECT_EQ(post("/v1/jobs/nope/suspend", "", "application/json", auth_)->status, 404);
+  EXPECT_EQ(post("/v1/jobs/paused/resume", "", "application/json", {})->status, 401);
+  ASSERT_EQ(post("/v1/jobs/paused/cancel", "", "application/json", auth_)->status, 200);
+  std::string phase;
+  for (int i = 0; i < 200 && phase != "Cancelled"; ++i) {
+    phase = json::parse(client_->Get("/v1/jobs/paused", auth_)->body)["status"]["phase"];
+    std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  ASSERT_EQ(phase, "Cancelled");
+  EXPECT_EQ(post("/v1/jobs/paused/suspend", "", "application/json", auth_)->status, 409);
+  EXPECT_EQ(post("/v1/jobs/paused/resume", "", "application/json", auth_)->status, 409);
+}
+
 TEST_F(ApiContractTest, CancelDeleteEventsCheckpointsAndLogs) {
   submitOk("gamma");
   auto cps = client_->Get("/v1/jobs/gamma/checkpoints", auth_);

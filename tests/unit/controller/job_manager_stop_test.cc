@@ -466,5 +466,83 @@ TEST(JobTimingsTest, ValidateNamesTheField) {
   EXPECT_NE(st.message().find("flightRecordWaitMin"), std::string::npos) << st.message();
 }
 
+// Note [Suspended jobs]: a suspension stops the workers as a cancel does (they hear `stop`:
+// checkpoint and stop), ends Suspended (not terminal, spec.suspend stored), and a resume starts
+// a fresh rendezvous whose generation follows the last, so a worker of before is fenced.
+TEST_F(JobManagerStopTest, ASuspendedJobStopsItsWorkersAndResumesWithNewOnes) {
+  ASSERT_NO_FATAL_FAILURE(running());
+  auto suspended = jobs_->suspend(kJob);
+  ASSERT_TRUE(suspended.isOk()) << suspended.status();
+  EXPECT_TRUE(jobs_->spec(kJob)->suspend) << "stored before the answer";
+  EXPECT_TRUE(contains(launcher_.signalsTo("j-w0"), SIGTERM));
+  auto c = beat("j-w0", 0);
+  ASSERT_TRUE(c.isOk());
+  EXPECT_EQ(c->type, CommandType::kStop);
+  EXPECT_EQ(jobs_->resume(kJob).status().code(), StatusCode::kFailedPrecondition) << "still stopping";
+  ASSERT_TRUE(beat("j-w0", 0, 1, "Stopped").isOk());
+  ASSERT_TRUE(beat("j-w1", 1, 1, "Stopped").isOk());
+  exited("j-w0", 100, false);
+  exited("j-w1", 101, false);
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kSuspended; })) << allEvents();
+  const JobCondition* cond = condition(record(), kConditionSuspended);
+  ASSERT_NE(cond, nullptr);
+  EXPECT_TRUE(cond->status);
+  EXPECT_EQ(cond->reason, "JobSuspended");
+  EXPECT_EQ(jobs_->suspend(kJob)->phase, JobPhase::kSuspended) << "a second suspend changes nothing";
+  EXPECT_FALSE(jobs_->isFinished(kJob));
+
+  auto resumed = jobs_->resume(kJob);
+  ASSERT_TRUE(resumed.isOk()) << resumed.status();
+  EXPECT_EQ(resumed->phase, JobPhase::kPending);
+  EXPECT_FALSE(jobs_->spec(kJob)->suspend);
+  cond = condition(record(), kConditionSuspended);
+  ASSERT_NE(cond, nullptr);
+  EXPECT_FALSE(cond->status);
+  EXPECT_EQ(cond->reason, "JobResumed");
+  // Fresh processes register and form generation 2; a heartbeat of generation 1 is fenced.
+  incarnations_.clear();
+  auto g0 = join("j-w0", 200);
+  ASSERT_TRUE(g0.isOk()) << g0.status();
+  EXPECT_EQ(*g0, 2);
+  ASSERT_TRUE(join("j-w1", 201).isOk());
+  advance(0.3);
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRunning; })) << allEvents();
+  EXPECT_EQ(record().generation, 2);
+  EXPECT_FALSE(beat("j-w0", 0, 1).isOk()) << "generation 1 is over";
+  EXPECT_TRUE(beat("j-w0", 0, 2).isOk());
+  EXPECT_EQ(events("JobResumed", 1).size(), 1u);
+  EXPECT_EQ(record().restarts, 0);
+}
+
+// Submitted with spec.suspend: stored Suspended, no worker may join; a resume starts them; a
+// restarted controller keeps a Suspended job suspended.
+TEST_F(JobManagerStopTest, ASuspendedSubmissionStartsNoWorkerUntilResumed) {
+  submit("  suspend: true\n");
+  EXPECT_EQ(record().phase, JobPhase::kSuspended);
+  EXPECT_FALSE(join("j-w0", 100).isOk()) << "a suspended job takes no registration";
+  jobs_->stop();
+  jobs_ = std::make_unique<JobManager>(JobManagerOptions{}, *store_, launcher_, clock_);
+  ASSERT_TRUE(jobs_->start().isOk());
+  EXPECT_EQ(record().phase, JobPhase::kSuspended);
+  EXPECT_TRUE(jobs_->spec(kJob)->suspend);
+  auto resumed = jobs_->resume(kJob);
+  ASSERT_TRUE(resumed.isOk()) << resumed.status();
+  EXPECT_EQ(resumed->phase, JobPhase::kPending);
+  EXPECT_TRUE(join("j-w0", 100).isOk());
+  EXPECT_EQ(jobs_->resume(kJob)->phase, JobPhase::kPending) << "not suspended: nothing to do";
+}
+
+TEST_F(JobManagerStopTest, AFinishedJobCannotBeSuspended) {
+  ASSERT_NO_FATAL_FAILURE(running());
+  ASSERT_TRUE(jobs_->cancel(kJob).isOk());
+  EXPECT_EQ(jobs_->suspend(kJob).status().code(), StatusCode::kFailedPrecondition) << "being cancelled";
+  exited("j-w0", 100, false);
+  exited("j-w1", 101, false);
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kCancelled; })) << allEvents();
+  EXPECT_EQ(jobs_->suspend(kJob).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(jobs_->resume(kJob).status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(jobs_->suspend("nope").status().code(), StatusCode::kNotFound);
+}
+
 }  // namespace
 }  // namespace ddp::controller

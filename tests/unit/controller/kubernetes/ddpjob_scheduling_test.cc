@@ -143,5 +143,34 @@ TEST_F(KubernetesReconcilerTest, TheDefaultSchedulerGetsNoPodGroup) {
   for (const json& pod : api_.objects("pods", "ml")) EXPECT_FALSE(pod["spec"].contains("schedulerName")) << pod;
 }
 
+// Note [Suspended jobs]: a DDPJob created with spec.suspend gets no pod and status Suspended;
+// spec.suspend false starts its pods; true again stops them and the job is Suspended again.
+TEST_F(KubernetesReconcilerTest, SpecSuspendHoldsStartsAndStopsTheJobsPods) {
+  api_.put(kJobs, "ml", ddpJob("fm", R"(,"suspend":true)"));
+  ASSERT_TRUE(waitUntil([&] { return statusOf("fm").value("phase", "") == "Suspended"; })) << statusOf("fm");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(api_.objects("pods", "ml").empty());
+  bool suspendedCondition = false;
+  const json status = statusOf("fm");
+  for (const json& c : status["conditions"]) {
+    suspendedCondition = suspendedCondition || (c["type"] == "Suspended" && c["status"] == "True");
+  }
+  EXPECT_TRUE(suspendedCondition) << status.dump();
+  const auto setSuspend = [&](bool on) {
+    json o = *api_.object(kJobs, "ml", "fm");
+    o["spec"]["suspend"] = on;
+    api_.put(kJobs, "ml", o);
+  };
+  setSuspend(false);
+  ASSERT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; }));
+  ASSERT_TRUE(waitUntil([&] { return statusOf("fm").value("phase", "") == "Pending"; })) << statusOf("fm");
+  setSuspend(true);
+  ASSERT_TRUE(waitUntil([&] { return statusOf("fm").value("phase", "") == "Suspended"; }, 100)) << statusOf("fm");
+  EXPECT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").empty(); }, 100));
+  EXPECT_TRUE(jobs_->spec("fm")->suspend);
+  setSuspend(false);
+  EXPECT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; }, 100));
+}
+
 }  // namespace
 }  // namespace ddp::controller::kube

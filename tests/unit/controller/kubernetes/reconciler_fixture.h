@@ -59,6 +59,8 @@ class KubernetesReconcilerTest : public FakeApiTest {
     calls_.remove = [this](const std::string& n, Deadline d) { return jobs_->remove(n, d); };
     calls_.scale = [this](const std::string& n, int w) { return jobs_->scale(n, w, "spec.workers.count"); };
     calls_.events = [this](const std::string& n) { return jobs_->events(n); };
+    calls_.suspend = [this](const std::string& n) { return jobs_->suspend(n); };
+    calls_.resume = [this](const std::string& n) { return jobs_->resume(n); };
     restartReconciler();
   }
   // A fresh reconciler with calls_ (and none of the last one's state).
