@@ -532,6 +532,14 @@ TEST_F(JobManagerStopTest, ASuspendedSubmissionStartsNoWorkerUntilResumed) {
   EXPECT_EQ(jobs_->resume(kJob)->phase, JobPhase::kPending) << "not suspended: nothing to do";
 }
 
+TEST_F(JobManagerStopTest, CancellingASuspendedJobEndsIt) {
+  submit("  suspend: true\n");
+  ASSERT_EQ(record().phase, JobPhase::kSuspended);
+  ASSERT_TRUE(jobs_->cancel(kJob).isOk());
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kCancelled; })) << allEvents();
+  EXPECT_TRUE(jobs_->isFinished(kJob));
+}
+
 TEST_F(JobManagerStopTest, AFinishedJobCannotBeSuspended) {
   ASSERT_NO_FATAL_FAILURE(running());
   ASSERT_TRUE(jobs_->cancel(kJob).isOk());
