@@ -251,7 +251,8 @@ void ApiServer::cancel(Request& req, Res res) {
   sendJson(*res, 200, jobJson(*rec));
 }
 
-// POST /v1/jobs/{name}/suspend and /resume (Note [Suspended jobs] in controller/jobs/suspension.h).
+// POST /v1/jobs/{name}/suspend and /resume (Note [Suspended jobs] in
+// controller/jobs/lifecycle/suspension.h).
 void ApiServer::suspend(Request& req, Res res) {
   auto rec = jobs_.suspend(req.params["name"]);
   if (!rec.isOk()) return sendStatus(*res, rec.status());

@@ -4,7 +4,7 @@
 #include "common/log.h"
 #include "controller/jobs/job.h"
 #include "controller/jobs/job_manager.h"
-#include "controller/jobs/suspension.h"
+#include "controller/jobs/lifecycle/suspension.h"
 
 namespace ddp::controller {
 

@@ -80,7 +80,8 @@ struct JobCalls {
   // Deletes these workers' pods and creates them again without failing the job (a schedule
   // timeout's Retry, Note [Run policy]); unset: Retry leaves the pods to the scheduler.
   std::function<Status(const std::string& job, const std::vector<std::string>& workerIds)> replaceWorkers;
-  // spec.suspend (Note [Suspended jobs] in controller/jobs/suspension.h); unset: not applied.
+  // spec.suspend (Note [Suspended jobs] in controller/jobs/lifecycle/suspension.h); unset: not
+  // applied.
   std::function<Result<JobRecord>(const std::string&)> suspend;
   std::function<Result<JobRecord>(const std::string&)> resume;
 };

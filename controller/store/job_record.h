@@ -12,8 +12,8 @@
 
 namespace ddp::controller {
 
-// kSuspended (spec.suspend, Note [Suspended jobs] in controller/jobs/suspension.h) is last so that
-// the others keep their values; it is not terminal: the job resumes from it.
+// kSuspended (spec.suspend, Note [Suspended jobs] in controller/jobs/lifecycle/suspension.h) is
+// last so that the others keep their values; it is not terminal: the job resumes from it.
 enum class JobPhase { kPending, kRunning, kRestarting, kSucceeded, kFailed, kCancelled, kSuspended };
 
 // "Pending", "Running", "Restarting", "Succeeded", "Failed", "Cancelled", "Suspended".

@@ -1,4 +1,4 @@
-#include "controller/jobs/suspension.h"
+#include "controller/jobs/lifecycle/suspension.h"
 
 namespace ddp::controller {
 

@@ -1,5 +1,5 @@
 // Note [Suspended jobs]: decideSuspension, pure.
-#include "controller/jobs/suspension.h"
+#include "controller/jobs/lifecycle/suspension.h"
 
 #include <gtest/gtest.h>
 
