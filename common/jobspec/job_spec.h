@@ -44,6 +44,8 @@ inline constexpr const char* kDdpControllerManager = "ddp.dev/ddp-controller";
 // The most workers one job may ask for (spec.workers.count / min / max). A launcher may allow
 // fewer; the controller checks its own limit separately.
 inline constexpr int kMaxWorkersPerJob = 4096;
+// The most ranks one worker pod may run (spec.workers.perPod): more than the GPUs of any node.
+inline constexpr int kMaxRanksPerPod = 64;
 // loadJobSpecFile() reads at most this many bytes; a longer job file is refused.
 inline constexpr size_t kMaxJobDocumentBytes = 1 << 20;
 // Upper bound of every spec.timeouts.*Seconds (7 days).
@@ -109,6 +111,9 @@ struct WorkersSpec {
   int count = 1;
   int min = 1;  // elastic lower bound (defaults to count when absent)
   int max = 1;  // elastic upper bound (defaults to count when absent)
+  // Ranks per pod on Kubernetes (Note [Several ranks per pod] in controller/launch/kubernetes/
+  // worker_objects.h); count, min and max are multiples of it. The local launcher ignores it.
+  int perPod = 1;
   bool operator==(const WorkersSpec&) const = default;
 };
 

@@ -158,6 +158,10 @@ void appendWorkerFields(std::vector<SpecField>* out) {
   f.push_back(integer("spec.workers.max", at(&JobSpec::workers, &WorkersSpec::max),
                       "The most workers a scale may give the job (elastic).")
                   .atLeast(1).atMost(kMaxWorkersPerJob).checkedByRule().whenAbsent(count, "spec.workers.count"));
+  f.push_back(integer("spec.workers.perPod", at(&JobSpec::workers, &WorkersSpec::perPod),
+                      "Ranks per worker pod on Kubernetes (one GPU each with device cuda); count, min and max are "
+                      "multiples of it. The local launcher ignores it.")
+                  .atLeast(1).atMost(kMaxRanksPerPod));
   f.push_back(enumeration("spec.device", at(&JobSpec::device), kJobDeviceNames,
                           "Where each worker trains: cpu, or cuda (rank r on cuda:(r mod visible GPUs); NCCL for gradients; not with zero, join or the PowerSGD hooks)."));
   f.push_back(integer("spec.threadsPerWorker", at(&JobSpec::threadsPerWorker),

@@ -16,7 +16,7 @@ void appendKubernetesFields(std::vector<SpecField>* out) {
   f.push_back(string("spec.kubernetes.image", kube(&K::image), "Worker image; empty: the controller's default."));
   f.push_back(enumeration("spec.kubernetes.imagePullPolicy", kube(&K::imagePullPolicy), kImagePullPolicyNames,
                           "The worker containers' imagePullPolicy."));
-  f.push_back(object("spec.kubernetes.resources", "Per-worker requests and limits; nvidia.com/gpu is 1 with device cuda."));
+  f.push_back(object("spec.kubernetes.resources", "Per-pod requests and limits (a pod runs spec.workers.perPod ranks); nvidia.com/gpu is perPod with device cuda."));
   f.push_back(stringMap("spec.kubernetes.resources.requests", kube(&K::resources, &ResourcesSpec::requests),
                         "Resource name to quantity (cpu: 4, memory: 16Gi).", SpecFieldType::kQuantityMap));
   f.push_back(stringMap("spec.kubernetes.resources.limits", kube(&K::resources, &ResourcesSpec::limits),
@@ -39,6 +39,13 @@ void appendKubernetesFields(std::vector<SpecField>* out) {
                      "A PVC mounted at spec.checkpoint.dir in every worker."));
   f.push_back(boolean("spec.kubernetes.capSysNice", kube(&K::capSysNice),
                       "Add CAP_SYS_NICE for the communication threads."));
+  f.push_back(string("spec.kubernetes.shmSize", kube(&K::shmSize),
+                     "sizeLimit of the pod's memory-backed /dev/shm (NCCL's shared memory; counts against the "
+                     "pod's memory); empty: 1Gi per rank of the pod."));
+  f.push_back(boolean("spec.kubernetes.hostNetwork", kube(&K::hostNetwork),
+                      "Run the worker pods in the node's network namespace (NICs a pod network does not give)."));
+  f.push_back(boolean("spec.kubernetes.hostIPC", kube(&K::hostIPC),
+                      "Run the worker pods in the node's IPC namespace."));
   f.push_back(object("spec.kubernetes.runPolicy", "Kubeflow's RunPolicy, the parts that fit (restarts: spec.maxRestarts)."));
   f.push_back(enumeration("spec.kubernetes.runPolicy.cleanPodPolicy", run(&R::cleanPodPolicy), kCleanPodPolicyNames,
                           "Which pods a finished job leaves: Running (delete those still running), All or None."));

@@ -105,6 +105,12 @@ class KubernetesChecker {
       check(isDnsSubdomain(k.serviceAccountName), p + "serviceAccountName",
             "must be a DNS subdomain name (got '" + k.serviceAccountName + "')");
     }
+    if (!k.shmSize.empty()) {
+      auto q = parseKubernetesQuantity(k.shmSize);
+      if (check(q.isOk(), p + "shmSize", q.isOk() ? "" : q.status().message())) {
+        check(*q > 0, p + "shmSize", "must be > 0 (got '" + k.shmSize + "')");
+      }
+    }
     if (!k.checkpointVolumeClaim.empty()) {
       check(isDnsSubdomain(k.checkpointVolumeClaim), p + "checkpointVolumeClaim",
             "must be a DNS subdomain name (got '" + k.checkpointVolumeClaim + "')");
@@ -152,15 +158,17 @@ class KubernetesChecker {
         check(request <= it->second, at, "must be <= its limit");
       }
     }
-    // One GPU per worker: the worker trains on one device.
+    // One GPU per rank: a pod of spec.workers.perPod ranks asks for that many.
     auto gpus = limits.find(kNvidiaGpuResource);
     const bool inLimits = gpus != limits.end();
     if (!inLimits) gpus = requests.find(kNvidiaGpuResource);
     if (gpus == requests.end()) return;
     const std::string at = p + (inLimits ? "limits[" : "requests[") + kNvidiaGpuResource + "]";
     if (s_.device == JobDevice::kCuda) {
-      check(gpus->second == 1, at,
-            "must be 1: a worker trains on one GPU (ask for more workers instead)");
+      const int perPod = s_.workers.perPod;
+      check(gpus->second == perPod, at,
+            "must be " + std::to_string(perPod) + ", spec.workers.perPod: each rank trains on one GPU (ask for more "
+            "ranks per pod or more pods instead)");
     } else {
       check(gpus->second == 0, at, "asks for a GPU but spec.device is cpu (set spec.device: cuda)");
     }

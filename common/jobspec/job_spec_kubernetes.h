@@ -33,6 +33,8 @@ namespace ddp {
 
 // The resource a worker on spec.device cuda gets when the document names no GPU resource.
 inline constexpr const char* kNvidiaGpuResource = "nvidia.com/gpu";
+// /dev/shm of a worker pod without spec.kubernetes.shmSize: this many GiB per rank of the pod.
+inline constexpr int kShmGiPerRank = 1;
 // Default of spec.kubernetes.runPolicy.schedulingPolicy.scheduleTimeoutSeconds.
 inline constexpr int64_t kDefaultScheduleTimeoutSeconds = 300;
 
@@ -95,6 +97,9 @@ struct KubernetesSpec {
   std::string serviceAccountName;     // empty: the namespace's default
   std::string checkpointVolumeClaim;  // a PVC mounted at spec.checkpoint.dir in every worker
   bool capSysNice = true;             // add CAP_SYS_NICE (Note [Comm thread priority])
+  std::string shmSize;                // /dev/shm's sizeLimit; empty: kShmGiPerRank Gi per rank of the pod
+  bool hostNetwork = false;           // the pods use the node's network namespace
+  bool hostIPC = false;               // the pods use the node's IPC namespace
   RunPolicySpec runPolicy;
   PodTemplateSpec podTemplate;        // YAML: template (Note [Pod template])
   bool operator==(const KubernetesSpec&) const = default;

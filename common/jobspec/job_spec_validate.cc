@@ -118,6 +118,15 @@ void checkWorkers(const JobSpec& s, Checker& c) {
           "must be <= spec.workers.max (" + std::to_string(w.min) + " > " + std::to_string(w.max) + ")");
   c.check(w.count >= w.min && w.count <= w.max, "spec.workers.count",
           "must lie within [min, max] = [" + std::to_string(w.min) + ", " + std::to_string(w.max) + "]");
+  // A pod is the unit of launch and replacement (Note [Several ranks per pod]): whole pods only.
+  if (w.perPod > 1) {
+    const std::string per = std::to_string(w.perPod);
+    for (const auto& [value, path] : {std::pair{w.count, "spec.workers.count"}, std::pair{w.min, "spec.workers.min"},
+                                      std::pair{w.max, "spec.workers.max"}}) {
+      c.check(value % w.perPod == 0, path,
+              "must be a multiple of spec.workers.perPod (" + per + " ranks per pod; got " + std::to_string(value) + ")");
+    }
+  }
 }
 
 void checkModel(const JobSpec& s, Checker& c) {

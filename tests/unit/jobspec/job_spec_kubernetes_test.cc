@@ -227,7 +227,7 @@ TEST(JobSpecKubernetesTest, KubernetesNames) {
 TEST(JobSpecKubernetesTest, FieldTableGivesTheAllowedKeys) {
   EXPECT_EQ(jobSpecFieldKeys(""),
             (std::vector<std::string>{"apiVersion", "kind", "metadata", "spec", "status"}));
-  EXPECT_EQ(jobSpecFieldKeys("spec.workers"), (std::vector<std::string>{"count", "min", "max"}));
+  EXPECT_EQ(jobSpecFieldKeys("spec.workers"), (std::vector<std::string>{"count", "min", "max", "perPod"}));
   EXPECT_EQ(jobSpecFieldKeys("spec.kubernetes.tolerations[3]"),
             (std::vector<std::string>{"key", "operator", "value", "effect", "tolerationSeconds"}));
   EXPECT_TRUE(jobSpecFieldKeys("spec.epochs").empty());
