@@ -16,6 +16,9 @@ std::vector<std::string> workerEnvironment(const WorkerEnv& env) {
   add(kEnvLogLevel, env.logLevel);
   add(kEnvCheckpointDir, env.checkpointDir);
   add(kEnvCommThreadPriority, env.commThreadPriority);
+  std::string ids;
+  for (const std::string& id : env.podWorkerIds) ids += (ids.empty() ? "" : ",") + id;
+  add(kEnvPodWorkerIds, ids);
   return out;
 }
 

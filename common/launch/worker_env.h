@@ -20,6 +20,11 @@ inline constexpr const char* kEnvLogFormat = "DDP_LOG_FORMAT";           // huma
 inline constexpr const char* kEnvLogLevel = "DDP_LOG_LEVEL";             // debug | info | warning | error
 inline constexpr const char* kEnvCheckpointDir = "DDP_CHECKPOINT_DIR";   // overrides spec.checkpoint.dir
 inline constexpr const char* kEnvCommThreadPriority = "DDP_COMM_THREAD_PRIORITY";  // auto | realtime | normal
+// A pod of several ranks (Note [Several ranks per pod] in worker/control/pod_supervisor.h): the
+// worker ids of its ranks, comma-separated, in local rank order; set instead of DDP_WORKER_ID.
+inline constexpr const char* kEnvPodWorkerIds = "DDP_POD_WORKER_IDS";
+// Set by the pod's supervisor for each rank it starts: the rank's index in the pod (its GPU).
+inline constexpr const char* kEnvLocalRank = "DDP_LOCAL_RANK";
 
 struct WorkerEnv {
   std::string controllerUrl;
@@ -31,6 +36,7 @@ struct WorkerEnv {
   std::string logLevel;           // empty: not set
   std::string checkpointDir;      // empty: not set
   std::string commThreadPriority; // empty: not set (the job's spec.commThreadPriority rules)
+  std::vector<std::string> podWorkerIds;  // empty: not set (one rank per process)
 };
 
 // "NAME=value" entries for every non-empty field, in a fixed order.

@@ -6,6 +6,8 @@
 #include <map>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "common/launch/worker_env.h"
 
 namespace ddp::runtime {
@@ -35,8 +37,10 @@ constexpr Option kLogFormat{"--log-format", launch::kEnvLogFormat};
 constexpr Option kLogLevel{"--log-level", launch::kEnvLogLevel};
 constexpr Option kCkptDir{"--checkpoint-dir", launch::kEnvCheckpointDir};
 constexpr Option kPriority{"--comm-thread-priority", launch::kEnvCommThreadPriority};
-constexpr Option kAll[] = {kController, kJob,      kTokenFile, kWorkerId, kAdvertise,
-                           kLogFormat,  kLogLevel, kCkptDir,   kPriority};
+constexpr Option kPodIds{"--pod-worker-ids", launch::kEnvPodWorkerIds};
+constexpr Option kLocalRank{"--local-rank", launch::kEnvLocalRank};
+constexpr Option kAll[] = {kController, kJob,     kTokenFile, kWorkerId, kAdvertise, kLogFormat,
+                           kLogLevel,   kCkptDir, kPriority,  kPodIds,   kLocalRank};
 
 std::string describe(const Option& o) { return std::string(o.flag) + " / " + (o.env ? o.env : ""); }
 std::string describeToken() { return std::string(kTokenFile.flag) + " / " + launch::kEnvJobToken; }
@@ -83,6 +87,23 @@ Result<std::map<std::string, std::string>> scanFlags(const std::vector<std::stri
   return values;
 }
 
+// "a,b,c" -> {a, b, c}: non-empty, distinct ids.
+Result<std::vector<std::string>> parsePodWorkerIds(const std::string& text) {
+  std::vector<std::string> ids;
+  size_t start = 0;
+  for (;;) {
+    const size_t comma = text.find(',', start);
+    std::string id = trimmed(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (id.empty()) return invalidArgument(describe(kPodIds) + ": '" + text + "' has an empty worker id");
+    for (const std::string& seen : ids) {
+      if (seen == id) return invalidArgument(describe(kPodIds) + ": worker id '" + id + "' appears twice");
+    }
+    ids.push_back(std::move(id));
+    if (comma == std::string::npos) return ids;
+    start = comma + 1;
+  }
+}
+
 }  // namespace
 
 bool parseLogFormat(const std::string& text, LogFormat* out) {
@@ -98,6 +119,12 @@ EnvLookup processEnv() {
     if (v == nullptr) return std::nullopt;
     return std::string(v);
   };
+}
+
+std::vector<std::string> processEnvironment() {
+  std::vector<std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) out.emplace_back(*e);
+  return out;
 }
 
 Status parseHostPort(const std::string& text, const std::string& what, std::string* host, int* port) {
@@ -133,11 +160,13 @@ std::string workerUsage() {
   return "usage: ddp-worker [--controller URL] [--job NAME] [--token-file FILE] [--worker-id ID]\n"
          "                  [--advertise-address HOST] [--log-format human|json] [--log-level LEVEL]\n"
          "                  [--checkpoint-dir DIR] [--comm-thread-priority auto|realtime|normal]\n"
+         "                  [--pod-worker-ids ID,ID,... | --local-rank N]\n"
          "One training worker of a job; normally started by the controller's launcher. It registers\n"
          "with the controller, which assigns its rank and hands it the job spec. Every flag overrides\n"
          "its environment variable: DDP_CONTROLLER_URL, DDP_JOB_NAME, DDP_JOB_TOKEN (the token\n"
          "itself; --token-file names a file holding it), DDP_WORKER_ID, DDP_ADVERTISE_ADDR,\n"
-         "DDP_LOG_FORMAT, DDP_LOG_LEVEL, DDP_CHECKPOINT_DIR, DDP_COMM_THREAD_PRIORITY.\n";
+         "DDP_LOG_FORMAT, DDP_LOG_LEVEL, DDP_CHECKPOINT_DIR, DDP_COMM_THREAD_PRIORITY, DDP_POD_WORKER_IDS\n"
+         "(a pod of several ranks: start and supervise one worker per id), DDP_LOCAL_RANK.\n";
 }
 
 Result<WorkerConfig> parseWorkerConfig(const std::vector<std::string>& args, const EnvLookup& env) {
@@ -176,6 +205,15 @@ Result<WorkerConfig> parseWorkerConfig(const std::vector<std::string>& args, con
     if (!p.isOk()) return invalidArgument(describe(kPriority) + ": " + p.status().message());
     c.commThreadPriority = *p;
   }
+  if (auto v = get(kPodIds)) {
+    DDP_ASSIGN_OR_RETURN(c.podWorkerIds, parsePodWorkerIds(*v));
+  }
+  if (auto v = get(kLocalRank)) {
+    int64_t n = 0;
+    DDP_RETURN_IF_ERROR(parseInt(*v, describe(kLocalRank), &n));
+    if (n < 0 || n >= 1024) return invalidArgument(describe(kLocalRank) + ": " + *v + " is not in [0, 1024)");
+    c.localRank = static_cast<int>(n);
+  }
   DDP_RETURN_IF_ERROR(c.validate());
   return c;
 }
@@ -187,7 +225,15 @@ Status WorkerConfig::validate() const {
   DDP_RETURN_IF_ERROR(parseControllerUrl(controllerUrl, describe(kController), &host, &port));
   if (jobName.empty()) return invalidArgument(describe(kJob) + ": required (the job's name)");
   if (jobToken.empty()) return invalidArgument(describeToken() + ": required (the job's worker token)");
-  if (workerId.empty()) return invalidArgument(describe(kWorkerId) + ": required (this worker's id)");
+  if (!podWorkerIds.empty()) {
+    if (!workerId.empty()) {
+      return invalidArgument(describe(kPodIds) + ": not with " + describe(kWorkerId) +
+                             " (a supervisor gives each of its ranks its id)");
+    }
+    if (localRank) return invalidArgument(describe(kPodIds) + ": not with " + describe(kLocalRank));
+  } else if (workerId.empty()) {
+    return invalidArgument(describe(kWorkerId) + ": required (this worker's id)");
+  }
   if (advertiseAddress.empty()) return invalidArgument(describe(kAdvertise) + ": must not be empty");
   return Status::ok();
 }

@@ -16,6 +16,10 @@
 //   --checkpoint-dir DIR          DDP_CHECKPOINT_DIR        overrides spec.checkpoint.dir
 //   --comm-thread-priority P      DDP_COMM_THREAD_PRIORITY  auto | realtime | normal (default:
 //                                                           the job's spec.commThreadPriority)
+//   --pod-worker-ids ID,ID,...    DDP_POD_WORKER_IDS        supervise one rank per id instead
+//                                                           (pod_supervisor.h; no --worker-id)
+//   --local-rank N                DDP_LOCAL_RANK            the rank's index in its pod: its GPU
+//                                                           is cuda:N (set by the supervisor)
 // Rank, world size, generation and the job spec come from the controller (controller_client.h).
 // Thread model: plain value and pure functions (the token file is read while parsing).
 
@@ -46,6 +50,8 @@ struct WorkerConfig {
   log::Level logLevel = log::Level::kInfo;
   std::string checkpointDirOverride;   // empty: the job's own
   std::optional<CommThreadPriority> commThreadPriority;  // unset: the job's spec.commThreadPriority
+  std::vector<std::string> podWorkerIds;  // non-empty: this process supervises these ranks
+  std::optional<int> localRank;           // set: this rank's GPU index in its pod
 
   // InvalidArgument naming the flag and variable and the reason.
   Status validate() const;
@@ -54,6 +60,9 @@ struct WorkerConfig {
 // Environment lookup, injectable for tests (nullopt: unset).
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
 EnvLookup processEnv();
+// This process's whole environment as NAME=value entries (what a pod's supervisor hands on to
+// its ranks: pod_supervisor.h).
+std::vector<std::string> processEnvironment();
 
 // Parses argv (argv[0] is skipped) with `env` as fallback. "--help" yields NotFound with the
 // usage text as message (the caller prints it and exits 0).

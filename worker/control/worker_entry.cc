@@ -20,6 +20,7 @@
 #include "worker/comm/process_group.h"
 #include "worker/control/controller_client.h"
 #include "worker/control/heartbeat_reporter.h"
+#include "worker/control/pod_supervisor.h"
 #include "worker/training/job_spec_adapter.h"
 #include "worker/control/stop_signal.h"
 #include "worker/training/trainer.h"
@@ -103,9 +104,10 @@ std::string hostName() {
   return buf;
 }
 
-// spec.device cuda: this rank's GPU is cuda:(rank mod visible devices): one GPU per rank on a
+// spec.device cuda: this rank's GPU is cuda:<local rank> in a pod of several ranks (Note
+// [Several ranks per pod]), else cuda:(rank mod visible devices): one GPU per rank on a
 // multi-GPU host with ranks numbered per host in order, and cuda:0 in a pod that sees one GPU.
-Status pickCudaDevice(int rank, TrainerConfig* config) {
+Status pickCudaDevice(int rank, std::optional<int> localRank, TrainerConfig* config) {
   if (!comm::ncclBackendAvailable()) {
     return unimplemented("spec.device: cuda is not available: this build has no CUDA (configure with -DDDP_WITH_CUDA=ON)");
   }
@@ -114,7 +116,12 @@ Status pickCudaDevice(int rank, TrainerConfig* config) {
     return unavailable("spec.device: cuda: no CUDA device is visible to rank " + std::to_string(rank) +
                        " (wanted cuda:0; check the GPU, its driver and CUDA_VISIBLE_DEVICES)");
   }
-  config->device = Device::cuda(rank % count);
+  if (localRank && *localRank >= count) {
+    return unavailable("spec.device: cuda: local rank " + std::to_string(*localRank) + " of its pod wants cuda:" +
+                       std::to_string(*localRank) + " but " + std::to_string(count) +
+                       " CUDA devices are visible (the pod's nvidia.com/gpu must be spec.workers.perPod)");
+  }
+  config->device = Device::cuda(localRank ? *localRank : rank % count);
   return Status::ok();
 }
 
@@ -358,7 +365,7 @@ Result<TrainerConfig> trainerConfigFor(const WorkerConfig& config, const JobSpec
   if (!config.checkpointDirOverride.empty()) tc.checkpointDir = config.checkpointDirOverride;
   if (config.commThreadPriority) tc.commThreadPriority = *config.commThreadPriority;  // Note [Comm thread priority]
   // Before any rendezvous: a worker without a usable GPU fails alone and at once.
-  if (tc.device.isCuda()) DDP_RETURN_IF_ERROR(pickCudaDevice(rank, &tc));
+  if (tc.device.isCuda()) DDP_RETURN_IF_ERROR(pickCudaDevice(rank, config.localRank, &tc));
   return tc;
 }
 
@@ -429,6 +436,15 @@ int runWorker(int argc, char** argv, const WorkerParts& parts) {
     return kWorkerExitBadConfig;
   }
   log::setLevel(config->logLevel);
+  if (!config->podWorkerIds.empty()) {  // Note [Several ranks per pod]
+    log::setPrefix("[" + config->jobName + " pod]");
+    PodSupervisorOptions so;
+    so.program = "/proc/self/exe";
+    so.args = args;
+    so.environment = processEnvironment();
+    so.workerIds = config->podWorkerIds;
+    return superviseRanks(so);
+  }
   log::setPrefix("[" + config->jobName + " " + config->workerId + "]");
 
   ControllerClientOptions co;

@@ -77,6 +77,41 @@ TEST(WorkerConfigTest, DefaultsWhenOptionalVariablesAreUnset) {
   EXPECT_TRUE(c->checkpointDirOverride.empty());
 }
 
+// Note [Several ranks per pod]: a pod's environment names its ranks instead of one worker.
+TEST(WorkerConfigTest, APodOfSeveralRanksNamesThemInsteadOfOneWorkerId) {
+  launch::WorkerEnv we = fullEnv();
+  we.workerId.clear();
+  we.podWorkerIds = {"fmnist-w2", "fmnist-w3"};
+  auto c = parseWorkerConfig({"ddp-worker"}, launcherEnv(we));
+  ASSERT_TRUE(c.isOk()) << c.status();
+  EXPECT_EQ(c->podWorkerIds, (std::vector<std::string>{"fmnist-w2", "fmnist-w3"}));
+  EXPECT_TRUE(c->workerId.empty());
+  EXPECT_FALSE(c->localRank.has_value());
+  // Both a pod's ids and one worker's id: refused, naming both.
+  we.workerId = "fmnist-w1";
+  auto both = parseWorkerConfig({"ddp-worker"}, launcherEnv(we));
+  ASSERT_FALSE(both.isOk());
+  EXPECT_TRUE(mentions(both.status(), "DDP_POD_WORKER_IDS")) << both.status();
+  EXPECT_TRUE(mentions(both.status(), "DDP_WORKER_ID")) << both.status();
+  auto dup = parseWorkerConfig({"ddp-worker", "--worker-id=", "--pod-worker-ids", "a,a"}, launcherEnv(fullEnv()));
+  ASSERT_FALSE(dup.isOk());
+  EXPECT_TRUE(mentions(dup.status(), "appears twice")) << dup.status();
+  auto empty = parseWorkerConfig({"ddp-worker", "--pod-worker-ids", "a,,b"}, fakeEnv({}));
+  ASSERT_FALSE(empty.isOk());
+  EXPECT_TRUE(mentions(empty.status(), "empty worker id")) << empty.status();
+}
+
+TEST(WorkerConfigTest, ALocalRankIsARankIndexInItsPod) {
+  auto c = parseWorkerConfig({"ddp-worker", "--local-rank", "7"}, launcherEnv(fullEnv()));
+  ASSERT_TRUE(c.isOk()) << c.status();
+  EXPECT_EQ(c->localRank, 7);
+  for (const char* bad : {"-1", "x", "1024"}) {
+    auto r = parseWorkerConfig({"ddp-worker", "--local-rank", bad}, launcherEnv(fullEnv()));
+    ASSERT_FALSE(r.isOk()) << bad;
+    EXPECT_TRUE(mentions(r.status(), "DDP_LOCAL_RANK")) << r.status();
+  }
+}
+
 TEST(WorkerConfigTest, FlagsOverrideTheEnvironment) {
   const std::string tokenFile = ::testing::TempDir() + "/worker_config_test_token_" + std::to_string(::getpid());
   {
