@@ -20,6 +20,11 @@ RendezvousConfig rendezvousConfig(const JobSpec& spec) {
   c.minWorkers = spec.workers.min;
   c.maxWorkers = spec.workers.max;
   c.lastCall = seconds(spec.timeouts.lastCallSeconds);
+  if (spec.workers.perPod > 1) {  // Note [Several ranks per pod]: a pod's ranks are adjacent
+    c.podOf = [job = spec.name, perPod = spec.workers.perPod](const std::string& id) {
+      return podOfWorkerId(job, id, perPod);
+    };
+  }
   return c;
 }
 

@@ -190,8 +190,9 @@ class JobManager {
   // already finished.
   Result<JobRecord> fail(const std::string& name, const std::string& reason, const std::string& message);
   // Deletes these workers and starts them again without failing the job or counting a restart (a
-  // schedule timeout's Retry: pods that were never scheduled). NotFound for an unknown worker,
-  // FailedPrecondition when the job or the worker ended.
+  // schedule timeout's Retry: pods that were never scheduled), with the other ranks of their pods
+  // (Note [Several ranks per pod]). NotFound for an unknown worker, FailedPrecondition when the
+  // job or the worker ended.
   Status replaceWorkers(const std::string& name, const std::vector<std::string>& workerIds);
   // Cancels a live job, waits (bounded) for its workers to go, then removes it.
   Status remove(const std::string& name, Deadline deadline);

@@ -63,11 +63,14 @@ Result<JobRecord> JobManager::fail(const std::string& name, const std::string& r
   return job->record;
 }
 
-Status JobManager::replaceWorkers(const std::string& name, const std::vector<std::string>& workerIds) {
+Status JobManager::replaceWorkers(const std::string& name, const std::vector<std::string>& requested) {
   DDP_RETURN_IF_ERROR(changesAllowed());
+  std::vector<std::string> workerIds;
   {
     LockedJob job = lockJob(name);
     if (!job) return notFound("job " + name + " is not running");
+    // Note [Several ranks per pod]: a pod is replaced whole, its other ranks with it.
+    workerIds = withPodSiblings(name, requested, job->spec.workers.perPod);
     DDP_RETURN_IF_ERROR(job->markReplacing(workerIds));
   }
   for (const auto& id : workerIds) DDP_RETURN_IF_ERROR(launcher_.replaceWorker(name, id));

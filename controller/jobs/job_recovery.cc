@@ -120,7 +120,10 @@ void Job::recover(const HangVerdict& verdict) {
                               verdict.message,
                           ms);
   recovery.survivors.clear();
-  const std::vector<std::string> culprits = splitCulprits(round, verdict, &recovery.survivors);
+  // Note [Several ranks per pod]: a culprit's pod is replaced whole, its siblings with it.
+  const std::vector<std::string> culprits =
+      withPodSiblings(record.name, splitCulprits(round, verdict, &recovery.survivors), spec.workers.perPod);
+  for (const auto& id : culprits) recovery.survivors.erase(id);
   // The old generation's store goes: its blocked calls fail, and it is fenced from now on.
   for (auto& [g, space] : spaces) space->clear("generation " + std::to_string(g) + " ended: " + reason);
   spaces.clear();

@@ -256,9 +256,13 @@ void DdpJobReconciler::enforceSchedule(const std::string& name, Tracked& t, cons
     failJob(name, t, "ScheduleTimeout", v.message);
     return;
   }
+  // A pod's first rank names it; replaceWorkers takes the pod's other ranks with it (Note
+  // [Several ranks per pod] in worker/control/pod_supervisor.h).
+  const json& workersSpec = t.object.value("spec", json::object()).value("workers", json::object());
+  const int perPod = std::max(1, workersSpec.value("perPod", 1));
   std::vector<std::string> workers;
   for (const PodSchedule& p : v.notRunning) {
-    if (p.slot >= 0) workers.push_back(workerIdFor(name, p.slot));
+    if (p.slot >= 0) workers.push_back(workerIdFor(name, p.slot * perPod));
   }
   if (!jobs_.replaceWorkers) {
     (void)recorder_.record(subject(name, t), kEventWarning, "ScheduleTimeout",

@@ -1,5 +1,6 @@
 #include "controller/launch/launcher.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/jobspec/job_spec.h"
@@ -31,6 +32,7 @@ JobLaunch makeJobLaunch(const std::string& name, const JobSpec& spec, const std:
   JobLaunch l;
   l.jobName = name;
   l.workers = spec.workers.count;
+  l.perPod = spec.workers.perPod;
   l.env.controllerUrl = settings.controllerUrl;
   l.env.jobName = name;
   l.env.jobToken = token;
@@ -54,6 +56,33 @@ std::optional<int> slotOfWorkerId(const std::string& job, const std::string& wor
     slot = slot * 10 + (c - '0');
   }
   return slot;
+}
+
+std::vector<std::string> workerIdsOfPod(const std::string& job, int podSlot, int perPod) {
+  std::vector<std::string> ids;
+  for (int l = 0; l < perPod; ++l) ids.push_back(workerIdFor(job, podSlot * perPod + l));
+  return ids;
+}
+
+std::optional<int> podOfWorkerId(const std::string& job, const std::string& workerId, int perPod) {
+  const std::optional<int> slot = slotOfWorkerId(job, workerId);
+  if (!slot || perPod < 1) return std::nullopt;
+  return *slot / perPod;
+}
+
+std::vector<std::string> withPodSiblings(const std::string& job, const std::vector<std::string>& ids, int perPod) {
+  std::vector<std::string> out;
+  auto add = [&out](const std::string& id) {
+    if (std::find(out.begin(), out.end(), id) == out.end()) out.push_back(id);
+  };
+  for (const std::string& id : ids) {
+    add(id);
+    if (perPod <= 1) continue;
+    if (auto pod = podOfWorkerId(job, id, perPod)) {
+      for (const std::string& sibling : workerIdsOfPod(job, *pod, perPod)) add(sibling);
+    }
+  }
+  return out;
 }
 
 Status validateJobName(const std::string& job) {

@@ -4,7 +4,10 @@
 // signals, replaces and forgets processes, keeps their logs, and reports each exit once.
 //
 // Worker identity: a job has slots 0..workers-1; the worker in slot N is "<job>-w<N>"
-// (workerIdFor). A slot keeps its id across replacements, and its log continues.
+// (workerIdFor). A slot keeps its id across replacements, and its log continues. With several
+// ranks per pod (JobLaunch::perPod P, Note [Several ranks per pod] in
+// worker/control/pod_supervisor.h) pod p runs slots p*P .. p*P+P-1, local rank l in slot p*P+l:
+// the id names the pod slot and the local rank through that one number (workerIdsOfPod).
 //
 // Thread model: implementations are thread-safe (every method may be called from any thread)
 // and say on which thread the ExitCallback runs. LogStream objects are used by one thread at a
@@ -37,6 +40,9 @@ struct JobLaunch {
   // spec.worker.command: [program, args...] run instead of the launcher's worker program, with
   // the same environment (Note [Worker commands]); empty: the launcher's own (ddp-worker).
   std::vector<std::string> command;
+  // spec.workers.perPod: ranks per pod for a launcher that runs pods (the Kubernetes launcher);
+  // the local launcher runs one process per slot whatever it says.
+  int perPod = 1;
 };
 
 // What the controller's configuration adds to every job's launch (JobManagerOptions).
@@ -143,6 +149,13 @@ class Launcher {
 std::string workerIdFor(const std::string& job, int slot);
 // The slot of "<job>-w<slot>", or nullopt when `workerId` is not a worker id of `job`.
 std::optional<int> slotOfWorkerId(const std::string& job, const std::string& workerId);
+// The ids of the ranks of pod `podSlot` with `perPod` ranks per pod, in local rank order:
+// workerIdFor(job, podSlot * perPod + l) for l in 0..perPod-1.
+std::vector<std::string> workerIdsOfPod(const std::string& job, int podSlot, int perPod);
+// The pod slot of `workerId` (slot / perPod), or nullopt when it is not a worker id of `job`.
+std::optional<int> podOfWorkerId(const std::string& job, const std::string& workerId, int perPod);
+// `ids` and every other rank of their pods, each once, in order: a pod is replaced as one.
+std::vector<std::string> withPodSiblings(const std::string& job, const std::vector<std::string>& ids, int perPod);
 // Job names become path components: [A-Za-z0-9._-], 1..63 chars, not starting with '.'.
 Status validateJobName(const std::string& job);
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <set>
 
 namespace ddp::controller {
 namespace {
@@ -37,6 +39,26 @@ bool naturalLess(const std::string& a, const std::string& b) {
 }
 
 }  // namespace
+
+std::vector<std::string> keepPodsAdjacent(const std::vector<std::string>& order, const PodOfWorker& podOf) {
+  if (!podOf) return order;
+  std::map<int, std::vector<std::string>> byPod;
+  for (const auto& id : order) {
+    if (auto pod = podOf(id)) byPod[*pod].push_back(id);
+  }
+  for (auto& [pod, ids] : byPod) std::stable_sort(ids.begin(), ids.end(), naturalLess);
+  std::vector<std::string> out;
+  std::set<int> placed;
+  for (const auto& id : order) {
+    const std::optional<int> pod = podOf(id);
+    if (!pod) {
+      out.push_back(id);
+    } else if (placed.insert(*pod).second) {
+      out.insert(out.end(), byPod[*pod].begin(), byPod[*pod].end());
+    }
+  }
+  return out;
+}
 
 Status RendezvousConfig::validate() const {
   if (minWorkers < 1) return invalidArgument("rendezvous: minWorkers must be >= 1, got " + std::to_string(minWorkers));
@@ -149,6 +171,7 @@ void Rendezvous::close(TimePoint now) {
   }
   std::stable_sort(newcomers.begin(), newcomers.end(), naturalLess);
   order.insert(order.end(), newcomers.begin(), newcomers.end());
+  order = keepPodsAdjacent(order, config_.podOf);
   RendezvousRound round;
   round.generation = ++lastGeneration_;
   round.closedAt = now;

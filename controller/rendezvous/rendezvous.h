@@ -12,6 +12,9 @@
 //    of the last closed round that rejoined) first, keeping their relative rank order, then
 //    newcomers in join order. At most maxWorkers are taken; the rest wait for the next round.
 //    The closed round is the job's generation (1, 2, ...): its members hold the ranks.
+//  - A pod of several ranks (Note [Several ranks per pod] in worker/control/pod_supervisor.h)
+//    holds adjacent ranks: with `podOf` set, closing gathers each pod's members at the place of
+//    its first member in the order above, in natural id order (keepPodsAdjacent).
 //  - A worker that registers while a generation is active and is not one of its members is a
 //    late joiner: it waits for the next round (which the controller opens by ending the
 //    generation, e.g. after a failure, or for elasticity). A member that registers again is
@@ -24,6 +27,7 @@
 // Thread model: not thread-safe; the owner serialises calls.
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -34,10 +38,14 @@
 
 namespace ddp::controller {
 
+// The pod a worker runs in (Note [Several ranks per pod]); nullopt: a pod of its own.
+using PodOfWorker = std::function<std::optional<int>(const std::string& workerId)>;
+
 struct RendezvousConfig {
   int minWorkers = 1;
   int maxWorkers = 1;
   Duration lastCall = std::chrono::seconds(30);
+  PodOfWorker podOf;  // empty: one rank per pod
   Status validate() const;  // 1 <= min <= max, lastCall >= 0
 };
 
@@ -55,6 +63,10 @@ struct RendezvousRound {
  private:
   std::unordered_map<std::string, int> rankById_;
 };
+
+// `order` with each pod's members (podOf) gathered at the place of the pod's first member, in
+// natural id order ("job-w2" < "job-w10"); workers without a pod keep their place. Pure.
+std::vector<std::string> keepPodsAdjacent(const std::vector<std::string>& order, const PodOfWorker& podOf);
 
 class Rendezvous {
  public:

@@ -1,6 +1,6 @@
 // End to end on Kubernetes, without a cluster: a DDPJob resource goes to status Succeeded with
 // real workers training. FAKED: the API server (FakeKubeApiServer, real REST paths and watch
-// streams) and the kubelet (TestKubelet below: it runs each pod the controller creates as a local
+// streams) and the kubelet (TestKubelet, tests/integration/test_kubelet.h: it runs each pod the controller creates as a local
 // ddp-worker process with the environment its pod spec carries: values, the token from the
 // job's Secret, the pod IP (127.0.0.1) from the downward API; and writes the pod's status as a
 // kubelet would: Running, then Succeeded or Failed with the exit code). Real: ddp-controller's
@@ -22,6 +22,7 @@
 #include "controller/service/controller.h"
 #include "controller/service/controller_config.h"
 #include "tests/support/temp_dir.h"
+#include "tests/integration/test_kubelet.h"
 #include "tests/unit/controller/kubernetes/fake_kube_api_server.h"
 
 namespace ddp::controller {
@@ -29,105 +30,7 @@ namespace {
 
 using nlohmann::json;
 using kube::testing::FakeKubeApiServer;
-
-class TestKubelet {
- public:
-  TestKubelet(FakeKubeApiServer& api, std::string ns, std::string logDir)
-      : api_(api), ns_(std::move(ns)), logDir_(std::move(logDir)), thread_([this] { run(); }) {}
-  ~TestKubelet() {
-    stop_ = true;
-    thread_.join();
-    for (auto& [uid, p] : procs_) {
-      ::kill(p.pid, SIGKILL);
-      ::waitpid(p.pid, nullptr, 0);
-    }
-  }
-  int started() const { return started_.load(); }
-
- private:
-  struct Proc {
-    pid_t pid;
-    std::string name;
-  };
-
-  std::vector<std::string> envOf(const json& pod) {
-    std::vector<std::string> env = {"PATH=/usr/bin:/bin"};
-    for (const json& e : pod["spec"]["containers"][0]["env"]) {
-      std::string value = e.value("value", "");
-      if (e.contains("valueFrom")) {
-        const json& from = e["valueFrom"];
-        if (from.contains("fieldRef")) value = "127.0.0.1";  // status.podIP
-        if (from.contains("secretKeyRef")) {
-          auto secret = api_.object("secrets", ns_, from["secretKeyRef"]["name"]);
-          if (secret) value = (*secret)["stringData"][from["secretKeyRef"]["key"].get<std::string>()];
-        }
-      }
-      env.push_back(e["name"].get<std::string>() + "=" + value);
-    }
-    return env;
-  }
-
-  void start(json pod) {
-    const std::string name = pod["metadata"]["name"];
-    std::vector<std::string> env = envOf(pod);
-    const std::string log = logDir_ + "/" + name + ".log";
-    const std::string bin = std::string(DDP_TEST_BIN_DIR) + "/ddp-worker";
-    pid_t pid = ::fork();
-    if (pid == 0) {
-      int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      std::vector<char*> envp;
-      for (auto& e : env) envp.push_back(e.data());
-      envp.push_back(nullptr);
-      char* argv[] = {const_cast<char*>(bin.c_str()), nullptr};
-      ::execve(bin.c_str(), argv, envp.data());
-      ::_exit(127);
-    }
-    procs_[pod["metadata"]["uid"]] = {pid, name};
-    ++started_;
-    pod["status"] = {{"phase", "Running"}, {"podIP", "127.0.0.1"}};
-    api_.put("pods", ns_, pod);
-  }
-
-  void run() {
-    while (!stop_) {
-      std::map<std::string, json> pods;
-      for (const json& p : api_.objects("pods", ns_)) pods[p["metadata"]["uid"]] = p;
-      for (auto& [uid, pod] : pods) {
-        if (!procs_.count(uid) && !done_.count(uid)) start(pod);
-      }
-      for (auto it = procs_.begin(); it != procs_.end();) {
-        int status = 0;
-        const bool deleted = !pods.count(it->first);
-        if (deleted) ::kill(it->second.pid, SIGKILL);  // the pod was deleted: the kubelet kills it
-        if (::waitpid(it->second.pid, &status, deleted ? 0 : WNOHANG) == it->second.pid) {
-          if (!deleted) {
-            json pod = pods[it->first];
-            const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-            pod["status"] = {{"phase", code == 0 ? "Succeeded" : "Failed"},
-                             {"containerStatuses", json::array({{{"name", "worker"},
-                                                                 {"state", {{"terminated", {{"exitCode", code}}}}}}})}};
-            api_.put("pods", ns_, pod);
-          }
-          done_.insert(it->first);
-          it = procs_.erase(it);
-        } else {
-          ++it;
-        }
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-
-  FakeKubeApiServer& api_;
-  const std::string ns_, logDir_;
-  std::map<std::string, Proc> procs_;  // kubelet thread only (and the destructor after it)
-  std::set<std::string> done_;
-  std::atomic<int> started_{0};
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+using testing::TestKubelet;
 
 // Runs one DDPJob (2 synthetic-data workers, 30 steps) with `runPolicy` to its end; returns its
 // last status; `started`: the pods the kubelet ran; `podsLeft`: pods left a moment after the end.

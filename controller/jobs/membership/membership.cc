@@ -61,6 +61,10 @@ Status validateScale(const WorkersSpec& w, int target, int launcherMax, const st
     return invalidArgument(field + ": " + std::to_string(target) + " is more than the launcher can start (" +
                            std::to_string(launcherMax) + ")");
   }
+  if (w.perPod > 1 && target % w.perPod != 0) {  // whole pods only (Note [Several ranks per pod])
+    return invalidArgument(field + ": " + std::to_string(target) + " is not a multiple of spec.workers.perPod (" +
+                           std::to_string(w.perPod) + " ranks per pod)");
+  }
   return Status::ok();
 }
 

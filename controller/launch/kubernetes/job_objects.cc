@@ -82,7 +82,9 @@ Status checkPod(const json& pod) {
 std::vector<json> buildJobObjects(const WorkerObjectsInput& in) {
   std::vector<json> out = {buildTokenSecret(in), buildHeadlessService(in)};
   if (auto group = buildPodGroup(schedulingInput(in), out[1]["metadata"])) out.push_back(*group);
-  for (int slot = 0; slot < in.launch.workers; ++slot) out.push_back(buildWorkerPod(in, slot));
+  for (int slot = 0; slot < podCount(in.launch.workers, in.spec.workers.perPod); ++slot) {
+    out.push_back(buildWorkerPod(in, slot));  // a pod per slot: one rank each, or perPod ranks
+  }
   return out;
 }
 

@@ -177,7 +177,7 @@ Status KubernetesLauncher::ensureWorkers(const JobLaunch& job) {
     j.launch = job;
     j.owner = in.owner;
     j.incarnationChecked = true;
-    for (int s = 0; s < job.workers; ++s) {
+    for (int s = 0; s < podCount(job.workers, job.perPod); ++s) {
       if (!j.slots[s].created) toCreate.push_back(s);
     }
   }
@@ -250,7 +250,7 @@ Status KubernetesLauncher::adoptJob(const JobLaunch& job) {
   Job& j = jobs_[job.jobName];
   j.launch = job;
   if (options_.ownerOf) j.owner = options_.ownerOf(job.jobName);
-  for (int s = 0; s < job.workers; ++s) j.slots[s].created = true;
+  for (int s = 0; s < podCount(job.workers, job.perPod); ++s) j.slots[s].created = true;
   return Status::ok();
 }
 
@@ -277,8 +277,19 @@ Status KubernetesLauncher::deletePod(const std::string& job, int slot, std::opti
   return client_.remove(path);
 }
 
+std::optional<int> KubernetesLauncher::podOf(const std::string& job, const std::string& workerId) const {
+  int perPod = 1;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = jobs_.find(job);
+    if (it != jobs_.end()) perPod = std::max(1, it->second.launch.perPod);
+  }
+  return podOfWorkerId(job, workerId, perPod);
+}
+
 Status KubernetesLauncher::killWorker(const std::string& job, const std::string& workerId, int signal) {
-  const std::optional<int> slot = slotOfWorkerId(job, workerId);
+  // Note [Several ranks per pod]: a rank is killed with its pod (its siblings too).
+  const std::optional<int> slot = podOf(job, workerId);
   if (!slot) return notFound("kubernetes: " + workerId + " is not a worker of job " + job);
   // Pods take no signals: SIGKILL deletes at once, anything else with the default grace
   // (SIGTERM, then SIGKILL after terminationGracePeriodSeconds).
@@ -286,11 +297,20 @@ Status KubernetesLauncher::killWorker(const std::string& job, const std::string&
 }
 
 Status KubernetesLauncher::replaceWorker(const std::string& job, const std::string& workerId) {
-  const std::optional<int> slot = slotOfWorkerId(job, workerId);
+  const std::optional<int> slot = podOf(job, workerId);
   if (!slot) return notFound("kubernetes: " + workerId + " is not a worker of job " + job);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    jobs_[job].slots[*slot].replacePending = true;
+    Job& j = jobs_[job];
+    Slot& s = j.slots[*slot];
+    // Note [Several ranks per pod]: the controller asks for every rank of a pod; the first ask
+    // replaces the pod, the siblings' asks find their rank in the replacement already.
+    if (s.covered.erase(workerId) > 0) return Status::ok();
+    s.covered.clear();
+    for (const std::string& id : workerIdsOfPod(job, *slot, std::max(1, j.launch.perPod))) {
+      if (id != workerId) s.covered.insert(id);
+    }
+    s.replacePending = true;
   }
   Status st = deletePod(job, *slot, 0);
   if (st.code() != StatusCode::kNotFound) return st;
@@ -333,8 +353,6 @@ void KubernetesLauncher::onPodEvent(const WatchEvent& e) {
   if (!deleted && phase != "Succeeded" && phase != "Failed") return;
   WorkerExit exit;
   exit.jobName = job;
-  exit.workerId = workerIdFor(job, slot);
-  exit.slot = slot;
   exit.code = phase == "Succeeded" ? 0 : 1;
   for (const json& cs : status.value("containerStatuses", json::array())) {
     if (cs.value("name", "") != kWorkerContainer) continue;
@@ -347,10 +365,12 @@ void KubernetesLauncher::onPodEvent(const WatchEvent& e) {
     if (t.contains("message")) exit.lastLines.push_back(t["message"].get<std::string>());
   }
   bool report = false, recreate = false;
+  int perPod = 1;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(job);
     if (it == jobs_.end()) return;  // not a job of this controller (or forgotten)
+    perPod = std::max(1, it->second.launch.perPod);
     // Another incarnation's pod (Note [Job incarnations]): not a worker of this job.
     if (it->second.stalePods.count(e.object.value("metadata", json::object()).value("uid", ""))) return;
     Slot& s = it->second.slots[slot];
@@ -368,10 +388,15 @@ void KubernetesLauncher::onPodEvent(const WatchEvent& e) {
       recreate = true;
     }
   }
-  if (report && options_.onExit) options_.onExit(exit);
+  // Every rank of the pod ended with it (Note [Several ranks per pod]).
+  for (int l = 0; report && options_.onExit && l < perPod; ++l) {
+    exit.slot = slot * perPod + l;
+    exit.workerId = workerIdFor(job, exit.slot);
+    options_.onExit(exit);
+  }
   if (recreate) {
     Status st = createPod(job, slot);
-    if (!st.isOk()) DDP_LOG(Warning) << "kubernetes: replacing " << exit.workerId << ": " << st.message();
+    if (!st.isOk()) DDP_LOG(Warning) << "kubernetes: replacing " << workerPodName(job, slot) << ": " << st.message();
   }
 }
 
@@ -384,7 +409,7 @@ Result<std::unique_ptr<LogStream>> KubernetesLauncher::openLog(const std::string
     if (it == jobs_.end()) return notFound("kubernetes: unknown job " + job);
     for (const auto& [slot, s] : it->second.slots) slots.push_back(slot);
   } else {
-    std::optional<int> slot = slotOfWorkerId(job, workerId);
+    std::optional<int> slot = podOf(job, workerId);  // a pod's log holds all of its ranks
     if (!slot) return notFound("kubernetes: " + workerId + " is not a worker of job " + job);
     slots.push_back(*slot);
   }

@@ -14,8 +14,11 @@
 // logs come from the pod log API (following: pod_log_stream.h). A pod watch (ResourceWatcher on
 // the pods labelled ddp.dev/job) reports each worker pod that ended (phase Succeeded or Failed,
 // or deleted while running) once through the exit callback, with the container's exit code
-// (pid 0: pods have no pid the controller knows). ready() is the pod watch having synced (a
-// standby is ready too: Note [Leader label] in controller/kubernetes/leader_elector.h). The DDPJob reconcile loop, the schedule timeout,
+// (pid 0: pods have no pid the controller knows); a pod of several ranks (spec.workers.perPod,
+// Note [Several ranks per pod] in worker/control/pod_supervisor.h) reports one exit per rank, and
+// killWorker and replaceWorker act on a rank's whole pod. ready() is the pod watch having synced
+// (a standby is ready too: Note [Leader label] in controller/kubernetes/leader_elector.h). The
+// DDPJob reconcile loop, the schedule timeout,
 // cleanPodPolicy, deadlines and TTL are the reconciler's (ddpjob_reconciler.h).
 //
 // Note [Job incarnations]
@@ -102,11 +105,14 @@ class KubernetesLauncher final : public Launcher {
     bool created = false;         // a pod was created for it (by us, or found)
     bool ended = false;           // its current pod ended (reported once)
     bool replacePending = false;  // recreate once the old pod is gone
+    // Ranks of the pod whose replacement an ask for a sibling already made (Note [Several ranks
+    // per pod]): asking for them again changes nothing.
+    std::set<std::string> covered;
   };
   struct Job {
     JobLaunch launch;
     std::optional<JobOwner> owner;  // its DDPJob when launched (forgetJob deletes only what it owns)
-    std::map<int, Slot> slots;
+    std::map<int, Slot> slots;      // by pod slot (one rank each, or spec.workers.perPod)
     bool holdReplacements = false;
     bool incarnationChecked = false;  // Note [Job incarnations]: this launch's token was checked
     std::string podGroupPath;         // the PodGroup this launcher created ("" : none)
@@ -134,6 +140,7 @@ class KubernetesLauncher final : public Launcher {
   Status ensurePodGroup(const WorkerObjectsInput& in);
   Status deletePod(const std::string& job, int slot, std::optional<int64_t> graceSeconds);
   std::string podsPath() const;
+  std::optional<int> podOf(const std::string& job, const std::string& workerId) const;  // mu_ not held
   std::string secretsPath() const;
   std::string servicesPath() const;
   Result<WorkerObjectsInput> inputFor(const JobLaunch& launch) const;

@@ -1,5 +1,7 @@
 #include "controller/launch/kubernetes/worker_objects.h"
 
+#include <algorithm>
+
 #include "common/jobspec/job_names.h"
 #include "common/launch/worker_env.h"
 #include "controller/launch/kubernetes/scheduling_objects.h"
@@ -25,7 +27,13 @@ json metadata(const WorkerObjectsInput& in, const std::string& name, std::option
 json environment(const WorkerObjectsInput& in, int slot) {
   launch::WorkerEnv env = in.launch.env;
   env.jobName = in.launch.jobName;
-  env.workerId = workerIdFor(in.launch.jobName, slot);
+  const int perPod = std::max(1, in.spec.workers.perPod);
+  if (perPod > 1) {  // Note [Several ranks per pod]: the supervisor names each rank
+    env.workerId.clear();
+    env.podWorkerIds = workerIdsOfPod(in.launch.jobName, slot, perPod);
+  } else {
+    env.workerId = workerIdFor(in.launch.jobName, slot);
+  }
   json out = json::array();
   std::vector<std::string> entries = launch::workerEnvironment(env);
   entries.insert(entries.end(), in.launch.extraEnv.begin(), in.launch.extraEnv.end());
@@ -55,7 +63,7 @@ json resources(const JobSpec& spec) {
   for (const auto& [k, v] : r.requests) requests[k] = v;
   for (const auto& [k, v] : r.limits) limits[k] = v;
   if (spec.device == JobDevice::kCuda && !r.limits.count(kNvidiaGpuResource) && !r.requests.count(kNvidiaGpuResource)) {
-    limits[kNvidiaGpuResource] = "1";
+    limits[kNvidiaGpuResource] = std::to_string(std::max(1, spec.workers.perPod));  // a GPU per rank
   }
   json out = json::object();
   if (!requests.empty()) out["requests"] = requests;
@@ -75,6 +83,16 @@ std::string podLogPath(const std::string& podsPath, const std::string& job, int 
   return podsPath + "/" + workerPodName(job, slot) + "/log?container=" + kWorkerContainer;
 }
 
+int podCount(int workers, int perPod) {
+  perPod = std::max(1, perPod);
+  return (workers + perPod - 1) / perPod;
+}
+
+std::string shmSizeLimit(const JobSpec& spec) {
+  if (!spec.kubernetes.shmSize.empty()) return spec.kubernetes.shmSize;
+  return std::to_string(kShmGiPerRank * std::max(1, spec.workers.perPod)) + "Gi";
+}
+
 json buildWorkerPod(const WorkerObjectsInput& in, int slot) {
   const KubernetesSpec& k = in.spec.kubernetes;
   const std::string name = workerPodName(in.launch.jobName, slot);
@@ -85,7 +103,8 @@ json buildWorkerPod(const WorkerObjectsInput& in, int slot) {
                     {"env", environment(in, slot)},
                     {"resources", resources(in.spec)},
                     {"volumeMounts", json::array({{{"name", "dshm"}, {"mountPath", "/dev/shm"}}})}};
-  json volumes = json::array({{{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}}}}});
+  json volumes =
+      json::array({{{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", shmSizeLimit(in.spec)}}}}});
   if (k.capSysNice) {
     container["securityContext"] = {{"runAsUser", 0}, {"capabilities", {{"add", json::array({"SYS_NICE"})}}}};
   } else {
@@ -102,6 +121,11 @@ json buildWorkerPod(const WorkerObjectsInput& in, int slot) {
                   {"securityContext", {{"fsGroup", kWorkerUid}}},
                   {"containers", json::array({container})},
                   {"volumes", volumes}};
+  if (k.hostNetwork) {
+    podSpec["hostNetwork"] = true;
+    podSpec["dnsPolicy"] = "ClusterFirstWithHostNet";  // the job's Service names still resolve
+  }
+  if (k.hostIPC) podSpec["hostIPC"] = true;
   if (!k.serviceAccountName.empty()) podSpec["serviceAccountName"] = k.serviceAccountName;
   if (!k.nodeSelector.empty()) podSpec["nodeSelector"] = k.nodeSelector;
   if (!k.tolerations.empty()) {

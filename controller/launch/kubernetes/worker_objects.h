@@ -23,6 +23,12 @@
 // spec.kubernetes.template.schedulerName, when set, is the pods' scheduler instead of the
 // controller's. Last, the job's spec.kubernetes.template adds its labels, environment, volumes
 // and placement (Note [Pod template], pod_template_apply.h).
+// With spec.workers.perPod N > 1 (Note [Several ranks per pod] in worker/control/pod_supervisor.h)
+// slot p is a pod of N ranks: its container gets DDP_POD_WORKER_IDS (workerIdsOfPod) instead of
+// DDP_WORKER_ID, nvidia.com/gpu: N with device cuda, and a /dev/shm of N GiB unless
+// spec.kubernetes.shmSize says otherwise (the sizeLimit of the memory-backed emptyDir, which
+// counts against the pod's memory limit). spec.kubernetes.hostNetwork (with dnsPolicy
+// ClusterFirstWithHostNet, so the job's Service names still resolve) and hostIPC are passed on.
 // Thread model: pure functions.
 
 #include <optional>
@@ -70,7 +76,12 @@ std::string jobPodsQuery(const std::string& job);
 // A worker pod's log: "<podsPath>/<job>-worker-<slot>/log?container=worker" (more "&..." may follow).
 std::string podLogPath(const std::string& podsPath, const std::string& job, int slot);
 
+// The pod of slot `slot` (a pod slot: ranks slot*perPod .. slot*perPod+perPod-1).
 nlohmann::json buildWorkerPod(const WorkerObjectsInput& in, int slot);
+// How many pods a launch of `workers` ranks runs: workers / perPod, rounded up.
+int podCount(int workers, int perPod);
+// spec.kubernetes.shmSize, or kShmGiPerRank Gi per rank of the pod.
+std::string shmSizeLimit(const JobSpec& spec);
 nlohmann::json buildHeadlessService(const WorkerObjectsInput& in);
 nlohmann::json buildTokenSecret(const WorkerObjectsInput& in);
 // What scheduling_objects.h needs of the job (it points into `in`: keep `in` alive).

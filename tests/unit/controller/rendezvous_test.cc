@@ -85,6 +85,55 @@ TEST(RendezvousTest, SurvivorsKeepTheirRankOrderNewcomersFollow) {
   EXPECT_EQ(r.active()->members, (std::vector<std::string>{"w0", "w2", "a-new"}));
 }
 
+// Note [Several ranks per pod]: pods of 2 ranks (pod = slot / 2 of "w<slot>").
+PodOfWorker podsOfTwo() {
+  return [](const std::string& id) -> std::optional<int> {
+    if (id.size() < 2 || id[0] != 'w') return std::nullopt;
+    return std::stoi(id.substr(1)) / 2;
+  };
+}
+
+TEST(RendezvousTest, KeepPodsAdjacentGathersEachPodAtItsFirstMember) {
+  const PodOfWorker pods = podsOfTwo();
+  EXPECT_EQ(keepPodsAdjacent({"w2", "w0", "w3", "w1"}, pods), (std::vector<std::string>{"w2", "w3", "w0", "w1"}));
+  EXPECT_EQ(keepPodsAdjacent({"w1", "x", "w5", "w0", "w4"}, pods),
+            (std::vector<std::string>{"w0", "w1", "x", "w4", "w5"}));
+  EXPECT_EQ(keepPodsAdjacent({"w3", "w11", "w10", "w2"}, pods),
+            (std::vector<std::string>{"w2", "w3", "w10", "w11"}));  // natural order inside a pod
+  EXPECT_EQ(keepPodsAdjacent({"w1", "w0"}, {}), (std::vector<std::string>{"w1", "w0"}));  // no pods
+  EXPECT_TRUE(keepPodsAdjacent({}, pods).empty());
+}
+
+// Survivors first, newcomers after would split pods: an elastic round that closed at min with
+// one rank of each pod, then the siblings joined. The next round keeps each pod's ranks adjacent.
+TEST(RendezvousTest, APodsRanksAreAdjacentAfterSurvivorsAndNewcomersMeet) {
+  RendezvousConfig c = cfg(2, 4, 10);
+  c.podOf = podsOfTwo();
+  Rendezvous r(c);
+  r.join("w2", at(0));
+  r.join("w0", at(0));
+  ASSERT_TRUE(r.tick(at(11)));
+  EXPECT_EQ(r.active()->members, (std::vector<std::string>{"w0", "w2"}));
+  r.join("w3", at(12));  // late joiners: the siblings
+  r.join("w1", at(12));
+  r.endGeneration(at(13));
+  r.join("w2", at(14));
+  r.join("w0", at(14));
+  ASSERT_EQ(r.generation(), 2);
+  EXPECT_EQ(r.active()->members, (std::vector<std::string>{"w0", "w1", "w2", "w3"}));
+  // Without pods the same sequence gives survivors first, newcomers after.
+  Rendezvous plain(cfg(2, 4, 10));
+  plain.join("w2", at(0));
+  plain.join("w0", at(0));
+  ASSERT_TRUE(plain.tick(at(11)));
+  plain.join("w3", at(12));
+  plain.join("w1", at(12));
+  plain.endGeneration(at(13));
+  plain.join("w2", at(14));
+  plain.join("w0", at(14));
+  EXPECT_EQ(plain.active()->members, (std::vector<std::string>{"w0", "w2", "w1", "w3"}));
+}
+
 TEST(RendezvousTest, StaleGenerationsAreFenced) {
   Rendezvous r(cfg(1, 1));
   EXPECT_FALSE(r.isCurrent(0));

@@ -115,6 +115,15 @@ TEST(MembershipTest, ValidateScaleNamesTheFieldAndTheBounds) {
   EXPECT_EQ(st.message(), "spec.workers.count: 4 is more than the launcher can start (3)");
 }
 
+// Note [Several ranks per pod]: a scale adds or retires whole pods.
+TEST(MembershipTest, ValidateScaleTakesWholePodsOnly) {
+  WorkersSpec w{4, 2, 8, 2};
+  EXPECT_TRUE(validateScale(w, 6, 256, "spec.workers.count").isOk());
+  Status st = validateScale(w, 5, 256, "spec.workers.count");
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(), "spec.workers.count: 5 is not a multiple of spec.workers.perPod (2 ranks per pod)");
+}
+
 TEST(MembershipTest, RetiredByTakesTheHighestSlotsFirst) {
   std::vector<std::pair<std::string, int>> slots = {{"j-w0", 0}, {"j-w3", 3}, {"j-w1", 1}, {"j-w10", 10}, {"j-w2", 2}};
   EXPECT_EQ(retiredBy(slots, 2), (std::vector<std::string>{"j-w10", "j-w3", "j-w2"}));

@@ -119,6 +119,43 @@ TEST_P(KubernetesJobObjectsTest, RenderedObjectsAreThoseTheLauncherCreates) {
 INSTANTIATE_TEST_SUITE_P(Schedulers, KubernetesJobObjectsTest, ::testing::Values("", kVolcanoSchedulerName),
                          [](const auto& info) { return info.param.empty() ? std::string("Default") : info.param; });
 
+// Note [Several ranks per pod]: 4 ranks, 2 to a pod, render as the launcher creates them: 2 pods.
+class KubernetesJobObjectsPerPodTest : public testing::FakeApiTest {};
+
+TEST_F(KubernetesJobObjectsPerPodTest, APodOfSeveralRanksRendersAsTheLauncherCreatesIt) {
+  const JobSpec spec = specOf(
+      "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: fm}\n"
+      "spec: {workers: {count: 4, perPod: 2}, model: {type: mlp}, data: {dataset: synthetic}, epochs: 1,\n"
+      "       kubernetes: {shmSize: 3Gi, hostNetwork: true}}\n");
+  const WorkerLaunchSettings settings{"http://ddp.ml.svc:8081", "json", "", "normal"};
+  KubernetesLauncherOptions o;
+  o.nameSpace = "ml";
+  o.defaultImage = "ddp-service:0.1.0";
+  o.specOf = [&](const std::string&) -> std::optional<JobSpec> { return spec; };
+  o.ownerOf = [](const std::string& job) -> std::optional<JobOwner> { return JobOwner{job, "uid-of-fm"}; };
+  o.onExit = [](const WorkerExit&) {};
+  auto launcher = KubernetesLauncher::create(*client_, o);
+  ASSERT_TRUE(launcher.isOk()) << launcher.status();
+  ASSERT_TRUE(testing::waitUntil([&] { return (*launcher)->ready().isOk(); }));
+  ASSERT_TRUE((*launcher)->ensureWorkers(makeJobLaunch("fm", spec, "tok-1", settings)).isOk());
+  RenderOptions r;
+  r.nameSpace = "ml";
+  r.defaultImage = "ddp-service:0.1.0";
+  r.settings = settings;
+  auto rendered = renderJobObjects(spec, r);
+  ASSERT_TRUE(rendered.isOk()) << rendered.status();
+  ASSERT_EQ(rendered->size(), 4u);  // Secret, Service, 2 pods
+  ASSERT_EQ(api_.objects("pods", "ml").size(), 2u);
+  for (int p = 0; p < 2; ++p) {
+    const json& pod = (*rendered)[2 + static_cast<size_t>(p)];
+    const auto made = api_.object("pods", "ml", "fm-worker-" + std::to_string(p));
+    ASSERT_TRUE(made.has_value());
+    EXPECT_EQ(asRendered(*made, "uid-of-fm", "tok-1"), pod);
+    EXPECT_EQ(pod["spec"]["hostNetwork"], true);
+    EXPECT_EQ(pod["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], "3Gi");
+  }
+}
+
 TEST(KubernetesJobObjectsRefusalTest, NamesTheObjectAndFieldTheApiServerWouldRefuse) {
   JobSpec spec = specOf(kJob);
   RenderOptions r;

@@ -172,6 +172,42 @@ TEST_F(KubernetesLauncherTest, ReplaceDeletesAndRecreatesOnlyThatWorkersPod) {
   EXPECT_EQ(launcher_->replaceWorker("fm", "other-w0").code(), StatusCode::kNotFound);
 }
 
+// Note [Several ranks per pod]: 4 ranks 2 to a pod are 2 pods; a pod's end is the exit of both
+// of its ranks; replacing a rank replaces its pod once (the sibling's ask finds it done).
+TEST_F(KubernetesLauncherTest, SeveralRanksPerPodAreOnePodReportedAndReplacedAsOne) {
+  spec_.workers = {4, 4, 4, 2};
+  launch_.workers = 4;
+  launch_.perPod = 2;
+  ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());
+  ASSERT_EQ(api_.objects("pods", "ml").size(), 2u);
+  const json pod1 = *api_.object("pods", "ml", "fm-worker-1");
+  EXPECT_EQ(pod1["metadata"]["labels"]["ddp.dev/slot"], "1");
+  const std::string uid0 = podUid(0), uid1 = podUid(1);
+  podEnded(1, 1);  // the supervisor exits non-zero: a rank died, its sibling was stopped
+  auto exits = waitForExits(2);
+  ASSERT_EQ(exits.size(), 2u);
+  EXPECT_EQ(exits[0].workerId, "fm-w2");
+  EXPECT_EQ(exits[0].slot, 2);
+  EXPECT_EQ(exits[1].workerId, "fm-w3");
+  EXPECT_EQ(exits[1].code, 1);
+  ASSERT_TRUE(launcher_->replaceWorker("fm", "fm-w3").isOk());
+  ASSERT_TRUE(launcher_->replaceWorker("fm", "fm-w2").isOk());  // the sibling: already done
+  ASSERT_TRUE(testing::waitUntil([&] { return !podUid(1).empty() && podUid(1) != uid1; }));
+  const std::string fresh = podUid(1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(podUid(1), fresh);  // the second ask did not delete the replacement
+  EXPECT_EQ(podUid(0), uid0);
+  EXPECT_EQ(waitForExits(3, 20).size(), 2u);
+  // A rank is killed with its pod.
+  ASSERT_TRUE(launcher_->killWorker("fm", "fm-w1", SIGKILL).isOk());
+  EXPECT_TRUE(testing::waitUntil([&] { return podUid(0).empty(); }));
+  exits = waitForExits(4);
+  ASSERT_EQ(exits.size(), 4u);
+  EXPECT_EQ(exits[2].workerId, "fm-w0");
+  EXPECT_EQ(exits[3].workerId, "fm-w1");
+  EXPECT_EQ(launcher_->replaceWorker("fm", "fm-w9x").code(), StatusCode::kNotFound);
+}
+
 TEST_F(KubernetesLauncherTest, LogsComeFromThePodLogApi) {
   ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());
   api_.setPodLog("ml", "fm-worker-0", "step 1\nstep 2\n");

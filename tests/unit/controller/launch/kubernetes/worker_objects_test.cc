@@ -122,6 +122,48 @@ TEST(KubernetesWorkerObjectsTest, CudaGetsOneGpuByDefaultAndCapSysNiceIsAToggle)
   EXPECT_FALSE(buildWorkerPod(in, 0)["spec"]["containers"][0]["resources"]["limits"].contains("nvidia.com/gpu"));
 }
 
+// Note [Several ranks per pod]: pod 1 of a job of 8 ranks 4 to a pod runs ranks 4..7 under the
+// supervisor, asks for 4 GPUs and gets 4 GiB of /dev/shm.
+WorkerObjectsInput fourPerPod() {
+  WorkerObjectsInput in = gpuJob();
+  in.spec.workers = {8, 8, 8, 4};
+  in.launch.workers = 8;
+  in.launch.perPod = 4;
+  in.spec.kubernetes.resources.limits.erase(kNvidiaGpuResource);
+  return in;
+}
+
+TEST(KubernetesWorkerObjectsTest, APodOfSeveralRanksNamesThemAndAsksForAGpuEach) {
+  WorkerObjectsInput in = fourPerPod();
+  const json pod = buildWorkerPod(in, 1);
+  EXPECT_EQ(pod["metadata"]["name"], "fashion-mnist-gpu-worker-1");
+  EXPECT_EQ(pod["metadata"]["labels"][kSlotLabel], "1");
+  const json& c = pod["spec"]["containers"][0];
+  const auto env = envByName(c);
+  EXPECT_EQ(env.at("DDP_POD_WORKER_IDS")["value"],
+            "fashion-mnist-gpu-w4,fashion-mnist-gpu-w5,fashion-mnist-gpu-w6,fashion-mnist-gpu-w7");
+  EXPECT_EQ(env.count("DDP_WORKER_ID"), 0u);  // the supervisor gives each rank its own
+  EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "4");
+  EXPECT_EQ(pod["spec"]["volumes"][0]["emptyDir"]["medium"], "Memory");
+  EXPECT_EQ(pod["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], "4Gi");
+  EXPECT_FALSE(pod["spec"].contains("hostNetwork"));
+  EXPECT_FALSE(pod["spec"].contains("hostIPC"));
+  in.spec.kubernetes.shmSize = "16Gi";
+  in.spec.kubernetes.hostNetwork = true;
+  in.spec.kubernetes.hostIPC = true;
+  const json host = buildWorkerPod(in, 0);
+  EXPECT_EQ(host["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], "16Gi");
+  EXPECT_EQ(host["spec"]["hostNetwork"], true);
+  EXPECT_EQ(host["spec"]["dnsPolicy"], "ClusterFirstWithHostNet");  // Service names still resolve
+  EXPECT_EQ(host["spec"]["hostIPC"], true);
+  EXPECT_EQ(podCount(8, 4), 2);
+  EXPECT_EQ(podCount(3, 1), 3);
+  // One rank per pod keeps DDP_WORKER_ID and a 1 GiB /dev/shm.
+  const json one = buildWorkerPod(gpuJob(), 3);
+  EXPECT_EQ(envByName(one["spec"]["containers"][0]).at("DDP_WORKER_ID")["value"], "fashion-mnist-gpu-w3");
+  EXPECT_EQ(one["spec"]["volumes"][0]["emptyDir"]["sizeLimit"], "1Gi");
+}
+
 TEST(KubernetesWorkerObjectsTest, HeadlessServiceAndTokenSecret) {
   const WorkerObjectsInput in = gpuJob();
   const json svc = buildHeadlessService(in);
@@ -169,11 +211,15 @@ TEST(KubernetesWorkerObjectsTest, ObjectsPassTheKubernetesSchemas) {
   WorkerObjectsInput queued = gpuJob();
   queued.spec.labels[kKueueQueueLabel] = "research";
   queued.schedulerName = kVolcanoSchedulerName;
-  const auto report = testing::validateWithKubernetesModels(
-      {buildWorkerPod(in, 0), buildHeadlessService(in), buildTokenSecret(in), buildWorkerPod(queued, 1)});
+  WorkerObjectsInput pods = fourPerPod();  // Note [Several ranks per pod], host namespaces on
+  pods.spec.kubernetes.hostNetwork = true;
+  pods.spec.kubernetes.hostIPC = true;
+  const auto report = testing::validateWithKubernetesModels({buildWorkerPod(in, 0), buildHeadlessService(in),
+                                                             buildTokenSecret(in), buildWorkerPod(queued, 1),
+                                                             buildWorkerPod(pods, 1)});
   if (report.skipped) GTEST_SKIP() << report.text;
   EXPECT_EQ(report.rc, 0) << report.text;
-  EXPECT_NE(report.text.find("4 objects valid, 0 invalid"), std::string::npos) << report.text;
+  EXPECT_NE(report.text.find("5 objects valid, 0 invalid"), std::string::npos) << report.text;
 }
 
 }  // namespace
