@@ -18,7 +18,9 @@
 # and no package manager caches. KubernetesImageLibraries (ctest) checks that it provides every
 # shared library the binaries link: each resolved by ldd, mapped to its Debian package (dpkg -S),
 # which must be in the runtime apt-get list (or a dependency of one, or part of the base image);
-# a library no package owns must be in the CUDA table and copied here.
+# a library no package owns must be in the CUDA table and copied here. ibverbs-providers holds the
+# user-space verbs drivers (mlx5, efa, ...) that NCCL's InfiniBand/RoCE transport loads at run time
+# (dlopen, so ldd does not see it; the check requires it by name: docs/KUBERNETES.md, NCCL).
 
 ARG CUDA_VERSION=13.0.1
 ARG CUDA_SERIES=13.0
@@ -53,6 +55,7 @@ ENV DEBIAN_FRONTEND=noninteractive
 RUN apt-get update && \
     apt-get install -y --no-install-recommends \
       ca-certificates \
+      ibverbs-providers \
       libcpp-httplib0.11 \
       libgloo0 \
       libhiredis0.14 \

@@ -143,6 +143,11 @@ const listed = aptPackages(stage);
 const provided = dependencyClosure([...listed, ...kBasePackages]);
 const problems = [];
 
+// Loaded with dlopen (ldd does not see them): NCCL's InfiniBand/RoCE transport needs the verbs
+// drivers of ibverbs-providers beside libibverbs.
+for (const p of ["libibverbs1", "ibverbs-providers"]) {
+  if (!listed.includes(p)) problems.push(`runtime stage must install ${p} (NCCL over InfiniBand/RoCE loads it at run time)`);
+}
 if (!/debian:bookworm-slim/.test(stage.from)) problems.push(`runtime stage base is not debian:bookworm-slim: ${stage.from}`);
 for (const p of listed) if (kCompilerPackages.test(p)) problems.push(`runtime stage installs ${p} (no compilers or headers)`);
 const user = stage.lines.filter((l) => /^USER\s/i.test(l)).pop();
