@@ -66,7 +66,7 @@ void appendKubernetesFields(std::vector<SpecField>* out) {
   f.push_back(optionalInteger("spec.kubernetes.runPolicy.schedulingPolicy.minAvailable",
                               run(&R::schedulingPolicy, &S::minAvailable),
                               "Pods a gang scheduler places together (its PodGroup's minMember); absent: "
-                              "spec.workers.min.")
+                              "spec.workers.min / spec.workers.perPod.")
                   .atLeast(1).atMost(kMaxWorkersPerJob));
   f.push_back(string("spec.kubernetes.runPolicy.schedulingPolicy.queue", run(&R::schedulingPolicy, &S::queue),
                      "The Volcano queue of the job's PodGroup; empty: Volcano's default. (Kueue: the "

@@ -1,5 +1,7 @@
 #include "controller/launch/kubernetes/scheduling_objects.h"
 
+#include <algorithm>
+
 namespace ddp::controller::kube {
 
 using nlohmann::json;
@@ -12,7 +14,8 @@ GangScheduler gangSchedulerFor(std::string_view schedulerName) {
 
 int64_t gangMinMember(const JobSpec& spec) {
   const auto& minAvailable = spec.kubernetes.runPolicy.schedulingPolicy.minAvailable;
-  return minAvailable ? *minAvailable : spec.workers.min;
+  // Pods, not ranks: a pod of spec.workers.perPod ranks is one member (Note [Several ranks per pod]).
+  return minAvailable ? *minAvailable : spec.workers.min / std::max(1, spec.workers.perPod);
 }
 
 void addPodScheduling(const PodSchedulingInput& in, json* pod) {

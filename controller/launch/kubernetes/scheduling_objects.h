@@ -27,8 +27,8 @@
 //    scheduling.x-k8s.io/pod-group: <job>;
 //  - Volcano (schedulerName volcano): scheduling.volcano.sh/v1beta1 PodGroup {minMember, queue,
 //    priorityClassName}, pods annotated scheduling.k8s.io/group-name: <job>.
-// minMember is schedulingPolicy.minAvailable, or else spec.workers.min: the fewest workers the
-// job trains with (an elastic job may start with fewer than its count). Another scheduler name
+// minMember is schedulingPolicy.minAvailable, or else spec.workers.min / spec.workers.perPod: the
+// fewest pods the job trains with (an elastic job may start with fewer than its count). Another scheduler name
 // (the default scheduler among them) gets no PodGroup; the controller's own schedule timeout
 // applies in every case.
 // Thread model: pure functions.

@@ -149,7 +149,8 @@ json buildWorkerPod(const WorkerObjectsInput& in, int slot) {
 // The job's own scheduler (spec.kubernetes.template.schedulerName) before the controller's.
 PodSchedulingInput schedulingInput(const WorkerObjectsInput& in) {
   const std::string& own = in.spec.kubernetes.podTemplate.schedulerName;
-  return {in.launch.jobName, in.nameSpace, own.empty() ? in.schedulerName : own, in.launch.workers, &in.spec};
+  return {in.launch.jobName, in.nameSpace, own.empty() ? in.schedulerName : own,
+          podCount(in.launch.workers, in.spec.workers.perPod), &in.spec};
 }
 
 json buildHeadlessService(const WorkerObjectsInput& in) {

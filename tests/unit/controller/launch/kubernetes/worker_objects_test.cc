@@ -157,6 +157,10 @@ TEST(KubernetesWorkerObjectsTest, APodOfSeveralRanksNamesThemAndAsksForAGpuEach)
   EXPECT_EQ(host["spec"]["dnsPolicy"], "ClusterFirstWithHostNet");  // Service names still resolve
   EXPECT_EQ(host["spec"]["hostIPC"], true);
   EXPECT_EQ(podCount(8, 4), 2);
+  // The schedulers count pods: Kueue's group total and a gang's minMember (workers.min / perPod).
+  in.spec.labels[kKueueQueueLabel] = "research";
+  EXPECT_EQ(buildWorkerPod(in, 0)["metadata"]["annotations"][kKueuePodGroupTotalCount], "2");
+  EXPECT_EQ(gangMinMember(in.spec), 2);
   EXPECT_EQ(podCount(3, 1), 3);
   // One rank per pod keeps DDP_WORKER_ID and a 1 GiB /dev/shm.
   const json one = buildWorkerPod(gpuJob(), 3);
