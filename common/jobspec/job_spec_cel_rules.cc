@@ -61,11 +61,17 @@ std::vector<SpecCelRule> workerRules() {
   const std::string count = w.value("spec.workers.count");
   const std::string min = w.valueOr("spec.workers.min", count);
   const std::string max = w.valueOr("spec.workers.max", count);
+  const std::string perPod = w.value("spec.workers.perPod");
   return {
       {"workers-min-max", "spec.workers", min + " <= " + max,
        "spec.workers.min must be <= spec.workers.max (each defaults to spec.workers.count)", ".min"},
       {"workers-count-range", "spec.workers", min + " <= " + count + " && " + count + " <= " + max,
        "spec.workers.count must lie within [spec.workers.min, spec.workers.max]", ".count"},
+      {"workers-whole-pods", "spec.workers",
+       count + " % " + perPod + " == 0 && " + min + " % " + perPod + " == 0 && " + max + " % " + perPod + " == 0",
+       "spec.workers.count, min and max must be multiples of spec.workers.perPod (a pod is the unit of launch "
+       "and replacement)",
+       ".perPod"},
   };
 }
 

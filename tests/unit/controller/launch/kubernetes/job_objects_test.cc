@@ -1,7 +1,7 @@
 // renderJobObjects (what `ddpctl render` prints) against its oracle, the objects
 // KubernetesLauncher creates in the fake API server (FAKED: the API server) for the same job,
 // launched as the JobManager launches it (makeJobLaunch) and owned by a DDPJob, with the default
-// scheduler and with Volcano's PodGroup; and the
+// scheduler, with Volcano's PodGroup and with two ranks per pod; and the
 // refusals of checkJobObject, each naming the object and field the API server would refuse.
 #include "controller/launch/kubernetes/job_objects.h"
 
@@ -60,7 +60,13 @@ json asRendered(json created, const std::string& ownerUid, const std::string& to
 
 // The launcher creates a job's objects in the fake (pods with `schedulerName`); renderJobObjects
 // must give the same ones.
-class KubernetesJobObjectsTest : public testing::FakeApiTest, public ::testing::WithParamInterface<std::string> {
+// The pods' scheduler and spec.workers.perPod.
+struct Layout {
+  std::string scheduler;
+  int perPod = 1;
+};
+
+class KubernetesJobObjectsTest : public testing::FakeApiTest, public ::testing::WithParamInterface<Layout> {
  protected:
   // The objects the launcher created in namespace ml, by "Kind/name".
   std::map<std::string, json> created(const std::string& podGroups) {
@@ -76,9 +82,14 @@ class KubernetesJobObjectsTest : public testing::FakeApiTest, public ::testing::
 };
 
 TEST_P(KubernetesJobObjectsTest, RenderedObjectsAreThoseTheLauncherCreates) {
-  const std::string scheduler = GetParam();
+  const std::string scheduler = GetParam().scheduler;
+  const int perPod = GetParam().perPod;
   // A Kueue queue label: the pods carry Kueue's group labels too (Note [Kueue pod groups]).
-  const JobSpec spec = specOf(kJob);
+  std::string yaml = kJob;
+  if (perPod > 1) {
+    yaml.replace(yaml.find("{count: 3}"), 10, "{count: 6, perPod: " + std::to_string(perPod) + "}");
+  }
+  const JobSpec spec = specOf(yaml);
   const WorkerLaunchSettings settings{"http://ddp.ml.svc:8081", "json", "", "normal"};
   KubernetesLauncherOptions o;
   o.nameSpace = "ml";
@@ -101,7 +112,8 @@ TEST_P(KubernetesJobObjectsTest, RenderedObjectsAreThoseTheLauncherCreates) {
   ASSERT_TRUE(rendered.isOk()) << rendered.status();
   const bool group = scheduler == kVolcanoSchedulerName;
   std::map<std::string, json> made = created(group ? "scheduling.volcano.sh/v1beta1/podgroups" : "");
-  ASSERT_EQ(rendered->size(), group ? 6u : 5u);  // Secret, Service, [PodGroup], 3 pods
+  const size_t pods = perPod > 1 ? 6 / perPod : 3;
+  ASSERT_EQ(rendered->size(), 2 + (group ? 1u : 0u) + pods);  // Secret, Service, [PodGroup], pods
   EXPECT_EQ(made.size(), rendered->size());
   for (const json& obj : *rendered) {
     const std::string key = obj["kind"].get<std::string>() + "/" + obj["metadata"]["name"].get<std::string>();
@@ -112,12 +124,16 @@ TEST_P(KubernetesJobObjectsTest, RenderedObjectsAreThoseTheLauncherCreates) {
   EXPECT_EQ((*rendered)[0]["kind"], "Secret");
   EXPECT_EQ((*rendered)[1]["kind"], "Service");
   if (group) EXPECT_EQ((*rendered)[2]["kind"], "PodGroup");
-  EXPECT_EQ(rendered->back()["metadata"]["name"], "fm-worker-2");
+  EXPECT_EQ(rendered->back()["metadata"]["name"], "fm-worker-" + std::to_string(pods - 1));
   EXPECT_EQ(rendered->back()["metadata"]["labels"][kKueueQueueLabel], "research");
 }
 
-INSTANTIATE_TEST_SUITE_P(Schedulers, KubernetesJobObjectsTest, ::testing::Values("", kVolcanoSchedulerName),
-                         [](const auto& info) { return info.param.empty() ? std::string("Default") : info.param; });
+INSTANTIATE_TEST_SUITE_P(Layouts, KubernetesJobObjectsTest,
+                         ::testing::Values(Layout{"", 1}, Layout{kVolcanoSchedulerName, 1}, Layout{"", 2}),
+                         [](const auto& info) {
+                           return (info.param.scheduler.empty() ? std::string("Default") : info.param.scheduler) +
+                                  "PerPod" + std::to_string(info.param.perPod);
+                         });
 
 // Note [Several ranks per pod]: 4 ranks, 2 to a pod, render as the launcher creates them: 2 pods.
 class KubernetesJobObjectsPerPodTest : public testing::FakeApiTest {};
