@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Renders manifests/install.yaml from the Helm chart (charts/ddp): the CRD, a ddp-system
-# Namespace and the controller with default values, expecting the API token in an existing
-# Secret (no generated token in a shared file). tests/kubernetes/check.sh install-manifest
+# Namespace and the controller with default values (the controller creates its API token
+# Secret on its first start: no token in a shared file). tests/kubernetes/check.sh install-manifest
 # fails when the committed file differs from what this writes.
 # First it regenerates what the job spec's field table gives (tools/jobspec, built in
 # ${BUILD_DIR:-build}): the CRD charts/ddp/crds/ddpjobs.ddp.dev.yaml and the field table of
@@ -22,11 +22,10 @@ tools="$("$root/scripts/k8s_tools.sh")"
 {
   cat <<'HEADER'
 # ddp: the DDPJob CRD and the controller, in namespace ddp-system. Generated from charts/ddp by
-# scripts/render_manifests.sh (do not edit; a test keeps it in step with the chart). Before
-# applying it, create the API token Secret:
-#   kubectl create namespace ddp-system
-#   kubectl -n ddp-system create secret generic ddp-api-token --from-literal=token="$(head -c 32 /dev/urandom | base64)"
+# scripts/render_manifests.sh (do not edit; a test keeps it in step with the chart).
 #   kubectl apply --server-side -f manifests/install.yaml
+# The controller creates the API token Secret ddp-api-token (key token) on its first start;
+# to choose the token, create that Secret before applying.
 # The image is ddp-service:<appVersion>: build it from the Dockerfile and push it where the
 # cluster pulls from (or install with helm and --set image.repository=...).
 ---
@@ -37,7 +36,6 @@ metadata:
   labels:
     app.kubernetes.io/part-of: ddp
 HEADER
-  "$tools/bin/helm" template ddp "$root/charts/ddp" --namespace ddp-system --include-crds --skip-tests \
-    --set apiToken.existingSecret=ddp-api-token
+  "$tools/bin/helm" template ddp "$root/charts/ddp" --namespace ddp-system --include-crds --skip-tests
 } >"$out.tmp"
 mv "$out.tmp" "$out"

@@ -316,6 +316,7 @@ struct JobSpec {
   std::string kind = kJobKind;
   std::string name;                          // metadata.name (DNS label)
   std::map<std::string, std::string> labels; // metadata.labels
+  std::string nameSpace;                     // metadata.namespace ("": the controller's own)
   // No worker runs while true; a running job checkpoints and stops, and resumes from that
   // checkpoint once false again (Note [Suspended jobs] in controller/jobs/suspension.h).
   bool suspend = false;

@@ -56,7 +56,12 @@ void appendDocumentFields(std::vector<SpecField>* out) {
                   .required());
   f.push_back(stringMap("metadata.labels", at(&JobSpec::labels), "Free labels of the job.")
                   .emitWhen([](const JobSpec& s) { return !s.labels.empty(); }));
-  for (const char* k : {"metadata.namespace", "metadata.annotations", "metadata.uid", "metadata.resourceVersion",
+  f.push_back(string("metadata.namespace", at(&JobSpec::nameSpace),
+                     "On Kubernetes, the namespace of the job's pods, Service and Secret: the DDPJob's own; a job "
+                     "submitted through the REST API may name one its controller serves (--watch-namespace).")
+                  .note("empty: the controller's first --watch-namespace")
+                  .emitWhen([](const JobSpec& s) { return !s.nameSpace.empty(); }));
+  for (const char* k : {"metadata.annotations", "metadata.uid", "metadata.resourceVersion",
                         "metadata.generation", "metadata.creationTimestamp", "metadata.deletionTimestamp",
                         "metadata.deletionGracePeriodSeconds", "metadata.managedFields", "metadata.ownerReferences",
                         "metadata.finalizers", "metadata.generateName", "metadata.selfLink"}) {

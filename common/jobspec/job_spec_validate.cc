@@ -101,6 +101,8 @@ void checkDocument(const JobSpec& s, Checker& c) {
     const Status name = checkJobName(s.name);  // Note [Job names]
     c.check(name.isOk(), "metadata.name", name.message());
   }
+  c.check(s.nameSpace.empty() || isDns1123Label(s.nameSpace), "metadata.namespace",
+          "'" + s.nameSpace + "' is not a namespace name (a DNS-1123 label: 1-63 characters of a-z, 0-9 and -)");
 }
 
 // 1 <= min <= count <= max <= kMaxWorkersPerJob.

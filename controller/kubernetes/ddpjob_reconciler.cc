@@ -44,18 +44,21 @@ std::optional<int> desiredWorkerCount(const json& ddpJob) {
 
 DdpJobReconciler::DdpJobReconciler(KubeClient& client, DdpJobReconcilerOptions options, JobCalls jobs)
     : client_(client), options_(std::move(options)), jobs_(std::move(jobs)), recorder_(client, options_.instance) {
-  ResourceWatcherOptions wo;
-  wo.collectionPath = options_.watchNamespace.empty()
-                          ? "/apis/ddp.dev/v1/ddpjobs"
-                          : "/apis/ddp.dev/v1/namespaces/" + options_.watchNamespace + "/ddpjobs";
-  wo.watchTimeoutSeconds = options_.watchTimeoutSeconds;
-  watcher_ = std::make_unique<ResourceWatcher>(client_, wo, [this](const WatchEvent& e) { onEvent(e); });
+  std::vector<std::string> paths;
+  for (const std::string& ns : options_.watchNamespaces) paths.push_back("/apis/ddp.dev/v1/namespaces/" + ns + "/ddpjobs");
+  if (paths.empty()) paths.push_back("/apis/ddp.dev/v1/ddpjobs");  // every namespace
+  for (const std::string& path : paths) {
+    ResourceWatcherOptions wo;
+    wo.collectionPath = path;
+    wo.watchTimeoutSeconds = options_.watchTimeoutSeconds;
+    watchers_.push_back(std::make_unique<ResourceWatcher>(client_, wo, [this](const WatchEvent& e) { onEvent(e); }));
+  }
 }
 
 DdpJobReconciler::~DdpJobReconciler() { stop(); }
 
 void DdpJobReconciler::start() {
-  watcher_->start();
+  for (auto& w : watchers_) w->start();
   std::lock_guard<std::mutex> lock(mu_);
   if (ticker_.joinable()) return;
   ticker_ = std::thread([this] {
@@ -70,7 +73,7 @@ void DdpJobReconciler::start() {
 }
 
 void DdpJobReconciler::stop() {
-  watcher_->stop();
+  for (auto& w : watchers_) w->stop();
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
@@ -90,9 +93,23 @@ void DdpJobReconciler::onEvent(const WatchEvent& e) {
   const json& m = e.object.value("metadata", json::object());
   const std::string name = m.value("name", "");
   if (name.empty()) return;
+  const std::string ns = m.value("namespace", "");
   std::lock_guard<std::mutex> lock(mu_);
+  auto held = tracked_.find(name);
+  if (held != tracked_.end() && held->second.ns != ns) {  // Note [Names across namespaces]
+    if (e.type == WatchEvent::Type::kDeleted) {
+      clashes_.erase(ns + "/" + name);
+      return;
+    }
+    Clash& c = clashes_[ns + "/" + name];
+    c.uid = m.value("uid", "");
+    c.heldBy = held->second.ns;
+    c.generation = m.value("generation", int64_t{1});
+    return;
+  }
+  clashes_.erase(ns + "/" + name);
   Tracked& t = tracked_[name];
-  t.ns = m.value("namespace", "");
+  t.ns = ns;
   if (e.type == WatchEvent::Type::kDeleted) {
     t.deleted = true;
     return;
@@ -338,7 +355,35 @@ bool DdpJobReconciler::cleanPods(const std::string& name, const Tracked& t, cons
   return done;
 }
 
+void DdpJobReconciler::reportClashes() {
+  std::map<std::string, Clash> due;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, c] : clashes_) {
+      if (c.reportedGeneration != c.generation) due[key] = c;
+    }
+  }
+  for (const auto& [key, c] : due) {
+    const std::string ns = key.substr(0, key.find('/')), name = key.substr(key.find('/') + 1);
+    const std::string message = "the DDPJob " + c.heldBy + "/" + name + " holds the name " + name +
+                                ": job names are unique across the namespaces one controller serves " +
+                                "(rename this one, or change its spec once the other is gone)";
+    Tracked t;
+    t.ns = ns;
+    t.uid = c.uid;
+    (void)recorder_.record(subject(name, t), kEventWarning, "NameTaken", message);
+    json status = invalidJobStatus(message, c.generation, unixMillisNow());
+    for (json& cond : status["conditions"]) cond["reason"] = "NameTaken";
+    auto r = client_.mergePatch(jobPath(t, name) + "/status", {{"status", status}});
+    if (!r.isOk()) DDP_LOG(Warning) << "kubernetes: status of DDPJob " << key << ": " << r.status().message();
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = clashes_.find(key);
+    if (r.isOk() && it != clashes_.end() && it->second.generation == c.generation) it->second.reportedGeneration = c.generation;
+  }
+}
+
 void DdpJobReconciler::reconcileAll() {
+  reportClashes();
   std::vector<std::string> names;
   {
     std::lock_guard<std::mutex> lock(mu_);

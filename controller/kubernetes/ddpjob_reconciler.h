@@ -39,6 +39,13 @@
 // no Events, no TTL. The field is immutable after creation (the CRD's validation rule, so that a
 // job is never managed by two controllers in turn); should it change anyway, a job this
 // controller already runs stays its own until it ends.
+//
+// Note [Names across namespaces]
+// The controller's job table knows a job by its name alone, so a controller that serves several
+// namespaces runs one DDPJob of a name at a time: a DDPJob named like one it already tracks in
+// another namespace is not submitted; its status says Failed, reason NameTaken, naming the
+// namespace that holds the name (and a Warning Event says so). It is looked at again when its
+// spec changes (a new generation) after the other one is gone.
 // Thread model: start() starts the watch thread and one tick thread, which does every API write
 // and every call into the jobs; stop() joins both. ownerOf() is thread-safe.
 
@@ -50,6 +57,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -96,7 +104,7 @@ bool managedElsewhere(const nlohmann::json& ddpJob);
 std::optional<int> desiredWorkerCount(const nlohmann::json& ddpJob);
 
 struct DdpJobReconcilerOptions {
-  std::string watchNamespace;  // "" : every namespace
+  std::vector<std::string> watchNamespaces;  // one watch each; empty: every namespace (one watch)
   Duration tick = std::chrono::seconds(1);
   int watchTimeoutSeconds = 300;
   // A non-finished job's pods are listed for the schedule timeout at most this often (every
@@ -149,7 +157,15 @@ class DdpJobReconciler {
     bool deleted = false;
     Progress p;
   };
+  // A DDPJob whose name another namespace's DDPJob holds (Note [Names across namespaces]).
+  struct Clash {
+    std::string uid, heldBy;  // heldBy: the namespace that holds the name
+    int64_t generation = 0;
+    int64_t reportedGeneration = -1;
+  };
   void onEvent(const WatchEvent& e);
+  // Writes NameTaken into each clash's status once per generation (the tick thread).
+  void reportClashes();
   void reconcile(const std::string& name, Tracked& t);
   void writeStatus(const std::string& name, Tracked& t, const nlohmann::json& status);
   // Applies the DDPJob's spec.suspend to the job (Note [Suspended jobs]).
@@ -178,10 +194,11 @@ class DdpJobReconciler {
   const DdpJobReconcilerOptions options_;
   const JobCalls jobs_;
   KubeEventRecorder recorder_;
-  std::unique_ptr<ResourceWatcher> watcher_;
+  std::vector<std::unique_ptr<ResourceWatcher>> watchers_;  // one per namespace, or one for all
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, Tracked> tracked_;  // by job name; guarded by mu_
+  std::map<std::string, Clash> clashes_;    // by "namespace/name"; guarded by mu_
   bool stopping_ = false;                   // guarded by mu_
   std::thread ticker_;
 };

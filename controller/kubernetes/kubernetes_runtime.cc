@@ -8,6 +8,7 @@ Result<std::unique_ptr<KubernetesRuntime>> KubernetesRuntime::create(KubernetesR
   std::unique_ptr<KubernetesRuntime> r(new KubernetesRuntime());
   if (options.nameSpace.empty()) options.nameSpace = options.kube.nameSpace;
   if (options.nameSpace.empty()) return invalidArgument("kubernetes: no namespace (--watch-namespace)");
+  if (options.watchNamespaces.empty()) options.watchNamespaces = {options.nameSpace};
   r->options_ = options;
   DDP_ASSIGN_OR_RETURN(r->client_, KubeClient::create(options.kube));
   KubernetesRuntime* self = r.get();
@@ -24,6 +25,8 @@ Result<std::unique_ptr<KubernetesRuntime>> KubernetesRuntime::create(KubernetesR
   }
   KubernetesLauncherOptions lo;
   lo.nameSpace = options.nameSpace;
+  lo.namespaces = options.watchNamespaces;
+  lo.allNamespaces = options.watchAllNamespaces;
   lo.defaultImage = options.workerImage;
   lo.schedulerName = options.schedulerName;
   lo.onExit = options.onExit;
@@ -69,7 +72,7 @@ void KubernetesRuntime::startReconciler() {
   std::lock_guard<std::mutex> lock(mu_);
   if (reconciler_) return;
   DdpJobReconcilerOptions ro;
-  ro.watchNamespace = options_.nameSpace;
+  if (!options_.watchAllNamespaces) ro.watchNamespaces = options_.watchNamespaces;
   ro.instance = options_.identity;  // the Events' reportingInstance: this replica's pod name
   reconciler_ = std::make_unique<DdpJobReconciler>(*client_, ro, jobs_);
   reconciler_->start();

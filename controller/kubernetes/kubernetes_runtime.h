@@ -3,8 +3,9 @@
 // (in-cluster configuration), the KubernetesLauncher (handed to the controller as its Launcher),
 // leader election on a Lease when a lease name is given (the launcher's readiness follows it)
 // and the DDPJob reconciler, which runs only while this replica leads (or always, without
-// election). One namespace: DDPJobs are watched, and worker objects created, in `nameSpace`
-// (one namespace per controller install).
+// election). DDPJobs are watched in `watchNamespaces` (default: `nameSpace`), or in every
+// namespace; a job's worker objects go to its DDPJob's namespace, a REST API job's to
+// `nameSpace` (Note [Served namespaces] in kubernetes_launcher.h).
 //
 // Note [Fencing on leadership loss]
 // The reconciler is not the only writer: the job manager and the launcher keep creating and
@@ -33,6 +34,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "controller/kubernetes/ddpjob_reconciler.h"
 #include "controller/launch/kubernetes/kube_client.h"
@@ -43,7 +45,9 @@ namespace ddp::controller::kube {
 
 struct KubernetesRuntimeOptions {
   KubeConfig kube;
-  std::string nameSpace;     // DDPJobs and worker objects (default: the config's namespace)
+  std::string nameSpace;     // the REST API's jobs (default: the config's namespace)
+  std::vector<std::string> watchNamespaces;  // DDPJobs served (empty: {nameSpace})
+  bool watchAllNamespaces = false;           // DDPJobs of every namespace
   std::string workerImage;   // default worker image
   std::string schedulerName; // the worker pods' schedulerName ("" : the default scheduler)
   std::string leaseName;     // "" : no leader election (a single replica)

@@ -18,6 +18,7 @@
 #include "controller/launch/external_launcher.h"
 #include "controller/launch/kubernetes/kube_config.h"
 #include "controller/kubernetes/kubernetes_runtime.h"
+#include "controller/kubernetes/token_secret.h"
 #include "controller/launch/local_launcher.h"
 #include "controller/metrics/controller_metrics.h"
 #include "controller/metrics/metrics_route.h"
@@ -42,19 +43,35 @@ Status makeDirs(const std::string& dir) {
   return Status::ok();
 }
 
-// --launcher kubernetes: the API server from the in-cluster configuration (or --kube-server),
-// the launcher, leader election and the DDPJob reconciler (docs/KUBERNETES.md).
+// The API server: the in-cluster configuration, or --kube-server (development and tests).
+Result<kube::KubeConfig> kubeConfigOf(const ControllerConfig& config) {
+  kube::KubeConfig c;
+  if (config.kubeServer.empty()) {
+    DDP_ASSIGN_OR_RETURN(c, kube::inClusterConfig(processConfigEnv()));
+  } else {
+    c.server = config.kubeServer;
+    c.nameSpace = config.watchNamespace.empty() ? "default" : config.watchNamespace;
+  }
+  return c;
+}
+
+// --token-secret: the API token from its Secret in the controller's namespace (Note [Token Secret]).
+Result<std::string> tokenFromSecret(const ControllerConfig& config) {
+  DDP_ASSIGN_OR_RETURN(kube::KubeConfig kc, kubeConfigOf(config));
+  DDP_ASSIGN_OR_RETURN(auto client, kube::KubeClient::create(kc));
+  return kube::loadOrCreateTokenSecret(*client, kc.nameSpace, config.tokenSecret);
+}
+
+// --launcher kubernetes: the API client, the launcher, leader election and the DDPJob
+// reconciler (docs/KUBERNETES.md).
 Result<std::unique_ptr<kube::KubernetesRuntime>> startKubernetes(const ControllerConfig& config,
                                                                  const ControllerHooks& hooks,
                                                                  Launcher::ExitCallback onExit) {
   kube::KubernetesRuntimeOptions ko;
-  if (config.kubeServer.empty()) {
-    DDP_ASSIGN_OR_RETURN(ko.kube, kube::inClusterConfig(processConfigEnv()));
-  } else {
-    ko.kube.server = config.kubeServer;
-    ko.kube.nameSpace = config.watchNamespace.empty() ? "default" : config.watchNamespace;
-  }
+  DDP_ASSIGN_OR_RETURN(ko.kube, kubeConfigOf(config));
   ko.nameSpace = config.watchNamespace;
+  ko.watchNamespaces = config.watchNamespaces;
+  ko.watchAllNamespaces = config.watchAllNamespaces;
   ko.workerImage = config.workerImage;
   ko.schedulerName = config.gangSchedulerName;
   ko.leaseName = config.leaderElectionLease;
@@ -187,8 +204,12 @@ Result<std::unique_ptr<Controller>> Controller::start(ControllerConfig config, C
   Impl* p = impl.get();
   p->config = config;
   DDP_RETURN_IF_ERROR(makeDirs(config.stateDir));
-  p->tokenFile = config.tokenFile.empty() ? config.stateDir + "/token" : config.tokenFile;
-  DDP_ASSIGN_OR_RETURN(p->token, loadOrCreateToken(p->tokenFile, config.tokenFile.empty()));
+  if (!config.tokenSecret.empty()) {
+    DDP_ASSIGN_OR_RETURN(p->token, tokenFromSecret(config));  // no token file
+  } else {
+    p->tokenFile = config.tokenFile.empty() ? config.stateDir + "/token" : config.tokenFile;
+    DDP_ASSIGN_OR_RETURN(p->token, loadOrCreateToken(p->tokenFile, config.tokenFile.empty()));
+  }
   DDP_ASSIGN_OR_RETURN(p->store, SqliteJobStore::open(config.stateDir + "/jobs.db"));
 
   // The servers first (the worker port is the workers' controller URL); until the routes are

@@ -44,7 +44,7 @@ class Controller {
   std::string workerUrl() const;       // the workers' listener (Note [Two listeners])
   int workerPort() const;
   const std::string& token() const;    // the controller (user API) token
-  const std::string& tokenFile() const;
+  const std::string& tokenFile() const;  // "" with --token-secret
   JobManager& jobs();
   Launcher& launcher();
 

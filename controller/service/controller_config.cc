@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <map>
 
+#include "common/jobspec/job_names.h"
 #include "common/jobspec/job_spec_kubernetes.h"
 
 namespace ddp::controller {
@@ -24,6 +25,7 @@ constexpr Option kAllowWorkerCommand{"--allow-worker-command", "DDP_CONTROLLER_A
 constexpr Option kPerClient{"--max-connections-per-client", "DDP_CONTROLLER_MAX_CONNECTIONS_PER_CLIENT"};
 constexpr Option kStateDir{"--state-dir", "DDP_CONTROLLER_STATE_DIR"};
 constexpr Option kTokenFile{"--token-file", "DDP_CONTROLLER_TOKEN_FILE"};
+constexpr Option kTokenSecret{"--token-secret", "DDP_CONTROLLER_TOKEN_SECRET"};
 constexpr Option kWorkerBin{"--worker-bin", "DDP_CONTROLLER_WORKER_BIN"};
 constexpr Option kAdvertise{"--advertise-url", "DDP_CONTROLLER_ADVERTISE_URL"};
 constexpr Option kMaxJobBytes{"--max-job-bytes", "DDP_CONTROLLER_MAX_JOB_BYTES"};
@@ -32,14 +34,15 @@ constexpr Option kLogLevel{"--log-level", "DDP_CONTROLLER_LOG_LEVEL"};
 constexpr Option kLauncher{"--launcher", "DDP_CONTROLLER_LAUNCHER"};
 constexpr Option kWorkerImage{"--worker-image", "DDP_CONTROLLER_WORKER_IMAGE"};
 constexpr Option kWatchNamespace{"--watch-namespace", "DDP_CONTROLLER_WATCH_NAMESPACE"};
+constexpr Option kWatchAll{"--watch-all-namespaces", "DDP_CONTROLLER_WATCH_ALL_NAMESPACES"};  // a switch
 constexpr Option kLeaderLease{"--leader-election-lease", "DDP_CONTROLLER_LEADER_ELECTION_LEASE"};
 constexpr Option kKubeServer{"--kube-server", "DDP_CONTROLLER_KUBE_SERVER"};
 constexpr Option kGangScheduler{"--gang-scheduler-name", "DDP_CONTROLLER_GANG_SCHEDULER_NAME"};
 constexpr Option kMetricsOpen{"--metrics-open", "DDP_CONTROLLER_METRICS_OPEN"};  // a switch
 constexpr Option kMetricsRetention{"--metrics-retention", "DDP_CONTROLLER_METRICS_RETENTION"};
-constexpr Option kAll[] = {kListen,       kWorkerListen, kPerClient,   kPathRoots,   kStateDir,     kTokenFile,   kWorkerBin,     kAdvertise,
+constexpr Option kAll[] = {kListen,       kWorkerListen, kPerClient,   kPathRoots,   kStateDir,     kTokenFile, kTokenSecret,   kWorkerBin,     kAdvertise,
                            kMaxJobBytes,  kHandlerThreads, kLogLevel,  kLauncher,      kWorkerImage,
-                           kWatchNamespace, kLeaderLease, kKubeServer, kMetricsOpen,  kMetricsRetention, kAllowWorkerCommand, kGangScheduler};
+                           kWatchNamespace, kWatchAll, kLeaderLease, kKubeServer, kMetricsOpen,  kMetricsRetention, kAllowWorkerCommand, kGangScheduler};
 
 std::string describe(const Option& o) { return std::string(o.flag) + " / " + o.env; }
 
@@ -64,6 +67,33 @@ Status parseHostPort(const std::string& v, const Option& o, std::string* host, i
   int64_t p = 0;
   DDP_RETURN_IF_ERROR(parseInt(v.substr(colon + 1), o, 0, 65535, &p));
   *port = static_cast<int>(p);
+  return Status::ok();
+}
+
+// "NS,NS": namespace names (DNS-1123 labels), at least one, none twice.
+Status parseNamespaceList(const std::string& v, const Option& o, std::vector<std::string>* out) {
+  for (size_t from = 0; from <= v.size();) {
+    const size_t comma = std::min(v.find(',', from), v.size());
+    const std::string ns = v.substr(from, comma - from);
+    if (!isDns1123Label(ns)) {
+      return invalidArgument(describe(o) + ": '" + ns + "' is not a namespace name (a DNS-1123 label)");
+    }
+    if (std::find(out->begin(), out->end(), ns) != out->end()) return invalidArgument(describe(o) + ": '" + ns + "' twice");
+    out->push_back(ns);
+    from = comma + 1;
+  }
+  return Status::ok();
+}
+
+// A switch's value: "true", "1", "false", "0", or "" (off).
+Status parseSwitch(const std::string& v, const Option& o, bool* out) {
+  if (v == "1" || v == "true") {
+    *out = true;
+  } else if (v == "0" || v == "false" || v.empty()) {
+    *out = false;
+  } else {
+    return invalidArgument(describe(o) + ": '" + v + "' is not true, false, 1 or 0");
+  }
   return Status::ok();
 }
 
@@ -104,11 +134,13 @@ std::string programDir() {
 std::string controllerUsage() {
   return "usage: ddp-controller --state-dir DIR [--listen HOST:PORT] [--worker-listen HOST:PORT]\n"
          "                      [--max-connections-per-client N] [--allowed-path-roots DIR:DIR]\n"
-         "                      [--token-file FILE] [--allow-worker-command PATH:PATH]\n"
+         "                      [--token-file FILE | --token-secret NAME]\n"
+         "                      [--allow-worker-command PATH:PATH]\n"
          "                      [--worker-bin PATH] [--advertise-url URL] [--max-job-bytes N]\n"
          "                      [--handler-threads N] [--log-level debug|info|warning|error]\n"
          "                      [--launcher local|external|kubernetes] [--worker-image IMAGE]\n"
-         "                      [--watch-namespace NS] [--leader-election-lease NAME]\n"
+         "                      [--watch-namespace NS[,NS]] [--watch-all-namespaces]\n"
+         "                      [--leader-election-lease NAME]\n"
          "                      [--gang-scheduler-name volcano|scheduler-plugins-scheduler]\n"
          "                      [--metrics-open] [--metrics-retention SECONDS]\n"
          "The training service: REST job API, rendezvous, store and heartbeats for workers, and\n"
@@ -149,6 +181,12 @@ Status ControllerConfig::validate() const {
   if (launcher != "local" && launcher != "external" && launcher != "kubernetes") {
     return invalidArgument(describe(kLauncher) + ": '" + launcher + "' is not local, external or kubernetes");
   }
+  if (!tokenSecret.empty() && launcher != "kubernetes") {
+    return invalidArgument(describe(kTokenSecret) + ": only with --launcher kubernetes (a Secret of its namespace)");
+  }
+  if (!tokenSecret.empty() && !tokenFile.empty()) {
+    return invalidArgument(describe(kTokenSecret) + ": not with " + describe(kTokenFile) + " (one source of the token)");
+  }
   if (!gangSchedulerName.empty() && !isDnsSubdomain(gangSchedulerName)) {
     return invalidArgument(describe(kGangScheduler) + ": '" + gangSchedulerName + "' is not a scheduler name");
   }
@@ -173,7 +211,7 @@ Result<ControllerConfig> parseControllerConfig(const std::vector<std::string>& a
     bool known = false;
     for (const auto& o : kAll) known = known || flag == o.flag;
     if (!known) return invalidArgument("unknown argument '" + a + "'\n" + controllerUsage());
-    if (!has && flag == kMetricsOpen.flag) {
+    if (!has && (flag == kMetricsOpen.flag || flag == kWatchAll.flag)) {
       value = "true";  // a switch: no value follows
       has = true;
     }
@@ -197,6 +235,7 @@ Result<ControllerConfig> parseControllerConfig(const std::vector<std::string>& a
   if (auto v = get(kPathRoots)) DDP_RETURN_IF_ERROR(parsePathList(*v, kPathRoots, &c.allowedPathRoots));
   if (auto v = get(kAllowWorkerCommand)) DDP_RETURN_IF_ERROR(parsePathList(*v, kAllowWorkerCommand, &c.allowedWorkerCommands));
   if (auto v = get(kTokenFile)) c.tokenFile = *v;
+  if (auto v = get(kTokenSecret)) c.tokenSecret = *v;
   if (auto v = get(kWorkerBin)) c.workerBinary = *v;
   if (auto v = get(kAdvertise)) c.advertiseUrl = *v;
   int64_t n = 0;
@@ -217,20 +256,16 @@ Result<ControllerConfig> parseControllerConfig(const std::vector<std::string>& a
   }
   if (auto v = get(kLauncher)) c.launcher = *v;
   if (auto v = get(kWorkerImage)) c.workerImage = *v;
-  if (auto v = get(kWatchNamespace)) c.watchNamespace = *v;
+  if (auto v = get(kWatchNamespace)) {
+    DDP_RETURN_IF_ERROR(parseNamespaceList(*v, kWatchNamespace, &c.watchNamespaces));
+    c.watchNamespace = c.watchNamespaces.front();
+  }
+  if (auto v = get(kWatchAll)) DDP_RETURN_IF_ERROR(parseSwitch(*v, kWatchAll, &c.watchAllNamespaces));
   if (auto v = get(kLeaderLease)) c.leaderElectionLease = *v;
   if (auto v = get(kKubeServer)) c.kubeServer = *v;
   if (auto v = get(kGangScheduler)) c.gangSchedulerName = *v;
   if (auto v = env("POD_NAME")) c.podName = *v;  // the downward API (the Helm chart sets it)
-  if (auto v = get(kMetricsOpen)) {
-    if (*v == "1" || *v == "true") {
-      c.metricsOpen = true;
-    } else if (*v == "0" || *v == "false" || v->empty()) {
-      c.metricsOpen = false;
-    } else {
-      return invalidArgument(describe(kMetricsOpen) + ": '" + *v + "' is not true, false, 1 or 0");
-    }
-  }
+  if (auto v = get(kMetricsOpen)) DDP_RETURN_IF_ERROR(parseSwitch(*v, kMetricsOpen, &c.metricsOpen));
   if (auto v = get(kMetricsRetention)) {
     DDP_RETURN_IF_ERROR(parseInt(*v, kMetricsRetention, 0, int64_t{7} * 24 * 3600, &n));
     c.metricsRetention = std::chrono::seconds(n);

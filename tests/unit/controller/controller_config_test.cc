@@ -108,6 +108,50 @@ TEST(ControllerConfigTest, MetricsOpenIsASwitchAndRetentionIsSeconds) {
   EXPECT_NE(negative.status().message().find("--metrics-retention"), std::string::npos) << negative.status();
 }
 
+// --watch-namespace lists namespaces (the first takes the REST API's jobs);
+// --watch-all-namespaces is a switch.
+TEST(ControllerConfigTest, WatchedNamespacesAreAListOrAll) {
+  auto one = parseControllerConfig({"--state-dir", "/s", "--watch-namespace", "ml"}, envOf({}));
+  ASSERT_TRUE(one.isOk()) << one.status();
+  EXPECT_EQ(one->watchNamespace, "ml");
+  EXPECT_EQ(one->watchNamespaces, std::vector<std::string>({"ml"}));
+  EXPECT_FALSE(one->watchAllNamespaces);
+  auto list = parseControllerConfig({"--state-dir", "/s", "--watch-namespace=ml,team-a,7b", "--watch-all-namespaces"},
+                                    envOf({}));
+  ASSERT_TRUE(list.isOk()) << list.status();
+  EXPECT_EQ(list->watchNamespace, "ml");
+  EXPECT_EQ(list->watchNamespaces, std::vector<std::string>({"ml", "team-a", "7b"}));
+  EXPECT_TRUE(list->watchAllNamespaces);
+  auto env = parseControllerConfig({"--state-dir", "/s"}, envOf({{"DDP_CONTROLLER_WATCH_ALL_NAMESPACES", "true"}}));
+  ASSERT_TRUE(env.isOk()) << env.status();
+  EXPECT_TRUE(env->watchAllNamespaces);
+  for (const char* bad : {"ml,,x", "ml,Team", "ml,ml", "-ml"}) {
+    auto r = parseControllerConfig({"--state-dir", "/s", "--watch-namespace", bad}, envOf({}));
+    ASSERT_FALSE(r.isOk()) << bad;
+    EXPECT_NE(r.status().message().find("--watch-namespace / DDP_CONTROLLER_WATCH_NAMESPACE: '"), std::string::npos)
+        << r.status();
+  }
+}
+
+// --token-secret: the token in a Secret (Note [Token Secret]), only on Kubernetes, not beside
+// --token-file.
+TEST(ControllerConfigTest, TokenSecretIsForKubernetesAndAloneOfItsKind) {
+  const std::vector<std::string> kube = {"--state-dir", "/s", "--launcher", "kubernetes", "--worker-image", "i"};
+  auto args = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), kube.begin(), kube.end());
+    return more;
+  };
+  auto ok = parseControllerConfig(args({"--token-secret", "ddp-api-token"}), envOf({}));
+  ASSERT_TRUE(ok.isOk()) << ok.status();
+  EXPECT_EQ(ok->tokenSecret, "ddp-api-token");
+  auto local = parseControllerConfig({"--state-dir", "/s", "--token-secret", "t"}, envOf({}));
+  ASSERT_FALSE(local.isOk());
+  EXPECT_NE(local.status().message().find("only with --launcher kubernetes"), std::string::npos) << local.status();
+  auto both = parseControllerConfig(args({"--token-secret", "t", "--token-file", "/f"}), envOf({}));
+  ASSERT_FALSE(both.isOk());
+  EXPECT_NE(both.status().message().find("not with --token-file"), std::string::npos) << both.status();
+}
+
 TEST(ControllerConfigTest, TheWorkerListenerAndThePerClientCap) {
   auto d = parseControllerConfig({"--state-dir", "/s"}, envOf({}));
   ASSERT_TRUE(d.isOk()) << d.status();

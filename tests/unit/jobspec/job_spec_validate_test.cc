@@ -435,3 +435,32 @@ TEST(JobSpecValidateTest, UserDataNeedsItsFilesAndAWellFormedStandardize) {
 
 }  // namespace
 }  // namespace ddp
+
+namespace ddp {
+namespace {
+
+// metadata.namespace: kept (on Kubernetes, where the job's objects go) and written back by
+// toYaml only when set; a value that is no namespace name is refused at the field.
+TEST(JobSpecValidateTest, MetadataNamespaceIsANamespaceName) {
+  auto doc = [](const std::string& ns) {
+    return "apiVersion: ddp.dev/v1\nkind: DDPJob\nmetadata: {name: j, namespace: " + ns +
+           "}\nspec:\n  model: {type: mlp}\n  data: {dataset: synthetic}\n  epochs: 1\n";
+  };
+  auto spec = parseJobSpec(doc("team-a"));
+  ASSERT_TRUE(spec.isOk()) << spec.status();
+  EXPECT_EQ(spec->nameSpace, "team-a");
+  auto again = parseJobSpec(spec->toYaml());
+  ASSERT_TRUE(again.isOk()) << again.status();
+  EXPECT_EQ(again->nameSpace, "team-a");
+  spec->nameSpace.clear();
+  EXPECT_FALSE(contains(spec->toYaml(), "namespace")) << spec->toYaml();
+  for (const char* bad : {"Team", "team_a", "-a"}) {
+    auto errors = errorsOf(doc(bad));
+    const SpecError* e = find(errors, "metadata.namespace");
+    ASSERT_NE(e, nullptr) << bad;
+    EXPECT_TRUE(contains(e->message, "DNS-1123 label")) << e->toString();
+  }
+}
+
+}  // namespace
+}  // namespace ddp

@@ -109,25 +109,6 @@ bool matches(const json& obj, const std::string& ns, const std::map<std::string,
   return true;
 }
 
-// The RBAC refusal of a request ("" when allowed): its verb, API group, resource and namespace
-// as the authorizer sees them, and for writes the owner references' blockOwnerDeletion.
-std::string rbacRefusal(const FakeRbac& rbac, const Target& t, const http::Request& req) {
-  const bool collection = t.name.empty();
-  const std::string w = req.queryValue("watch").value_or("");
-  std::string verb = req.method == "POST" ? "create" : req.method == "PUT" ? "update"
-                     : req.method == "PATCH" ? "patch" : req.method == "DELETE" ? "delete" : "get";
-  if (verb == "get" && collection) verb = w == "1" || w == "true" ? "watch" : "list";
-  const size_t slash = t.apiVersion.find('/');
-  const std::string group = slash == std::string::npos ? "" : t.apiVersion.substr(0, slash);
-  const std::string base = t.resource.substr(t.resource.rfind('/') + 1);
-  const std::string resource = t.sub.empty() ? base : base + "/" + t.sub;
-  std::string why = rbac.refusal(verb, group, resource, t.ns, t.name);
-  if (why.empty() && (verb == "create" || verb == "update" || verb == "patch")) {
-    why = rbac.ownerRefusal(json::parse(req.body, nullptr, false), base, t.ns);
-  }
-  return why;
-}
-
 }  // namespace
 
 struct Watcher {
@@ -420,7 +401,10 @@ void FakeKubeApiServer::State::handle(http::Request& req, std::shared_ptr<http::
     return;
   }
   if (rbac) {
-    if (std::string why = rbacRefusal(*rbac, *t, req); !why.empty()) {
+    const std::string w = req.queryValue("watch").value_or("");
+    const FakeRbac::Request r{req.method, w == "1" || w == "true", t->apiVersion,
+                              t->resource.substr(t->resource.rfind('/') + 1), t->sub, t->ns, t->name};
+    if (std::string why = rbac->requestRefusal(r, req.body); !why.empty()) {
       refused.push_back(req.method + " " + std::string(req.target) + ": " + why);
       return (void)out->reply(statusResponse(403, "Forbidden", why));
     }

@@ -79,6 +79,19 @@ std::string FakeRbac::ownerRefusal(const json& object, const std::string& resour
   return "";
 }
 
+std::string FakeRbac::requestRefusal(const Request& r, const std::string& body) const {
+  std::string verb = r.method == "POST" ? "create" : r.method == "PUT" ? "update"
+                     : r.method == "PATCH" ? "patch" : r.method == "DELETE" ? "delete" : "get";
+  if (verb == "get" && r.name.empty()) verb = r.watch ? "watch" : "list";
+  const size_t slash = r.apiVersion.find('/');
+  const std::string group = slash == std::string::npos ? "" : r.apiVersion.substr(0, slash);
+  std::string why = refusal(verb, group, r.sub.empty() ? r.resource : r.resource + "/" + r.sub, r.ns, r.name);
+  if (why.empty() && (verb == "create" || verb == "update" || verb == "patch")) {
+    why = ownerRefusal(json::parse(body, nullptr, false), r.resource, r.ns);
+  }
+  return why;
+}
+
 void FakeRbac::revoke(const std::string& verb, const std::string& group, const std::string& resource) {
   for (RbacGrant& g : grants_) {
     for (PolicyRule& r : g.rules) {

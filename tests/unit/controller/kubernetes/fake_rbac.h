@@ -42,6 +42,16 @@ class FakeRbac {
                       const std::string& ns, const std::string& name) const;
   // The same for the owner references of `object`, written in `ns` (blockOwnerDeletion).
   std::string ownerRefusal(const nlohmann::json& object, const std::string& resource, const std::string& ns) const;
+  // A request as the authorizer sees it.
+  struct Request {
+    std::string method;  // GET, POST, PUT, PATCH, DELETE
+    bool watch = false;  // GET ...?watch=1
+    std::string apiVersion, resource, sub, ns, name;  // "v1" or "group/version"; "pods"; "log"
+  };
+  // "" when `r` is allowed, else the API server's message: its verb (list, watch, get, create,
+  // update, patch, delete), group, resource and namespace, and for a write the owner references
+  // of `body` (blockOwnerDeletion).
+  std::string requestRefusal(const Request& r, const std::string& body) const;
   // Drops every rule's `verb` on `group`/`resource` (a chart's Role without one of its rules).
   void revoke(const std::string& verb, const std::string& group, const std::string& resource);
 

@@ -3,9 +3,14 @@
 // controller's ServiceAccount exactly what the rendered Roles, ClusterRoles and bindings give
 // it, and ddp-controller's Controller (in process, --launcher kubernetes, leader election) runs
 // a DDPJob: every request it makes must be allowed. Without the Role's ddpjobs/finalizers rule
-// (issue 28 item 2) the same run gets 403 for the job's owned objects.
-// The manifest comes from DDP_CHART_MANIFEST (tests/kubernetes/check.sh rbac renders the chart
-// and runs this program; ctest: KubernetesChartRbac); without it these tests skip.
+// (issue 28 item 2) the same run gets 403 for the job's owned objects. Rendered with
+// controller.watchNamespaces or controller.watchAllNamespaces, the chart lets the controller
+// (started with the flags the chart gives it) run a DDPJob of another namespace there; the
+// default rendering does not.
+// The manifests come from DDP_CHART_MANIFEST, DDP_CHART_MANIFEST_NAMESPACES (watchNamespaces:
+// [team-b]) and DDP_CHART_MANIFEST_CLUSTER (watchAllNamespaces) (tests/kubernetes/check.sh rbac
+// renders the chart and runs this program; ctest: KubernetesChartRbac); without them these
+// tests skip.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -27,9 +32,10 @@ using kube::testing::FakeRbac;
 using kube::testing::waitUntil;
 using nlohmann::json;
 
-// The grants of ServiceAccount ml/ddp in the rendered chart (release "ddp", namespace "ml").
-std::optional<FakeRbac> chartRbac() {
-  const char* path = std::getenv("DDP_CHART_MANIFEST");
+// The grants of ServiceAccount ml/ddp in the rendered chart (release "ddp", namespace "ml") that
+// the environment variable `var` names.
+std::optional<FakeRbac> chartRbac(const char* var = "DDP_CHART_MANIFEST") {
+  const char* path = std::getenv(var);
   if (path == nullptr) return std::nullopt;
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << "cannot read " << path;
@@ -41,18 +47,21 @@ std::optional<FakeRbac> chartRbac() {
 }
 
 class KubernetesChartRbacTest : public ::testing::Test {
- protected:
+ public:
   void SetUp() override {
     rbac_ = chartRbac();
     if (!rbac_) GTEST_SKIP() << "DDP_CHART_MANIFEST is not set (tests/kubernetes/check.sh rbac sets it)";
     ASSERT_TRUE(api_.start().isOk());
   }
-  // The controller as the chart starts it (its flags), against the fake.
-  Result<std::unique_ptr<Controller>> startController() {
+  // The controller as the chart starts it (its flags, `watch` those of the namespaces), against
+  // the fake.
+  Result<std::unique_ptr<Controller>> startController(std::vector<std::string> watch = {"--watch-namespace=ml"}) {
+    std::vector<std::string> args = {"--state-dir", dir_.path(), "--listen", "127.0.0.1:0", "--launcher",
+                                     "kubernetes", "--worker-image", "ddp-service:0.1.0", "--leader-election-lease",
+                                     "ddp-leader", "--token-secret", "ddp-api-token", "--kube-server", api_.url()};
+    args.insert(args.end(), watch.begin(), watch.end());
     auto config = parseControllerConfig(
-        {"--state-dir", dir_.path(), "--listen", "127.0.0.1:0", "--launcher", "kubernetes", "--worker-image",
-         "ddp-service:0.1.0", "--watch-namespace", "ml", "--leader-election-lease", "ddp-leader", "--kube-server",
-         api_.url()},
+        args,
         [](const std::string& name) -> std::optional<std::string> {
           if (name == "POD_NAME") return "ddp-7d9f-abc";
           return std::nullopt;
@@ -60,8 +69,8 @@ class KubernetesChartRbacTest : public ::testing::Test {
     if (!config.isOk()) return config.status();
     return Controller::start(*config);
   }
-  void submitJob() {
-    api_.put("ddp.dev/v1/ddpjobs", "ml",
+  void submitJob(const std::string& ns = "ml") {
+    api_.put("ddp.dev/v1/ddpjobs", ns,
              json::parse(R"({"metadata":{"name":"fm"},"spec":{"workers":{"count":2},"model":{"type":"mlp"},)"
                          R"("data":{"dataset":"synthetic"},"epochs":1}})"));
   }
@@ -85,6 +94,7 @@ TEST_F(KubernetesChartRbacTest, TheChartsRolesLetTheControllerRunADdpJob) {
   ASSERT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; })) << refusals();
   EXPECT_TRUE(api_.object("services", "ml", "fm").has_value());
   EXPECT_TRUE(api_.object("secrets", "ml", "fm-worker-token").has_value());
+  EXPECT_TRUE(api_.object("secrets", "ml", "ddp-api-token").has_value());  // --token-secret created it
   ASSERT_TRUE(waitUntil([&] {
     auto j = api_.object("ddp.dev/v1/ddpjobs", "ml", "fm");
     return j && j->contains("status") && (*j)["status"].value("phase", "") == "Pending";
@@ -107,6 +117,46 @@ TEST_F(KubernetesChartRbacTest, WithoutTheFinalizersRuleTheJobsObjectsAreForbidd
       << refusals();
   EXPECT_TRUE(api_.objects("pods", "ml").empty());
   (*controller)->stop();
+}
+
+// The controller serves team-b beside ml (the chart's flags for each rendering): its DDPJob's
+// objects go there, and the rendered RBAC must allow exactly that.
+void runsAJobInTeamB(KubernetesChartRbacTest& t, FakeKubeApiServer& api, const FakeRbac& rbac,
+                     std::vector<std::string> flags, bool allowed) {
+  api.enforceRbac(rbac);
+  auto controller = t.startController(std::move(flags));
+  ASSERT_TRUE(controller.isOk()) << controller.status();
+  ASSERT_TRUE(waitUntil([&] { return (*controller)->launcher().ready().isOk() || !api.refusals().empty(); }));
+  t.submitJob("team-b");
+  if (allowed) {
+    ASSERT_TRUE(waitUntil([&] { return api.objects("pods", "team-b").size() == 2; })) << t.refusals();
+    ASSERT_TRUE(waitUntil([&] {
+      auto j = api.object("ddp.dev/v1/ddpjobs", "team-b", "fm");
+      return j && j->value("status", json::object()).value("phase", "") == "Pending";
+    })) << t.refusals();
+    EXPECT_EQ(t.refusals(), "");
+  } else {
+    ASSERT_TRUE(waitUntil([&] { return t.refusals().find("namespace \"team-b\"") != std::string::npos; }));
+    EXPECT_TRUE(api.objects("pods", "team-b").empty());
+  }
+  (*controller)->stop();
+}
+
+TEST_F(KubernetesChartRbacTest, WatchNamespacesGrantsEachNamespace) {
+  auto rbac = chartRbac("DDP_CHART_MANIFEST_NAMESPACES");
+  if (!rbac) GTEST_SKIP() << "DDP_CHART_MANIFEST_NAMESPACES is not set";
+  runsAJobInTeamB(*this, api_, *rbac, {"--watch-namespace=ml,team-b"}, true);
+}
+
+TEST_F(KubernetesChartRbacTest, WatchAllNamespacesGrantsTheCluster) {
+  auto rbac = chartRbac("DDP_CHART_MANIFEST_CLUSTER");
+  if (!rbac) GTEST_SKIP() << "DDP_CHART_MANIFEST_CLUSTER is not set";
+  runsAJobInTeamB(*this, api_, *rbac, {"--watch-namespace=ml", "--watch-all-namespaces"}, true);
+}
+
+// The default rendering grants the release namespace only: serving team-b too is refused.
+TEST_F(KubernetesChartRbacTest, TheDefaultRbacDoesNotReachAnotherNamespace) {
+  runsAJobInTeamB(*this, api_, *rbac_, {"--watch-namespace=ml,team-b"}, false);
 }
 
 }  // namespace

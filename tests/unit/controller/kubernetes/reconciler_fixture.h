@@ -67,7 +67,7 @@ class KubernetesReconcilerTest : public FakeApiTest {
   void restartReconciler() {
     if (reconciler_) reconciler_->stop();
     DdpJobReconcilerOptions ro;
-    ro.watchNamespace = "ml";
+    ro.watchNamespaces = {"ml"};
     ro.tick = std::chrono::milliseconds(50);
     ro.podListInterval = std::chrono::milliseconds(100);
     ro.eventPollInterval = std::chrono::milliseconds(100);
