@@ -48,9 +48,13 @@ TEST(KubernetesControllerTest, ControllerRunsDdpJobsThroughTheKubernetesLauncher
   ASSERT_TRUE(controller.isOk()) << controller.status();
   EXPECT_EQ((*controller)->launcher().name(), "kubernetes");
   ASSERT_TRUE(waitUntil([&] { return (*controller)->launcher().ready().isOk(); })) << (*controller)->launcher().ready();
-  auto lease = api.object("coordination.k8s.io/v1/leases", "ml", "ddp-leader");
-  ASSERT_TRUE(lease.has_value());
-  EXPECT_EQ((*lease)["spec"]["holderIdentity"], "ddp-7d9f-abc");
+  // Ready no longer means leading (a standby is Ready too: Note [Standby replicas]): wait for
+  // this replica, the only one, to take the Lease.
+  std::optional<json> lease;
+  EXPECT_TRUE(waitUntil([&] {
+    lease = api.object("coordination.k8s.io/v1/leases", "ml", "ddp-leader");
+    return lease.has_value() && (*lease)["spec"].value("holderIdentity", "") == "ddp-7d9f-abc";
+  })) << (lease ? lease->dump() : "no lease");
 
   api.put("ddp.dev/v1/ddpjobs", "ml",
           json::parse(R"({"metadata":{"name":"fm"},"spec":{"workers":{"count":2},"model":{"type":"mlp"},)"
