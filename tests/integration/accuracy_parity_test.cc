@@ -62,8 +62,8 @@ TEST(AccuracyParityTest, VariantsAndWorkerCountsWithinHalfAPointOfAllreduce) {
       {"powersgd-4", 2, 64, "  commHook: {type: powerSGD, powerSGD: {rank: 4, startIter: 10}}\n"},
       {"zero1", 2, 64, "  zero: zero1\n"},
       {"dfa", 2, 64, "  zero: dfa\n"},
-      {"1-worker", 1, 128, ""},
-      {"4-workers", 4, 32, ""},
+      {"one-worker", 1, 128, ""},
+      {"four-workers", 4, 32, ""},
   };
   for (const auto& v : variants) {
     SCOPED_TRACE(v.name);
