@@ -38,7 +38,8 @@ void appendKubernetesFields(std::vector<SpecField>* out) {
   f.push_back(string("spec.kubernetes.checkpointVolumeClaim", kube(&K::checkpointVolumeClaim),
                      "A PVC mounted at spec.checkpoint.dir in every worker."));
   f.push_back(boolean("spec.kubernetes.capSysNice", kube(&K::capSysNice),
-                      "Add CAP_SYS_NICE for the communication threads."));
+                      "Add CAP_SYS_NICE (as root) for the communication threads' real-time priority; "
+                      "needs a privileged namespace (baseline and restricted forbid it)."));
   f.push_back(string("spec.kubernetes.shmSize", kube(&K::shmSize),
                      "sizeLimit of the pod's memory-backed /dev/shm (NCCL's shared memory; counts against the "
                      "pod's memory); empty: 1Gi per rank of the pod."));

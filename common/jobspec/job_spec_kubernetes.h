@@ -96,7 +96,7 @@ struct KubernetesSpec {
   std::vector<TolerationSpec> tolerations;
   std::string serviceAccountName;     // empty: the namespace's default
   std::string checkpointVolumeClaim;  // a PVC mounted at spec.checkpoint.dir in every worker
-  bool capSysNice = true;             // add CAP_SYS_NICE (Note [Comm thread priority])
+  bool capSysNice = false;            // add CAP_SYS_NICE, as root (Note [Worker pod security])
   std::string shmSize;                // /dev/shm's sizeLimit; empty: kShmGiPerRank Gi per rank of the pod
   bool hostNetwork = false;           // the pods use the node's network namespace
   bool hostIPC = false;               // the pods use the node's IPC namespace

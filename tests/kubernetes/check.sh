@@ -6,7 +6,9 @@
 #                     ServiceMonitor API present) + the CRD + manifests/install.yaml + the
 #                     token Secret as kubectl creates it (docs/KUBERNETES.md): every
 #                     object validated against the Kubernetes schemas (kubernetes-models);
-#                     the validator must refuse tests/kubernetes/fixtures/invalid-objects.yaml
+#                     the validator must refuse tests/kubernetes/fixtures/invalid-objects.yaml;
+#                     the controller's pods meet the restricted Pod Security Standard
+#                     (pod_security.mjs), which must refuse fixtures/privileged-pods.yaml
 #   crd-examples      manifests/examples/*.yaml and examples/*.yaml against the CRD schema
 #                     (ajv); it must refuse tests/kubernetes/fixtures/invalid-ddpjobs.yaml. The
 #                     CRD's CEL admission rules (validate_cel_rules.mjs, @bufbuild/cel): every
@@ -194,6 +196,13 @@ case "${1:-}" in
     # The token Secret that docs/KUBERNETES.md and manifests/install.yaml tell users to create.
     "$tools/bin/kubectl" create secret generic ddp-api-token -n ddp-system --from-literal=token=t \
       --dry-run=client -o yaml >"$work/token-secret.yaml"
+    # The controller's pods (and the chart test's) meet the restricted Pod Security Standard;
+    # the checker refuses pods that do not, naming the rule (the launcher's worker pods:
+    # KubernetesWorkerObjectsTest.DefaultPodsMeetTheRestrictedPodSecurityStandard).
+    node tests/kubernetes/pod_security.mjs "$work/default.yaml" "$work/all-on.yaml"
+    must_fail "0 pods meet restricted, 2 do not" node tests/kubernetes/pod_security.mjs tests/kubernetes/fixtures/privileged-pods.yaml
+    must_fail "capability SYS_NICE added (baseline allows only the default set)" \
+      node tests/kubernetes/pod_security.mjs --level baseline tests/kubernetes/fixtures/privileged-pods.yaml
     node tests/kubernetes/validate_objects.mjs "$work/default.yaml" "$work/all-on.yaml" \
       "$chart/crds/ddpjobs.ddp.dev.yaml" manifests/install.yaml "$work/token-secret.yaml"
     must_fail "data/spec/replicas must be integer" \

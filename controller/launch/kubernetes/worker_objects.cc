@@ -71,6 +71,16 @@ json resources(const JobSpec& spec) {
   return out;
 }
 
+// Note [Worker pod security]: restricted by default; SYS_NICE (as root) only when asked for.
+json containerSecurity(bool capSysNice) {
+  if (capSysNice) {
+    return {{"runAsUser", 0}, {"allowPrivilegeEscalation", false},
+            {"capabilities", {{"drop", json::array({"ALL"})}, {"add", json::array({"SYS_NICE"})}}}};
+  }
+  return {{"runAsUser", kWorkerUid}, {"runAsGroup", kWorkerUid}, {"runAsNonRoot", true},
+          {"allowPrivilegeEscalation", false}, {"capabilities", {{"drop", json::array({"ALL"})}}}};
+}
+
 }  // namespace
 
 // Note [Job names] (common/jobspec/job_names.h) bounds the job name by these.
@@ -105,11 +115,7 @@ json buildWorkerPod(const WorkerObjectsInput& in, int slot) {
                     {"volumeMounts", json::array({{{"name", "dshm"}, {"mountPath", "/dev/shm"}}})}};
   json volumes =
       json::array({{{"name", "dshm"}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", shmSizeLimit(in.spec)}}}}});
-  if (k.capSysNice) {
-    container["securityContext"] = {{"runAsUser", 0}, {"capabilities", {{"add", json::array({"SYS_NICE"})}}}};
-  } else {
-    container["securityContext"] = {{"runAsUser", kWorkerUid}, {"runAsNonRoot", true}};
-  }
+  container["securityContext"] = containerSecurity(k.capSysNice);
   if (!k.checkpointVolumeClaim.empty()) {
     container["volumeMounts"].push_back({{"name", "checkpoints"}, {"mountPath", in.spec.checkpoint.dir}});
     volumes.push_back({{"name", "checkpoints"}, {"persistentVolumeClaim", {{"claimName", k.checkpointVolumeClaim}}}});
@@ -118,7 +124,7 @@ json buildWorkerPod(const WorkerObjectsInput& in, int slot) {
                   {"hostname", name},
                   {"subdomain", in.launch.jobName},
                   {"enableServiceLinks", false},
-                  {"securityContext", {{"fsGroup", kWorkerUid}}},
+                  {"securityContext", {{"fsGroup", kWorkerUid}, {"seccompProfile", {{"type", "RuntimeDefault"}}}}},
                   {"containers", json::array({container})},
                   {"volumes", volumes}};
   if (k.hostNetwork) {

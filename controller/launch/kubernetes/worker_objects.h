@@ -10,25 +10,37 @@
 // token comes from the job's Secret (secretKeyRef, not in the pod spec) and the advertise address
 // is the pod IP (downward API), so Gloo and NCCL reach the worker across nodes. From
 // spec.kubernetes: image (or the controller's default), pull policy, resources (with device cuda
-// and no GPU named, nvidia.com/gpu: 1), nodeSelector, tolerations, service account, CAP_SYS_NICE
-// (capSysNice) for the communication threads' real-time priority, and the checkpoint claim
-// mounted at spec.checkpoint.dir. Kubernetes gives a non-root process no effective
-// capabilities from `capabilities.add` (there are no ambient capabilities in a pod spec), so a
-// worker with capSysNice runs as root in its container (runAsUser 0) and one without runs as the
-// image's user (uid kWorkerUid); fsGroup kWorkerUid lets either write the checkpoint claim. Every pod gets a memory-backed /dev/shm (NCCL's shared memory
+// and no GPU named, nvidia.com/gpu: 1), nodeSelector, tolerations, service account, the
+// security context of Note [Worker pod security], and the checkpoint claim mounted at
+// spec.checkpoint.dir. Every pod gets a memory-backed /dev/shm (NCCL's shared memory
 // between processes; a container's default 64 MiB is too small). Labels: ddp.dev/job and
 // ddp.dev/slot select a job's pods and one slot; owner references to the DDPJob (when it has a
 // uid) let Kubernetes delete them with it. What the schedulers read (schedulerName, Kueue's labels,
 // a gang scheduler's PodGroup label): scheduling_objects.h; the job's
 // spec.kubernetes.template.schedulerName, when set, is the pods' scheduler instead of the
 // controller's. Last, the job's spec.kubernetes.template adds its labels, environment, volumes
-// and placement (Note [Pod template], pod_template_apply.h).
+// and placement (Note [Pod template], pod_template_apply.h); its securityContext is merged over
+// the one of Note [Worker pod security].
 // With spec.workers.perPod N > 1 (Note [Several ranks per pod] in worker/control/pod_supervisor.h)
 // slot p is a pod of N ranks: its container gets DDP_POD_WORKER_IDS (workerIdsOfPod) instead of
 // DDP_WORKER_ID, nvidia.com/gpu: N with device cuda, and a /dev/shm of N GiB unless
 // spec.kubernetes.shmSize says otherwise (the sizeLimit of the memory-backed emptyDir, which
 // counts against the pod's memory limit). spec.kubernetes.hostNetwork (with dnsPolicy
 // ClusterFirstWithHostNet, so the job's Service names still resolve) and hostIPC are passed on.
+//
+// Note [Worker pod security]
+// By default a worker pod meets the Pod Security Standards' restricted level, so it runs in a
+// namespace labelled pod-security.kubernetes.io/enforce: restricted: the image's user (uid and
+// gid kWorkerUid, runAsNonRoot), allowPrivilegeEscalation false, every capability dropped,
+// seccompProfile RuntimeDefault (pod level); fsGroup kWorkerUid lets it write the checkpoint
+// claim. spec.kubernetes.capSysNice (off by default) adds CAP_SYS_NICE for the communication
+// threads' real-time priority (Note [Comm thread priority]). Kubernetes gives a non-root
+// process no effective capability from `capabilities.add` (a pod spec has no ambient
+// capabilities), so such a worker runs as root in its container (runAsUser 0); root and
+// SYS_NICE are forbidden by the baseline level too, so it needs a privileged namespace
+// (docs/KUBERNETES.md, "GPU notes", with the measured effect). tests/kubernetes/pod_security.mjs
+// checks the pods against the restricted rules; the fake API server enforces a namespace's level.
+// The hostNetwork and hostIPC opt-ins are forbidden by baseline too.
 // Thread model: pure functions.
 
 #include <optional>

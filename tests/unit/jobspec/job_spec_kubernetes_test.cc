@@ -40,7 +40,7 @@ spec:
       - {key: spot, operator: Equal, value: "true", effect: NoExecute, tolerationSeconds: 30}
     serviceAccountName: trainer
     checkpointVolumeClaim: ddp-checkpoints
-    capSysNice: false
+    capSysNice: true
     runPolicy:
       cleanPodPolicy: All
       activeDeadlineSeconds: 86400
@@ -54,7 +54,7 @@ TEST(JobSpecKubernetesTest, DefaultsWhenTheSectionIsAbsent) {
   const KubernetesSpec& k = r->kubernetes;
   EXPECT_EQ(k, KubernetesSpec{});
   EXPECT_TRUE(k.image.empty());
-  EXPECT_TRUE(k.capSysNice);
+  EXPECT_FALSE(k.capSysNice);  // restricted Pod Security by default (Note [Worker pod security])
   EXPECT_EQ(k.runPolicy.cleanPodPolicy, CleanPodPolicy::kRunning);
   EXPECT_FALSE(k.runPolicy.activeDeadlineSeconds.has_value());
   EXPECT_FALSE(k.runPolicy.ttlSecondsAfterFinished.has_value());
@@ -79,7 +79,7 @@ TEST(JobSpecKubernetesTest, EveryFieldParsesAndRoundTrips) {
   EXPECT_EQ(k.tolerations[1].tolerationSeconds, 30);
   EXPECT_EQ(k.serviceAccountName, "trainer");
   EXPECT_EQ(k.checkpointVolumeClaim, "ddp-checkpoints");
-  EXPECT_FALSE(k.capSysNice);
+  EXPECT_TRUE(k.capSysNice);
   EXPECT_EQ(k.runPolicy.cleanPodPolicy, CleanPodPolicy::kAll);
   EXPECT_EQ(k.runPolicy.activeDeadlineSeconds, 86400);
   EXPECT_EQ(k.runPolicy.ttlSecondsAfterFinished, 600);

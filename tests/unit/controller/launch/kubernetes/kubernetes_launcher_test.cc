@@ -349,5 +349,32 @@ TEST_F(KubernetesLauncherTest, ObjectsOfAnotherOwnerAreNeitherTakenNorDeleted) {
   EXPECT_TRUE(api_.object("secrets", "ml", "fm-worker-token").has_value());
 }
 
+// Note [Worker pod security], against the fake's Pod Security admission (fake_admission.h): in
+// a namespace enforcing restricted the default pods are admitted; the capSysNice opt-in is
+// refused there and under baseline, naming the rule, and admitted in a privileged namespace.
+TEST_F(KubernetesLauncherTest, PodSecurityAdmissionTakesTheDefaultPodsAndRefusesSysNice) {
+  auto label = [&](const std::string& level) {
+    api_.put("namespaces", "", {{"apiVersion", "v1"}, {"kind", "Namespace"},
+                                {"metadata", {{"name", "ml"}, {"labels", {{"pod-security.kubernetes.io/enforce", level}}}}}});
+  };
+  label("restricted");
+  ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());
+  EXPECT_EQ(api_.objects("pods", "ml").size(), 2u);
+  ASSERT_TRUE(launcher_->forgetJob("fm").isOk());
+  spec_.kubernetes.capSysNice = true;
+  for (const std::string level : {"restricted", "baseline"}) {
+    label(level);
+    const Status st = launcher_->ensureWorkers(launch_);
+    EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;  // 403
+    EXPECT_NE(st.message().find("violates PodSecurity \"" + level + ":latest\""), std::string::npos) << st;
+    EXPECT_NE(st.message().find("\"SYS_NICE\""), std::string::npos) << st;
+    EXPECT_TRUE(api_.objects("pods", "ml").empty());
+    ASSERT_TRUE(launcher_->forgetJob("fm").isOk());
+  }
+  label("privileged");
+  EXPECT_TRUE(launcher_->ensureWorkers(launch_).isOk());
+  EXPECT_EQ(api_.objects("pods", "ml").size(), 2u);
+}
+
 }  // namespace
 }  // namespace ddp::controller::kube

@@ -84,8 +84,8 @@ TEST(KubernetesWorkerObjectsTest, PodCarriesTheJobsKubernetesSection) {
   EXPECT_EQ(c["image"], "ddp-service:0.1.0");  // the job names none: the controller's default
   EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "1");
   EXPECT_EQ(c["resources"]["requests"]["memory"], "8Gi");
-  EXPECT_EQ(c["securityContext"]["capabilities"]["add"][0], "SYS_NICE");
-  EXPECT_EQ(c["securityContext"]["runAsUser"], 0);  // a capability takes effect only for root
+  EXPECT_EQ(c["securityContext"]["capabilities"]["drop"][0], "ALL");  // restricted (Note [Worker pod security])
+  EXPECT_EQ(c["securityContext"]["runAsUser"], kWorkerUid);
   EXPECT_EQ(spec["securityContext"]["fsGroup"], kWorkerUid);
   bool checkpoints = false, shm = false;
   for (const json& m : c["volumeMounts"]) {
@@ -107,17 +107,26 @@ TEST(KubernetesWorkerObjectsTest, PodCarriesTheJobsKubernetesSection) {
   EXPECT_EQ(env.at("DDP_ADVERTISE_ADDR")["valueFrom"]["fieldRef"]["fieldPath"], "status.podIP");
 }
 
-TEST(KubernetesWorkerObjectsTest, CudaGetsOneGpuByDefaultAndCapSysNiceIsAToggle) {
+// Note [Worker pod security]: restricted by default; capSysNice adds SYS_NICE as root.
+TEST(KubernetesWorkerObjectsTest, CudaGetsOneGpuByDefaultAndCapSysNiceIsAnOptIn) {
   WorkerObjectsInput in = gpuJob();
   in.spec.kubernetes.resources.limits.erase(kNvidiaGpuResource);
-  in.spec.kubernetes.capSysNice = false;
   in.spec.kubernetes.image = "registry.example.com/ddp:cuda";
-  const json c = buildWorkerPod(in, 0)["spec"]["containers"][0];
+  ASSERT_FALSE(in.spec.kubernetes.capSysNice);  // the default
+  const json pod = buildWorkerPod(in, 0);
+  const json c = pod["spec"]["containers"][0];
   EXPECT_EQ(c["resources"]["limits"]["nvidia.com/gpu"], "1");
-  EXPECT_FALSE(c["securityContext"].contains("capabilities"));
+  EXPECT_EQ(c["securityContext"]["capabilities"], json({{"drop", {"ALL"}}}));
+  EXPECT_EQ(c["securityContext"]["allowPrivilegeEscalation"], false);
   EXPECT_EQ(c["securityContext"]["runAsUser"], kWorkerUid);
+  EXPECT_EQ(c["securityContext"]["runAsGroup"], kWorkerUid);
   EXPECT_EQ(c["securityContext"]["runAsNonRoot"], true);
+  EXPECT_EQ(pod["spec"]["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
   EXPECT_EQ(c["image"], "registry.example.com/ddp:cuda");
+  in.spec.kubernetes.capSysNice = true;
+  const json nice = buildWorkerPod(in, 0)["spec"]["containers"][0]["securityContext"];
+  EXPECT_EQ(nice["runAsUser"], 0);
+  EXPECT_EQ(nice["capabilities"]["add"], json::array({"SYS_NICE"}));
   in.spec.device = JobDevice::kCpu;
   EXPECT_FALSE(buildWorkerPod(in, 0)["spec"]["containers"][0]["resources"]["limits"].contains("nvidia.com/gpu"));
 }
@@ -224,6 +233,40 @@ TEST(KubernetesWorkerObjectsTest, ObjectsPassTheKubernetesSchemas) {
   if (report.skipped) GTEST_SKIP() << report.text;
   EXPECT_EQ(report.rc, 0) << report.text;
   EXPECT_NE(report.text.find("5 objects valid, 0 invalid"), std::string::npos) << report.text;
+}
+
+// The pods the launcher builds (its own code) against the restricted Pod Security Standard,
+// checked by tests/kubernetes/pod_security.mjs: every default pod (CPU, GPU, with a checkpoint
+// claim) meets it; the capSysNice opt-in meets neither restricted nor baseline, named.
+TEST(KubernetesWorkerObjectsTest, DefaultPodsMeetTheRestrictedPodSecurityStandard) {
+  auto [rc, tools] = run(DDP_SOURCE_DIR "/scripts/k8s_tools.sh");
+  if (rc == 77) GTEST_SKIP() << tools;
+  ASSERT_EQ(rc, 0) << tools;
+  while (!tools.empty() && (tools.back() == '\n')) tools.pop_back();
+  tools = tools.substr(tools.rfind('\n') + 1);
+  const std::string check = "DDP_K8S_MODULES=" + tools + "/node_modules node " DDP_SOURCE_DIR "/tests/kubernetes/pod_security.mjs ";
+  ddp::test::TempDir dir;
+  WorkerObjectsInput gpu = gpuJob();
+  WorkerObjectsInput cpu = gpuJob();
+  cpu.spec.device = JobDevice::kCpu;
+  cpu.spec.kubernetes.checkpointVolumeClaim.clear();
+  {
+    std::ofstream out(dir.path() + "/default.yaml");
+    out << buildWorkerPod(gpu, 0).dump() << "\n---\n" << buildWorkerPod(cpu, 1).dump() << "\n";
+  }
+  auto [ok, report] = run(check + dir.path() + "/default.yaml");
+  EXPECT_EQ(ok, 0) << report;
+  EXPECT_NE(report.find("2 pods meet restricted, 0 do not"), std::string::npos) << report;
+  gpu.spec.kubernetes.capSysNice = true;
+  {
+    std::ofstream out(dir.path() + "/nice.yaml");
+    out << buildWorkerPod(gpu, 0).dump() << "\n";
+  }
+  for (const char* level : {"restricted", "baseline"}) {
+    auto [refused, why] = run(check + "--level " + level + " " + dir.path() + "/nice.yaml");
+    EXPECT_EQ(refused, 1) << why;
+    EXPECT_NE(why.find("capability SYS_NICE added"), std::string::npos) << why;
+  }
 }
 
 }  // namespace
