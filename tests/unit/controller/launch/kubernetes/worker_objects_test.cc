@@ -239,7 +239,7 @@ TEST(KubernetesWorkerObjectsTest, ObjectsPassTheKubernetesSchemas) {
 // checked by tests/kubernetes/pod_security.mjs: every default pod (CPU, GPU, with a checkpoint
 // claim) meets it; the capSysNice opt-in meets neither restricted nor baseline, named.
 TEST(KubernetesWorkerObjectsTest, DefaultPodsMeetTheRestrictedPodSecurityStandard) {
-  auto [rc, tools] = run(DDP_SOURCE_DIR "/scripts/k8s_tools.sh");
+  auto [rc, tools] = testing::runCommand(DDP_SOURCE_DIR "/scripts/k8s_tools.sh");
   if (rc == 77) GTEST_SKIP() << tools;
   ASSERT_EQ(rc, 0) << tools;
   while (!tools.empty() && (tools.back() == '\n')) tools.pop_back();
@@ -254,7 +254,7 @@ TEST(KubernetesWorkerObjectsTest, DefaultPodsMeetTheRestrictedPodSecurityStandar
     std::ofstream out(dir.path() + "/default.yaml");
     out << buildWorkerPod(gpu, 0).dump() << "\n---\n" << buildWorkerPod(cpu, 1).dump() << "\n";
   }
-  auto [ok, report] = run(check + dir.path() + "/default.yaml");
+  auto [ok, report] = testing::runCommand(check + dir.path() + "/default.yaml");
   EXPECT_EQ(ok, 0) << report;
   EXPECT_NE(report.find("2 pods meet restricted, 0 do not"), std::string::npos) << report;
   gpu.spec.kubernetes.capSysNice = true;
@@ -263,7 +263,7 @@ TEST(KubernetesWorkerObjectsTest, DefaultPodsMeetTheRestrictedPodSecurityStandar
     out << buildWorkerPod(gpu, 0).dump() << "\n";
   }
   for (const char* level : {"restricted", "baseline"}) {
-    auto [refused, why] = run(check + "--level " + level + " " + dir.path() + "/nice.yaml");
+    auto [refused, why] = testing::runCommand(check + "--level " + level + " " + dir.path() + "/nice.yaml");
     EXPECT_EQ(refused, 1) << why;
     EXPECT_NE(why.find("capability SYS_NICE added"), std::string::npos) << why;
   }
