@@ -169,7 +169,8 @@ TEST(JobSpecStackTest, MseNeedsFloatTargets) {
 }
 
 TEST(JobSpecStackTest, TheCrdListsEveryKindAsOneKeyObjects) {
-  auto crd = renderJobSpecCrd("x:\n  " + std::string(kCrdSpecPlaceholder) + "\n");
+  auto crd = renderJobSpecCrd("x:\n  " + std::string(kCrdSpecPlaceholder) + "\n  " +
+                              std::string(kCrdDocumentRulesPlaceholder) + "\n");
   ASSERT_TRUE(crd.isOk()) << crd.status();
   const std::string& text = *crd;
   const size_t stack = text.find("stack:");
