@@ -148,6 +148,9 @@ struct Job {
   bool removed = false;  // erased from the registry (deleted, or finished and written): gone
   // Queued for, or being written by, a persistence writer (guarded by mu): queued at most once.
   bool persistQueued = false;
+  // A periodic tick found the job's previous batch still being written: the next tick writes the
+  // periodic figures (progress) instead, so they are not left until the clock moves on.
+  bool periodicOwed = false;
 
   // Every method below requires `mu` held.
   // --- the lifecycle (job.cc)

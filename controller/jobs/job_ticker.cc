@@ -59,7 +59,9 @@ void JobManager::tickOnce() {
       if (job->removed) continue;
       name = job->record.name;
       job->advance(now, scan);
-      a = reconcileTick(job->tickFacts(now, periodic));
+      const bool jobPeriodic = periodic || job->periodicOwed;
+      a = reconcileTick(job->tickFacts(now, jobPeriodic));
+      job->periodicOwed = jobPeriodic && !a.persist && job->persistQueued;
       job->recordTick(a, now);
       if (a.drop) unregister(*job);  // its last batch was written (by an earlier tick's writer)
     }
