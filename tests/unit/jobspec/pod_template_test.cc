@@ -149,7 +149,7 @@ INSTANTIATE_TEST_SUITE_P(
                 "spec.kubernetes.template.tolerations", "together with spec.kubernetes.tolerations"},
         Refusal{"    serviceAccountName: a\n" + std::string(kT) + "      serviceAccountName: b\n",
                 "spec.kubernetes.template.serviceAccountName", "together with spec.kubernetes.serviceAccountName"},
-        Refusal{std::string(kT) + "      containerSecurityContext: {runAsNonRoot: true}\n",
+        Refusal{"    capSysNice: true\n" + std::string(kT) + "      containerSecurityContext: {runAsNonRoot: true}\n",
                 "spec.kubernetes.template.containerSecurityContext.runAsNonRoot", "spec.kubernetes.capSysNice"},
         // Shapes.
         Refusal{std::string(kT) + "      env: [{name: A, value: a}, {name: A, value: b}]\n", "spec.kubernetes.template.env[1].name",
