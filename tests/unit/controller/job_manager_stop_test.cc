@@ -484,7 +484,8 @@ TEST_F(JobManagerStopTest, ASuspendedJobStopsItsWorkersAndResumesWithNewOnes) {
   exited("j-w0", 100, false);
   exited("j-w1", 101, false);
   ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kSuspended; })) << allEvents();
-  const JobCondition* cond = condition(record(), kConditionSuspended);
+  const JobRecord atSuspend = record();  // outlives `cond`, which points into it
+  const JobCondition* cond = condition(atSuspend, kConditionSuspended);
   ASSERT_NE(cond, nullptr);
   EXPECT_TRUE(cond->status);
   EXPECT_EQ(cond->reason, "JobSuspended");
@@ -495,7 +496,8 @@ TEST_F(JobManagerStopTest, ASuspendedJobStopsItsWorkersAndResumesWithNewOnes) {
   ASSERT_TRUE(resumed.isOk()) << resumed.status();
   EXPECT_EQ(resumed->phase, JobPhase::kPending);
   EXPECT_FALSE(jobs_->spec(kJob)->suspend);
-  cond = condition(record(), kConditionSuspended);
+  const JobRecord atResume = record();
+  cond = condition(atResume, kConditionSuspended);
   ASSERT_NE(cond, nullptr);
   EXPECT_FALSE(cond->status);
   EXPECT_EQ(cond->reason, "JobResumed");
