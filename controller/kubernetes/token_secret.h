@@ -17,6 +17,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "controller/launch/kubernetes/base64.h"
 #include "controller/launch/kubernetes/kube_client.h"
 
 namespace ddp::controller::kube {
@@ -26,8 +27,5 @@ inline constexpr const char* kApiTokenKey = "token";
 // The token in Secret `nameSpace`/`name`, creating the Secret when absent (Note [Token Secret]).
 Result<std::string> loadOrCreateTokenSecret(KubeClient& client, const std::string& nameSpace, const std::string& name);
 
-// Standard base64 (with padding), and back (InvalidArgument for text that is not base64).
-std::string base64Encode(const std::string& bytes);
-Result<std::string> base64Decode(const std::string& text);
 
 }  // namespace ddp::controller::kube

@@ -6,6 +6,7 @@
 
 #include "common/log.h"
 #include "common/secret.h"
+#include "controller/launch/kubernetes/base64.h"
 #include "controller/launch/kubernetes/object_ownership.h"
 
 namespace ddp::controller::kube {
@@ -34,27 +35,12 @@ class TextLogStream final : public LogStream {
   bool done_ = false;
 };
 
-std::string base64(const std::string& in) {
-  static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (size_t i = 0; i < in.size(); i += 3) {
-    uint32_t v = static_cast<unsigned char>(in[i]) << 16;
-    if (i + 1 < in.size()) v |= static_cast<unsigned char>(in[i + 1]) << 8;
-    if (i + 2 < in.size()) v |= static_cast<unsigned char>(in[i + 2]);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += i + 1 < in.size() ? kAlphabet[(v >> 6) & 63] : '=';
-    out += i + 2 < in.size() ? kAlphabet[v & 63] : '=';
-  }
-  return out;
-}
-
 // Whether the job's token Secret holds `token`: the API server answers with base64 `data`; an
 // object as written (stringData) is taken too.
 bool secretHoldsToken(const json& secret, const std::string& token) {
   const json data = secret.value("data", json::object());
   if (data.contains(kTokenKey) && data[kTokenKey].is_string()) {
-    return secretEquals(base64(token), data[kTokenKey].get<std::string>());
+    return secretEquals(base64Encode(token), data[kTokenKey].get<std::string>());
   }
   const json stringData = secret.value("stringData", json::object());
   return stringData.contains(kTokenKey) && stringData[kTokenKey].is_string() &&
