@@ -155,19 +155,10 @@ class Bench {
       }
       for (const auto& w : record().workers) pidsBefore[w.rank] = w.pid;
       faultAt = wallSeconds();
-      if (scenario == "grow") {
-        auto scaled = jobs.scale(name, workers);
-        if (!scaled.isOk()) {
-          out.error = "scale: " + scaled.status().toString();
-          return finish(**ctl, out);
-        }
-      } else {
-        if (scenario == "hang") {
-          auto st = controller::readProcStat(pidsBefore[1]);
-          stopped_ = {pidsBefore[1], st.isOk() ? st->startTime : 0};
-        }
-        if (scenario == "shrink") (*ctl)->launcher().holdReplacements(name, true);
-        ::kill(static_cast<pid_t>(pidsBefore[1]), scenario == "hang" ? SIGSTOP : SIGKILL);
+      const int64_t victim = pidsBefore.count(1) ? pidsBefore.at(1) : 0;
+      if (Status st = injectFault(**ctl, name, scenario, workers, victim); !st.isOk()) {
+        out.error = st.message();
+        return finish(**ctl, out);
       }
     }
     const bool done = waitUntil(900, [&] { return jobs.isFinished(name); });
@@ -178,34 +169,55 @@ class Bench {
     }
     out.accuracy = rec.progress.testAccuracy.value_or(0);
     out.restarts = rec.restarts;
-    if (!scenario.empty()) {
-      auto events = jobs.events(name);
-      double verdictAt = 0;
-      for (const auto& e : events.isOk() ? *events : std::vector<controller::JobEvent>{}) {
-        if ((e.reason == "Unresponsive" || e.reason == "Exited" || e.reason == "CollectiveStuck" ||
-             e.reason == "CollectiveFailed" || e.reason == "NoProgress") && verdictAt == 0) {
-          verdictAt = static_cast<double>(e.timeMs) / 1000;
-          out.reason = e.reason;
-        }
-        std::smatch m;
-        static const std::regex redone("steps redone: ([0-9]+)");
-        static const std::regex again("stepping again ([0-9.]+) s after");
-        const bool resumed = e.reason == "Recovered" || e.reason == "Resumed";
-        if (resumed && out.resume == 0 && std::regex_search(e.message, m, redone)) out.lost = std::stoll(m[1]);
-        if (resumed && out.resume == 0 && std::regex_search(e.message, m, again)) out.resume = std::stod(m[1]);
-        if (e.reason == "WorkersJoined" && out.reason.empty()) out.reason = e.reason;
-      }
-      out.detect = scenario == "grow" ? 0 : verdictAt - faultAt;
-      // The healthy workers: every rank but the faulted 1 (grow: every rank of the first generation).
-      for (const auto& [rank, pid] : pidsBefore) {
-        if (rank == 1 && scenario != "grow") continue;
-        bool same = false;
-        for (const auto& w : rec.workers) same = same || w.pid == pid;
-        if (!same) ++out.restartedHealthy;
-      }
-    }
+    if (!scenario.empty()) readRecovery(jobs.events(name), scenario, faultAt, pidsBefore, rec, out);
     out.ok = true;
     return finish(**ctl, out);
+  }
+
+  // Kills (SIGKILL), stops (hang: SIGSTOP) or, for grow, scales the job to `workers`; `victim`
+  // is rank 1's PID.
+  Status injectFault(controller::Controller& ctl, const std::string& name, const std::string& scenario, int workers,
+                     int64_t victim) {
+    if (scenario == "grow") {
+      auto scaled = ctl.jobs().scale(name, workers);
+      return scaled.isOk() ? Status::ok() : internalError("scale: " + scaled.status().toString());
+    }
+    if (scenario == "hang") {
+      auto st = controller::readProcStat(victim);
+      stopped_ = {victim, st.isOk() ? st->startTime : 0};
+    }
+    if (scenario == "shrink") ctl.launcher().holdReplacements(name, true);
+    ::kill(static_cast<pid_t>(victim), scenario == "hang" ? SIGSTOP : SIGKILL);
+    return Status::ok();
+  }
+
+  // The verdict, resume and lost steps from the job's events, and which healthy workers restarted.
+  static void readRecovery(const Result<std::vector<controller::JobEvent>>& events, const std::string& scenario,
+                           double faultAt, const std::map<int, int64_t>& pidsBefore, const controller::JobRecord& rec,
+                           Run& out) {
+    double verdictAt = 0;
+    for (const auto& e : events.isOk() ? *events : std::vector<controller::JobEvent>{}) {
+      if ((e.reason == "Unresponsive" || e.reason == "Exited" || e.reason == "CollectiveStuck" ||
+           e.reason == "CollectiveFailed" || e.reason == "NoProgress") && verdictAt == 0) {
+        verdictAt = static_cast<double>(e.timeMs) / 1000;
+        out.reason = e.reason;
+      }
+      std::smatch m;
+      static const std::regex redone("steps redone: ([0-9]+)");
+      static const std::regex again("stepping again ([0-9.]+) s after");
+      const bool resumed = e.reason == "Recovered" || e.reason == "Resumed";
+      if (resumed && out.resume == 0 && std::regex_search(e.message, m, redone)) out.lost = std::stoll(m[1]);
+      if (resumed && out.resume == 0 && std::regex_search(e.message, m, again)) out.resume = std::stod(m[1]);
+      if (e.reason == "WorkersJoined" && out.reason.empty()) out.reason = e.reason;
+    }
+    out.detect = scenario == "grow" ? 0 : verdictAt - faultAt;
+    // The healthy workers: every rank but the faulted 1 (grow: every rank of the first generation).
+    for (const auto& [rank, pid] : pidsBefore) {
+      if (rank == 1 && scenario != "grow") continue;
+      bool same = false;
+      for (const auto& w : rec.workers) same = same || w.pid == pid;
+      if (!same) ++out.restartedHealthy;
+    }
   }
 
   Run finish(controller::Controller& ctl, Run out) {
