@@ -81,6 +81,39 @@ double processCpuMs() {
 }
 
 // One process; writes "<ms_per_step> <state_bytes> <total_s> <cpu_ms_per_step>" to dir/result_<rank>.
+// The reducer and the optimizer the configuration `a.config` measures (dfa: no reducer).
+struct BenchOptimizers {
+  std::unique_ptr<Reducer> reducer;
+  std::unique_ptr<optim::Optimizer> plain;
+  std::unique_ptr<optim::ZeroRedundancyOptimizer> zero;
+  std::unique_ptr<optim::DistributedFusedAdam> dfa;
+  std::unique_ptr<optim::OptimizerInBackward> oib;
+
+  static Result<BenchOptimizers> create(const Args& a, const std::vector<Parameter*>& params, comm::GlooBackend& gloo) {
+    const auto adam = optim::OptimizerConfig::adam(1e-4f);
+    BenchOptimizers o;
+    if (a.config == "dfa") {
+      optim::DistributedFusedAdamOptions options;
+      options.config = adam;
+      options.bucketCapBytes = static_cast<size_t>(a.dfaBucketMib) << 20;
+      DDP_ASSIGN_OR_RETURN(o.dfa, optim::DistributedFusedAdam::create(params, gloo, options));
+    } else {
+      DDP_ASSIGN_OR_RETURN(o.reducer, Reducer::create(gloo, params));
+      if (a.config == "zero1") {
+        DDP_ASSIGN_OR_RETURN(o.zero, optim::ZeroRedundancyOptimizer::create(params, gloo, adam));
+      } else if (a.config == "oib") {
+        DDP_ASSIGN_OR_RETURN(o.oib, optim::OptimizerInBackward::create(*o.reducer, adam));
+      } else {
+        DDP_ASSIGN_OR_RETURN(o.plain, optim::makeOptimizer(adam, params));
+      }
+    }
+    return o;
+  }
+  size_t stateBytes() const {
+    return dfa ? dfa->stateBytes() : zero ? zero->stateBytes() : oib ? oib->optimizer().stateBytes() : plain->stateBytes();
+  }
+};
+
 Status runWorker(const Args& a) {
   DDP_ASSIGN_OR_RETURN(auto model, buildBenchMlp(a.batch));
   const SyntheticBatches data(a.rank, a.batch);
@@ -93,28 +126,9 @@ Status runWorker(const Args& a) {
   go.timeout = std::chrono::seconds(300);
   DDP_ASSIGN_OR_RETURN(auto gloo, comm::GlooBackend::create(go, *store));
 
-  const auto adam = optim::OptimizerConfig::adam(1e-4f);
-  std::unique_ptr<Reducer> reducer;
-  std::unique_ptr<optim::Optimizer> plain;
-  std::unique_ptr<optim::ZeroRedundancyOptimizer> zero;
-  std::unique_ptr<optim::DistributedFusedAdam> dfa;
-  std::unique_ptr<optim::OptimizerInBackward> oib;
+  DDP_ASSIGN_OR_RETURN(BenchOptimizers opt, BenchOptimizers::create(a, model->parameters(), *gloo));
+  auto& [reducer, plain, zero, dfa, oib] = opt;
   const bool isJoin = a.config.rfind("join", 0) == 0;
-  if (a.config == "dfa") {
-    optim::DistributedFusedAdamOptions o;
-    o.config = adam;
-    o.bucketCapBytes = static_cast<size_t>(a.dfaBucketMib) << 20;
-    DDP_ASSIGN_OR_RETURN(dfa, optim::DistributedFusedAdam::create(model->parameters(), *gloo, o));
-  } else {
-    DDP_ASSIGN_OR_RETURN(reducer, Reducer::create(*gloo, model->parameters()));
-    if (a.config == "zero1") {
-      DDP_ASSIGN_OR_RETURN(zero, optim::ZeroRedundancyOptimizer::create(model->parameters(), *gloo, adam));
-    } else if (a.config == "oib") {
-      DDP_ASSIGN_OR_RETURN(oib, optim::OptimizerInBackward::create(*reducer, adam));
-    } else {
-      DDP_ASSIGN_OR_RETURN(plain, optim::makeOptimizer(adam, model->parameters()));
-    }
-  }
   std::unique_ptr<DdpJoinable> ddpJoin;
   std::unique_ptr<join::Join> joinScope;
   int iterations = a.warmup + a.steps;
@@ -155,10 +169,7 @@ Status runWorker(const Args& a) {
   }
   if (joinScope) DDP_RETURN_IF_ERROR(joinScope->finish(longDeadline()));
   const double totalS = std::chrono::duration<double>(Clock::now() - start).count();
-  const size_t stateBytes = dfa    ? dfa->stateBytes()
-                            : zero ? zero->stateBytes()
-                            : oib  ? oib->optimizer().stateBytes()
-                                   : plain->stateBytes();
+  const size_t stateBytes = opt.stateBytes();
   joinScope.reset();
   oib.reset();  // unregisters its callback from the reducer
   reducer.reset();
