@@ -56,8 +56,10 @@ TEST(JobSpecPerPodTest, CountMinAndMaxMustBeWholePods) {
 }
 
 TEST(JobSpecPerPodTest, PerPodIsBounded) {
-  EXPECT_NE(find(errorsOf(withSpec("  workers: {count: 2, perPod: 0}\n")), "spec.workers.perPod"), nullptr);
-  EXPECT_NE(find(errorsOf(withSpec("  workers: {count: 130, perPod: 65}\n")), "spec.workers.perPod"), nullptr);
+  const auto zero = errorsOf(withSpec("  workers: {count: 2, perPod: 0}\n"));
+  EXPECT_NE(find(zero, "spec.workers.perPod"), nullptr);
+  const auto many = errorsOf(withSpec("  workers: {count: 130, perPod: 65}\n"));
+  EXPECT_NE(find(many, "spec.workers.perPod"), nullptr);
 }
 
 TEST(JobSpecPerPodTest, ANamedGpuCountMustBeOnePerRankOfThePod) {
@@ -71,9 +73,11 @@ TEST(JobSpecPerPodTest, ANamedGpuCountMustBeOnePerRankOfThePod) {
 }
 
 TEST(JobSpecPerPodTest, ShmSizeMustBeAPositiveQuantity) {
-  const SpecError* e = find(errorsOf(withSpec("  kubernetes: {shmSize: lots}\n")), "spec.kubernetes.shmSize");
-  ASSERT_NE(e, nullptr);
-  e = find(errorsOf(withSpec("  kubernetes: {shmSize: \"0\"}\n")), "spec.kubernetes.shmSize");
+  // The errors are kept: find() points into the vector it is given.
+  const auto lots = errorsOf(withSpec("  kubernetes: {shmSize: lots}\n"));
+  ASSERT_NE(find(lots, "spec.kubernetes.shmSize"), nullptr);
+  const auto zero = errorsOf(withSpec("  kubernetes: {shmSize: \"0\"}\n"));
+  const SpecError* e = find(zero, "spec.kubernetes.shmSize");
   ASSERT_NE(e, nullptr);
   EXPECT_TRUE(contains(e->message, "> 0")) << e->message;
   EXPECT_TRUE(parseJobSpec(withSpec("  kubernetes: {shmSize: 512Mi}\n")).isOk());

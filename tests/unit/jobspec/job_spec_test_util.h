@@ -51,6 +51,8 @@ inline const SpecError* find(const std::vector<SpecError>& errors, const std::st
   auto it = std::find_if(errors.begin(), errors.end(), [&](const SpecError& e) { return e.path == path; });
   return it == errors.end() ? nullptr : &*it;
 }
+// A pointer into a temporary would dangle once the statement ends: keep the errors first.
+const SpecError* find(std::vector<SpecError>&& errors, const std::string& path) = delete;
 
 // Every .yaml job file in `dir`, each checked to load and to round-trip through toYaml().
 inline std::vector<JobSpec> loadRoundTripping(const std::string& dir) {
