@@ -26,8 +26,11 @@ tools="$("$root/scripts/k8s_tools.sh")"
 #   kubectl apply --server-side -f manifests/install.yaml
 # The controller creates the API token Secret ddp-api-token (key token) on its first start;
 # to choose the token, create that Secret before applying.
-# The image is ddp-service:<appVersion>: build it from the Dockerfile and push it where the
-# cluster pulls from (or install with helm and --set image.repository=...).
+# The images are ddp-service-controller:<appVersion> (the controller: docker build --target
+# controller) and ddp-service:<appVersion> (the workers: docker build): build them from the
+# Dockerfile and push them where the cluster pulls from (or install with helm and
+# --set controller.image.repository=... --set image.repository=...). GPU nodes need NVIDIA
+# driver 580 or newer (CUDA 13).
 ---
 apiVersion: v1
 kind: Namespace

@@ -31,10 +31,12 @@
 #                     another threshold must fail those tests (promtool from the system: Debian
 #                     package prometheus; skipped without it)
 #   image-libraries BIN_DIR
-#                     the Dockerfile's runtime stage provides every shared library the
-#                     binaries in BIN_DIR link (tests/kubernetes/image_libraries.mjs; node
-#                     only, no npm packages); it must refuse a Dockerfile missing a package
-#                     or running as root
+#                     the Dockerfile's runtime and controller stages provide every shared
+#                     library the binaries in BIN_DIR link, the CUDA table's libraries staged
+#                     once with their links (runtime) or absent (controller)
+#                     (tests/kubernetes/image_libraries.mjs; node only, no npm packages); it
+#                     must refuse a Dockerfile missing a package, running as root, copying a
+#                     CUDA library by a glob, or building the controller image with CUDA
 #   rbac TEST_BIN     the chart's RBAC against the controller: helm template's Roles,
 #                     ClusterRoles and bindings for the controller's ServiceAccount, enforced by
 #                     the fake API server while ddp-controller runs a DDPJob, for the default
@@ -65,11 +67,26 @@ if [ "${1:-}" = image-libraries ]; then
   node tests/kubernetes/image_libraries.mjs "$bin"
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' EXIT
-  grep -v '^      libyaml-cpp0.7 \\$' Dockerfile >"$work/Dockerfile.no-yaml"
-  must_fail "Debian package libyaml-cpp0.7, which the runtime stage does not install" \
-    node tests/kubernetes/image_libraries.mjs --dockerfile "$work/Dockerfile.no-yaml" "$bin"
-  sed 's/^USER 10001:10001$/USER root/' Dockerfile >"$work/Dockerfile.root"
-  must_fail "non-root USER" node tests/kubernetes/image_libraries.mjs --dockerfile "$work/Dockerfile.root" "$bin"
+  refuse() {  # EXPECT SED-SCRIPT: the Dockerfile edited by the sed script must be refused with EXPECT
+    sed "$2" Dockerfile >"$work/Dockerfile.bad"
+    cmp -s Dockerfile "$work/Dockerfile.bad" && { echo "FAIL: sed '$2' changed nothing in the Dockerfile"; exit 1; }
+    must_fail "$1" node tests/kubernetes/image_libraries.mjs --dockerfile "$work/Dockerfile.bad" "$bin"
+  }
+  refuse "Debian package libyaml-cpp0.7, which the runtime stage does not install" \
+    '/AS runtime$/,$ { /^      libyaml-cpp0.7 \\$/d }'
+  refuse "Debian package libsqlite3-0, which the controller stage does not install" \
+    '/AS controller$/,/AS runtime$/ { /^      libsqlite3-0 \\$/d }'
+  refuse "runtime stage must end as a non-root USER" '/AS runtime$/,$ s/^USER 10001:10001$/USER root/'
+  refuse "controller stage must end as a non-root USER" '/AS controller$/,/AS runtime$/ s/^USER 10001:10001$/USER root/'
+  # The libraries copied by globs (as the image once did): each stored twice.
+  refuse "runtime stage copies libcublasLt by a glob (/usr/local/cuda-\${CUDA_SERIES}/targets/x86_64-linux/lib/libcublasLt.so.*)" \
+    's|^COPY --from=cuda-libs /staged/ /usr/local/cuda/lib64/$|COPY --from=cuda-runtime /usr/local/cuda-${CUDA_SERIES}/targets/x86_64-linux/lib/libcublasLt.so.* /usr/local/cuda/lib64/|'
+  refuse "libcublasLt (CUDA table): the runtime stage copies no directory" 's/ libcublas libcublasLt libnccl$/ libcublas libnccl/'
+  # The controller image from the CUDA build stage: not slim.
+  refuse "controller stage copies from build, which is not a stage built with DDP_WITH_CUDA=OFF" \
+    's|^COPY --from=controller-build /out/bin/ /usr/local/bin/$|COPY --from=build /out/bin/ /usr/local/bin/|'
+  refuse "controller stage copies staged CUDA libraries" \
+    '/^COPY --from=controller-build/a COPY --from=cuda-libs /staged/ /usr/local/cuda/lib64/'
   echo "PASS: image-libraries"
   exit 0
 fi
@@ -109,6 +126,8 @@ case "${1:-}" in
     must_fail "minimum" "$helm" lint --strict "$chart" --set controller.replicas=-1
     must_fail "additional properties" "$helm" lint --strict "$chart" --set service.prot=80
     must_fail "does not match pattern" "$helm" lint --strict "$chart" --set image.digest=latest
+    must_fail "does not match pattern" "$helm" lint --strict "$chart" --set controller.image.digest=latest
+    must_fail "additional properties" "$helm" lint --strict "$chart" --set image.pullPolicy=Always
     must_fail "maxSkew" "$helm" lint --strict "$chart" --set-json 'controller.topologySpreadConstraints=[{"topologyKey":"zone"}]'
     ;;
   template)
@@ -134,9 +153,11 @@ case "${1:-}" in
     # Defaults: one replica recreated (the old leader goes before the new pod starts), the
     # Role lets the controller set blockOwnerDeletion on its objects and make a gang scheduler's
     # PodGroups, DDPJobs aggregated into the edit and view roles, no PodDisruptionBudget, the
-    # image by tag.
+    # images by tag: the controller from the slim controller image, the workers from the full one.
     expect "$work/default.yaml" Deployment spec.strategy '{"type":"Recreate"}' \
-      Deployment spec.template.spec.containers[0].image '"ddp-service:0.1.0"' \
+      Deployment spec.template.spec.containers[0].image '"ddp-service-controller:0.1.0"' \
+      Deployment spec.template.spec.containers[0].imagePullPolicy '"IfNotPresent"' \
+      Deployment 'spec.template.spec.containers[0].args' '~"--worker-image=ddp-service:0.1.0"' \
       Role/ddp 'rules[7]' '{"apiGroups":["ddp.dev"],"resources":["ddpjobs/finalizers"],"verbs":["update"]}' \
       Role/ddp 'rules[8]' '{"apiGroups":["scheduling.x-k8s.io","scheduling.volcano.sh"],"resources":["podgroups"],"verbs":["create","delete"]}' \
       ClusterRole/ddp-ddpjobs-edit '["metadata","labels","rbac.authorization.k8s.io/aggregate-to-edit"]' '"true"' \
@@ -152,12 +173,15 @@ case "${1:-}" in
       Service/ddp spec.selector \
       '{"app.kubernetes.io/component":"controller","app.kubernetes.io/instance":"ddp","app.kubernetes.io/name":"ddp","ddp.dev/leader":"true"}' \
       Role/ddp 'rules[0].verbs' '["get","list","watch","create","patch","delete"]'
-    # Every optional part on: registry and digest, common labels on every object, the pod's
+    # Every optional part on: registry and digest (the controller image; the workers' is
+    # controller.workerImage as given), common labels on every object, the pod's
     # options, and the ServiceMonitor scraping with the API token (only the scrape annotations,
     # which cannot carry it, open /metrics).
     expect "$work/all-on.yaml" \
       Deployment spec.template.spec.containers[0].image \
-      '"registry.example.com/ml/ddp-service@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"' \
+      '"registry.example.com/ml/ddp-service-controller@sha256:fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"' \
+      Deployment spec.template.spec.containers[0].imagePullPolicy '"Always"' \
+      Deployment 'spec.template.spec.containers[0].args' '~"--worker-image=registry.example.com/ml/ddp-service:0.1.0-cuda"' \
       Pod/ddp-test-healthz spec.containers[0].image '"registry.example.com/busybox:1.36"' \
       '*' '["metadata","labels","example.com/cost-center"]' '"ml-platform"' \
       Deployment spec.template.spec.priorityClassName '"system-cluster-critical"' \
@@ -254,7 +278,8 @@ EOF
     "$helm" lint --strict "$work/umbrella"
     "$helm" template platform "$work/umbrella" --namespace ml >"$work/umbrella.yaml"
     node tests/kubernetes/render_expect.mjs "$work/umbrella.yaml" \
-      Deployment spec.template.spec.containers[0].image '"mirror.example.com/ddp-service:0.1.0"' \
+      Deployment spec.template.spec.containers[0].image '"mirror.example.com/ddp-service-controller:0.1.0"' \
+      Deployment 'spec.template.spec.containers[0].args' '~"--worker-image=mirror.example.com/ddp-service:0.1.0"' \
       Deployment spec.replicas 2
     node tests/kubernetes/validate_objects.mjs "$work/umbrella.yaml"
     must_fail "additional properties" "$helm" template platform "$work/umbrella" --set ddp.controler.replicas=1

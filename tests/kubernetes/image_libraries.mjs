@@ -1,33 +1,47 @@
-// Checks that the Dockerfile's runtime stage provides every shared library the shipped binaries
-// (ddp-controller, ddp-worker, ddpctl) link, without building the image (no container engine
-// runs here). For each library ldd resolves: the Debian package that owns it (dpkg -S) must be
-// in the runtime stage's apt-get install list, a dependency of one of those (their Depends,
-// read from this machine's dpkg database), or part of the base image (kBasePackages). A library
-// no Debian package owns must be in the CUDA table (kCudaLibraries), and the runtime stage must
-// provide it as the table says. Also: the runtime stage runs as a non-root user, the uid the
-// Helm chart sets, and installs no compiler or headers.
+// Checks that the Dockerfile's images provide every shared library their binaries link, without
+// building them (no container engine runs here): the runtime stage (ddp-controller, ddp-worker,
+// ddpctl with CUDA and NCCL) and the controller stage (ddp-controller and ddpctl, no CUDA). For
+// each library ldd resolves: the Debian package that owns it (dpkg -S) must be in the stage's
+// apt-get install list, a dependency of one of those (their Depends, read from this machine's
+// dpkg database), or part of the base image (kBasePackages). A library no Debian package owns
+// must be in the CUDA table (kCudaLibraries), which the runtime stage provides as the table says
+// and the controller stage must not need. The runtime stage ships the table's libraries staged
+// by scripts/stage_runtime_libs.sh (each file once, links kept) through a directory COPY: no
+// shipped stage copies one by a glob, which follows symlinks and stores each library twice. The
+// controller stage copies its binaries only from a stage built with DDP_WITH_CUDA=OFF. Also:
+// both run as the non-root uid the Helm chart sets and install no compiler or headers.
 //   node image_libraries.mjs [--dockerfile FILE] [--values FILE] BIN_DIR
+// BIN_DIR: a build's bin/ (a CPU build's binaries stand for the controller stage's exactly).
 // Prints what it checked; exits 1 naming every library, package or rule that fails.
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, realpathSync } from "node:fs";
 import path from "node:path";
+import { aptPackages, copies, globMatches, readStages, runVariable, stageNamed, stagedFamilies } from "./dockerfile_stages.mjs";
 
-// What debian:bookworm-slim has before the runtime stage installs anything (priority required).
+// What debian:bookworm-slim has before a stage installs anything (priority required).
 const kBasePackages = ["libc6", "libgcc-s1", "libstdc++6", "zlib1g", "libzstd1", "liblzma5",
   "libbz2-1.0", "libcrypt1", "libselinux1", "libpcre2-8-0", "libacl1", "libattr1", "libaudit1",
   "libcap-ng0", "libgmp10", "libmd0", "libtinfo6", "debconf", "dpkg", "perl-base", "tar"];
 
-// Libraries that no Debian 12 package owns here, and how the runtime stage provides each.
+// Libraries that no Debian 12 package owns here, and how the runtime stage provides each: a
+// family staged by scripts/stage_runtime_libs.sh, or the driver.
 const kCudaLibraries = [
-  { soname: /^libcudart\.so\.\d+$/, copy: "libcudart.so." },
-  { soname: /^libcublas\.so\.\d+$/, copy: "libcublas.so." },
-  { soname: /^libcublasLt\.so\.\d+$/, copy: "libcublasLt.so." },
-  { soname: /^libnccl\.so\.\d+$/, copy: "libnccl.so." },
+  { soname: /^libcudart\.so\.\d+$/, family: "libcudart" },
+  { soname: /^libcublas\.so\.\d+$/, family: "libcublas" },
+  { soname: /^libcublasLt\.so\.\d+$/, family: "libcublasLt" },
+  { soname: /^libnccl\.so\.\d+$/, family: "libnccl" },
   // The driver: mounted into the container by the NVIDIA container toolkit.
   { soname: /^libcuda\.so\.1$/, driver: true },
 ];
 
-const kBinaries = ["ddp-controller", "ddp-worker", "ddpctl"];
+// The images the checks cover: their stage, binaries, whether they hold the CUDA table's
+// libraries, and packages loaded with dlopen (ldd does not see them) that must be listed:
+// NCCL's InfiniBand/RoCE transport needs the verbs drivers of ibverbs-providers.
+const kImages = [
+  { stage: "runtime", binaries: ["ddp-controller", "ddp-worker", "ddpctl"], cuda: true,
+    dlopen: ["libibverbs1", "ibverbs-providers"] },
+  { stage: "controller", binaries: ["ddp-controller", "ddpctl"], cuda: false, dlopen: [] },
+];
 const kCompilerPackages = /^(gcc|g\+\+|cpp|clang|build-essential|cmake|ninja-build|make|cuda-nvcc.*|nvidia-cuda-toolkit)(-\d+)?$|-dev$/;
 
 function args() {
@@ -43,26 +57,6 @@ function args() {
   out.values ??= path.join(root, "charts/ddp/values.yaml");
   if (!out.binDir) throw new Error("usage: image_libraries.mjs [--dockerfile F] [--values F] BIN_DIR");
   return out;
-}
-
-// The runtime stage: from `FROM ... AS runtime` to the next FROM; continuation lines joined.
-function runtimeStage(dockerfile) {
-  const lines = readFileSync(dockerfile, "utf8").replace(/\\\n/g, " ").split("\n");
-  const start = lines.findIndex((l) => /^FROM\s+\S+\s+AS\s+runtime\s*$/i.test(l.trim()));
-  if (start < 0) throw new Error(`${dockerfile}: no stage 'FROM ... AS runtime'`);
-  const rest = lines.slice(start + 1);
-  const end = rest.findIndex((l) => /^FROM\s/i.test(l.trim()));
-  return { from: lines[start].trim(), lines: (end < 0 ? rest : rest.slice(0, end)).map((l) => l.trim()) };
-}
-
-function aptPackages(stage) {
-  const pkgs = [];
-  for (const l of stage.lines) {
-    for (const m of l.matchAll(/apt-get\s+install\s+([^&;|]*)/g)) {
-      for (const w of m[1].split(/\s+/)) if (w && !w.startsWith("-")) pkgs.push(w);
-    }
-  }
-  return pkgs;
 }
 
 function sh(cmd, argv) {
@@ -137,64 +131,148 @@ function linkedLibraries(binary) {
   return libs;
 }
 
+// Base image, no compilers, non-root USER equal to the chart's runAsUser, dlopen'ed packages.
+function checkBasics(image, stage, chartUid, problems) {
+  const listed = aptPackages(stage);
+  const where = `${image.stage} stage`;
+  for (const p of image.dlopen) {
+    if (!listed.includes(p)) problems.push(`${where} must install ${p} (NCCL over InfiniBand/RoCE loads it at run time)`);
+  }
+  if (!/debian:bookworm-slim/.test(stage.from)) problems.push(`${where} base is not debian:bookworm-slim: ${stage.from}`);
+  for (const p of listed) if (kCompilerPackages.test(p)) problems.push(`${where} installs ${p} (no compilers or headers)`);
+  const user = stage.lines.filter((l) => /^USER\s/i.test(l)).pop();
+  const uid = user?.split(/\s+/)[1]?.split(":")[0];
+  if (!uid || uid === "0" || uid === "root") problems.push(`${where} must end as a non-root USER (got ${user ?? "none"})`);
+  else if (uid !== chartUid) problems.push(`${where}: USER ${uid} differs from the chart's runAsUser ${chartUid}`);
+}
+
+// The CUDA table's families that `stage` ships: staged by stage_runtime_libs.sh in a stage whose
+// staging directory it copies whole.
+function shippedFamilies(stages, stage) {
+  const shipped = new Set();
+  for (const c of copies(stage)) {
+    const from = stages.find((s) => s.name === c.from);
+    if (!from) continue;
+    for (const call of stagedFamilies(from)) {
+      const dir = call.dest.replace(/\/+$/, "");
+      if (c.sources.some((src) => src.replace(/\/+$/, "") === dir)) for (const f of call.families) shipped.add(f);
+    }
+  }
+  return shipped;
+}
+
+// No shipped stage copies a CUDA table library by a glob (it follows symlinks: stored twice).
+function checkNoGlobCopies(image, stage, problems) {
+  for (const c of copies(stage)) {
+    for (const src of c.sources) {
+      for (const e of kCudaLibraries.filter((x) => x.family)) {
+        if (globMatches(src, `${e.family}.so.1`) || globMatches(src, `${e.family}.so.1.2.3`)) {
+          problems.push(`${image.stage} stage copies ${e.family} by a glob (${src}), which follows its symlinks and ` +
+            `stores it twice: stage it with scripts/stage_runtime_libs.sh and COPY the directory`);
+        }
+      }
+    }
+  }
+}
+
+// The controller image: its binaries come from a stage built with DDP_WITH_CUDA=OFF.
+function checkCpuBuild(image, stages, stage, problems) {
+  let built = [];
+  for (const c of copies(stage)) {
+    if (c.from === null) continue;
+    const from = stages.find((s) => s.name === c.from);
+    if (!from || runVariable(from, "DDP_WITH_CUDA") !== "OFF") {
+      problems.push(`${image.stage} stage copies from ${c.from}, which is not a stage built with DDP_WITH_CUDA=OFF`);
+      continue;
+    }
+    built = built.concat((runVariable(from, "DDP_BUILD_TARGETS") ?? "").split(/\s+/));
+  }
+  for (const b of image.binaries) {
+    if (!built.includes(b)) problems.push(`${image.stage} stage: no DDP_WITH_CUDA=OFF stage it copies from builds ${b}`);
+  }
+}
+
+function linkedBy(binDir, binaries, problems) {
+  const seen = new Map();
+  for (const b of binaries) {
+    const file = path.join(binDir, b);
+    if (!existsSync(file)) {
+      problems.push(`${file} is missing (build it first)`);
+      continue;
+    }
+    for (const lib of linkedLibraries(file)) {
+      if (!seen.has(lib.soname)) seen.set(lib.soname, { ...lib, by: [] });
+      seen.get(lib.soname).by.push(b);
+    }
+  }
+  return seen;
+}
+
+// Every library the image's binaries link: from a listed package, a dependency of one, the base
+// image, or (the runtime image only) the CUDA table.
+function checkLibraries(image, binDir, stage, shipped, problems) {
+  const listed = aptPackages(stage);
+  const provided = dependencyClosure([...listed, ...kBasePackages]);
+  const libs = linkedBy(binDir, image.binaries, problems);
+  const owned = owners([...libs.values()].filter((l) => l.file !== "not found").map((l) => l.file));
+  const ok = (lib, by, how) => console.log(`ok ${image.stage}: ${lib.soname} (${by}) -> ${how}`);
+  for (const lib of libs.values()) {
+    const by = lib.by.join(", ");
+    const pkg = lib.file === "not found" ? null : owned.get(lib.file);
+    if (lib.file === "not found") {
+      problems.push(`${lib.soname} (${by}): not found by ldd`);
+    } else if (pkg) {
+      const how = listed.includes(pkg) ? "listed" : kBasePackages.includes(pkg) ? "base image" : provided.has(pkg) ? "dependency" : null;
+      if (how) ok(lib, by, `${pkg} (${how})`);
+      else problems.push(`${lib.soname} (${by}) comes from Debian package ${pkg}, which the ${image.stage} stage does not install`);
+    } else {
+      const entry = kCudaLibraries.find((e) => e.soname.test(lib.soname));
+      if (!entry) problems.push(`${lib.soname} (${by}, ${lib.file}): no Debian package owns it and it is not in the CUDA table`);
+      else if (!image.cuda) problems.push(`${lib.soname} (${by}): the ${image.stage} image holds no CUDA or NCCL library`);
+      else if (entry.driver) ok(lib, by, "the NVIDIA container toolkit (driver)");
+      else if (shipped.has(entry.family)) ok(lib, by, "staged from the CUDA image");
+      // else: checkCudaTable names the family that is not shipped.
+    }
+  }
+  return libs.size;
+}
+
+// The runtime image: every family of the table staged and copied, the driver's capabilities set.
+function checkCudaTable(image, stage, shipped, problems) {
+  for (const e of kCudaLibraries) {
+    if (e.driver) {
+      if (!stage.lines.some((l) => /NVIDIA_DRIVER_CAPABILITIES=\S*compute/.test(l))) {
+        problems.push(`${image.stage} stage: the driver library needs NVIDIA_DRIVER_CAPABILITIES with compute`);
+      }
+    } else if (!shipped.has(e.family)) {
+      problems.push(`${e.family} (CUDA table): the ${image.stage} stage copies no directory that scripts/stage_runtime_libs.sh stages it into`);
+    } else {
+      console.log(`ok ${image.stage}: ${e.family}.so.* staged (links kept) and copied as a directory`);
+    }
+  }
+}
+
 const a = args();
-const stage = runtimeStage(a.dockerfile);
-const listed = aptPackages(stage);
-const provided = dependencyClosure([...listed, ...kBasePackages]);
-const problems = [];
-
-// Loaded with dlopen (ldd does not see them): NCCL's InfiniBand/RoCE transport needs the verbs
-// drivers of ibverbs-providers beside libibverbs.
-for (const p of ["libibverbs1", "ibverbs-providers"]) {
-  if (!listed.includes(p)) problems.push(`runtime stage must install ${p} (NCCL over InfiniBand/RoCE loads it at run time)`);
-}
-if (!/debian:bookworm-slim/.test(stage.from)) problems.push(`runtime stage base is not debian:bookworm-slim: ${stage.from}`);
-for (const p of listed) if (kCompilerPackages.test(p)) problems.push(`runtime stage installs ${p} (no compilers or headers)`);
-const user = stage.lines.filter((l) => /^USER\s/i.test(l)).pop();
-const uid = user?.split(/\s+/)[1]?.split(":")[0];
+const stages = readStages(a.dockerfile);
 const chartUid = readFileSync(a.values, "utf8").match(/runAsUser:\s*(\d+)/)?.[1];
-if (!uid || uid === "0" || uid === "root") problems.push(`runtime stage must end as a non-root USER (got ${user ?? "none"})`);
-else if (uid !== chartUid) problems.push(`runtime USER ${uid} differs from the chart's runAsUser ${chartUid}`);
-
-const seenLibs = new Map();
-for (const b of kBinaries) {
-  const file = path.join(a.binDir, b);
-  if (!existsSync(file)) {
-    problems.push(`${file} is missing (build it first)`);
+const problems = [];
+let checked = 0;
+for (const image of kImages) {
+  let stage;
+  try {
+    stage = stageNamed(stages, image.stage, a.dockerfile);
+  } catch (e) {
+    problems.push(e.message);
     continue;
   }
-  for (const lib of linkedLibraries(file)) {
-    if (!seenLibs.has(lib.soname)) seenLibs.set(lib.soname, { ...lib, by: [] });
-    seenLibs.get(lib.soname).by.push(b);
-  }
-}
-const owned = owners([...seenLibs.values()].filter((l) => l.file !== "not found").map((l) => l.file));
-for (const lib of seenLibs.values()) {
-  const by = lib.by.join(", ");
-  if (lib.file === "not found") {
-    problems.push(`${lib.soname} (${by}): not found by ldd`);
-    continue;
-  }
-  const pkg = owned.get(lib.file);
-  if (pkg) {
-    const how = listed.includes(pkg) ? "listed" : kBasePackages.includes(pkg) ? "base image" : provided.has(pkg) ? "dependency" : null;
-    if (how) console.log(`ok ${lib.soname} (${by}) -> ${pkg} (${how})`);
-    else problems.push(`${lib.soname} (${by}) comes from Debian package ${pkg}, which the runtime stage does not install`);
-    continue;
-  }
-  const entry = kCudaLibraries.find((e) => e.soname.test(lib.soname));
-  if (!entry) {
-    problems.push(`${lib.soname} (${by}, ${lib.file}): no Debian package owns it and it is not in the CUDA table`);
-  } else if (entry.driver) {
-    const ok = stage.lines.some((l) => /NVIDIA_DRIVER_CAPABILITIES=\S*compute/.test(l));
-    if (ok) console.log(`ok ${lib.soname} (${by}) -> the NVIDIA container toolkit (driver)`);
-    else problems.push(`${lib.soname} (${by}): the driver library needs NVIDIA_DRIVER_CAPABILITIES with compute`);
-  } else {
-    const ok = stage.lines.some((l) => /^COPY\s+--from=/.test(l) && l.includes(entry.copy));
-    if (ok) console.log(`ok ${lib.soname} (${by}) -> copied from the CUDA image`);
-    else problems.push(`${lib.soname} (${by}): in the CUDA table but the runtime stage copies no ${entry.copy}*`);
-  }
+  const shipped = shippedFamilies(stages, stage);
+  checkBasics(image, stage, chartUid, problems);
+  checkNoGlobCopies(image, stage, problems);
+  if (image.cuda) checkCudaTable(image, stage, shipped, problems);
+  else checkCpuBuild(image, stages, stage, problems);
+  if (!image.cuda && shipped.size) problems.push(`${image.stage} stage copies staged CUDA libraries (${[...shipped].join(", ")})`);
+  checked += checkLibraries(image, a.binDir, stage, shipped, problems);
 }
 for (const p of problems) console.error(`MISSING ${p}`);
-console.log(`${seenLibs.size} libraries checked, ${problems.length} problems`);
-process.exit(problems.length || seenLibs.size === 0 ? 1 : 0);
+console.log(`${checked} libraries checked over ${kImages.length} images, ${problems.length} problems`);
+process.exit(problems.length || checked === 0 ? 1 : 0);

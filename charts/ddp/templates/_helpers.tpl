@@ -58,15 +58,27 @@ app.kubernetes.io/component: controller
 {{- if $registry -}}{{- printf "%s/%s" $registry (index . 1) -}}{{- else -}}{{- index . 1 -}}{{- end -}}
 {{- end -}}
 
-{{/* The controller image: [global.imageRegistry/]repository, then @digest when set, else :tag (tag defaults to the appVersion). */}}
-{{- define "ddp.image" -}}
+{{/* An image of the chart's values: [global.imageRegistry/]repository, then @digest when set, else :tag (tag defaults to the appVersion): include "ddp.imageRef" (list . .Values.image). */}}
+{{- define "ddp.imageRef" -}}
+{{- $root := index . 0 -}}
+{{- $image := index . 1 -}}
 {{- $ref := "" -}}
-{{- if .Values.image.digest -}}
-{{- $ref = printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- if $image.digest -}}
+{{- $ref = printf "%s@%s" $image.repository $image.digest -}}
 {{- else -}}
-{{- $ref = printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- $ref = printf "%s:%s" $image.repository (default $root.Chart.AppVersion $image.tag) -}}
 {{- end -}}
-{{- include "ddp.withRegistry" (list . $ref) -}}
+{{- include "ddp.withRegistry" (list $root $ref) -}}
+{{- end -}}
+
+{{/* The full image (image.*): the workers' default. */}}
+{{- define "ddp.image" -}}
+{{- include "ddp.imageRef" (list . .Values.image) -}}
+{{- end -}}
+
+{{/* The controller image (controller.image.*: the Dockerfile's controller target, no CUDA). */}}
+{{- define "ddp.controllerImage" -}}
+{{- include "ddp.imageRef" (list . .Values.controller.image) -}}
 {{- end -}}
 
 {{/* The Deployment strategy: controller.strategy, else Recreate for one replica and a
