@@ -127,7 +127,7 @@ case "${1:-}" in
     must_fail "additional properties" "$helm" lint --strict "$chart" --set service.prot=80
     must_fail "does not match pattern" "$helm" lint --strict "$chart" --set image.digest=latest
     must_fail "does not match pattern" "$helm" lint --strict "$chart" --set controller.image.digest=latest
-    must_fail "additional properties" "$helm" lint --strict "$chart" --set image.pullPolicy=Always
+    must_fail "value must be one of" "$helm" lint --strict "$chart" --set image.pullPolicy=Sometimes
     must_fail "maxSkew" "$helm" lint --strict "$chart" --set-json 'controller.topologySpreadConstraints=[{"topologyKey":"zone"}]'
     ;;
   template)
@@ -165,6 +165,13 @@ case "${1:-}" in
       ClusterRole/ddp-ddpjobs-view 'rules[0].verbs' '["get","list","watch"]' \
       Deployment spec.template.spec.priorityClassName absent
     grep -q "^kind: PodDisruptionBudget$" "$work/default.yaml" && { echo "FAIL: default render has a PodDisruptionBudget"; exit 1; }
+    # Values written for the chart before the controller image: image.pullPolicy still sets the
+    # controller's pull policy; controller.image.pullPolicy wins over it.
+    "$helm" template ddp "$chart" --namespace ddp --set image.pullPolicy=Always >"$work/old-policy.yaml"
+    expect "$work/old-policy.yaml" Deployment spec.template.spec.containers[0].imagePullPolicy '"Always"'
+    "$helm" template ddp "$chart" --namespace ddp --set image.pullPolicy=Always \
+      --set controller.image.pullPolicy=Never >"$work/both-policies.yaml"
+    expect "$work/both-policies.yaml" Deployment spec.template.spec.containers[0].imagePullPolicy '"Never"'
     "$helm" template ddp "$chart" --namespace ddp --set controller.replicas=3 >"$work/replicas3.yaml"
     # More replicas: a surge pod becomes a Ready standby before an old one goes; the Service
     # selects the leader by its label (Note [Leader label]), which the Role lets it patch.
