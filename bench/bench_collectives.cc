@@ -1,7 +1,9 @@
 // bench_collectives: nccl-tests-style bandwidth of GlooBackend on loopback, plus the baselines
 // measured in the same run: Gloo's own allreduce called directly on the same buffers
 // (impl "gloo_direct" ring and "gloo_direct_bcube"), f16/bf16 vs f32 allreduce, 64 coalesced vs
-// 64 separate 16 KiB allreduces (wall and process CPU time), and memcpy bandwidth.
+// 64 separate 16 KiB allreduces (wall and process CPU time), memcpy bandwidth, and from 1 MiB the
+// loopback TCP ceiling (Note [Loopback TCP ceiling] in bench/common/tcp_ring.h: the bytes a ring
+// moves, moved by plain TCP over 1 and 2 streams) with our busbw as a fraction of it.
 //
 //   build/bin/bench_collectives [--json] [--world 2] [--min-bytes 4096] [--max-bytes 67108864]
 //
@@ -25,6 +27,7 @@
 
 #include "bench/common/json_line.h"
 #include "bench/common/process.h"
+#include "bench/common/tcp_ring.h"
 #include "common/dtype.h"
 #include "common/thread_priority.h"
 #include "worker/comm/gloo_backend.h"
@@ -55,6 +58,7 @@ struct Ctx {
   Args args;
   Backend* b = nullptr;
   std::shared_ptr<::gloo::Context> direct;
+  std::vector<std::unique_ptr<TcpRing>> ceilings;  // 1 and 2 streams (Note [Loopback TCP ceiling])
   bool print() const { return args.rank == 0; }
 };
 
@@ -315,6 +319,42 @@ void check(Ctx& c, const std::string& name, const std::string& type, size_t byte
   }
 }
 
+// The loopback TCP ceiling at this size (Note [Loopback TCP ceiling]): the bytes a ring allreduce
+// moves per rank, moved by plain TCP; reported as an allreduce of `bytes` (same busbw formula).
+Case ceilingCase(Ctx& c, size_t bytes, TcpRing& ring) {
+  Case k{"allreduce", ring.streams() == 1 ? "tcp_ceiling_1stream" : "tcp_ceiling_2streams", "u8", bytes, bytes};
+  const int n = c.args.world;
+  const size_t moved = bytes / n * 2 * (n - 1);
+  k.run = [&ring, moved] {
+    Status st = ring.move(moved);
+    if (!st.isOk()) {
+      std::fprintf(stderr, "%s\n", st.toString().c_str());
+      std::exit(2);
+    }
+  };
+  return k;
+}
+
+void ceilingLine(Ctx& c, size_t bytes, int streams, double fraction) {
+  if (!c.print()) return;
+  if (c.args.json) {
+    JsonLine().add("op", "allreduce").add("check", "busbw_fraction_of_tcp_ceiling").add("type", "f32")
+        .add("bytes", uint64_t(bytes)).add("streams", streams).add("fraction", fraction).print();
+  } else {
+    std::printf("# our allreduce at %zu bytes: %.3f of the loopback TCP ceiling (%d stream%s)\n", bytes, fraction,
+                streams, streams == 1 ? "" : "s");
+  }
+}
+
+Status connectCeilings(Ctx& c, comm::Store& store) {
+  for (int streams : {1, 2}) {
+    DDP_ASSIGN_OR_RETURN(auto ring, TcpRing::connect(store, "bench/tcp" + std::to_string(streams), c.args.rank,
+                                                     c.args.world, streams, Deadline::after(std::chrono::seconds(60))));
+    c.ceilings.push_back(std::move(ring));
+  }
+  return Status::ok();
+}
+
 int runRank(const Args& args) {
   // The whole rank runs at comm priority (Note [Comm thread priority]): Gloo direct's calls run
   // on this thread and its I/O loop inherits the policy, so the baseline is scheduled exactly as
@@ -352,6 +392,10 @@ int runRank(const Args& args) {
     std::fprintf(stderr, "rank %d: gloo direct context: %s\n", args.rank, e.what());
     return 2;
   }
+  if (Status st = connectCeilings(c, **client); !st.isOk()) {
+    std::fprintf(stderr, "rank %d: loopback TCP ring: %s\n", args.rank, st.toString().c_str());
+    return 2;
+  }
   if (c.print() && !args.json) {
     std::printf("# bench_collectives: %d processes on loopback, GlooBackend vs Gloo direct\n", args.world);
     std::printf("# %10s %12s %6s %15s %18s %10s %7s %7s %6s\n", "size(B)", "count", "type", "op", "impl", "time(us)",
@@ -367,6 +411,10 @@ int runRank(const Args& args) {
     cases.push_back(allgatherCase(c, bytes));
     cases.push_back(reduceScatterCase(c, bytes));
     cases.push_back(broadcastCase(c, bytes));
+    const bool ceiling = bytes >= (size_t{1} << 20);
+    if (ceiling) {
+      for (auto& ring : c.ceilings) cases.push_back(ceilingCase(c, bytes, *ring));
+    }
     const int rounds = bytes >= (size_t{16} << 20) ? kRoundsLarge : kRounds;
     for (int round = 0; round < rounds; ++round) {
       for (size_t j = 0; j < cases.size(); ++j) {  // rotate the order: no case is always first
@@ -387,7 +435,11 @@ int runRank(const Args& args) {
     const auto& ours = cases[0].times;
     if (bytes == (size_t{16} << 20) || bytes == (size_t{64} << 20)) {
       const auto& fastest = cases[1].best() <= cases[2].best() ? cases[1].times : cases[2].times;
-      check(c, "vs_gloo_direct", "f32", bytes, pairedRatio([&](int i) { return fastest[i] / ours[i]; }), 0.95);
+      check(c, "vs_gloo_direct", "f32", bytes, pairedRatio([&](int i) { return fastest[i] / ours[i]; }), 1.0);
+    }
+    for (size_t j = 0; ceiling && j < c.ceilings.size(); ++j) {
+      const auto& tcp = cases[8 + j].times;
+      ceilingLine(c, bytes, c.ceilings[j]->streams(), pairedRatio([&](int i) { return tcp[i] / ours[i]; }));
     }
     if (bytes == (size_t{16} << 20)) {
       check(c, "half_vs_f32", "f16", bytes, pairedRatio([&](int i) { return ours[i] / cases[3].times[i]; }), 0.9);
