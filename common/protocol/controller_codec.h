@@ -1,9 +1,8 @@
 #pragma once
-// The controller's codecs of the protocol (controller_messages.h; docs/API.md, "Heartbeats"):
-// a heartbeat read tolerantly (Reading::kTolerant in json_fields.h: an older worker sends
-// fewer fields; unknown fields are ignored), a phase-1 shard report read strictly. What the
-// controller writes back (the heartbeat's answer, the checkpoint verdict) is encoded by
-// worker_codec.h's encoders, the same functions whose decoders the worker uses.
+// The controller's codec of the phase-1 shard report (controller_messages.h), read strictly.
+// The heartbeat's decoder (read tolerantly) is heartbeat_codec.h; what the controller writes
+// back (the heartbeat's answer, the checkpoint verdict) is encoded by worker_codec.h's
+// encoders, the same functions whose decoders the worker uses.
 // Thread model: pure functions.
 
 #include <string_view>
@@ -14,8 +13,6 @@
 
 namespace ddp::protocol {
 
-// InvalidArgument naming the field on a malformed body.
-Result<Heartbeat> decodeHeartbeat(std::string_view json);
 // A shard report (the body of the phase-1 route) as the checkpoint ledger takes it.
 Result<ShardReport> decodeShardReport(std::string_view json);
 ShardReport shardReportOf(const ShardOutcome& o);

@@ -1,9 +1,9 @@
 #pragma once
 // The parts of a heartbeat both sides name alike (docs/API.md, "Heartbeats"): a backend's
-// collectives in flight, one op of a flight record, the last checkpoint written. The worker's
-// HeartbeatReport (worker_messages.h) and the controller's Heartbeat (controller_messages.h)
-// hold them, and their one JSON codec is below: the worker's encoder writes them, both decoders
-// read them through it (strictly or tolerantly, as the JsonFields they pass says).
+// collectives in flight, one op of a flight record, the last checkpoint written. The Heartbeat
+// (heartbeat.h) holds them, and their JSON codec is below: heartbeat_codec.cc writes and reads
+// them through it (strictly or tolerantly, as the JsonFields it passes says), and the flight
+// records the controller keeps reuse the types.
 // Thread model: plain values and pure functions.
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 // The training figures a heartbeat carries (docs/API.md, "Heartbeats"): step, totalSteps,
 // epoch, epochs, loss, samplesPerSecond, and the optional testAccuracy, valLoss,
 // tokensPerSecond and mfu. copyProgressFigures copies them between the structs that hold them
-// (the worker's TrainingProgress into its HeartbeatReport; the controller's decoded Heartbeat
+// (the worker's TrainingProgress into its Heartbeat; the controller's decoded Heartbeat
 // into the job's JobProgress): the one list of these fields, so a new figure is added once.
 // Thread model: pure function.
 

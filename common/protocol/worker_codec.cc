@@ -3,44 +3,13 @@
 
 #include <utility>
 
+#include "common/protocol/heartbeat_codec.h"
 #include "common/protocol/json_fields.h"
 
 namespace ddp::protocol {
 namespace {
 
 using Fields = JsonFields;
-
-Json encodeCounters(const HeartbeatCounters& c) {
-  return Json{{"samples", c.samples},
-              {"steps", c.steps},
-              {"stepSeconds", jsonNumber(c.stepSeconds)},
-              {"commBytes", c.commBytes},
-              {"commExposedSeconds", jsonNumber(c.commExposedSeconds)},
-              {"compressionUncompressedBytes", c.compressionUncompressedBytes},
-              {"compressionSentBytes", c.compressionSentBytes}};
-}
-
-Status decodeCounters(const Fields& f, HeartbeatCounters* c) {
-  DDP_RETURN_IF_ERROR(f.getInt("samples", &c->samples, false));
-  DDP_RETURN_IF_ERROR(f.getInt("steps", &c->steps, false));
-  DDP_RETURN_IF_ERROR(f.getDouble("stepSeconds", &c->stepSeconds, false));
-  DDP_RETURN_IF_ERROR(f.getInt("commBytes", &c->commBytes, false));
-  DDP_RETURN_IF_ERROR(f.getDouble("commExposedSeconds", &c->commExposedSeconds, false));
-  DDP_RETURN_IF_ERROR(f.getInt("compressionUncompressedBytes", &c->compressionUncompressedBytes, false));
-  return f.getInt("compressionSentBytes", &c->compressionSentBytes, false);
-}
-
-Json shardOutcomeJson(const ShardOutcome& o) {
-  Json j{{"rank", o.rank}, {"ok", o.ok}, {"snapshotSeconds", jsonNumber(o.snapshotSeconds)},
-         {"writeSeconds", jsonNumber(o.writeSeconds)}};
-  if (o.ok) {
-    j["bytes"] = o.entry.bytes;
-    j["crc"] = o.entry.crc;
-  } else {
-    j["error"] = o.error;
-  }
-  return j;
-}
 
 // A shard's size and CRC-32 ("bytes", "crc"), required when `required`.
 Status decodeEntry(const Fields& f, bool required, ManifestEntry* out) {
@@ -75,21 +44,6 @@ Status decodeOnDisk(const Fields& f, CommitOutcome* o) {
     o->onDiskDetail.push_back(std::move(c));
   }
   return Status::ok();
-}
-
-// The report's progress fields (everything but identity, counters and lists).
-Status decodeProgress(const Fields& f, const Json& j, HeartbeatReport* r) {
-  DDP_RETURN_IF_ERROR(f.getInt("step", &r->step, false));
-  DDP_RETURN_IF_ERROR(f.getInt("totalSteps", &r->totalSteps, false));
-  DDP_RETURN_IF_ERROR(f.getInt("epoch", &r->epoch, false));
-  DDP_RETURN_IF_ERROR(f.getInt("epochs", &r->epochs, false));
-  DDP_RETURN_IF_ERROR(f.getDouble("loss", &r->loss, false));
-  DDP_RETURN_IF_ERROR(f.getDouble("samplesPerSecond", &r->samplesPerSecond, false));
-  for (auto [key, out] : {std::pair{"testAccuracy", &r->testAccuracy}, std::pair{"valLoss", &r->valLoss},
-                          std::pair{"tokensPerSecond", &r->tokensPerSecond}, std::pair{"mfu", &r->mfu}}) {
-    DDP_RETURN_IF_ERROR(f.getOptionalDouble(key, out));
-  }
-  return f.getString("message", &r->message, false);
 }
 
 }  // namespace
@@ -153,78 +107,6 @@ Result<Assignment> decodeAssignment(std::string_view json) {
                            std::to_string(a.worldSize) + ")");
   }
   return a;
-}
-
-std::string encodeHeartbeatReport(const HeartbeatReport& r) {
-  Json ext = Json::object();
-  for (const auto& [k, v] : r.ext) ext[k] = jsonNumber(v);
-  Json j{{"workerId", r.workerId},
-                   {"rank", r.rank},
-                   {"state", workerStateName(r.state)},
-                   {"step", r.step},
-                   {"totalSteps", r.totalSteps},
-                   {"epoch", r.epoch},
-                   {"epochs", r.epochs},
-                   {"loss", jsonNumber(r.loss)},
-                   {"samplesPerSecond", jsonNumber(r.samplesPerSecond)},
-                   {"testAccuracy", r.testAccuracy ? jsonNumber(*r.testAccuracy) : Json(nullptr)},
-                   {"counters", encodeCounters(r.counters)},
-                   {"collectives", collectivesJson(r.collectives)},
-                   {"checkpoint", checkpointJson(r.checkpoint)},
-                   {"message", r.message},
-                   {"ext", ext}};
-  // Sent only when known: a heartbeat without them reads as one from an older worker.
-  if (r.valLoss) j["valLoss"] = jsonNumber(*r.valLoss);
-  if (r.tokensPerSecond) j["tokensPerSecond"] = jsonNumber(*r.tokensPerSecond);
-  if (r.mfu) j["mfu"] = jsonNumber(*r.mfu);
-  if (!r.flightRecord.empty()) j["flightRecord"] = flightRecordJson(r.flightRecord);
-  if (r.lastShard) {
-    Json shard = shardOutcomeJson(r.lastShard->outcome);
-    shard["generation"] = r.lastShard->generation;
-    shard["step"] = r.lastShard->step;
-    j["lastShard"] = shard;
-  }
-  return dumpJson(j);
-}
-
-Result<HeartbeatReport> decodeHeartbeatReport(std::string_view json) {
-  DDP_ASSIGN_OR_RETURN(Json j, parseJsonObject(json, "heartbeat"));
-  Fields f(j, "heartbeat");
-  HeartbeatReport r;
-  DDP_RETURN_IF_ERROR(f.getString("workerId", &r.workerId));
-  DDP_RETURN_IF_ERROR(f.getInt("rank", &r.rank));
-  std::string state;
-  DDP_RETURN_IF_ERROR(f.getString("state", &state));
-  if (!parseWorkerState(state, &r.state)) {
-    return invalidArgument("heartbeat.state: '" + state + "' is not Running, Succeeded, Failed or Stopped");
-  }
-  DDP_RETURN_IF_ERROR(decodeProgress(f, j, &r));
-  if (const Json* c = f.object("counters")) DDP_RETURN_IF_ERROR(decodeCounters(Fields(*c, f.at("counters")), &r.counters));
-  DDP_RETURN_IF_ERROR(decodeCollectives(f, &r.collectives));
-  DDP_RETURN_IF_ERROR(decodeCheckpoint(f, &r.checkpoint));
-  DDP_RETURN_IF_ERROR(decodeFlightRecord(f, &r.flightRecord));
-  if (const Json* s = f.object("lastShard")) {
-    Fields sf(*s, f.at("lastShard"));
-    LastShardReport last;
-    DDP_RETURN_IF_ERROR(sf.getInt("generation", &last.generation));
-    DDP_RETURN_IF_ERROR(sf.getInt("step", &last.step));
-    DDP_RETURN_IF_ERROR(sf.getInt("rank", &last.outcome.rank));
-    DDP_RETURN_IF_ERROR(sf.getBool("ok", &last.outcome.ok, false));
-    int64_t bytes = 0, crc = 0;
-    DDP_RETURN_IF_ERROR(sf.getInt("bytes", &bytes, false));
-    DDP_RETURN_IF_ERROR(sf.getInt("crc", &crc, false));
-    last.outcome.entry = {static_cast<uint64_t>(bytes), static_cast<uint32_t>(crc)};
-    DDP_RETURN_IF_ERROR(sf.getString("error", &last.outcome.error, false));
-    DDP_RETURN_IF_ERROR(sf.getDouble("snapshotSeconds", &last.outcome.snapshotSeconds, false));
-    DDP_RETURN_IF_ERROR(sf.getDouble("writeSeconds", &last.outcome.writeSeconds, false));
-    r.lastShard = std::move(last);
-  }
-  if (const Json* e = f.object("ext")) {
-    for (auto it = e->begin(); it != e->end(); ++it) {
-      if (it.value().is_number()) r.ext[it.key()] = it.value().get<double>();
-    }
-  }
-  return r;
 }
 
 std::string encodeHeartbeatAnswer(const HeartbeatAnswer& a) {

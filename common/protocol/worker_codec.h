@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/protocol/heartbeat_codec.h"  // the heartbeat itself
 #include "common/protocol/worker_messages.h"
 #include "common/status.h"
 
@@ -21,8 +22,6 @@ std::string encodeRegistrationRequest(const std::string& workerId, const std::st
 Result<Registration> decodeRegistration(std::string_view json);
 std::string encodeAssignment(const Assignment& a);
 Result<Assignment> decodeAssignment(std::string_view json);
-std::string encodeHeartbeatReport(const HeartbeatReport& r);
-Result<HeartbeatReport> decodeHeartbeatReport(std::string_view json);
 std::string encodeHeartbeatAnswer(const HeartbeatAnswer& a);
 Result<HeartbeatAnswer> decodeHeartbeatAnswer(std::string_view json);
 // Phase 1 and phase 2 of the checkpoint commit, and the controller's verdict.

@@ -1,9 +1,9 @@
 #pragma once
 // The messages of the worker <-> controller protocol as the worker sends and reads them
-// (docs/API.md, "Worker routes"): registration, assignment, heartbeat and its answer, the
-// two-phase checkpoint commit's reports and verdict (the parts of a heartbeat the controller's
-// view shares: heartbeat_parts.h). Their JSON codecs: worker_codec.h; the
-// controller's reading of the same messages: controller_codec.h.
+// (docs/API.md, "Worker routes"): registration, assignment, the heartbeat's answer, the
+// two-phase checkpoint commit's reports and verdict. The heartbeat itself, one struct for both
+// sides, is heartbeat.h (codec: heartbeat_codec.h). Their JSON codecs: worker_codec.h; the
+// controller's reading of the phase-1 report: controller_codec.h.
 // Thread model: plain values.
 
 #include <cstdint>
@@ -14,24 +14,14 @@
 
 #include "common/checkpoint/checkpoint_catalog.h"
 #include "common/checkpoint/checkpoint_format.h"
-#include "common/protocol/heartbeat_parts.h"
+#include "common/protocol/heartbeat.h"
 #include "common/protocol/vocabulary.h"
 
 namespace ddp::protocol {
 
 using runtime::CommittedCheckpoint;
-using runtime::ManifestEntry;
 
 // ---- The checkpoint commit (Note [Two-phase checkpoint commit]) ----
-
-struct ShardOutcome {
-  int rank = 0;
-  bool ok = false;
-  ManifestEntry entry;         // ok: the shard file's size and CRC-32
-  double snapshotSeconds = 0;  // the training thread's stall
-  double writeSeconds = 0;     // the background write
-  std::string error;           // !ok: why
-};
 
 enum class CommitDecisionKind { kPending, kCommit, kAbandon };
 
@@ -87,50 +77,6 @@ struct Assignment {
   int specSchema = 1;
   std::vector<PeerInfo> peers;
   bool operator==(const Assignment&) const = default;
-};
-
-struct HeartbeatCounters {  // cumulative over the steps this process ran
-  int64_t samples = 0;
-  int64_t steps = 0;
-  double stepSeconds = 0;
-  int64_t commBytes = 0;
-  double commExposedSeconds = 0;
-  int64_t compressionUncompressedBytes = 0;
-  int64_t compressionSentBytes = 0;
-  bool operator==(const HeartbeatCounters&) const = default;
-};
-
-// The last phase-1 shard report this process delivered (Note [Two-phase checkpoint commit]):
-// heartbeats repeat it, so a controller that restarted after receiving it learns it again.
-struct LastShardReport {
-  int64_t generation = 0;
-  int64_t step = 0;
-  ShardOutcome outcome;
-};
-
-struct HeartbeatReport {
-  std::string workerId;
-  int rank = -1;
-  WorkerState state = WorkerState::kRunning;
-  int64_t step = 0;
-  int64_t totalSteps = 0;
-  int epoch = 0;  // 0-based epoch in progress
-  int epochs = 0;
-  double loss = 0;  // a non-finite loss goes out as null and comes back as NaN
-  double samplesPerSecond = 0;
-  std::optional<double> testAccuracy;  // null until the first evaluation
-  // Language models only (absent otherwise; docs/API.md, "Heartbeats"): the last validation's
-  // mean loss, global training tokens/s and model FLOPs utilisation (fraction).
-  std::optional<double> valLoss;
-  std::optional<double> tokensPerSecond;
-  std::optional<double> mfu;
-  HeartbeatCounters counters;
-  std::vector<CollectiveView> collectives;  // per backend: last issued, oldest unfinished
-  std::vector<FlightOp> flightRecord;       // only in answer to the `flightRecord` command
-  std::optional<HeartbeatCheckpoint> checkpoint;
-  std::optional<LastShardReport> lastShard;  // filled in by ControllerClient::heartbeat
-  std::string message;
-  std::map<std::string, double> ext;  // figures later versions add
 };
 
 // The command a heartbeat's answer carries (both sides use this one).

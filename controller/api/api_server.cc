@@ -10,6 +10,7 @@
 #include "common/jobspec/job_spec.h"
 #include "common/log.h"
 #include "common/protocol/controller_codec.h"
+#include "common/protocol/heartbeat_codec.h"
 #include "common/protocol/worker_codec.h"
 #include "common/secret.h"
 #include "common/utf8.h"

@@ -1,10 +1,11 @@
 #pragma once
-// The controller's names for the protocol's heartbeat messages: the messages, their decoder and
-// the answer's encoder live in common/protocol/ (controller_messages.h, controller_codec.h,
-// worker_codec.h), shared with the worker's side and round-trip tested there.
+// The controller's names for the protocol's heartbeat messages: the heartbeat (one struct for
+// both sides), its codec and the answer's encoder live in common/protocol/ (heartbeat.h,
+// heartbeat_codec.h, worker_codec.h), shared with the worker's side and round-trip tested there.
 // Thread model: plain values and pure functions.
 
 #include "common/protocol/controller_codec.h"
+#include "common/protocol/heartbeat_codec.h"
 #include "common/protocol/worker_codec.h"
 // The pure cores a heartbeat feeds (their headers name its parts: CollectiveView, FlightOp,
 // ShardReport).
@@ -19,6 +20,6 @@ using protocol::CommandType;
 using protocol::commandTypeName;
 using protocol::Heartbeat;
 using protocol::HeartbeatCheckpoint;
-using protocol::HeartbeatShard;
+using protocol::LastShardReport;
 
 }  // namespace ddp::controller

@@ -245,7 +245,7 @@ struct Job {
   // --- checkpoints (job_checkpoints.cc, Note [Two-phase checkpoint commit])
   CheckpointLedger& ledger();
   void noteLedgerChanges(const std::vector<LedgerChange>& changes);
-  void relearnShardReport(int64_t g, const HeartbeatShard& shard);
+  void relearnShardReport(int64_t g, const LastShardReport& shard);
   void expireCheckpoints(TimePoint now);
   Result<CheckpointVerdict> reportShard(int64_t g, int64_t step, const ShardReport& report, Fenced* fenced);
   Result<CheckpointVerdict> checkpointDecision(int64_t g, int64_t step);

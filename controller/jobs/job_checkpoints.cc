@@ -26,11 +26,12 @@ void Job::noteLedgerChanges(const std::vector<LedgerChange>& changes) {
   }
 }
 
-void Job::relearnShardReport(int64_t g, const HeartbeatShard& shard) {
+void Job::relearnShardReport(int64_t g, const LastShardReport& shard) {
   if (!rdzv->active() || rdzv->active()->generation != g) return;
   if (shard.step <= checkpoints.lastStep) return;  // committed (the catalog says so)
   std::vector<LedgerChange> changes;
-  ledger().relearn(g, shard.step, rdzv->active()->worldSize(), shard.report, env.clock.now(), &changes);
+  ledger().relearn(g, shard.step, rdzv->active()->worldSize(), protocol::shardReportOf(shard.outcome),
+                  env.clock.now(), &changes);
   noteLedgerChanges(changes);
 }
 

@@ -194,8 +194,7 @@ void Job::countAbort(const std::string& workerId, int64_t g) {
 }
 
 void Job::noteRecovered(const std::string& workerId, const Heartbeat& hb) {
-  auto steps = hb.counters.find("steps");
-  if (steps == hb.counters.end() || steps->second < 1) return;
+  if (hb.counters.steps < 1) return;
   const auto& active = rdzv->active();
   if (!active) {
     recovery.steppedSinceVerdict.insert(workerId);
@@ -203,7 +202,7 @@ void Job::noteRecovered(const std::string& workerId, const Heartbeat& hb) {
   }
   if (!recovery.noteStepped(workerId, active->worldSize())) return;
   // Steps this generation has run so far on the last rank to step: it started from hb.step - steps.
-  const int64_t resumedAt = std::max<int64_t>(0, hb.step - static_cast<int64_t>(steps->second));
+  const int64_t resumedAt = std::max<int64_t>(0, hb.step - hb.counters.steps);
   const double secs = std::chrono::duration<double>(env.clock.now() - recovery.verdictAt).count();
   char buf[32];
   std::snprintf(buf, sizeof(buf), "%.2f", secs);

@@ -262,7 +262,7 @@ Result<Command> Job::heartbeat(int64_t g, const Heartbeat& hb, Fenced* fenced) {
   w.rec.lastHeartbeatMs = wallMs();
   if (hb.step != w.rec.step) w.stepChangedAt = w.lastSeen;
   w.rec.step = hb.step;
-  if (hb.lastShard && hb.lastShard->generation == g && hb.lastShard->report.rank == w.rec.rank) {
+  if (hb.lastShard && hb.lastShard->generation == g && hb.lastShard->outcome.rank == w.rec.rank) {
     relearnShardReport(g, *hb.lastShard);  // Note [Two-phase checkpoint commit]: after a restart
   }
   w.collectives = hb.collectives;
@@ -277,17 +277,17 @@ Result<Command> Job::heartbeat(int64_t g, const Heartbeat& hb, Fenced* fenced) {
           "self-test; a hang on it is recovered only by replacing the process");
   }
   if (recovery.recovering) noteRecovered(hb.workerId, hb);
-  if (auto steps = hb.counters.find("steps"); steps != hb.counters.end() && steps->second >= 1) {
+  if (hb.counters.steps >= 1) {
     membership.steppedInGeneration.insert(hb.workerId);  // Note [Elastic membership]: settled
   }
   if (hb.final() && w.outcome == WorkerOutcome::kRunning) {
-    w.outcome = hb.state == "Succeeded" ? WorkerOutcome::kSucceeded
-                : hb.state == "Stopped" ? WorkerOutcome::kStopped
-                                        : WorkerOutcome::kFailed;
+    w.outcome = hb.state == protocol::WorkerState::kSucceeded ? WorkerOutcome::kSucceeded
+                : hb.state == protocol::WorkerState::kStopped ? WorkerOutcome::kStopped
+                                                               : WorkerOutcome::kFailed;
     w.message = hb.message.empty() ? "" : "worker rank " + std::to_string(w.rec.rank) + " (" + hb.workerId + "): " + hb.message;
     w.failedAt = env.clock.now();
     if (w.outcome == WorkerOutcome::kFailed) lifecycle.awaitingSettle = true;
-    w.rec.state = hb.state;
+    w.rec.state = protocol::workerStateName(hb.state);
     outbox.dirty = true;
   }
   if (w.rec.rank == 0) {

@@ -1,14 +1,6 @@
 #include "controller/metrics/worker_figures.h"
 
 namespace ddp::controller {
-namespace {
-
-double counter(const Heartbeat& hb, const char* name) {
-  auto it = hb.counters.find(name);
-  return it == hb.counters.end() ? 0 : it->second;
-}
-
-}  // namespace
 
 WorkerFigures workerFigures(const Heartbeat& hb) {
   WorkerFigures f;
@@ -20,13 +12,13 @@ WorkerFigures workerFigures(const Heartbeat& hb) {
   f.valLoss = hb.valLoss;
   f.tokensPerSecond = hb.tokensPerSecond;
   f.mfu = hb.mfu;
-  f.samples = counter(hb, "samples");
-  f.steps = counter(hb, "steps");
-  f.stepSeconds = counter(hb, "stepSeconds");
-  f.commBytes = counter(hb, "commBytes");
-  f.commExposedSeconds = counter(hb, "commExposedSeconds");
-  f.compressionUncompressedBytes = counter(hb, "compressionUncompressedBytes");
-  f.compressionSentBytes = counter(hb, "compressionSentBytes");
+  f.samples = static_cast<double>(hb.counters.samples);
+  f.steps = static_cast<double>(hb.counters.steps);
+  f.stepSeconds = hb.counters.stepSeconds;
+  f.commBytes = static_cast<double>(hb.counters.commBytes);
+  f.commExposedSeconds = hb.counters.commExposedSeconds;
+  f.compressionUncompressedBytes = static_cast<double>(hb.counters.compressionUncompressedBytes);
+  f.compressionSentBytes = static_cast<double>(hb.counters.compressionSentBytes);
   return f;
 }
 

@@ -2,7 +2,7 @@
 // The figures of one heartbeat that the metrics take (MetricsSink::heartbeat).
 // Thread model: a pure function.
 
-#include "common/protocol/controller_messages.h"
+#include "common/protocol/heartbeat.h"
 #include "controller/metrics/metrics_sink.h"
 
 namespace ddp::controller {

@@ -72,7 +72,7 @@ TEST(SpecSchemaFaultTest, AWorkerOfAnotherSpecSchemaRefusesItsAssignmentNamingBo
   EXPECT_EQ(waitExit(pid, std::chrono::seconds(30)), 2) << "the bad-config exit code";
   const auto beats = fake.heartbeats();
   ASSERT_FALSE(beats.empty()) << "a final heartbeat says why";
-  const runtime::HeartbeatReport& last = beats.back().report;
+  const runtime::Heartbeat& last = beats.back().report;
   EXPECT_EQ(last.state, runtime::WorkerState::kFailed);
   const std::string want = "the controller sends job spec schema " + std::to_string(kJobSpecSchemaVersion + 1) +
                            " and this worker reads schema " + std::to_string(kJobSpecSchemaVersion);

@@ -85,7 +85,7 @@ class FakeController {
   // ---- observations ----
   struct Heartbeat {
     int64_t generation = 0;
-    runtime::HeartbeatReport report;
+    runtime::Heartbeat report;
     std::chrono::steady_clock::time_point at;
   };
   std::vector<Heartbeat> heartbeats() const {
@@ -160,7 +160,7 @@ class FakeController {
       json(s, 410, nlohmann::json{{"error", "stale generation"}, {"generation", generation_}}.dump());
       return;
     }
-    auto report = runtime::decodeHeartbeatReport(q.body);
+    auto report = runtime::decodeHeartbeat(q.body, protocol::Reading::kStrict);
     if (!report.isOk()) {
       json(s, 400, nlohmann::json{{"error", report.status().message()}}.dump());
       return;

@@ -9,7 +9,7 @@ namespace ddp::testing {
 
 using protocol::Assignment;
 using protocol::HeartbeatCheckpoint;
-using protocol::HeartbeatReport;
+using protocol::Heartbeat;
 using protocol::WorkerState;
 
 inline Assignment sampleAssignment() {
@@ -23,8 +23,8 @@ inline Assignment sampleAssignment() {
   return a;
 }
 
-inline HeartbeatReport sampleReport() {
-  HeartbeatReport r;
+inline Heartbeat sampleReport() {
+  Heartbeat r;
   r.workerId = "fmnist-w1";
   r.rank = 1;
   r.state = WorkerState::kRunning;

@@ -194,16 +194,16 @@ Result<Assignment> ControllerClient::awaitAssignment(Deadline deadline, int64_t 
                       options_.job + " did not close)");
 }
 
-Result<HeartbeatAnswer> ControllerClient::heartbeat(int64_t generation, const HeartbeatReport& report,
+Result<HeartbeatAnswer> ControllerClient::heartbeat(int64_t generation, const Heartbeat& report,
                                                     Deadline deadline) const {
   const std::string what = "heartbeat of worker " + options_.workerId;
   const std::string path = jobPath() + "/generations/" + std::to_string(generation) + "/heartbeat";
-  HeartbeatReport withShard = report;
+  Heartbeat withShard = report;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!withShard.lastShard) withShard.lastShard = lastShard_;
   }
-  DDP_ASSIGN_OR_RETURN(Reply r, send(Method::kPost, path, encodeHeartbeatReport(withShard), deadline, deadline.remaining(), what));
+  DDP_ASSIGN_OR_RETURN(Reply r, send(Method::kPost, path, encodeHeartbeat(withShard), deadline, deadline.remaining(), what));
   if (r.status != 200) return replyError(r, what);
   auto a = decodeHeartbeatAnswer(r.body);
   if (!a.isOk()) return internalError("controller at " + options_.url + ": " + a.status().message());

@@ -63,7 +63,7 @@ using protocol::FlightOp;
 using protocol::HeartbeatCheckpoint;
 using protocol::HeartbeatAnswer;
 using protocol::HeartbeatCounters;
-using protocol::HeartbeatReport;
+using protocol::Heartbeat;
 using protocol::LastShardReport;
 using protocol::parseWorkerState;
 using protocol::PeerInfo;
@@ -75,12 +75,12 @@ using protocol::workerStateName;
 using protocol::decodeAssignment;
 using protocol::decodeCommitVerdict;
 using protocol::decodeHeartbeatAnswer;
-using protocol::decodeHeartbeatReport;
+using protocol::decodeHeartbeat;
 using protocol::decodeRegistration;
 using protocol::encodeAssignment;
 using protocol::encodeCommitOutcome;
 using protocol::encodeHeartbeatAnswer;
-using protocol::encodeHeartbeatReport;
+using protocol::encodeHeartbeat;
 using protocol::encodeRegistrationRequest;
 using protocol::encodeShardOutcome;
 
@@ -116,7 +116,7 @@ class ControllerClient {
   // passes first; OutOfRange when the job is finished.
   Result<Assignment> awaitAssignment(Deadline deadline, int64_t after = 0) const;
   // POST /v1/jobs/{job}/generations/{g}/heartbeat; the controller's command in the answer.
-  Result<HeartbeatAnswer> heartbeat(int64_t generation, const HeartbeatReport& report,
+  Result<HeartbeatAnswer> heartbeat(int64_t generation, const Heartbeat& report,
                                     Deadline deadline) const;
 
   // The store of `generation` on the same controller: HttpStoreClient::connect(storeAddress(),

@@ -127,7 +127,7 @@ int64_t HeartbeatReporter::heartbeatsFailed() const {
   return failed_;
 }
 
-HeartbeatReport HeartbeatReporter::snapshot(WorkerState state, const std::string& message) {
+Heartbeat HeartbeatReporter::snapshot(WorkerState state, const std::string& message) {
   TrainingProgress p;
   bool withFlightRecord = false;
   {
@@ -135,7 +135,7 @@ HeartbeatReport HeartbeatReporter::snapshot(WorkerState state, const std::string
     p = progress_;
     withFlightRecord = std::exchange(flightRecordWanted_, false);
   }
-  HeartbeatReport r;
+  Heartbeat r;
   r.workerId = options_.workerId;
   r.rank = options_.rank;
   r.state = state;

@@ -135,7 +135,7 @@ class HeartbeatReporter {
   // Acts on a command; false when the thread should end (abort).
   bool handle(const Command& command);
   void fail(const Status& why);
-  HeartbeatReport snapshot(WorkerState state, const std::string& message);
+  Heartbeat snapshot(WorkerState state, const std::string& message);
 
   const ControllerClient& client_;
   const HeartbeatReporterOptions options_;

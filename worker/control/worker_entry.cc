@@ -351,7 +351,7 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
 // A failure before the reporter runs still tells the controller (one heartbeat, best effort).
 int reportEarlyFailure(const ControllerClient& client, const WorkerConfig& config, const Assignment& a,
                        const Status& st, int code) {
-  HeartbeatReport r;
+  Heartbeat r;
   r.workerId = config.workerId;
   r.rank = a.rank;
   r.state = WorkerState::kFailed;

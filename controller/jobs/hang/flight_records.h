@@ -25,14 +25,14 @@
 #include <string>
 #include <vector>
 
-#include "common/protocol/controller_messages.h"
+#include "common/protocol/heartbeat_parts.h"
 #include "common/status.h"
 #include "controller/jobs/hang/hang_detector.h"
 #include "controller/store/job_store.h"
 
 namespace ddp::controller {
 
-// One op of a rank's flight record, as the worker sent it (common/protocol/controller_messages.h).
+// One op of a rank's flight record, as the worker sent it (common/protocol/heartbeat_parts.h).
 using protocol::FlightOp;
 
 // What the controller knows of one rank at a hang.

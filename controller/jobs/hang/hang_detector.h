@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "common/clock.h"
-#include "common/protocol/controller_messages.h"
+#include "common/protocol/heartbeat_parts.h"
 
 namespace ddp::controller {
 
@@ -44,7 +44,7 @@ enum class FaultReason { kExited, kUnresponsive, kCollectiveStuck, kNoProgress, 
 // "Exited", "Unresponsive", "CollectiveStuck", "NoProgress", "CollectiveFailed".
 const char* faultReasonName(FaultReason r);
 
-// One backend's view in a heartbeat (common/protocol/controller_messages.h).
+// One backend's view in a heartbeat (common/protocol/heartbeat_parts.h).
 using protocol::CollectiveView;
 
 struct MemberHealth {

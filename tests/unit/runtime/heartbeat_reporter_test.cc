@@ -116,7 +116,7 @@ TEST(HeartbeatReporterTest, ReportsTheLatestSnapshotAndTheCollectives) {
   ASSERT_TRUE(reporter->finish(WorkerState::kSucceeded, "done", Deadline::after(2s)).isOk());
   const auto beats = fake.heartbeats();
   ASSERT_GE(beats.size(), 2u);
-  const HeartbeatReport& r = beats.front().report;
+  const Heartbeat& r = beats.front().report;
   EXPECT_EQ(r.step, 42);
   EXPECT_EQ(r.epoch, 1);
   EXPECT_DOUBLE_EQ(r.loss, 0.25);

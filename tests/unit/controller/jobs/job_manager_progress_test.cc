@@ -77,7 +77,7 @@ class JobManagerProgressTest : public ::testing::Test {
     hb.totalSteps = 1000;
     hb.loss = 3.5;
     hb.samplesPerSecond = 64;
-    hb.counters["steps"] = static_cast<double>(step);
+    hb.counters.steps = step;
     Fenced fenced;
     auto c = jobs_->heartbeat(kJob, 1, hb, &fenced);
     ASSERT_TRUE(c.isOk()) << c.status();

@@ -103,7 +103,7 @@ class JobManagerStopTest : public ::testing::Test {
     Heartbeat hb;
     hb.workerId = id;
     hb.rank = rank;
-    hb.state = state;
+    if (!protocol::parseWorkerState(state, &hb.state)) return invalidArgument("test: no worker state '" + state + "'");
     hb.step = 10;
     hb.totalSteps = 1000;
     hb.ext = ext;
@@ -284,7 +284,7 @@ TEST_F(JobManagerStopTest, AbortsCountOncePerWorkerAndStepsRedoneComeFromTheRejo
     hb.rank = rank;
     hb.step = 55;  // resumed at 50 (a checkpoint or a survivor's state), 5 steps done since
     hb.totalSteps = 1000;
-    hb.counters["steps"] = 5;
+    hb.counters.steps = 5;
     Fenced fenced;
     ASSERT_TRUE(jobs_->heartbeat(kJob, 2, hb, &fenced).isOk());
   }
