@@ -371,6 +371,10 @@ void validateKubernetesSpec(const JobSpec& spec, std::vector<SpecError>* errors)
 // The checks of spec.managedBy and of schedulingPolicy's gang fields (job_spec_scheduling.cc),
 // part of validateKubernetesSpec.
 void validateSchedulingSpec(const JobSpec& spec, std::vector<SpecError>* errors);
+// The rule between a DDPJob and its next version (the CRD's transition rule managed-by-immutable,
+// Note [Managed by] in controller/kubernetes/ddpjob_reconciler.h): spec.managedBy, absent read
+// as "", never changes. `before` and `after` are the two versions' values; nullopt: no change.
+std::optional<SpecError> managedByChangeError(std::string_view before, std::string_view after);
 // The checks of a declared layer stack and of spec.loss (job_spec_validate_model.cc), part of
 // JobSpec::validate(): each layer's parameters, the shapes from the dataset's sample shape
 // (Note [Declared layer stacks]), the loss against the targets.

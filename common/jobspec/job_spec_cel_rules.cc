@@ -185,9 +185,20 @@ std::vector<SpecCelRule> sectionRules() {
   };
 }
 
+// Transition rules: between the DDPJob before an update (oldSelf) and after (self).
+std::vector<SpecCelRule> transitionRules() {
+  const CelScope now("spec"), before("spec", "oldSelf");
+  return {
+      {"managed-by-immutable", "spec", now.value("spec.managedBy") + " == " + before.value("spec.managedBy"),
+       "spec.managedBy cannot change once the DDPJob exists: a job is never managed by two controllers in turn "
+       "(delete the DDPJob and create it again to hand it to another manager)",
+       ".managedBy"},
+  };
+}
+
 std::vector<SpecCelRule> buildRules() {
   std::vector<SpecCelRule> all;
-  for (auto part : {documentRules, workerRules, trainingRules, communicationRules, sectionRules}) {
+  for (auto part : {documentRules, workerRules, trainingRules, communicationRules, sectionRules, transitionRules}) {
     for (SpecCelRule& r : part()) all.push_back(std::move(r));
   }
   return all;
@@ -222,7 +233,7 @@ std::string CelScope::present(std::string_view path) const {
   const std::string rel = relative(path);
   std::string out;
   for (size_t dot = rel.find('.', 1);; dot = rel.find('.', dot + 1)) {
-    out += (out.empty() ? "" : " && ") + std::string("has(self") + rel.substr(0, dot) + ")";
+    out += std::string(out.empty() ? "" : " && ") + "has(" + root_ + rel.substr(0, dot) + ")";
     if (dot == std::string::npos) break;
   }
   return out;
@@ -230,7 +241,7 @@ std::string CelScope::present(std::string_view path) const {
 
 std::string CelScope::valueOr(std::string_view path, const std::string& fallback) const {
   if (!findJobSpecField(path)) badRule("no such field in the table", path);
-  return "(" + present(path) + " ? self" + relative(path) + " : " + fallback + ")";
+  return "(" + present(path) + " ? " + root_ + relative(path) + " : " + fallback + ")";
 }
 
 std::string CelScope::value(std::string_view path) const {

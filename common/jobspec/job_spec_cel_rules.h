@@ -20,6 +20,12 @@
 // characters of any object name), which the same check verifies. Rules not stated here: what
 // needs list iteration or quantities (uneven counts per worker, GPU limits, tolerations), and
 // the name of a data file or directory that a dataset needs.
+// One rule is a transition rule, between a DDPJob and its update (`oldSelf`):
+// managed-by-immutable. It stands on spec, not on spec.managedBy, because the API server runs a
+// field's transition rule only when both versions have the field, and setting or removing
+// spec.managedBy is a change too (the CRD has no defaults). Its oracle is
+// managedByChangeError() (job_spec.h), which the controller's front end applies as well; its
+// examples carry the version before the update in the annotation ddp.dev/old.
 
 #include <string>
 #include <string_view>
@@ -46,22 +52,25 @@ std::string celRuleMessage(const SpecCelRule& rule);
 std::vector<const SpecCelRule*> jobSpecCelRulesAt(std::string_view at);
 
 // A CEL expression for the fields under a schema node `at`: value("spec.zero") is the field's
-// value in the document, or the table's default when the document leaves it out.
+// value in the document, or the table's default when the document leaves it out. `root` is the
+// variable the node is: `self`, or `oldSelf` for the version before an update (a transition
+// rule, which the API server evaluates on updates only).
 class CelScope {
  public:
-  explicit CelScope(std::string at) : at_(std::move(at)) {}
+  explicit CelScope(std::string at, std::string root = "self") : at_(std::move(at)), root_(std::move(root)) {}
   // `path` (a field of the table under at_) or its default; aborts on a field the table lacks
   // or one without a constant default (a programming error in the rule table).
   std::string value(std::string_view path) const;
   // `path` or `fallback` (a CEL expression) when absent.
   std::string valueOr(std::string_view path, const std::string& fallback) const;
-  // Whether the document sets `path`: has(self.a) && has(self.a.b).
+  // Whether the document sets `path`: has(self.a) && has(self.a.b) (with root_ for self).
   std::string present(std::string_view path) const;
   // ".a.b": `path` relative to at_, as fieldPath writes it.
   std::string relative(std::string_view path) const;
 
  private:
   std::string at_;
+  std::string root_;
 };
 
 }  // namespace ddp

@@ -51,6 +51,7 @@ class Field {
   Field&& required() && { f_.required = true; return std::move(*this); }
   Field&& plain() && { f_.quoted = false; return std::move(*this); }
   Field&& length(size_t n) && { f_.listLength = n; return std::move(*this); }
+  Field&& maxLength(size_t n) && { f_.maxLength = n; return std::move(*this); }
   Field&& oneOf(std::vector<std::string> allowed) && { f_.allowed = std::move(allowed); return std::move(*this); }
   // Ranges that the cross-field rules check with their own messages: the table states them for
   // the CRD and the docs only.

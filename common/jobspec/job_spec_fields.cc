@@ -455,6 +455,7 @@ void appendControlFields(std::vector<SpecField>* out) {
   out->push_back(string("spec.managedBy", at(&JobSpec::managedBy),
                         "The controller that manages the DDPJob; empty or ddp.dev/ddp-controller: this one, "
                         "another (e.g. kueue.x-k8s.io/multikueue): this one leaves it alone. Immutable.")
+                     .maxLength(63)
                      .emitWhen([](const JobSpec& s) { return !s.managedBy.empty(); }));
 }
 

@@ -94,6 +94,10 @@ struct SpecField {
   std::vector<std::string> parsedOnly;    // spellings the parser reads and validate() refuses
   bool enumeration = false;               // a C++ enum: the parser refuses other spellings
   size_t listLength = 0;                  // a list of exactly this many items (0: any)
+  // A string's maxLength in the CRD (0: none), bounding the cost the API server estimates for an
+  // admission rule that reads it (Note [CRD admission rules]); the length itself is checked by
+  // the field's own rule in validate(), with its message.
+  size_t maxLength = 0;
   bool required = false;
   bool quoted = true;                     // strings: emitted double-quoted (free text)
   // The range is stated for the CRD and the docs, and checked by a cross-field rule

@@ -1,6 +1,9 @@
 // validateSchedulingSpec: spec.managedBy and the gang fields of
-// spec.kubernetes.runPolicy.schedulingPolicy (minAvailable, queue, priorityClass).
+// spec.kubernetes.runPolicy.schedulingPolicy (minAvailable, queue, priorityClass); and the
+// one rule between versions of a DDPJob, managedByChangeError.
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/jobspec/job_spec.h"
@@ -37,6 +40,15 @@ void validateSchedulingSpec(const JobSpec& spec, std::vector<SpecError>* errors)
     check(isDnsSubdomain(sp.priorityClass), p + "priorityClass",
           "must be a DNS subdomain name, a PriorityClass's (got '" + sp.priorityClass + "')");
   }
+}
+
+std::optional<SpecError> managedByChangeError(std::string_view before, std::string_view after) {
+  if (before == after) return std::nullopt;
+  auto shown = [](std::string_view v) { return v.empty() ? std::string("unset") : "'" + std::string(v) + "'"; };
+  return SpecError{"spec.managedBy",
+                   "cannot change once the DDPJob exists (was " + shown(before) + ", now " + shown(after) +
+                       "): a job is never managed by two controllers in turn; delete the DDPJob and create it "
+                       "again to hand it to another manager (rule managed-by-immutable)"};
 }
 
 }  // namespace ddp

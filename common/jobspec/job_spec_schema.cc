@@ -129,6 +129,8 @@ void emitBounds(YAML::Emitter& out, const SpecField& f) {
     // Bounds the cost the API server estimates for a CEL rule that reads the field (Note [CRD
     // admission rules]).
     out << YAML::Key << "maxLength" << YAML::Value << longest;
+  } else if (f.maxLength > 0) {
+    out << YAML::Key << "maxLength" << YAML::Value << f.maxLength;
   }
 }
 

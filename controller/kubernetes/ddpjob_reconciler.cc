@@ -29,9 +29,14 @@ bool suspendWanted(const json& ddpJob) {
   return s.is_boolean() && s.get<bool>();
 }
 
-bool managedElsewhere(const json& ddpJob) {
+std::string managedByOf(const json& ddpJob) {
   const json& by = ddpJob.value("spec", json::object()).value("managedBy", json());
-  return by.is_string() && !by.get<std::string>().empty() && by.get<std::string>() != kDdpControllerManager;
+  return by.is_string() ? by.get<std::string>() : "";
+}
+
+bool managedElsewhere(const json& ddpJob) {
+  const std::string by = managedByOf(ddpJob);
+  return !by.empty() && by != kDdpControllerManager;
 }
 
 std::optional<int> desiredWorkerCount(const json& ddpJob) {
@@ -134,8 +139,25 @@ void DdpJobReconciler::writeStatus(const std::string& name, Tracked& t, const js
   t.p.writtenAt = std::chrono::steady_clock::now();
 }
 
+bool DdpJobReconciler::leftToAnotherManager(const std::string& name, Tracked& t) {
+  const std::string now = managedByOf(t.object);
+  if (!t.p.manager) t.p.manager = now;
+  const auto elsewhere = [](const std::string& by) { return !by.empty() && by != kDdpControllerManager; };
+  const bool first = elsewhere(*t.p.manager);
+  const std::optional<SpecError> change = managedByChangeError(*t.p.manager, now);
+  // A change between two other managers is theirs to refuse: no Event on a job not ours.
+  if (change && (!first || !elsewhere(now)) && t.p.managerChangeReported != t.generation) {
+    t.p.managerChangeReported = t.generation;
+    DDP_LOG(Warning) << "kubernetes: DDPJob " << t.ns << "/" << name << ": " << change->toString();
+    (void)recorder_.record(subject(name, t), kEventWarning, "ManagedByChanged",
+                           change->toString() + "; " + (first ? "it stays with that manager: not started here"
+                                                              : "this controller goes on running it"));
+  }
+  return first;
+}
+
 void DdpJobReconciler::reconcile(const std::string& name, Tracked& t) {
-  if (!t.p.submitted && managedElsewhere(t.object)) return;  // Note [Managed by]
+  if (leftToAnotherManager(name, t)) return;  // Note [Managed by]
   if (t.deleted) {
     Status st = jobs_.remove(name, Deadline::after(std::chrono::seconds(30)));
     if (!st.isOk() && st.code() != StatusCode::kNotFound) {

@@ -36,9 +36,15 @@
 // kDdpControllerManager ("ddp.dev/ddp-controller") means this controller; any other value (e.g.
 // "kueue.x-k8s.io/multikueue", which dispatches the job to a worker cluster) hands the DDPJob to
 // that manager, and this controller leaves it entirely alone: no job, no pods, no status writes,
-// no Events, no TTL. The field is immutable after creation (the CRD's validation rule, so that a
-// job is never managed by two controllers in turn); should it change anyway, a job this
-// controller already runs stays its own until it ends.
+// no Events, no TTL. The field is immutable after creation (the CRD's transition rule
+// managed-by-immutable, so that a job is never managed by two controllers in turn). Should it
+// change anyway (a CRD installed without the rule, an API server that does not run it), the
+// change is refused, not acted on: the manager is the one this controller first saw for the
+// DDPJob (Progress::manager), and a change to or from this controller gets a Warning Event
+// ManagedByChanged naming spec.managedBy (managedByChangeError), once per generation. So a job
+// this controller runs goes on until it ends, and a DDPJob handed over from another manager is
+// not started. A controller that starts after the change sees only the new value.
+
 //
 // Note [Names across namespaces]
 // The controller's job table knows a job by its name alone, so a controller that serves several
@@ -98,6 +104,8 @@ struct JobCalls {
 bool suspendWanted(const nlohmann::json& ddpJob);
 // Whether the DDPJob names another manager in spec.managedBy (Note [Managed by]).
 bool managedElsewhere(const nlohmann::json& ddpJob);
+// The DDPJob's spec.managedBy ("" when absent or not a string).
+std::string managedByOf(const nlohmann::json& ddpJob);
 
 // spec.workers.count of a DDPJob object (what `kubectl scale ddpj NAME --replicas=N`, the scale
 // subresource, sets); nullopt when absent or not an integer.
@@ -149,6 +157,8 @@ class DdpJobReconciler {
       int64_t atMs = 0;
     };
     std::optional<Failure> failure;  // failed by the reconciler through a cancel (JobCalls::fail unset)
+    std::optional<std::string> manager;     // spec.managedBy as first seen (Note [Managed by])
+    int64_t managerChangeReported = -1;     // the generation whose ManagedByChanged was posted
   };
   struct Tracked {
     std::string ns, uid;
@@ -167,6 +177,9 @@ class DdpJobReconciler {
   // Writes NameTaken into each clash's status once per generation (the tick thread).
   void reportClashes();
   void reconcile(const std::string& name, Tracked& t);
+  // Whether another manager has the DDPJob, by the spec.managedBy first seen; reports a change
+  // (Note [Managed by]).
+  bool leftToAnotherManager(const std::string& name, Tracked& t);
   void writeStatus(const std::string& name, Tracked& t, const nlohmann::json& status);
   // Applies the DDPJob's spec.suspend to the job (Note [Suspended jobs]).
   void applySuspend(const std::string& name, const Tracked& t, const JobRecord& rec);

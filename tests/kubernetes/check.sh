@@ -13,7 +13,9 @@
 #                     (ajv); it must refuse tests/kubernetes/fixtures/invalid-ddpjobs.yaml. The
 #                     CRD's CEL admission rules (validate_cel_rules.mjs, @bufbuild/cel): every
 #                     example and docs job passes them, each document of
-#                     fixtures/cel-invalid-ddpjobs.yaml breaks the rule it names; every property
+#                     fixtures/cel-invalid-ddpjobs.yaml breaks the rule it names (a transition
+#                     rule's example is an update from its ddp.dev/old version), the updates
+#                     of fixtures/cel-valid-updates.yaml break none; every property
 #                     has a description; every string and list a rule reads is bounded (a CRD
 #                     without such a bound, or a property without a description, must be refused)
 #   install-manifest  manifests/install.yaml is what scripts/render_manifests.sh writes now
@@ -159,7 +161,7 @@ case "${1:-}" in
       Deployment spec.template.spec.containers[0].imagePullPolicy '"IfNotPresent"' \
       Deployment 'spec.template.spec.containers[0].args' '~"--worker-image=ddp-service:0.1.0"' \
       Role/ddp 'rules[7]' '{"apiGroups":["ddp.dev"],"resources":["ddpjobs/finalizers"],"verbs":["update"]}' \
-      Role/ddp 'rules[8]' '{"apiGroups":["scheduling.x-k8s.io","scheduling.volcano.sh"],"resources":["podgroups"],"verbs":["create","delete"]}' \
+      Role/ddp 'rules[8]' '{"apiGroups":["scheduling.x-k8s.io","scheduling.volcano.sh"],"resources":["podgroups"],"verbs":["get","create","delete"]}' \
       ClusterRole/ddp-ddpjobs-edit '["metadata","labels","rbac.authorization.k8s.io/aggregate-to-edit"]' '"true"' \
       ClusterRole/ddp-ddpjobs-view '["metadata","labels","rbac.authorization.k8s.io/aggregate-to-view"]' '"true"' \
       ClusterRole/ddp-ddpjobs-view 'rules[0].verbs' '["get","list","watch"]' \
@@ -246,7 +248,8 @@ case "${1:-}" in
       "$chart/crds/ddpjobs.ddp.dev.yaml" tests/kubernetes/fixtures/invalid-ddpjobs.yaml
     cel_invalid=tests/kubernetes/fixtures/cel-invalid-ddpjobs.yaml
     node tests/kubernetes/validate_cel_rules.mjs "$chart/crds/ddpjobs.ddp.dev.yaml" \
-      --valid manifests/examples/*.yaml examples/*.yaml docs/*.md --invalid "$cel_invalid"
+      --valid manifests/examples/*.yaml examples/*.yaml docs/*.md tests/kubernetes/fixtures/cel-valid-updates.yaml \
+      --invalid "$cel_invalid"
     # Self-tests: a job that breaks a rule is no valid example; an unbounded string that a rule
     # reads and a property without a description are refused.
     must_fail "a valid job breaks" node tests/kubernetes/validate_cel_rules.mjs \
@@ -254,6 +257,10 @@ case "${1:-}" in
     sed 's/name: {type: string, maxLength: 253, /name: {type: string, /' "$chart/crds/ddpjobs.ddp.dev.yaml" >"$work/unbounded.yaml"
     must_fail "metadata.name: a string without maxLength" \
       node tests/kubernetes/validate_cel_rules.mjs "$work/unbounded.yaml" --valid examples/synthetic.yaml
+    # The transition rule reads spec.managedBy of both versions: bounded too.
+    sed '/^                managedBy:$/,/maxLength: 63/{/maxLength: 63/d}' "$chart/crds/ddpjobs.ddp.dev.yaml" >"$work/unbounded-by.yaml"
+    must_fail "spec.managedBy: a string without maxLength" \
+      node tests/kubernetes/validate_cel_rules.mjs "$work/unbounded-by.yaml" --valid examples/synthetic.yaml
     sed 's/kind: {type: string, description: Always DDPJob.}/kind: {type: string}/' \
       "$chart/crds/ddpjobs.ddp.dev.yaml" >"$work/undescribed.yaml"
     must_fail "kind: no description" \

@@ -7,7 +7,12 @@
 //  - each rule evaluated with a CEL evaluator (@bufbuild/cel) on each document, `self` bound to
 //    the document's node as the API server types it (integers as CEL int, numbers as double):
 //    every rule holds on every valid document, and each invalid document breaks the rule its
-//    annotation ddp.dev/violates names.
+//    annotation ddp.dev/violates names;
+//  - transition rules (those reading `oldSelf`) as the API server runs them: on updates only,
+//    `oldSelf` bound to the node before the update. A document with the annotation ddp.dev/old
+//    (a JSON merge patch of it) is an update from that older version, which must itself pass
+//    every other rule as a create; any other valid document is checked as a create and as an
+//    update that changes nothing.
 //   DDP_K8S_MODULES=.tools/k8s/node_modules node validate_cel_rules.mjs CRD \
 //       [--valid FILE...] [--invalid FILE...]
 // Markdown files among the valid ones contribute their fenced blocks that hold a whole DDPJob.
@@ -44,7 +49,7 @@ function unbounded(node, path, out) {
 function costProblems(rule, node, path, arraysAbove) {
   const out = [];
   for (const a of arraysAbove) if (a.maxItems === undefined) out.push(`a list above ${name(path)} has no maxItems`);
-  for (const m of rule.matchAll(/(has\(\s*)?self((?:\.[A-Za-z_][A-Za-z0-9_]*)+)(\s*\()?/g)) {
+  for (const m of rule.matchAll(/(has\(\s*)?(?:oldSelf|self)((?:\.[A-Za-z_][A-Za-z0-9_]*)+)(\s*\()?/g)) {
     const presence = Boolean(m[1]);  // has(self.a.b) tests a field, reads nothing
     let keys = m[2].slice(1).split(".");
     if (m[3]) keys = keys.slice(0, -1);  // self.a.b.size(): a method of self.a.b
@@ -100,7 +105,9 @@ walk(schema, [], [], (node, path, arraysAbove) => {
   }
   for (const r of node["x-kubernetes-validations"] ?? []) {
     for (const p of costProblems(r.rule, node, path, arraysAbove)) problems.push(`rule '${r.rule}': ${p}`);
-    rules.push({ ...r, node, path });
+    const transition = /\boldSelf\b/.test(r.rule);
+    if (transition && path.includes("[]")) problems.push(`rule '${r.rule}': a transition rule under a list`);
+    rules.push({ ...r, node, path, transition });
   }
 });
 
@@ -111,12 +118,29 @@ async function documentsOf(file) {
   return blocks.filter((b) => /^kind: DDPJob$/m.test(b)).flatMap((b) => parseAll(b).map((d) => d.toJS()));
 }
 
-// The rules a document breaks, by message; an evaluation error is a problem of the rule.
-function broken(doc, id) {
+// RFC 7386: `patch` applied to a copy of `target`.
+function mergePatch(target, patch) {
+  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) return patch;
+  const out = target !== null && typeof target === "object" && !Array.isArray(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v);
+  }
+  return out;
+}
+
+// The rules a document breaks, by message; an evaluation error is a problem of the rule. `old`:
+// the version the document updates (undefined: a create, which runs no transition rule).
+function broken(doc, id, old) {
   const out = [];
   for (const r of rules) {
+    if (r.transition && old === undefined) continue;
+    const olds = r.transition ? valuesAt(old, r.path) : [];
     for (const v of valuesAt(doc, r.path)) {
-      const result = run(r.rule, { self: celValue(r.node, v) });
+      if (r.transition && olds.length !== 1) continue;  // the node is new: nothing to compare
+      const vars = { self: celValue(r.node, v) };
+      if (r.transition) vars.oldSelf = celValue(r.node, olds[0]);
+      const result = run(r.rule, vars);
       if (isCelError(result) || typeof result !== "boolean") {
         problems.push(`${id}: rule '${r.rule}' did not evaluate to a bool: ${result?.message ?? result}`);
       } else if (!result) {
@@ -136,7 +160,13 @@ for (const arg of args) {
   }
   for (const doc of await documentsOf(arg)) {
     const id = `${doc.metadata?.name} (${arg})`;
-    const failed = broken(doc, id);
+    const patch = doc.metadata?.annotations?.["ddp.dev/old"];
+    const old = patch === undefined ? undefined : mergePatch(doc, JSON.parse(patch));
+    if (old !== undefined) {
+      const before = broken(old, `${id} before the update`);
+      if (before.length) problems.push(`${id}: the version before the update breaks: ${before.join("; ")}`);
+    }
+    const failed = old !== undefined ? broken(doc, id, old) : [...broken(doc, id), ...broken(doc, id, doc)];
     if (mode === "--valid") {
       if (failed.length) problems.push(`${id}: a valid job breaks: ${failed.join("; ")}`);
       else console.log(`ok ${id}`);
@@ -156,6 +186,7 @@ for (const arg of args) {
 }
 
 for (const p of problems) console.error(`FAIL ${p}`);
-console.log(`${properties} properties, ${rules.length} rules; ${valid} valid documents pass every rule, ` +
+console.log(`${properties} properties, ${rules.length} rules (${rules.filter((r) => r.transition).length} ` +
+            `transition); ${valid} valid documents pass every rule, ` +
             `${refused} invalid documents refused by their rule; ${problems.length} problems`);
 process.exit(problems.length || rules.length === 0 ? 1 : 0);

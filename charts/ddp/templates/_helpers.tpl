@@ -168,5 +168,5 @@ leader-election-role.yaml.) */}}
   verbs: [update]
 - apiGroups: [scheduling.x-k8s.io, scheduling.volcano.sh]
   resources: [podgroups]
-  verbs: [create, delete]
+  verbs: [get, create, delete]
 {{- end -}}

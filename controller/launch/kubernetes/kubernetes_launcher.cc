@@ -200,13 +200,15 @@ Status KubernetesLauncher::ensurePodGroup(const WorkerObjectsInput& in) {
   std::optional<json> group = buildPodGroup(schedulingInput(in), buildHeadlessService(in)["metadata"]);
   if (!group) return Status::ok();
   const std::string collection = podGroupCollection(gangSchedulerFor(in.schedulerName), in.nameSpace);
-  auto r = client_.create(collection, *group);
-  if (!r.isOk() && r.status().code() != StatusCode::kAlreadyExists) {
-    return Status(r.status().code(), "kubernetes: job " + in.launch.jobName + ": creating its PodGroup for the " +
-                                         in.schedulerName + " scheduler: " + r.status().message());
+  // Note [Object ownership]: a PodGroup of the job's name that another object owns is not taken
+  // (its minMember would gate the job's pods), nor deleted when the job goes.
+  Status st = createOwned(collection, *group, in);
+  if (!st.isOk()) {
+    return Status(st.code(), "kubernetes: job " + in.launch.jobName + ": creating its PodGroup for the " +
+                                 in.schedulerName + " scheduler: " + st.message());
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (r.isOk()) jobs_[in.launch.jobName].podGroupPath = collection + "/" + in.launch.jobName;
+  jobs_[in.launch.jobName].podGroupPath = collection + "/" + in.launch.jobName;
   return Status::ok();
 }
 

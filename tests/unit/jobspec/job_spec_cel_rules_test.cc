@@ -2,12 +2,15 @@
 // JobSpec::validate(): every rule has an invalid example in
 // tests/kubernetes/fixtures/cel-invalid-ddpjobs.yaml, which the parser refuses at the field the
 // example names (the Kubernetes checks evaluate the rules' CEL on the same documents), and every
-// rule is in the committed CRD at its node.
+// rule is in the committed CRD at its node. A transition rule's example is an update (the
+// annotation ddp.dev/old): both versions parse, and managedByChangeError() refuses the change
+// at the field the example names.
 #include <yaml-cpp/yaml.h>
 
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -28,6 +31,52 @@ std::string text(const YAML::Node& doc) {
   return out.c_str();
 }
 
+// RFC 7386: `patch` (JSON, which is YAML) applied to a copy of `target`.
+YAML::Node mergePatch(const YAML::Node& target, const YAML::Node& patch) {
+  if (!patch.IsMap()) return YAML::Clone(patch);
+  YAML::Node out = target.IsMap() ? YAML::Clone(target) : YAML::Node(YAML::NodeType::Map);
+  for (const auto& kv : patch) {
+    const std::string key = kv.first.as<std::string>();
+    if (kv.second.IsNull()) {
+      out.remove(key);
+    } else {
+      out[key] = mergePatch(out[key], kv.second);
+    }
+  }
+  return out;
+}
+
+std::string managedBy(const std::string& yaml) {
+  auto spec = parseJobSpec(yaml);
+  EXPECT_TRUE(spec.isOk()) << spec.status() << "\n" << yaml;
+  return spec.isOk() ? spec->managedBy : "";
+}
+
+// The rule's example refused at `field`: by validate(), or as an update from ddp.dev/old.
+void expectRefused(const YAML::Node& doc, const std::string& field) {
+  const YAML::Node old = doc["metadata"]["annotations"]["ddp.dev/old"];
+  if (!old) {
+    const std::vector<SpecError> errors = spec_test::errorsOf(text(doc));
+    EXPECT_NE(spec_test::find(errors, field), nullptr) << "not refused at " << field << ":\n" << text(doc);
+    return;
+  }
+  const std::string before = text(mergePatch(doc, YAML::Load(old.as<std::string>())));
+  const std::optional<SpecError> e = managedByChangeError(managedBy(before), managedBy(text(doc)));
+  ASSERT_TRUE(e.has_value()) << "the update is no change:\n" << before << "\n---\n" << text(doc);
+  EXPECT_EQ(e->path, field);
+}
+
+TEST(JobSpecCelRulesTest, ManagedByChangeErrorNamesTheFieldAndBothValues) {
+  EXPECT_FALSE(managedByChangeError("", "").has_value());
+  EXPECT_FALSE(managedByChangeError("kueue.x-k8s.io/multikueue", "kueue.x-k8s.io/multikueue").has_value());
+  const std::optional<SpecError> e = managedByChangeError("kueue.x-k8s.io/multikueue", "");
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->path, "spec.managedBy");
+  EXPECT_NE(e->message.find("was 'kueue.x-k8s.io/multikueue', now unset"), std::string::npos) << e->message;
+  // Naming this controller explicitly is a change too, as the CRD's rule has it.
+  EXPECT_TRUE(managedByChangeError("", kDdpControllerManager).has_value());
+}
+
 TEST(JobSpecCelRulesTest, EveryRuleHasAnExampleThatValidationRefusesAtItsField) {
   std::set<std::string> ids;
   for (const SpecCelRule& r : jobSpecCelRules()) {
@@ -42,8 +91,7 @@ TEST(JobSpecCelRulesTest, EveryRuleHasAnExampleThatValidationRefusesAtItsField) 
     SCOPED_TRACE(rule);
     EXPECT_TRUE(ids.count(rule)) << "the fixture names a rule the table lacks";
     ++examples[rule];
-    const std::vector<SpecError> errors = spec_test::errorsOf(text(doc));
-    EXPECT_NE(spec_test::find(errors, field), nullptr) << "not refused at " << field << ":\n" << text(doc);
+    expectRefused(doc, field);
   }
   for (const std::string& id : ids) EXPECT_EQ(examples[id], 1) << "examples of rule " << id;
 }
@@ -84,6 +132,9 @@ TEST(JobSpecCelRulesTest, ScopeReadsAFieldOrTheTablesDefault) {
                 std::to_string(JobSpec{}.timeouts.heartbeatMisses) + ")");
   const CelScope root("");
   EXPECT_EQ(root.relative("metadata.name"), ".metadata.name");
+  // The version before an update, for a transition rule.
+  const CelScope old("spec", "oldSelf");
+  EXPECT_EQ(old.value("spec.managedBy"), "(has(oldSelf.managedBy) ? oldSelf.managedBy : '')");
 }
 
 }  // namespace

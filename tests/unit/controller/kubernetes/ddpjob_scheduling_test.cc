@@ -83,6 +83,50 @@ TEST_F(KubernetesReconcilerTest, ADdpJobManagedByAnotherControllerIsLeftAlone) {
   }
 }
 
+// Note [Managed by]: spec.managedBy changed on an existing DDPJob (where the CRD's rule did not
+// refuse it) is refused, not acted on: a DDPJob handed from MultiKueue to this controller is not
+// started, one this controller runs is not given up; each change gets a Warning Event naming the
+// field and both values.
+TEST_F(KubernetesReconcilerTest, AChangedManagedByIsRefusedNotActedOn) {
+  auto changeManager = [&](const std::string& name, const json& by) {
+    json o = *api_.object(kJobs, "ml", name);
+    if (by.is_null()) o["spec"].erase("managedBy");
+    else o["spec"]["managedBy"] = by;
+    o["metadata"]["generation"] = o["metadata"].value("generation", 1) + 1;  // a spec change
+    api_.put(kJobs, "ml", o);
+  };
+  auto changeEvents = [&](const std::string& name) {
+    std::vector<json> out;
+    for (const json& e : kubeEvents("ManagedByChanged")) {
+      if (e["involvedObject"].value("name", "") == name) out.push_back(e);
+    }
+    return out;
+  };
+  api_.put(kJobs, "ml", ddpJob("handed", R"(,"managedBy":"kueue.x-k8s.io/multikueue")"));
+  api_.put(kJobs, "ml", ddpJob("ours"));
+  ASSERT_TRUE(waitUntil([&] { return api_.objects("pods", "ml").size() == 2; }));
+  changeManager("handed", nullptr);
+  changeManager("ours", "kueue.x-k8s.io/multikueue");
+  ASSERT_TRUE(waitUntil([&] { return changeEvents("handed").size() == 1 && changeEvents("ours").size() == 1; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // ten reconciler ticks
+  // Handed over: still not this controller's job.
+  EXPECT_EQ(jobs_->get("handed").status().code(), StatusCode::kNotFound);
+  EXPECT_TRUE(statusOf("handed").empty()) << statusOf("handed");
+  const std::string handed = changeEvents("handed")[0]["message"];
+  EXPECT_NE(handed.find("spec.managedBy: cannot change once the DDPJob exists (was 'kueue.x-k8s.io/multikueue', now unset)"),
+            std::string::npos) << handed;
+  EXPECT_EQ(changeEvents("handed")[0]["type"], "Warning");
+  // Ours: still running, its pods kept and its status still written.
+  ASSERT_TRUE(jobs_->get("ours").isOk());
+  EXPECT_FALSE(isTerminal(jobs_->get("ours")->phase));
+  EXPECT_EQ(api_.objects("pods", "ml").size(), 2u);
+  EXPECT_TRUE(statusOf("ours").contains("phase"));
+  const std::string ours = changeEvents("ours")[0]["message"];
+  EXPECT_NE(ours.find("(was unset, now 'kueue.x-k8s.io/multikueue')"), std::string::npos) << ours;
+  // Once per generation: the ticks since posted no second Event.
+  EXPECT_EQ(changeEvents("ours").size(), 1u);
+}
+
 class KubernetesGangSchedulerTest : public KubernetesReconcilerTest, public ::testing::WithParamInterface<const char*> {
  protected:
   void adjustLauncher(KubernetesLauncherOptions& o) override { o.schedulerName = GetParam(); }

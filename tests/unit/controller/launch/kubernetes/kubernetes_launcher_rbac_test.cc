@@ -27,7 +27,7 @@ std::vector<PolicyRule> chartRoleRules() {
           {{"ddp.dev"}, {"ddpjobs"}, {"list", "watch", "delete"}},
           {{"ddp.dev"}, {"ddpjobs/status"}, {"patch"}},
           {{"ddp.dev"}, {"ddpjobs/finalizers"}, {"update"}},
-          {{"scheduling.x-k8s.io", "scheduling.volcano.sh"}, {"podgroups"}, {"create", "delete"}}};
+          {{"scheduling.x-k8s.io", "scheduling.volcano.sh"}, {"podgroups"}, {"get", "create", "delete"}}};
 }
 
 class KubernetesLauncherRbacTest : public testing::FakeApiTest {
@@ -119,6 +119,49 @@ TEST_F(KubernetesLauncherRbacTest, TheChartsRoleCoversTheGangSchedulersPodGroups
   EXPECT_FALSE(st.isOk());
   EXPECT_NE(st.message().find("PodGroup"), std::string::npos) << st;
   EXPECT_TRUE(api_.objects("pods", "ml").empty());
+}
+
+// Note [Object ownership]: a PodGroup of the job's name that another object owns fails the job,
+// naming it and its owner, and stays when the job is forgotten; one of an earlier DDPJob of the
+// name is replaced by the job's own; the job's own is taken as it is. Under the chart's Role.
+TEST_F(KubernetesLauncherRbacTest, APodGroupOfAnotherOwnerIsNeitherTakenNorDeleted) {
+  const std::string resource = "scheduling.volcano.sh/v1beta1/podgroups";
+  auto podGroup = [](const std::string& kind, const std::string& name, const std::string& uid) {
+    const std::string apiVersion = kind == "DDPJob" ? "ddp.dev/v1" : "apps/v1";
+    return json{{"apiVersion", "scheduling.volcano.sh/v1beta1"}, {"kind", "PodGroup"},
+                {"metadata", {{"name", "fm"}, {"ownerReferences", json::array({{{"apiVersion", apiVersion}, {"kind", kind},
+                                                                                {"name", name}, {"uid", uid},
+                                                                                {"controller", true}}})}}},
+                {"spec", {{"minMember", 8}}}};
+  };
+  schedulerName_ = "volcano";
+  startLauncher(roleInMl(chartRoleRules()));
+  const std::string theirs = api_.put(resource, "ml", podGroup("Deployment", "web", "web-uid"))["metadata"]["uid"];
+  const Status st = launcher_->ensureWorkers(launch_);
+  EXPECT_EQ(st.code(), StatusCode::kFailedPrecondition) << st;
+  EXPECT_NE(st.message().find("PodGroup for the volcano scheduler"), std::string::npos) << st;
+  EXPECT_NE(st.message().find("podgroups/fm already exists and is not job fm's (owned by Deployment web)"),
+            std::string::npos) << st;
+  EXPECT_TRUE(api_.objects("pods", "ml").empty());
+  ASSERT_TRUE(launcher_->forgetJob("fm").isOk());
+  ASSERT_TRUE(api_.object(resource, "ml", "fm").has_value());
+  EXPECT_EQ((*api_.object(resource, "ml", "fm"))["metadata"]["uid"], theirs);
+  EXPECT_EQ((*api_.object(resource, "ml", "fm"))["spec"]["minMember"], 8);
+
+  // An earlier DDPJob fm's: replaced by this one's (minMember from spec.workers.min).
+  api_.put(resource, "ml", podGroup("DDPJob", "fm", "uid-earlier"));
+  ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());
+  auto group = api_.object(resource, "ml", "fm");
+  ASSERT_TRUE(group.has_value());
+  EXPECT_EQ((*group)["metadata"]["ownerReferences"][0]["uid"], "uid-fm");
+  EXPECT_EQ((*group)["spec"]["minMember"], 2);
+  // The job's own, met again (a restarted controller): taken as it is.
+  const std::string own = (*group)["metadata"]["uid"];
+  ASSERT_TRUE(launcher_->forgetJob("fm").isOk());
+  api_.put(resource, "ml", *group);
+  ASSERT_TRUE(launcher_->ensureWorkers(launch_).isOk());
+  EXPECT_EQ((*api_.object(resource, "ml", "fm"))["spec"]["minMember"], 2);
+  EXPECT_TRUE(api_.refusals().empty()) << api_.refusals().front();
 }
 
 // A job submitted through the REST API has no DDPJob: no owner references, nothing to refuse.
