@@ -47,6 +47,11 @@ void appendKubernetesFields(std::vector<SpecField>* out) {
                       "Run the worker pods in the node's network namespace (NICs a pod network does not give)."));
   f.push_back(boolean("spec.kubernetes.hostIPC", kube(&K::hostIPC),
                       "Run the worker pods in the node's IPC namespace."));
+  f.push_back(string("spec.kubernetes.podSecurityLevel", kube(&K::podSecurityLevel),
+                     "The Pod Security level the worker pods are held to: template security contexts and volumes "
+                     "beyond it are refused; empty: restricted, or privileged with capSysNice, hostNetwork or "
+                     "hostIPC.")
+                  .oneOf({"", "restricted", "baseline", "privileged"}));
   f.push_back(object("spec.kubernetes.runPolicy", "Kubeflow's RunPolicy, the parts that fit (restarts: spec.maxRestarts)."));
   f.push_back(enumeration("spec.kubernetes.runPolicy.cleanPodPolicy", run(&R::cleanPodPolicy), kCleanPodPolicyNames,
                           "Which pods a finished job leaves: Running (delete those still running), All or None."));

@@ -100,6 +100,7 @@ struct KubernetesSpec {
   std::string shmSize;                // /dev/shm's sizeLimit; empty: kShmGiPerRank Gi per rank of the pod
   bool hostNetwork = false;           // the pods use the node's network namespace
   bool hostIPC = false;               // the pods use the node's IPC namespace
+  std::string podSecurityLevel;       // restricted, baseline, privileged; empty: Note [Pod security level]
   RunPolicySpec runPolicy;
   PodTemplateSpec podTemplate;        // YAML: template (Note [Pod template])
   bool operator==(const KubernetesSpec&) const = default;

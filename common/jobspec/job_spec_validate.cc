@@ -481,6 +481,7 @@ Status JobSpec::validate(std::vector<SpecError>* errors) const {
   checkWorkerProgram(worker, c);
   validateKubernetesSpec(*this, &errs);
   validatePodTemplate(*this, &errs);
+  validatePodSecurityLevel(*this, &errs);
   if (errs.size() == before) return Status::ok();
   return specErrorsToStatus(std::vector<SpecError>(errs.begin() + before, errs.end()));
 }

@@ -5,6 +5,20 @@
 // each worker pod by the Kubernetes launcher (controller/launch/kubernetes/pod_template_apply.h).
 // Thread model: plain values and pure functions.
 //
+// Note [Pod security level]
+// spec.kubernetes.podSecurityLevel names the Pod Security Standards level (restricted,
+// baseline, privileged) the worker pods are held to; empty: restricted, or privileged when the
+// spec's own opt-ins (capSysNice, hostNetwork, hostIPC) already need a privileged namespace. The
+// controller's pods meet restricted (Note [Worker pod security]); since the template's security
+// contexts merge over the controller's, a template could otherwise undo that without a word
+// (runAsUser 0, privileged, allowPrivilegeEscalation, capabilities.add, an Unconfined seccomp
+// profile, a hostPath volume). validatePodSecurityLevel refuses each such setting that the
+// level forbids, naming the field, the rule and the level that allows it; a level set
+// explicitly also refuses capSysNice, hostNetwork and hostIPC beyond it. So a job that needs
+// IPC_LOCK for RDMA says podSecurityLevel: privileged, and the namespace it runs in must admit
+// that. The rules are the Pod Security Standards' (policy version latest) for what a template
+// can set; tests/kubernetes/pod_security.mjs and the fake API server check the pods themselves.
+//
 // Note [Pod template]
 // A subset of a PodTemplateSpec, spelled as Kubernetes spells it, so that a user copies it from
 // a pod they know works on their cluster:
@@ -34,6 +48,7 @@
 namespace ddp {
 
 struct JobSpec;
+struct KubernetesSpec;
 struct SpecError;
 
 // The prefix of the worker environment's names (common/launch/worker_env.h), all owned by the
@@ -71,5 +86,12 @@ bool isControllerOwnedPodKey(std::string_view key);
 // The checks of spec.kubernetes.template (Note [Pod template]), appended to `errors` with their
 // field paths; part of JobSpec::validate().
 void validatePodTemplate(const JobSpec& spec, std::vector<SpecError>* errors);
+
+// The level the worker pods are held to (Note [Pod security level]): podSecurityLevel, or its
+// default when empty.
+std::string effectivePodSecurityLevel(const KubernetesSpec& k);
+// What the template's security contexts and volumes, and an explicit level's opt-ins, ask of the
+// pods beyond that level (pod_template_security.cc); part of JobSpec::validate().
+void validatePodSecurityLevel(const JobSpec& spec, std::vector<SpecError>* errors);
 
 }  // namespace ddp

@@ -54,7 +54,7 @@ TEST(PodTemplateTest, TheExampleParsesWithEveryFieldAndRoundTrips) {
 TEST(PodTemplateTest, CarriedObjectsKeepYamlScalarTypes) {
   auto r = parseJobSpec(withTemplate(
       "      securityContext: {runAsUser: 1000, fsGroup: \"2000\", runAsNonRoot: true, seLinuxOptions: {level: ~},\n"
-      "                        sysctls: [{name: net.core.somaxconn, value: '1024'}], supplementalGroups: [1.5e3]}\n"));
+      "                        sysctls: [{name: net.ipv4.ip_unprivileged_port_start, value: '1024'}], supplementalGroups: [1.5e3]}\n"));
   ASSERT_TRUE(r.isOk()) << r.status();
   const json sc = json::parse(r->kubernetes.podTemplate.securityContext);
   EXPECT_EQ(sc["runAsUser"], 1000);

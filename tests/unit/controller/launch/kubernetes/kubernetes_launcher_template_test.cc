@@ -28,6 +28,7 @@ spec:
   kubernetes:
     resources: {requests: {cpu: "2"}}
     capSysNice: false
+    podSecurityLevel: privileged   # IPC_LOCK (Note [Pod security level])
     template:
       labels: {team: vision}
       annotations: {sidecar.istio.io/inject: "false"}
