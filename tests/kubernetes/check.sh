@@ -20,8 +20,11 @@
 #                     without such a bound, or a property without a description, must be refused)
 #   install-manifest  manifests/install.yaml is what scripts/render_manifests.sh writes now
 #   render BIN_DIR    BIN_DIR/ddpctl render of every example job: each object validated against
-#                     the Kubernetes schemas (kubernetes-models); a job without an image must be
-#                     refused with exit status 2 (skipped when ddpctl is not built)
+#                     the Kubernetes schemas (kubernetes-models), every pod against the
+#                     restricted Pod Security Standard (pod_security.mjs); a capSysNice job's pods
+#                     must be refused at restricted and baseline, naming the rules, and pass
+#                     privileged; a job without an image must be refused with exit status 2
+#                     (skipped when ddpctl is not built)
 #   dependency        the chart as a dependency: an umbrella chart that depends on charts/ddp
 #                     (Helm passes it `global`) lints and renders, global.imageRegistry reaching
 #                     the subchart's images
@@ -353,11 +356,31 @@ EOF
       echo "SKIPPED: $ddpctl is not built"
       exit 77
     fi
-    for job in examples/*.yaml manifests/examples/*.yaml; do
+    # Every example job (each is one the launcher accepts on Kubernetes: render exits 2 on any
+    # other, failing the check).
+    jobs=(examples/*.yaml examples/*/*.yaml manifests/examples/*.yaml)
+    for job in "${jobs[@]}"; do
       "$ddpctl" render "$job" --worker-image ddp-service:0.1.0 --watch-namespace ml \
         >"$work/render-$(basename "$job")"
     done
     node tests/kubernetes/validate_objects.mjs "$work"/render-*.yaml
+    # Their pods meet the restricted Pod Security Standard (Note [Worker pod security]); one pod
+    # or more per example.
+    node tests/kubernetes/pod_security.mjs "$work"/render-*.yaml >"$work/pod-security.txt"
+    pods="$(grep -c '^ok Pod/' "$work/pod-security.txt")"
+    [ "$pods" -ge "${#jobs[@]}" ] || { cat "$work/pod-security.txt"; echo "FAIL: $pods pods for ${#jobs[@]} jobs"; exit 1; }
+    tail -1 "$work/pod-security.txt"
+    # The capSysNice opt-in: refused at restricted and at baseline, naming the rules, admitted
+    # by privileged only.
+    nice=tests/kubernetes/fixtures/ddpjob-cap-sys-nice.yaml
+    "$ddpctl" render "$nice" --worker-image ddp-service:0.1.0 --watch-namespace ml >"$work/nice.yaml"
+    node tests/kubernetes/validate_objects.mjs "$work/nice.yaml" >/dev/null
+    must_fail 'capability SYS_NICE added (baseline allows only the default set)' \
+      node tests/kubernetes/pod_security.mjs "$work/nice.yaml"
+    must_fail 'runAsNonRoot must be true' node tests/kubernetes/pod_security.mjs "$work/nice.yaml"
+    must_fail 'capability SYS_NICE added (baseline allows only the default set)' \
+      node tests/kubernetes/pod_security.mjs --level baseline "$work/nice.yaml"
+    node tests/kubernetes/pod_security.mjs --level privileged "$work/nice.yaml" | tail -1
     must_fail "spec.containers[0].image: required" "$ddpctl" render examples/synthetic.yaml
     ;;
   install-manifest)
