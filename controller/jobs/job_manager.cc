@@ -187,7 +187,8 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
   {  // Note [Memory estimate]
     const auto limit = spec.kubernetes.resources.limits.find("memory");
     const std::string podLimit = limit == spec.kubernetes.resources.limits.end() ? "" : limit->second;
-    DDP_RETURN_IF_ERROR(checkWorkerMemory(spec, launcher_.workerMemory(spec.workers.max, podLimit)));
+    DDP_RETURN_IF_ERROR(
+        checkWorkerMemory(spec, launcher_.workerMemory(spec.workers.max, spec.workers.perPod, podLimit)));
   }
   JobRecord rec;
   rec.name = spec.name;

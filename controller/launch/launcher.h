@@ -109,9 +109,12 @@ class Launcher {
   virtual Status ready() const = 0;        // for /readyz
   virtual int maxWorkersPerJob() const = 0;  // the validator refuses workers.count above this
   // The memory each of `workers` workers started with `kubernetesLimit` (the spec's
-  // resources.limits.memory, "" when none) may use; nullopt when unknown (nothing is checked).
-  virtual std::optional<WorkerMemoryBudget> workerMemory(int workers, const std::string& kubernetesLimit) const {
+  // resources.limits.memory, "" when none) may use, where a pod runs `ranksPerPod` of them
+  // (spec.workers.perPod) under that one limit; nullopt when unknown (nothing is checked).
+  virtual std::optional<WorkerMemoryBudget> workerMemory(int workers, int ranksPerPod,
+                                                         const std::string& kubernetesLimit) const {
     (void)workers;
+    (void)ranksPerPod;
     (void)kubernetesLimit;
     return std::nullopt;
   }

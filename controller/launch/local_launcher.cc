@@ -173,7 +173,7 @@ void LocalLauncher::wakeMonitor() {
   (void)n;
 }
 
-std::optional<WorkerMemoryBudget> LocalLauncher::workerMemory(int workers, const std::string&) const {
+std::optional<WorkerMemoryBudget> LocalLauncher::workerMemory(int workers, int, const std::string&) const {
   const long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || pageSize <= 0 || workers <= 0) return std::nullopt;
   const int64_t total = static_cast<int64_t>(pages) * pageSize;

@@ -101,7 +101,8 @@ class LocalLauncher final : public Launcher {
   Status ready() const override;
   int maxWorkersPerJob() const override { return maxWorkers_; }
   // This machine's physical memory, shared by the job's workers.
-  std::optional<WorkerMemoryBudget> workerMemory(int workers, const std::string& kubernetesLimit) const override;
+  std::optional<WorkerMemoryBudget> workerMemory(int workers, int ranksPerPod,
+                                                 const std::string& kubernetesLimit) const override;
   bool sharesFilesystem() const override { return true; }
   Status ensureWorkers(const JobLaunch& job) override;
   Status adoptJob(const JobLaunch& job) override;

@@ -7,8 +7,10 @@
 // `hidden: [100000000]` was accepted, and each worker then died of the allocation (a segfault
 // before the allocation was checked) three times over. The controller now estimates at submission
 // what one worker holds at its peak and refuses a job that cannot fit the memory a worker gets
-// (the machine's, shared by the job's workers, on the local launcher; the pod's memory limit on
-// Kubernetes; nothing is checked where neither is known). The estimate counts what the engine
+// (the machine's, shared by the job's workers, on the local launcher; on Kubernetes the pod's
+// memory limit, shared by the spec.workers.perPod ranks the pod runs: each rank gets its share;
+// nothing is checked where neither is known). The pod's memory-backed /dev/shm also counts
+// against that limit as it fills; NCCL's use of it comes with device cuda, not checked here. The estimate counts what the engine
 // allocates per rank, in f32: parameters and gradients; the reducer's buckets (one more copy of
 // the gradients); the optimizer's state (SGD momentum one copy, Adam two; divided among the ranks
 // under ZeRO-1 and DistributedFusedAdam); one batch's activations and their gradients (every

@@ -136,12 +136,16 @@ std::string KubernetesLauncher::jobNamespace(const std::string& job) const {
   return it == jobs_.end() || it->second.nameSpace.empty() ? options_.nameSpace : it->second.nameSpace;
 }
 
-std::optional<WorkerMemoryBudget> KubernetesLauncher::workerMemory(int, const std::string& limit) const {
+std::optional<WorkerMemoryBudget> KubernetesLauncher::workerMemory(int, int ranksPerPod, const std::string& limit) const {
   if (limit.empty()) return std::nullopt;
   auto bytes = parseKubernetesQuantity(limit);
   if (!bytes.isOk() || *bytes <= 0) return std::nullopt;  // the spec's validation names a bad quantity
-  return WorkerMemoryBudget{static_cast<int64_t>(*bytes), "the worker pod's memory limit " + limit,
-                            "spec.kubernetes.resources.limits.memory"};
+  // Note [Several ranks per pod]: the pod's ranks are processes of one container, under its one
+  // limit.
+  const int ranks = std::max(1, ranksPerPod);
+  std::string source = "the worker pod's memory limit " + limit;
+  if (ranks > 1) source += " shared by its " + std::to_string(ranks) + " ranks";
+  return WorkerMemoryBudget{static_cast<int64_t>(*bytes) / ranks, source, "spec.kubernetes.resources.limits.memory"};
 }
 
 Status KubernetesLauncher::ready() const {

@@ -97,7 +97,9 @@ class KubernetesLauncher final : public Launcher {
   Status ready() const override;
   int maxWorkersPerJob() const override { return kMaxWorkersPerJob; }
   // Each worker pod's memory limit (spec.kubernetes.resources.limits.memory), when the job sets one.
-  std::optional<WorkerMemoryBudget> workerMemory(int workers, const std::string& kubernetesLimit) const override;
+  // A pod's memory limit shared by its ranks (Note [Memory estimate]).
+  std::optional<WorkerMemoryBudget> workerMemory(int workers, int ranksPerPod,
+                                                 const std::string& kubernetesLimit) const override;
   Status ensureWorkers(const JobLaunch& job) override;
   // Records the job's launch and takes every slot's pod as existing (a restarted controller's
   // running job: its pods are not listed again; a replacement recreates the slot's pod).

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <thread>
 
+#include "controller/jobs/admission/memory_estimate.h"
 #include "tests/unit/controller/kubernetes/fake_api_test.h"
 
 namespace ddp::controller::kube {
@@ -312,6 +313,34 @@ TEST_F(KubernetesLauncherTest, StopDeletesThePodsStillRunningAfterTheGraceAndFor
   EXPECT_FALSE(api_.object("services", "ml", "fm").has_value());
   EXPECT_FALSE(api_.object("secrets", "ml", "fm-worker-token").has_value());
   EXPECT_EQ(launcher_->killWorker("fm", "fm-w0", SIGKILL).code(), StatusCode::kNotFound);
+}
+
+// Note [Memory estimate] with Note [Several ranks per pod]: a pod's memory limit is shared by
+// the ranks it runs, so a model that fits the whole limit but not a quarter of it is refused
+// with 4 ranks to a pod, naming the limit and its ranks, and accepted with one.
+TEST_F(KubernetesLauncherTest, APodsMemoryLimitIsSharedByItsRanks) {
+  JobSpec spec = spec_;
+  spec.workers.count = spec.workers.min = spec.workers.max = 4;
+  const int64_t need = estimateWorkerMemory(spec).totalBytes();
+  ASSERT_GT(need, 0);
+  const std::string limit = std::to_string(2 * need);  // a quantity in bytes: twice one rank's need
+  const auto one = launcher_->workerMemory(4, 1, limit);
+  ASSERT_TRUE(one.has_value());
+  EXPECT_EQ(one->bytes, 2 * need);
+  EXPECT_EQ(one->source, "the worker pod's memory limit " + limit);
+  EXPECT_TRUE(checkWorkerMemory(spec, one).isOk());
+  spec.workers.perPod = 4;
+  const auto four = launcher_->workerMemory(4, 4, limit);
+  ASSERT_TRUE(four.has_value());
+  EXPECT_EQ(four->bytes, 2 * need / 4);
+  EXPECT_EQ(four->field, "spec.kubernetes.resources.limits.memory");
+  const Status refused = checkWorkerMemory(spec, four);
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument) << refused;
+  EXPECT_EQ(refused.message().rfind("spec.kubernetes.resources.limits.memory: ", 0), 0u) << refused;
+  EXPECT_NE(refused.message().find("the worker pod's memory limit " + limit + " shared by its 4 ranks"),
+            std::string::npos) << refused;
+  // Twice per rank: a limit of 8 ranks' need fits 4 ranks of a pod.
+  EXPECT_TRUE(checkWorkerMemory(spec, launcher_->workerMemory(4, 4, std::to_string(8 * need))).isOk());
 }
 
 // Note [Object ownership]: a job named like the controller's own Service (the chart's `ddp`)
