@@ -95,6 +95,7 @@ JobLaunch Job::launchRequest() const {
 
 bool Job::noteLaunched(const JobLaunch& l, const Status& st) {
   lifecycle.launched = true;
+  lifecycle.launching = false;
   if (!st.isOk()) {
     transition(JobPhase::kFailed, "LaunchFailed", "could not start the workers: " + st.toString());
     return false;
@@ -287,6 +288,7 @@ JobTickFacts Job::tickFacts(TimePoint now, bool periodic) const {
   f.cancelRequested = lifecycle.cancelRequested;
   f.cancelStopDue = lifecycle.stopDue(now, env.options.stopGrace);
   f.stopPending = lifecycle.stopPending;
+  f.launchDue = lifecycle.launchDue();
   auto alive = [this](const std::string& id) {
     auto w = workers.find(id);
     return w != workers.end() && w->second.processAlive;
@@ -315,6 +317,7 @@ JobTickFacts Job::tickFacts(TimePoint now, bool periodic) const {
 }
 
 void Job::recordTick(const JobTickActions& a, TimePoint now) {
+  if (a.launch) lifecycle.launching = true;
   if (a.cancelStopSent) lifecycle.stopSent = true;
   if (a.stopJob) lifecycle.stopPending = false;
   if (now >= membership.retireKillAt) membership.retireKillAt = TimePoint::max();

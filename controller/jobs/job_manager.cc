@@ -93,7 +93,7 @@ void JobManager::reconcileCatalogs(const std::vector<JobRecord>& records) {
 Status JobManager::start() {
   DDP_ASSIGN_OR_RETURN(auto records, store_.list());
   reconcileCatalogs(records);
-  std::vector<std::shared_ptr<Job>> relaunch;
+  std::vector<std::shared_ptr<Job>> relaunch;  // never launched: their first reconcile launches them
   std::vector<JobLaunch> adopt;  // running jobs: their replacements start like their first workers
   const TimePoint now = clock_.now();
   for (auto& rec : records) {
@@ -119,7 +119,7 @@ Status JobManager::start() {
     }
     job->evaluate();
   }
-  for (const auto& job : relaunch) launch(job);
+  for (const auto& job : relaunch) reconcileNow(job);  // before the ticker's (Note [Tick actions])
   for (const JobLaunch& l : adopt) {
     if (Status st = launcher_.adoptJob(l); !st.isOk()) {
       DDP_LOG(Error) << "job " << l.jobName << ": the launcher could not take it over: " << st.toString()
@@ -157,6 +157,7 @@ void JobManager::launch(const std::shared_ptr<Job>& job) {
   JobLaunch l;
   {
     std::lock_guard<std::mutex> lock(job->mu);
+    if (job->removed) return;
     l = job->launchRequest();
   }
   Status st = launcher_.ensureWorkers(l);
@@ -199,6 +200,7 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
   rec.phase = JobPhase::kPending;
   rec.setCondition(kConditionCreated, true, "JobCreated", "the job was accepted", rec.createdMs);
   auto job = std::make_shared<Job>(env_);
+  job->lifecycle.launchHeld = true;  // launched by the reconcile below, not by a tick meanwhile
   {
     // One submission at a time: the name's check, its store row and its registry entry.
     std::lock_guard<std::mutex> one(submitMu_);
@@ -217,7 +219,7 @@ Result<JobRecord> JobManager::submit(const JobSpec& spec) {
     std::lock_guard<std::mutex> lock(jobsMu_);
     jobs_[spec.name] = job;
   }
-  if (!spec.suspend) launch(job);
+  reconcileNow(job);  // Note [Tick actions]: its launch, whose failure is in this answer
   std::lock_guard<std::mutex> lock(job->mu);
   if (!job->removed) return job->record;
   return store_.get(spec.name);

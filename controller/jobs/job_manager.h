@@ -249,7 +249,11 @@ class JobManager {
   void tickLoop();
   void tickOnce();
   // With no lock held: a tick's launcher actions.
-  void carryOut(const std::string& name, const JobTickActions& actions);
+  void carryOut(const std::shared_ptr<Job>& job, const std::string& name, const JobTickActions& actions);
+  // With no lock held: the job's reconcile now, off the ticker, its actions carried out before
+  // it returns (a new job's first: its launch, whose failure the caller answers; Note [Tick
+  // actions]). Clears the job's launchHeld.
+  void reconcileNow(const std::shared_ptr<Job>& job);
   void replaceCulprit(const std::string& name, const std::string& workerId);
   void queueWrite(std::shared_ptr<Job> job);
   void writerLoop();
@@ -259,6 +263,7 @@ class JobManager {
   bool persistJob(Job& job, bool periodic);
   // Without the job's mu, under its persistMu: one batch to the store.
   void writeBatch(JobRecord& record, const Outbox::Batch& batch);
+  // A launch action: the launcher asked for the job's workers, the Job told how it went.
   void launch(const std::shared_ptr<Job>& job);
   // A cancel's (or suspension's) launcher actions, with no lock held.
   // (`stopNow`: stopJob with `grace`; `signal`: SIGTERM to these workers).

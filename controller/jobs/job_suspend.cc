@@ -77,6 +77,7 @@ Result<JobRecord> JobManager::resume(const std::string& name) {
     }
     DDP_RETURN_IF_ERROR(job->storeSuspend(false, store_));
     fresh->resumeFrom(*job);  // not shared yet: no lock needed on it
+    fresh->lifecycle.launchHeld = true;  // not before the launcher forgot the old workers
     job->removed = true;      // its state is the fresh job's now
     for (auto& [g, space] : job->spaces) space->clear();
     std::lock_guard<std::mutex> lock(jobsMu_);
@@ -86,7 +87,7 @@ Result<JobRecord> JobManager::resume(const std::string& name) {
   if (Status st = launcher_.forgetJob(name); !st.isOk()) {
     DDP_LOG(Warning) << "job " << name << ": forgetting its workers before the resume: " << st.toString();
   }
-  launch(fresh);
+  reconcileNow(fresh);  // Note [Tick actions]: its launch
   std::lock_guard<std::mutex> lock(fresh->mu);
   return fresh->record;
 }

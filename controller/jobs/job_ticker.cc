@@ -65,12 +65,30 @@ void JobManager::tickOnce() {
       job->recordTick(a, now);
       if (a.drop) unregister(*job);  // its last batch was written (by an earlier tick's writer)
     }
-    if (!a.empty()) carryOut(name, a);
+    if (!a.empty()) carryOut(job, name, a);
     if (a.persist) queueWrite(job);
   }
 }
 
-void JobManager::carryOut(const std::string& name, const JobTickActions& a) {
+void JobManager::reconcileNow(const std::shared_ptr<Job>& job) {
+  JobTickActions a;
+  std::string name;
+  {
+    std::lock_guard<std::mutex> lock(job->mu);
+    if (job->removed) return;
+    job->lifecycle.launchHeld = false;
+    name = job->record.name;
+    const TimePoint now = clock_.now();
+    a = reconcileTick(job->tickFacts(now, false));
+    job->recordTick(a, now);
+    if (a.drop) unregister(*job);
+  }
+  if (!a.empty()) carryOut(job, name, a);
+  if (a.persist) queueWrite(job);
+}
+
+void JobManager::carryOut(const std::shared_ptr<Job>& job, const std::string& name, const JobTickActions& a) {
+  if (a.launch) launch(job);
   if (a.stopJob) (void)launcher_.stopJob(name, options_.timings.killGrace);
   for (const auto& id : a.killRetired) (void)launcher_.killWorker(name, id, SIGKILL);
   for (const auto& id : a.killUnresponsive) (void)launcher_.killWorker(name, id, SIGKILL);

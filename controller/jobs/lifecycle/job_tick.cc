@@ -5,6 +5,7 @@ namespace ddp::controller {
 JobTickActions reconcileTick(const JobTickFacts& f) {
   // Note [Tick actions].
   JobTickActions a;
+  a.launch = f.launchDue && !isTerminal(f.phase);
   a.cancelStopSent = f.cancelStopDue;
   a.stopJob = f.cancelStopDue || f.stopPending;
   if (f.cancelRequested || isTerminal(f.phase)) {

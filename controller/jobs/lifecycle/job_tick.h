@@ -8,6 +8,10 @@
 // Note [Tick actions]
 // Each tick, after the job's state advanced (rendezvous deadlines, expired long polls, the hang
 // scan: job_manager.cc advanceJob), one job may need:
+//  - its workers launched (launcher ensureWorkers): a job never launched (submitted, resumed, or
+//    restored before its rendezvous closed) unless it ended. The call that registers a job
+//    (submit, resume, start) holds its launch back and runs the job's first reconcile itself,
+//    at once, so a launch failure is in that call's answer, as it always was;
 //  - its workers stopped (launcher stopJob, SIGTERM then SIGKILL after timings.killGrace): a
 //    cancel whose stopGrace ran out (once), or a decision that asked for it (a verdict with no
 //    restarts left, a failure, the job done with processes left);
@@ -23,8 +27,6 @@
 //    job_ticker.cc);
 //  - a finished job whose processes are gone, with nothing left to write or answer, dropped from
 //    the registry (its record is the store's from then on).
-// The workers' launch is not a tick's: submit() and start() ask the launcher at once (a launch
-// failure is in submit's answer).
 // Thread model: pure function.
 
 #include <string>
@@ -46,6 +48,7 @@ struct JobTickFacts {
   bool cancelRequested = false;
   bool cancelStopDue = false;  // LifecycleState::stopDue: the cancel's stopGrace ran out
   bool stopPending = false;    // a decision asked to stop the remaining workers
+  bool launchDue = false;      // LifecycleState::launchDue: the workers were never launched
   std::vector<WorkerFacts> alive;  // the job's worker processes still alive (id, outcome, lastSeen)
   Duration heartbeatWindow{};      // heartbeatSeconds x heartbeatMisses
   bool retireKillDue = false;      // a scale-down's grace ran out (MembershipState::retireKillAt)
@@ -60,6 +63,7 @@ struct JobTickFacts {
 };
 
 struct JobTickActions {
+  bool launch = false;          // launcher ensureWorkers(the job's launch request)
   bool stopJob = false;         // launcher stopJob(timings.killGrace)
   bool cancelStopSent = false;  // ... because of the cancel: it is not sent again
   std::vector<std::string> killUnresponsive;  // SIGKILL; each is Stopped, with an event
@@ -69,7 +73,9 @@ struct JobTickActions {
   bool drop = false;     // the job leaves the registry
 
   // No launcher call (persist and drop are the ticker's own).
-  bool empty() const { return !stopJob && killUnresponsive.empty() && killRetired.empty() && replace.empty(); }
+  bool empty() const {
+    return !launch && !stopJob && killUnresponsive.empty() && killRetired.empty() && replace.empty();
+  }
 };
 
 JobTickActions reconcileTick(const JobTickFacts& facts);

@@ -10,8 +10,14 @@
 namespace ddp::controller {
 
 struct LifecycleState {
-  // The launcher was asked for the workers (until then no verdict: no process has existed).
+  // The launcher was asked for the workers and answered (until then no verdict: no process has
+  // existed).
   bool launched = false;
+  // A tick decided the launch and the JobManager is carrying it out (so no other tick decides it).
+  bool launching = false;
+  // The launch waits for the call that registered the job (submit, resume): that call runs the
+  // job's first reconcile itself, so the launch's outcome is in its answer (Note [Tick actions]).
+  bool launchHeld = false;
   bool cancelRequested = false;
   // The cancel is a suspension (Note [Suspended jobs]): the job ends up Suspended, not Cancelled.
   bool suspendRequested = false;
@@ -20,6 +26,8 @@ struct LifecycleState {
   bool stopPending = false;     // a decision asked to stop the remaining workers (the ticker does)
   bool awaitingSettle = false;  // a worker reported its own failure: re-evaluate each tick
 
+  // The workers are to be launched now: never asked for, not being asked for, not held.
+  bool launchDue() const { return !launched && !launching && !launchHeld; }
   // Records the first cancel (true); a second one changes nothing (false).
   bool requestCancel(TimePoint now);
   // A cancelled job whose workers had `stopGrace` to stop on their own and were not stopped yet

@@ -26,6 +26,24 @@ TEST(JobTickTest, AHealthyRunningJobNeedsNothing) {
   EXPECT_TRUE(reconcileTick(running()).empty());
 }
 
+TEST(JobTickTest, ANeverLaunchedJobIsLaunchedUnlessItEnded) {
+  JobTickFacts f;
+  f.now = at(0);
+  f.phase = JobPhase::kPending;
+  EXPECT_FALSE(reconcileTick(f).launch) << "launched, being launched, held or suspended: not due";
+  f.launchDue = true;
+  JobTickActions a = reconcileTick(f);
+  EXPECT_TRUE(a.launch);
+  EXPECT_FALSE(a.empty()) << "a launcher call, carried out with no lock held";
+  f.cancelRequested = true;
+  EXPECT_TRUE(reconcileTick(f).launch) << "a cancel before the launch stops the workers once they exist";
+  f.phase = JobPhase::kFailed;
+  EXPECT_FALSE(reconcileTick(f).launch) << "an ended job starts nothing";
+  f.phase = JobPhase::kRunning;
+  f.launchDue = false;
+  EXPECT_TRUE(reconcileTick(f).empty()) << "the running job of running(), needing nothing";
+}
+
 TEST(JobTickTest, ACancelsGraceRunningOutStopsTheJobOnce) {
   JobTickFacts f = running();
   f.cancelRequested = true;

@@ -1,5 +1,5 @@
-// LifecycleState (controller/jobs/lifecycle/lifecycle_state.h): a cancel is recorded once, its stop
-// falls due after the grace until it was sent.
+// LifecycleState (controller/jobs/lifecycle/lifecycle_state.h): a launch is due once; a cancel is
+// recorded once, its stop falls due after the grace until it was sent.
 #include "controller/jobs/lifecycle/lifecycle_state.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +15,19 @@ TEST(LifecycleStateTest, TheFirstCancelCountsAndKeepsItsTime) {
   EXPECT_FALSE(s.requestCancel(at(9)));
   EXPECT_EQ(s.cancelAt, at(5));
   EXPECT_TRUE(s.stopping(JobPhase::kRunning));
+}
+
+TEST(LifecycleStateTest, ALaunchIsDueOnceUntilDecidedAndNotWhileHeld) {
+  LifecycleState s;
+  EXPECT_TRUE(s.launchDue()) << "a new job";
+  s.launchHeld = true;
+  EXPECT_FALSE(s.launchDue()) << "the call that registered it runs its first reconcile itself";
+  s.launchHeld = false;
+  s.launching = true;
+  EXPECT_FALSE(s.launchDue()) << "a tick decided it: no second launch";
+  s.launching = false;
+  s.launched = true;
+  EXPECT_FALSE(s.launchDue()) << "the launcher answered";
 }
 
 TEST(LifecycleStateTest, TheCancelsStopIsDueAfterTheGraceUntilSent) {
