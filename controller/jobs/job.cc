@@ -202,6 +202,7 @@ void Job::evaluate() {
   if (finishedDuringChange()) return;
   JobFacts f;
   f.now = env.clock.now();
+  f.settle = env.options.timings.exitSettle;
   f.phase = record.phase;
   f.cancelRequested = lifecycle.cancelRequested;
   f.suspendRequested = lifecycle.suspendRequested;

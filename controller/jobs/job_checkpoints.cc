@@ -11,7 +11,9 @@
 
 namespace ddp::controller {
 
-CheckpointLedger& Job::ledger() { return checkpoints.ledgerFor(spec.timeouts); }
+CheckpointLedger& Job::ledger() {
+  return checkpoints.ledgerFor(spec.timeouts, env.options.timings.checkpointForgetMin);
+}
 
 void Job::noteLedgerChanges(const std::vector<LedgerChange>& changes) {
   for (const auto& c : changes) {

@@ -85,11 +85,11 @@ Status JobManager::remove(const std::string& name, Deadline deadline) {
     (void)cancel(name);
     const Deadline graceful(deadline.at() - std::min<Duration>(deadline.remaining(), options_.timings.deleteSignalBefore));
     while (!launcher_.livePids(name).empty() && !graceful.expired()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(options_.timings.deletePollEvery);
     }
     (void)launcher_.stopJob(name, options_.timings.deleteKillGrace);
     while (!launcher_.livePids(name).empty() && !deadline.expired()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::this_thread::sleep_for(options_.timings.deletePollEvery);
     }
     if (LockedJob job = lockJob(name)) {
       for (auto& w : job->waiters) replyJson(*w.responder, 410, {{"error", "job deleted"}, {"generation", 0}});

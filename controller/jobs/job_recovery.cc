@@ -12,8 +12,9 @@
 namespace ddp::controller {
 namespace {
 
-HangConfig hangConfig(const JobSpec& spec) {
+HangConfig hangConfig(const JobSpec& spec, const JobTimings& timings) {
   HangConfig c;
+  c.settle = timings.exitSettle;
   c.heartbeatWindow = seconds(spec.timeouts.heartbeatSeconds * spec.timeouts.heartbeatMisses);
   c.hang = seconds(spec.timeouts.hangSeconds);
   c.progress = seconds(spec.timeouts.progressSeconds);
@@ -79,7 +80,7 @@ bool Job::detectAndRecover() {
       members.push_back(std::move(m));
     }
     if (!fatal) {
-      HangReport report = detectHang(members, hangConfig(spec), generationStart, env.clock.now());
+      HangReport report = detectHang(members, hangConfig(spec, env.options.timings), generationStart, env.clock.now());
       for (const Straggler& s : report.stragglers) {
         if (recovery.stragglersSeen.insert({s.rank, s.seq}).second) event(kEventWarning, "Straggler", s.message);
       }
@@ -145,7 +146,8 @@ void Job::recover(const HangVerdict& verdict) {
     w.rec.state = "Replacing";
     recovery.toReplace.push_back(id);
   }
-  recovery.replaceAt = now + restartBackoff(restart);
+  recovery.replaceAt = now + restartBackoff(restart, env.options.timings.restartBackoffBase,
+                                            env.options.timings.restartBackoffMax);
   const int64_t from = std::max<int64_t>(0, checkpoints.lastStep);
   const int64_t reached = stepReachedAtLeast(round, workers, from);
   recovery.begin(round.generation, now, /*planned=*/false, reached);

@@ -14,7 +14,12 @@ Status JobTimings::validate() const {
              {"deleteKillGrace", deleteKillGrace},
              {"hangScanEvery", hangScanEvery},
              {"flightRecordWaitMin", flightRecordWaitMin},
-             {"flightRecordWaitMax", flightRecordWaitMax}};
+             {"flightRecordWaitMax", flightRecordWaitMax},
+             {"restartBackoffBase", restartBackoffBase},
+             {"restartBackoffMax", restartBackoffMax},
+             {"exitSettle", exitSettle},
+             {"checkpointForgetMin", checkpointForgetMin},
+             {"deletePollEvery", deletePollEvery}};
   for (const auto& t : all) {
     if (t.value <= Duration::zero()) {
       return invalidArgument(std::string("job timings: ") + t.name + " must be > 0 (it is " +
@@ -24,6 +29,10 @@ Status JobTimings::validate() const {
   if (flightRecordWaitMin > flightRecordWaitMax) {
     return invalidArgument("job timings: flightRecordWaitMin (" + formatDuration(flightRecordWaitMin) +
                            ") must not exceed flightRecordWaitMax (" + formatDuration(flightRecordWaitMax) + ")");
+  }
+  if (restartBackoffBase > restartBackoffMax) {
+    return invalidArgument("job timings: restartBackoffBase (" + formatDuration(restartBackoffBase) +
+                           ") must not exceed restartBackoffMax (" + formatDuration(restartBackoffMax) + ")");
   }
   return Status::ok();
 }

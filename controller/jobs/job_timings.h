@@ -28,8 +28,20 @@ struct JobTimings {
   // survivors' records at most two heartbeat periods, clamped to [flightRecordWaitMin, Max].
   Duration flightRecordWaitMin = std::chrono::seconds(1);
   Duration flightRecordWaitMax = std::chrono::seconds(5);
+  // Note [Recovery]: the wait before a restart replaces its culprits: none before the first,
+  // then restartBackoffBase, doubling with each restart, up to restartBackoffMax.
+  Duration restartBackoffBase = std::chrono::seconds(1);
+  Duration restartBackoffMax = std::chrono::seconds(30);
+  // Note [Blaming the right rank]: a failure a worker reports about itself, or a member that
+  // left on its own, waits this long for an exit that explains it.
+  Duration exitSettle = std::chrono::seconds(1);
+  // A decided checkpoint is remembered twice the job's commit timeout, at least this long.
+  Duration checkpointForgetMin = std::chrono::seconds(60);
+  // A delete looks for its workers still alive this often.
+  Duration deletePollEvery = std::chrono::milliseconds(20);
 
-  // InvalidArgument naming the field when one is not positive or Min > Max.
+  // InvalidArgument naming the field when one is not positive or a minimum (Min, Base) exceeds
+  // its maximum.
   Status validate() const;
 };
 

@@ -5,11 +5,11 @@
 
 namespace ddp::controller {
 
-CheckpointLedger& CheckpointState::ledgerFor(const TimeoutsSpec& timeouts) {
+CheckpointLedger& CheckpointState::ledgerFor(const TimeoutsSpec& timeouts, Duration forgetMin) {
   if (!ledger) {
     LedgerConfig c;
     c.commitTimeout = std::chrono::duration_cast<Duration>(std::chrono::duration<double>(timeouts.collectiveSeconds));
-    c.forgetAfter = std::max<Duration>(c.commitTimeout * 2, std::chrono::seconds(60));
+    c.forgetAfter = std::max<Duration>(c.commitTimeout * 2, forgetMin);
     ledger.emplace(c);
   }
   return *ledger;

@@ -23,8 +23,9 @@ struct CheckpointState {
   int64_t requestStep = -1;                // rank 0's step when the last one was made
 
   // The ledger, made from `timeouts` on first use: every rank's background write has as long as
-  // one collective may take; decisions are forgotten after twice that (at least a minute).
-  CheckpointLedger& ledgerFor(const TimeoutsSpec& timeouts);
+  // one collective may take; decisions are forgotten after twice that, at least `forgetMin`
+  // (JobTimings::checkpointForgetMin).
+  CheckpointLedger& ledgerFor(const TimeoutsSpec& timeouts, Duration forgetMin);
   // A commit or a failure of `step` (Note [Checkpoints failing]): the failures in a row to show
   // in the condition, or nullopt when the condition stays as it is (a commit while it was never
   // shown, `conditionShown` false; a commit of a step before the last failure).

@@ -67,7 +67,7 @@ struct HangConfig {
   Duration heartbeatWindow = std::chrono::seconds(5);  // heartbeatSeconds x heartbeatMisses
   Duration hang = std::chrono::seconds(60);            // hangSeconds
   Duration progress = std::chrono::seconds(600);       // progressSeconds
-  Duration settle = std::chrono::seconds(1);
+  Duration settle = std::chrono::seconds(1);           // the controller's: JobTimings::exitSettle
 };
 
 struct HangVerdict {

@@ -16,10 +16,10 @@ std::vector<std::string> workersToKillOnStop(const std::vector<WorkerFacts>& wor
   return out;
 }
 
-Duration restartBackoff(int restart) {
+Duration restartBackoff(int restart, Duration base, Duration max) {
   if (restart <= 1) return Duration::zero();
-  const Duration doubling = std::chrono::seconds(1) * (int64_t{1} << std::min(restart - 2, 5));
-  return std::min<Duration>(kMaxRestartBackoff, doubling);
+  const Duration doubling = base * (int64_t{1} << std::min(restart - 2, 5));
+  return std::min<Duration>(max, doubling);
 }
 
 JobVerdict decideJob(const JobFacts& f) {

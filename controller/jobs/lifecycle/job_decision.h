@@ -51,7 +51,7 @@ struct JobFacts {
   int liveProcesses = 0;                // worker processes of the job still running
   TimePoint now{};
   // A failure a worker reports about itself waits this long for an exit that explains it
-  // (Note [Blaming the right rank]).
+  // (Note [Blaming the right rank]; the controller's is JobTimings::exitSettle).
   Duration settle = std::chrono::seconds(1);
 };
 
@@ -78,8 +78,8 @@ std::vector<std::string> workersToKillOnStop(const std::vector<WorkerFacts>& wor
                                              TimePoint now);
 
 // Note [Recovery]: the wait before the `restart`-th restart replaces its culprits: none before
-// the first, then 1 s, 2 s, 4 s, ... up to kMaxRestartBackoff.
-inline constexpr Duration kMaxRestartBackoff = std::chrono::seconds(30);
-Duration restartBackoff(int restart);
+// the first, then base, 2 x base, 4 x base, ... up to `max` (and 32 x base). The controller's
+// base and max are JobTimings' (1 s, 30 s).
+Duration restartBackoff(int restart, Duration base, Duration max);
 
 }  // namespace ddp::controller

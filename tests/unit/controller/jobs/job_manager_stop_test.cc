@@ -46,6 +46,8 @@ class JobManagerStopTest : public ::testing::Test {
     // Not the defaults (10 s, 5 s): GracesComeFromTheTimingsNotLiterals tells them apart.
     o.timings.killGrace = std::chrono::seconds(7);
     o.timings.idleStopGrace = std::chrono::seconds(3);
+    // Not the default (1 s): TheRestartBackoffComesFromTheTimings tells it apart.
+    o.timings.restartBackoffBase = std::chrono::seconds(4);
     o.persistEvery = std::chrono::milliseconds(10);
     o.metrics = &metrics_;
     jobs_ = std::make_unique<JobManager>(o, *store_, launcher_, clock_);
@@ -298,7 +300,7 @@ TEST_F(JobManagerStopTest, AbortsCountOncePerWorkerAndStepsRedoneComeFromTheRejo
 }
 
 // The same after an Exited verdict whose replacement waits out a restart backoff (restart 2:
-// 1 s): the dead culprit's slot counts as stopped, not as a process still to come.
+// restartBackoffBase): the dead culprit's slot counts as stopped, not as a process still to come.
 TEST_F(JobManagerStopTest, ACancelDuringARestartBackoffEndsCancelled) {
   ASSERT_NO_FATAL_FAILURE(running());
   exited("j-w1", 101, /*killed=*/false, /*code=*/1);  // restart 1: replaced at once
@@ -308,14 +310,34 @@ TEST_F(JobManagerStopTest, ACancelDuringARestartBackoffEndsCancelled) {
   ASSERT_TRUE(waitFor([&] { return record().generation == 2; })) << allEvents();
   advance(0.3);
   ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRunning; })) << allEvents();
-  exited("j-w1", 201, /*killed=*/false, /*code=*/1);  // restart 2: after 1 s
+  exited("j-w1", 201, /*killed=*/false, /*code=*/1);  // restart 2: after 4 s
   ASSERT_TRUE(waitFor([&] { return record().restarts == 2; })) << allEvents();
   ASSERT_TRUE(jobs_->cancel(kJob).isOk());
-  advance(2);
+  advance(5);
   exited("j-w0", 100, /*killed=*/false);
   ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kCancelled; }))
       << jobPhaseName(record().phase) << "\n" << allEvents();
   EXPECT_EQ(launcher_.replaced().size(), 1u) << "the second replacement never started";
+}
+
+// Note [Recovery]: the second restart's replacement waits restartBackoffBase (4 s here, 1 s by
+// default), the JobManagerOptions' timing, not a literal.
+TEST_F(JobManagerStopTest, TheRestartBackoffComesFromTheTimings) {
+  ASSERT_NO_FATAL_FAILURE(running());
+  exited("j-w1", 101, /*killed=*/false, /*code=*/1);  // restart 1: replaced at once
+  ASSERT_TRUE(waitFor([&] { return launcher_.replaced().size() == 1; })) << allEvents();
+  ASSERT_TRUE(join("j-w1", 201).isOk());
+  ASSERT_TRUE(join("j-w0", 100, 1, "peer gone").isOk());
+  ASSERT_TRUE(waitFor([&] { return record().generation == 2; })) << allEvents();
+  advance(0.3);
+  ASSERT_TRUE(waitFor([&] { return record().phase == JobPhase::kRunning; })) << allEvents();
+  exited("j-w1", 201, /*killed=*/false, /*code=*/1);  // restart 2
+  ASSERT_TRUE(waitFor([&] { return record().restarts == 2; })) << allEvents();
+  advance(3.5);
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // ticks at 3.5 s
+  EXPECT_EQ(launcher_.replaced().size(), 1u) << "within the 4 s backoff";
+  advance(1);
+  EXPECT_TRUE(waitFor([&] { return launcher_.replaced().size() == 2; })) << "after it\n" << allEvents();
 }
 
 // A rank whose collective passed its own deadline (collectiveSeconds) aborts its communicator
@@ -464,6 +486,13 @@ TEST(JobTimingsTest, ValidateNamesTheField) {
   t.flightRecordWaitMin = std::chrono::seconds(6);
   st = t.validate();
   EXPECT_NE(st.message().find("flightRecordWaitMin"), std::string::npos) << st.message();
+  t = JobTimings{};
+  t.restartBackoffBase = std::chrono::seconds(31);
+  st = t.validate();
+  EXPECT_NE(st.message().find("restartBackoffBase"), std::string::npos) << st.message();
+  t = JobTimings{};
+  t.deletePollEvery = Duration::zero();
+  EXPECT_NE(t.validate().message().find("deletePollEvery"), std::string::npos);
 }
 
 // Note [Suspended jobs]: a suspension stops the workers as a cancel does (they hear `stop`:

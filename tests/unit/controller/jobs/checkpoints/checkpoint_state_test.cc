@@ -42,9 +42,9 @@ TEST(CheckpointStateTest, TheLedgerIsMadeOnceFromTheCollectiveTimeout) {
   CheckpointState s;
   TimeoutsSpec t;
   t.collectiveSeconds = 45;
-  CheckpointLedger& a = s.ledgerFor(t);
+  CheckpointLedger& a = s.ledgerFor(t, std::chrono::seconds(60));
   t.collectiveSeconds = 1;
-  EXPECT_EQ(&s.ledgerFor(t), &a) << "made on first use, then kept";
+  EXPECT_EQ(&s.ledgerFor(t, std::chrono::seconds(60)), &a) << "made on first use, then kept";
   // commitTimeout 45 s: a step reported by one rank of two is not decided after 44 s, abandoned
   // after 46 s.
   const TimePoint t0 = TimePoint{} + std::chrono::hours(1);

@@ -125,19 +125,32 @@ TEST(JobDecisionTest, WhileStoppingOnlyAWorkerSilentPastTheHeartbeatWindowIsKill
   EXPECT_TRUE(workersToKillOnStop({workers[1]}, std::chrono::seconds(5), at(10)).empty());
 }
 
-// Note [Recovery]: none before the first restart, then 1 s doubling up to 30 s.
+// Note [Recovery]: none before the first restart, then the base doubling up to the maximum (the
+// controller's defaults, JobTimings: 1 s up to 30 s).
 TEST(JobDecisionTest, RestartBackoffDoublesFromOneSecondUpToThirty) {
   using std::chrono::seconds;
-  EXPECT_EQ(restartBackoff(0), Duration::zero());
-  EXPECT_EQ(restartBackoff(1), Duration::zero());
-  EXPECT_EQ(restartBackoff(2), seconds(1));
-  EXPECT_EQ(restartBackoff(3), seconds(2));
-  EXPECT_EQ(restartBackoff(4), seconds(4));
-  EXPECT_EQ(restartBackoff(5), seconds(8));
-  EXPECT_EQ(restartBackoff(6), seconds(16));
-  EXPECT_EQ(restartBackoff(7), seconds(30));
-  EXPECT_EQ(restartBackoff(8), kMaxRestartBackoff);
-  EXPECT_EQ(restartBackoff(1000), kMaxRestartBackoff) << "no shift overflow for a large count";
+  auto backoff = [](int restart) { return restartBackoff(restart, seconds(1), seconds(30)); };
+  EXPECT_EQ(backoff(0), Duration::zero());
+  EXPECT_EQ(backoff(1), Duration::zero());
+  EXPECT_EQ(backoff(2), seconds(1));
+  EXPECT_EQ(backoff(3), seconds(2));
+  EXPECT_EQ(backoff(4), seconds(4));
+  EXPECT_EQ(backoff(5), seconds(8));
+  EXPECT_EQ(backoff(6), seconds(16));
+  EXPECT_EQ(backoff(7), seconds(30));
+  EXPECT_EQ(backoff(8), seconds(30));
+  EXPECT_EQ(backoff(1000), seconds(30)) << "no shift overflow for a large count";
+}
+
+TEST(JobDecisionTest, RestartBackoffFollowsItsConfiguredBaseAndMaximum) {
+  using std::chrono::milliseconds;
+  auto backoff = [](int restart) { return restartBackoff(restart, milliseconds(250), milliseconds(1500)); };
+  EXPECT_EQ(backoff(1), Duration::zero());
+  EXPECT_EQ(backoff(2), milliseconds(250));
+  EXPECT_EQ(backoff(4), milliseconds(1000));
+  EXPECT_EQ(backoff(5), milliseconds(1500));
+  EXPECT_EQ(restartBackoff(40, milliseconds(10), std::chrono::hours(1)), milliseconds(320))
+      << "the doubling stops at 32 x the base";
 }
 
 }  // namespace
