@@ -343,7 +343,7 @@ void ApiServer::logs(Request& req, Res res) {
   if (!stream.isOk()) return sendStatus(*res, stream.status());
   if (!o.follow) {
     std::string text;
-    const Deadline deadline = Deadline::after(std::chrono::seconds(5));
+    const Deadline deadline = Deadline::after(options_.logReadTimeout);
     while (!(*stream)->done() && !deadline.expired()) {
       auto chunk = (*stream)->read(deadline);
       if (!chunk.isOk()) break;
@@ -381,11 +381,11 @@ void ApiServer::follow(std::unique_ptr<LogStream> stream, std::string job, Res r
   if (res->startStream(200, "text/plain; charset=utf-8")) {
     // Until the client goes, the controller stops, or the job ended and its log was read out.
     while (!stopping_ && !res->closed()) {
-      auto chunk = stream->read(Deadline::after(std::chrono::milliseconds(250)));
+      auto chunk = stream->read(Deadline::after(options_.followPoll));
       if (!chunk.isOk() || stream->done()) break;
       if (chunk->empty()) {
         if (jobs_.isFinished(job)) {
-          auto last = stream->read(Deadline::after(std::chrono::milliseconds(100)));
+          auto last = stream->read(Deadline::after(options_.followLastRead));
           if (last.isOk() && !last->empty()) res->write(*last);
           break;
         }

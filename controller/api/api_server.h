@@ -31,6 +31,11 @@ struct ApiOptions {
   size_t maxSmallBodyBytes = 64u << 10;  // every other non-store route
   int maxFollowers = 64;            // concurrent `logs?follow=1` streams
   Duration deleteTimeout = std::chrono::seconds(15);
+  // GET logs: a plain read waits for the log at most logReadTimeout; a follow stream waits
+  // followPoll for each chunk, and once the job finished reads what is left for followLastRead.
+  Duration logReadTimeout = std::chrono::seconds(5);
+  Duration followPoll = std::chrono::milliseconds(250);
+  Duration followLastRead = std::chrono::milliseconds(100);
   // Whether this replica is a leader election standby: /readyz answers 200 for it although its
   // job manager refuses changes (Note [Leader label] in controller/kubernetes/leader_elector.h).
   std::function<bool()> standby;
