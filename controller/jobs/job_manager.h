@@ -28,9 +28,10 @@
 //     collective failed first) is put into the new round at once;
 //  3. each culprit is replaced through the launcher (local: SIGKILL by pid, then a fresh
 //     process in its slot), the k-th restart after an exponential backoff (0 for the first,
-//     then 1 s, 2 s, ... up to 30 s: JobTimings' restartBackoffBase and Max); a launcher that starts nothing (external) leaves it to
-//     whatever started the workers (a WaitingForReplacement event). A culprit's process that
-//     wakes up later is fenced: its heartbeats and its rejoin get 410, and it exits;
+//     then 1 s, 2 s, ... up to 30 s: JobTimings' restartBackoffBase and Max); a launcher that
+//     starts nothing (external) leaves it to whatever started the workers (a
+//     WaitingForReplacement event). A culprit's process that wakes up later is fenced: its
+//     heartbeats and its rejoin get 410, and it exits;
 //  4. the new round closes when every slot rejoined; the job is Running again; every rank
 //     loads the last committed checkpoint. When every member has finished a step of the new
 //     generation, a Recovered event gives the seconds since the verdict.
