@@ -159,7 +159,7 @@ bool DdpJobReconciler::leftToAnotherManager(const std::string& name, Tracked& t)
 void DdpJobReconciler::reconcile(const std::string& name, Tracked& t) {
   if (leftToAnotherManager(name, t)) return;  // Note [Managed by]
   if (t.deleted) {
-    Status st = jobs_.remove(name, Deadline::after(std::chrono::seconds(30)));
+    Status st = jobs_.remove(name, Deadline::after(options_.removeDeadline));
     if (!st.isOk() && st.code() != StatusCode::kNotFound) {
       DDP_LOG(Warning) << "kubernetes: removing job " << name << ": " << st.message();
     }

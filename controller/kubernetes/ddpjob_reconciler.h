@@ -120,6 +120,9 @@ struct DdpJobReconcilerOptions {
   Duration podListInterval = std::chrono::seconds(3);
   // A job's events are looked at this often (and at each phase change) to mirror them.
   Duration eventPollInterval = std::chrono::seconds(2);
+  // How long the removal of a deleted DDPJob's job (its workers stopped, its record and logs
+  // gone) may take before it is given up with a warning.
+  Duration removeDeadline = std::chrono::seconds(30);
   std::string instance = kEventComponent;  // the Events' reportingInstance (the replica)
 };
 
