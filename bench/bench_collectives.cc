@@ -355,6 +355,70 @@ Status connectCeilings(Ctx& c, comm::Store& store) {
   return Status::ok();
 }
 
+// Gloo's own context for the direct baseline, on the same store; Internal on failure.
+Status connectDirect(Ctx& c, comm::Store& store) {
+  try {
+    ::gloo::transport::tcp::attr attr;
+    attr.hostname = "127.0.0.1";
+    auto dev = ::gloo::transport::tcp::CreateDevice(attr);
+    auto ctx = std::make_shared<::gloo::rendezvous::Context>(c.args.rank, c.args.world);
+    ctx->setTimeout(std::chrono::seconds(120));
+    comm::GlooStoreAdapter adapter(store, "bench/direct", Deadline::after(std::chrono::seconds(60)));
+    ctx->connectFullMesh(adapter, dev);
+    c.direct = ctx;
+  } catch (const std::exception& e) {
+    return internalError(std::string("gloo direct context: ") + e.what());
+  }
+  return Status::ok();
+}
+
+// Every case of one size, timed in interleaved rounds, its rows and its target lines.
+void benchSize(Ctx& c, size_t bytes) {
+  std::vector<Case> cases;
+  cases.push_back(allreduceCase(c, bytes, DType::kF32, "ours"));
+  cases.push_back(allreduceCase(c, bytes, DType::kF32, "gloo_direct"));
+  cases.push_back(allreduceCase(c, bytes, DType::kF32, "gloo_direct_bcube"));
+  cases.push_back(allreduceCase(c, bytes, DType::kF16, "ours"));
+  cases.push_back(allreduceCase(c, bytes, DType::kBF16, "ours"));
+  cases.push_back(allgatherCase(c, bytes));
+  cases.push_back(reduceScatterCase(c, bytes));
+  cases.push_back(broadcastCase(c, bytes));
+  const bool ceiling = bytes >= (size_t{1} << 20);
+  if (ceiling) {
+    for (auto& ring : c.ceilings) cases.push_back(ceilingCase(c, bytes, *ring));
+  }
+  const int rounds = bytes >= (size_t{16} << 20) ? kRoundsLarge : kRounds;
+  for (int round = 0; round < rounds; ++round) {
+    for (size_t j = 0; j < cases.size(); ++j) {  // rotate the order: no case is always first
+      Case& k = cases[(j + round) % cases.size()];
+      k.times.push_back(timeLoop(c, bytes, k.issue, k.run));
+    }
+  }
+  for (const auto& k : cases) row(c, k);
+  // Target ratios are paired per round (Note [Timing on a shared machine]). Same bytes, so a
+  // busbw ratio is the inverse time ratio. Gloo's faster algorithm at this size (by best
+  // round) is the baseline; taking the faster of two per round would bias it by noise alone.
+  auto pairedRatio = [&](const std::function<double(int)>& ratioOfRound) {
+    std::vector<double> r;
+    for (int i = 0; i < rounds; ++i) r.push_back(ratioOfRound(i));
+    std::sort(r.begin(), r.end());
+    return r[r.size() / 2];
+  };
+  const auto& ours = cases[0].times;
+  if (bytes == (size_t{16} << 20) || bytes == (size_t{64} << 20)) {
+    const auto& fastest = cases[1].best() <= cases[2].best() ? cases[1].times : cases[2].times;
+    check(c, "vs_gloo_direct", "f32", bytes, pairedRatio([&](int i) { return fastest[i] / ours[i]; }), 1.0);
+  }
+  for (size_t j = 0; ceiling && j < c.ceilings.size(); ++j) {
+    const auto& tcp = cases[8 + j].times;
+    ceilingLine(c, bytes, c.ceilings[j]->streams(), pairedRatio([&](int i) { return tcp[i] / ours[i]; }));
+  }
+  if (bytes == (size_t{16} << 20)) {
+    check(c, "half_vs_f32", "f16", bytes, pairedRatio([&](int i) { return ours[i] / cases[3].times[i]; }), 0.9);
+    check(c, "half_vs_f32", "bf16", bytes, pairedRatio([&](int i) { return ours[i] / cases[4].times[i]; }), 0.9);
+  }
+}
+
 int runRank(const Args& args) {
   // The whole rank runs at comm priority (Note [Comm thread priority]): Gloo direct's calls run
   // on this thread and its I/O loop inherits the policy, so the baseline is scheduled exactly as
@@ -362,90 +426,29 @@ int runRank(const Args& args) {
   // enters Gloo must share the priority; this one creates, drives and destroys the direct
   // context.)
   CommPriorityScope scope;
-  auto client = comm::HttpStoreClient::connect(args.store);
-  if (!client.isOk()) {
-    std::fprintf(stderr, "rank %d: %s\n", args.rank, client.status().toString().c_str());
+  auto fail = [&](const Status& st) {
+    std::fprintf(stderr, "rank %d: %s\n", args.rank, st.toString().c_str());
     return 2;
-  }
+  };
+  auto client = comm::HttpStoreClient::connect(args.store);
+  if (!client.isOk()) return fail(client.status());
   comm::GlooOptions o;
   o.rank = args.rank;
   o.size = args.world;
   o.prefix = "bench/ours";
   auto backend = comm::GlooBackend::create(o, **client);
-  if (!backend.isOk()) {
-    std::fprintf(stderr, "rank %d: %s\n", args.rank, backend.status().toString().c_str());
-    return 2;
-  }
+  if (!backend.isOk()) return fail(backend.status());
   Ctx c;
   c.args = args;
   c.b = backend->get();
-  try {
-    ::gloo::transport::tcp::attr attr;
-    attr.hostname = "127.0.0.1";
-    auto dev = ::gloo::transport::tcp::CreateDevice(attr);
-    auto ctx = std::make_shared<::gloo::rendezvous::Context>(args.rank, args.world);
-    ctx->setTimeout(std::chrono::seconds(120));
-    comm::GlooStoreAdapter adapter(**client, "bench/direct", Deadline::after(std::chrono::seconds(60)));
-    ctx->connectFullMesh(adapter, dev);
-    c.direct = ctx;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "rank %d: gloo direct context: %s\n", args.rank, e.what());
-    return 2;
-  }
-  if (Status st = connectCeilings(c, **client); !st.isOk()) {
-    std::fprintf(stderr, "rank %d: loopback TCP ring: %s\n", args.rank, st.toString().c_str());
-    return 2;
-  }
+  if (Status st = connectDirect(c, **client); !st.isOk()) return fail(st);
+  if (Status st = connectCeilings(c, **client); !st.isOk()) return fail(st);
   if (c.print() && !args.json) {
     std::printf("# bench_collectives: %d processes on loopback, GlooBackend vs Gloo direct\n", args.world);
     std::printf("# %10s %12s %6s %15s %18s %10s %7s %7s %6s\n", "size(B)", "count", "type", "op", "impl", "time(us)",
                 "algbw", "busbw", "#wrong");
   }
-  for (size_t bytes = args.minBytes; bytes <= args.maxBytes; bytes *= 4) {
-    std::vector<Case> cases;
-    cases.push_back(allreduceCase(c, bytes, DType::kF32, "ours"));
-    cases.push_back(allreduceCase(c, bytes, DType::kF32, "gloo_direct"));
-    cases.push_back(allreduceCase(c, bytes, DType::kF32, "gloo_direct_bcube"));
-    cases.push_back(allreduceCase(c, bytes, DType::kF16, "ours"));
-    cases.push_back(allreduceCase(c, bytes, DType::kBF16, "ours"));
-    cases.push_back(allgatherCase(c, bytes));
-    cases.push_back(reduceScatterCase(c, bytes));
-    cases.push_back(broadcastCase(c, bytes));
-    const bool ceiling = bytes >= (size_t{1} << 20);
-    if (ceiling) {
-      for (auto& ring : c.ceilings) cases.push_back(ceilingCase(c, bytes, *ring));
-    }
-    const int rounds = bytes >= (size_t{16} << 20) ? kRoundsLarge : kRounds;
-    for (int round = 0; round < rounds; ++round) {
-      for (size_t j = 0; j < cases.size(); ++j) {  // rotate the order: no case is always first
-        Case& k = cases[(j + round) % cases.size()];
-        k.times.push_back(timeLoop(c, bytes, k.issue, k.run));
-      }
-    }
-    for (const auto& k : cases) row(c, k);
-    // Target ratios are paired per round (Note [Timing on a shared machine]). Same bytes, so a
-    // busbw ratio is the inverse time ratio. Gloo's faster algorithm at this size (by best
-    // round) is the baseline; taking the faster of two per round would bias it by noise alone.
-    auto pairedRatio = [&](const std::function<double(int)>& ratioOfRound) {
-      std::vector<double> r;
-      for (int i = 0; i < rounds; ++i) r.push_back(ratioOfRound(i));
-      std::sort(r.begin(), r.end());
-      return r[r.size() / 2];
-    };
-    const auto& ours = cases[0].times;
-    if (bytes == (size_t{16} << 20) || bytes == (size_t{64} << 20)) {
-      const auto& fastest = cases[1].best() <= cases[2].best() ? cases[1].times : cases[2].times;
-      check(c, "vs_gloo_direct", "f32", bytes, pairedRatio([&](int i) { return fastest[i] / ours[i]; }), 1.0);
-    }
-    for (size_t j = 0; ceiling && j < c.ceilings.size(); ++j) {
-      const auto& tcp = cases[8 + j].times;
-      ceilingLine(c, bytes, c.ceilings[j]->streams(), pairedRatio([&](int i) { return tcp[i] / ours[i]; }));
-    }
-    if (bytes == (size_t{16} << 20)) {
-      check(c, "half_vs_f32", "f16", bytes, pairedRatio([&](int i) { return ours[i] / cases[3].times[i]; }), 0.9);
-      check(c, "half_vs_f32", "bf16", bytes, pairedRatio([&](int i) { return ours[i] / cases[4].times[i]; }), 0.9);
-    }
-  }
+  for (size_t bytes = args.minBytes; bytes <= args.maxBytes; bytes *= 4) benchSize(c, bytes);
   benchCoalesced(c);
   benchMemcpy(c);
   (void)c.b->barrier()->wait();
