@@ -244,6 +244,20 @@ Args parse(int argc, char** argv) {
 // The reference machine is shared and its load swings by 2x within a minute, so one run per
 // configuration would compare different machines. Each round runs every configuration once,
 // in order; a ratio is taken within a round and the reported figure is the median over rounds.
+// The runs of the configurations asked for: "join" is two, an even and an uneven one.
+std::vector<std::string> runsOf(const std::vector<std::string>& configs) {
+  std::vector<std::string> runs;
+  for (const auto& c : configs) {
+    if (c == "join") {
+      runs.push_back("join_even");
+      runs.push_back("join_uneven");
+    } else {
+      runs.push_back(c);
+    }
+  }
+  return runs;
+}
+
 int runParent(const Args& a) {
   comm::HttpStoreServer server;
   Status st = server.start();
@@ -252,15 +266,7 @@ int runParent(const Args& a) {
     return 1;
   }
   const std::string address = server.address();
-  std::vector<std::string> runs;
-  for (const auto& c : a.configs) {
-    if (c == "join") {
-      runs.push_back("join_even");
-      runs.push_back("join_uneven");
-    } else {
-      runs.push_back(c);
-    }
-  }
+  const std::vector<std::string> runs = runsOf(a.configs);
   std::map<std::string, std::vector<ConfigResult>> results;
   std::map<std::string, std::vector<double>> msRatio, cpuRatio, joinRatio;
   for (int round = 0; round < a.rounds; ++round) {
