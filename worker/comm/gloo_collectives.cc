@@ -75,6 +75,14 @@ GlooWaitSet::Buffer GlooCollectives::buffer(void* data, size_t bytes) { return w
 //    arrives in that order and the k-th completion of a buffer is its k-th posted receive.
 //    Before the allgather receives into chunks the reduce-scatter sent from, those sends are
 //    waited for.
+//    Note [Paced own-chunk sends]: step 0 sends the rank's own chunk, which is ready at once,
+//    but at most kRingWindow of its segments are posted ahead (segment k once k - kRingWindow
+//    was sent), as Gloo's own ring does. Gloo moves a send to the wire only once the peer's
+//    receive is posted: a send posted after that is written by the posting thread at once,
+//    while a send posted before it waits in a queue and is written by the I/O loop when the
+//    notice arrives, on the thread that should be reading. Posting all of step 0 up front
+//    made the loop do both and doubled the context switches; paced, 2 ranks moved 16 MiB in
+//    4.3-4.4 ms instead of 5.2-5.4 (bench_collectives, docs/PERFORMANCE.md).
 //  - reduce-scatter (Note [Ring reduce-scatter]), allgather: the ring steps above.
 //  - broadcast: up to kDirectBroadcastBytes the root sends to every rank (one hop); larger
 //    buffers go along the ring from the root in segments, each rank forwarding a segment as
@@ -155,13 +163,21 @@ void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::
     tmp[j % window]->recv(prev, ringSlot(tag, pieces[j].step), 0, pieces[j].at.bytes);
   };
   for (size_t j = 0; j < window; ++j) postRecv(j);
-  for (size_t k = 0; k < segs; ++k) {
-    const Piece p = seg(chunk(rank_), k);
-    if (p.bytes == 0) continue;
-    rsSend->send(next, ringSlot(tag, 0), p.offset, p.bytes);
-    ++rsSends;
-  }
+  // Step 0 sends this rank's own chunk, paced (Note [Paced own-chunk sends]): segment k is
+  // posted once segment k - kRingWindow was sent.
+  GlooWaitSet::Buffer ownSend = buffer(base, buf.bytes());
+  size_t ownPosted = 0, ownSends = 0, ownSent = 0;
+  auto postOwn = [&](size_t upto) {
+    for (; ownPosted < std::min(upto, segs); ++ownPosted) {
+      const Piece p = seg(chunk(rank_), ownPosted);
+      if (p.bytes == 0) continue;
+      if (ownSends - ownSent == kRingWindow) waitSendOrThrow(*ownSend, timeout), ++ownSent;
+      ownSend->send(next, ringSlot(tag, 0), p.offset, p.bytes);
+      ++ownSends;
+    }
+  };
   for (size_t j = 0; j < pieces.size(); ++j) {
+    postOwn(j + kRingWindow);
     const auto& [t, p] = pieces[j];
     waitRecvOrThrow(*tmp[j % window], timeout);  // piece j: in order (see Note [Ring collectives])
     kernel(base + p.offset, base + p.offset, ringTmp_.data() + (j % window) * segBytes, p.bytes / es);
@@ -175,6 +191,8 @@ void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::
     }
   }
   // The allgather writes over chunks the reduce-scatter sent from: those sends must be done.
+  postOwn(segs);  // (pieces may be fewer than segs: a chunk of empty segments)
+  for (; ownSent < ownSends; ++ownSent) waitSendOrThrow(*ownSend, timeout);
   for (size_t i = 0; i < rsSends; ++i) waitSendOrThrow(*rsSend, timeout);
 
   // Allgather. Step t receives chunk (rank - t) in place and forwards each segment as it
