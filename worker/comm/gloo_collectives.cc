@@ -92,9 +92,10 @@ GlooWaitSet::Buffer GlooCollectives::buffer(void* data, size_t bytes) { return w
 namespace {
 
 // Allreduce: segments of at most kRingSegmentBytes, chunks of kRingMinSplitBytes or more in at
-// least two, kRingWindow scratch segments in flight (measured with bench_collectives: smaller
-// segments or a wider window were slower from 16 MiB, docs/PERFORMANCE.md).
-constexpr size_t kRingSegmentBytes = size_t{1} << 20;
+// least two, kRingWindow scratch segments in flight (measured with bench_collectives, paced sends:
+// 512 KiB segments 1.19-1.23x Gloo at 16 MiB on 2 ranks, 1 MiB 1.02-1.04x, 2 MiB 0.91x; a
+// window of 4 was no faster; docs/PERFORMANCE.md).
+constexpr size_t kRingSegmentBytes = size_t{512} << 10;
 constexpr size_t kRingMinSplitBytes = size_t{1} << 20;
 constexpr size_t kRingWindow = 2;
 constexpr size_t kDirectBroadcastBytes = size_t{64} << 10;
