@@ -114,6 +114,68 @@ Piece pieceOf(size_t base, size_t elems, size_t elemSize, size_t parts, size_t i
 
 int mod(int a, int n) { return ((a % n) + n) % n; }
 
+// The allreduce's split of a buffer of `count` elements of `es` bytes among `n` ranks: chunk c
+// (mod n), each in `segs` segments, the same on every rank.
+struct RingShape {
+  int n = 0;
+  size_t count = 0, es = 0, segs = 0;
+  RingShape(int world, size_t elems, size_t elemSize) : n(world), count(elems), es(elemSize) {
+    const size_t maxChunkBytes = (count + static_cast<size_t>(n) - 1) / static_cast<size_t>(n) * es;
+    // At least two from kRingMinSplitBytes, so that one is on the wire while the other is reduced.
+    segs = std::max<size_t>(maxChunkBytes >= kRingMinSplitBytes ? 2 : 1,
+                            (maxChunkBytes + kRingSegmentBytes - 1) / kRingSegmentBytes);
+  }
+  Piece chunk(int c) const { return pieceOf(0, count, es, static_cast<size_t>(n), static_cast<size_t>(mod(c, n))); }
+  Piece seg(const Piece& c, size_t k) const { return pieceOf(c.offset, c.bytes / es, es, segs, k); }
+};
+
+struct StepPiece {
+  int step;
+  Piece at;
+};
+
+// The reduce-scatter's received segments of `rank`, in step-then-segment order (empty ones left
+// out), and the largest.
+std::vector<StepPiece> reduceScatterPieces(const RingShape& s, int rank, size_t* maxBytes) {
+  std::vector<StepPiece> pieces;
+  *maxBytes = 0;
+  for (int t = 0; t < s.n - 1; ++t) {
+    const Piece c = s.chunk(rank - t - 1);
+    for (size_t k = 0; k < s.segs; ++k) {
+      const Piece p = s.seg(c, k);
+      if (p.bytes > 0) pieces.push_back({t, p});
+      *maxBytes = std::max(*maxBytes, p.bytes);
+    }
+  }
+  return pieces;
+}
+
+// The allreduce's allgather: step t receives chunk (rank - t) in place into agRecv[t] and
+// forwards each segment as it arrives (step t + 1 sends that same chunk) on agSend.
+size_t allgatherPhase(const RingShape& s, int rank, uint32_t tag, std::vector<GlooWaitSet::Buffer>& agRecv,
+                      ::gloo::transport::UnboundBuffer& agSend, std::chrono::milliseconds timeout) {
+  const int n = s.n, rsSteps = n - 1, next = (rank + 1) % n, prev = (rank + n - 1) % n;
+  for (int t = 0; t < n - 1; ++t) {
+    for (size_t k = 0; k < s.segs; ++k) {
+      const Piece p = s.seg(s.chunk(rank - t), k);
+      if (p.bytes > 0) agRecv[static_cast<size_t>(t)]->recv(prev, ringSlot(tag, rsSteps + t), p.offset, p.bytes);
+    }
+  }
+  size_t sends = 0;
+  for (int t = 0; t < n - 1; ++t) {
+    for (size_t k = 0; k < s.segs; ++k) {
+      const Piece p = s.seg(s.chunk(rank - t), k);
+      if (p.bytes == 0) continue;
+      waitRecvOrThrow(*agRecv[static_cast<size_t>(t)], timeout);
+      if (t + 1 < n - 1) {
+        agSend.send(next, ringSlot(tag, rsSteps + t + 1), p.offset, p.bytes);
+        ++sends;
+      }
+    }
+  }
+  return sends;
+}
+
 }  // namespace
 
 void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout) {
@@ -121,15 +183,9 @@ void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::
   const int n = size_;
   const int next = (rank_ + 1) % n;
   const int prev = (rank_ + n - 1) % n;
-  const size_t es = dtypeSize(buf.dtype);
+  const RingShape shape(n, buf.count, dtypeSize(buf.dtype));
+  const size_t es = shape.es, segs = shape.segs;
   char* base = static_cast<char*>(buf.data);
-  auto chunk = [&](int c) { return pieceOf(0, buf.count, es, static_cast<size_t>(n), static_cast<size_t>(mod(c, n))); };
-  // Segments per chunk, the same on every rank (from the largest chunk).
-  const size_t maxChunkBytes = (buf.count + static_cast<size_t>(n) - 1) / static_cast<size_t>(n) * es;
-  // At least two from kRingMinSplitBytes, so that one is on the wire while the other is reduced.
-  const size_t segs = std::max<size_t>(maxChunkBytes >= kRingMinSplitBytes ? 2 : 1,
-                                       (maxChunkBytes + kRingSegmentBytes - 1) / kRingSegmentBytes);
-  auto seg = [&](const Piece& c, size_t k) { return pieceOf(c.offset, c.bytes / es, es, segs, k); };
   const int rsSteps = n - 1;
   GlooWaitSet::Buffer rsSend = buffer(base, buf.bytes());
   GlooWaitSet::Buffer agSend = buffer(base, buf.bytes());
@@ -142,20 +198,8 @@ void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::
   // segments, in step-then-segment order, cycle through kRingWindow scratch segments (small
   // enough to stay in cache between the socket's copy and the reduction): segment j goes to
   // scratch j % kRingWindow, whose next receive is posted once j is reduced.
-  struct RsPiece {
-    int step;
-    Piece at;
-  };
-  std::vector<RsPiece> pieces;
   size_t segBytes = 0;
-  for (int t = 0; t < rsSteps; ++t) {
-    const Piece c = chunk(rank_ - t - 1);
-    for (size_t k = 0; k < segs; ++k) {
-      const Piece p = seg(c, k);
-      if (p.bytes > 0) pieces.push_back({t, p});
-      segBytes = std::max(segBytes, p.bytes);
-    }
-  }
+  const std::vector<StepPiece> pieces = reduceScatterPieces(shape, rank_, &segBytes);
   const size_t window = std::min(kRingWindow, pieces.size());
   if (ringTmp_.size() < window * segBytes) ringTmp_.resize(window * segBytes);
   std::vector<GlooWaitSet::Buffer> tmp;
@@ -170,7 +214,7 @@ void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::
   size_t ownPosted = 0, ownSends = 0, ownSent = 0;
   auto postOwn = [&](size_t upto) {
     for (; ownPosted < std::min(upto, segs); ++ownPosted) {
-      const Piece p = seg(chunk(rank_), ownPosted);
+      const Piece p = shape.seg(shape.chunk(rank_), ownPosted);
       if (p.bytes == 0) continue;
       if (ownSends - ownSent == kRingWindow) waitSendOrThrow(*ownSend, timeout), ++ownSent;
       ownSend->send(next, ringSlot(tag, 0), p.offset, p.bytes);
@@ -196,29 +240,9 @@ void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::
   for (; ownSent < ownSends; ++ownSent) waitSendOrThrow(*ownSend, timeout);
   for (size_t i = 0; i < rsSends; ++i) waitSendOrThrow(*rsSend, timeout);
 
-  // Allgather. Step t receives chunk (rank - t) in place and forwards each segment as it
-  // arrives (step t + 1 sends that same chunk).
   std::vector<GlooWaitSet::Buffer> agRecv;
-  for (int t = 0; t < n - 1; ++t) {
-    agRecv.push_back(buffer(base, buf.bytes()));
-    const Piece c = chunk(rank_ - t);
-    for (size_t k = 0; k < segs; ++k) {
-      const Piece p = seg(c, k);
-      if (p.bytes > 0) agRecv.back()->recv(prev, ringSlot(tag, rsSteps + t), p.offset, p.bytes);
-    }
-  }
-  for (int t = 0; t < n - 1; ++t) {
-    const Piece c = chunk(rank_ - t);
-    for (size_t k = 0; k < segs; ++k) {
-      const Piece p = seg(c, k);
-      if (p.bytes == 0) continue;
-      waitRecvOrThrow(*agRecv[static_cast<size_t>(t)], timeout);
-      if (t + 1 < n - 1) {
-        agSend->send(next, ringSlot(tag, rsSteps + t + 1), p.offset, p.bytes);
-        ++agSends;
-      }
-    }
-  }
+  for (int t = 0; t < n - 1; ++t) agRecv.push_back(buffer(base, buf.bytes()));
+  agSends += allgatherPhase(shape, rank_, tag, agRecv, *agSend, timeout);
   for (size_t i = 0; i < agSends; ++i) waitSendOrThrow(*agSend, timeout);
   if (op == ReduceOp::kAvg) divideInPlace(buf, size_);
 }
