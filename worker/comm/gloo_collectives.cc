@@ -94,7 +94,8 @@ namespace {
 // Allreduce: segments of at most kRingSegmentBytes, chunks of kRingMinSplitBytes or more in at
 // least two, kRingWindow scratch segments in flight (measured with bench_collectives, paced sends:
 // 512 KiB segments 1.19-1.23x Gloo at 16 MiB on 2 ranks, 1 MiB 1.02-1.04x, 2 MiB 0.91x; a
-// window of 4 was no faster; docs/PERFORMANCE.md).
+// window of 4 was no faster; docs/PERFORMANCE.md). The pipelined broadcast uses the same
+// segments (512 KiB against 1 MiB: 2.8-3.1 vs 3.1-3.4 ms at 16 MiB on 2 ranks).
 constexpr size_t kRingSegmentBytes = size_t{512} << 10;
 constexpr size_t kRingMinSplitBytes = size_t{1} << 20;
 constexpr size_t kRingWindow = 2;
