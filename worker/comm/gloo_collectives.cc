@@ -232,7 +232,10 @@ void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::
       rsSend->send(next, ringSlot(tag, t + 1), p.offset, p.bytes);
       ++rsSends;
     } else {
-      agSend->send(next, ringSlot(tag, rsSteps), p.offset, p.bytes);  // rank + 1's chunk, complete
+      // rank + 1's chunk, complete: an average is divided here, while the segment is in cache,
+      // and the allgather spreads the result.
+      if (op == ReduceOp::kAvg) divideInPlace(buf.slice(p.offset / es, p.bytes / es), n);
+      agSend->send(next, ringSlot(tag, rsSteps), p.offset, p.bytes);
       ++agSends;
     }
   }
@@ -245,7 +248,6 @@ void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::
   for (int t = 0; t < n - 1; ++t) agRecv.push_back(buffer(base, buf.bytes()));
   agSends += allgatherPhase(shape, rank_, tag, agRecv, *agSend, timeout);
   for (size_t i = 0; i < agSends; ++i) waitSendOrThrow(*agSend, timeout);
-  if (op == ReduceOp::kAvg) divideInPlace(buf, size_);
 }
 
 void GlooCollectives::fusedAllreduce(const std::vector<BufferView>& bufs, ReduceOp op, uint32_t tag,

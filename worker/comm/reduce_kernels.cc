@@ -1,6 +1,7 @@
 #include "worker/comm/reduce_kernels.h"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace ddp::comm {
 namespace {
@@ -50,6 +51,16 @@ template <typename T>
 void divideTyped(void* data, size_t n, int divisor) {
   T* p = static_cast<T*>(data);
   const T d = static_cast<T>(divisor);
+  // Dividing by a power of two is multiplying by its exact reciprocal: both give the correctly
+  // rounded x / d, bit for bit, and a multiply costs a fraction of a divide (the average of an
+  // allreduce over 2, 4, 8 ... ranks).
+  if constexpr (std::is_floating_point_v<T>) {
+    if ((divisor & (divisor - 1)) == 0) {
+      const T r = T(1) / d;
+      for (size_t i = 0; i < n; ++i) p[i] *= r;
+      return;
+    }
+  }
   for (size_t i = 0; i < n; ++i) p[i] /= d;
 }
 

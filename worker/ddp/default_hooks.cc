@@ -11,6 +11,13 @@ const char* halfName(DType d) { return d == DType::kBF16 ? "bf16" : "fp16"; }
 }  // namespace
 
 Result<HookResult> AllreduceHook::run(GradBucket& bucket) {
+  // The backend averages: Gloo's ring divides each reduced segment once, in cache, before the
+  // allgather spreads it (a pass over 1/world of the bucket instead of all of it); NCCL uses
+  // ncclAvg. An f16 bucket is divided first, as PyTorch's allreduce_hook does, so that its sum
+  // cannot overflow.
+  if (bucket.buffer().dtype != DType::kF16) {
+    return HookResult{backend_.allreduce(bucket.buffer(), comm::ReduceOp::kAvg), {}};
+  }
   DDP_RETURN_IF_ERROR(kernels::scaleInPlace(comm::flat(bucket.buffer()), 1.0 / backend_.size()));
   return HookResult{backend_.allreduce(bucket.buffer(), comm::ReduceOp::kSum), {}};
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Built-in comm hooks (PyTorch's default_hooks): every one but noop leaves the AVERAGE over
 // ranks in the bucket.
-//  - AllreduceHook: divide by world, allreduce(sum).
+//  - AllreduceHook: allreduce(avg); an f16 bucket: divide by world, allreduce(sum).
 //  - CompressHook (fp16_compress / bf16_compress): cast to half while dividing by world,
 //    allreduce the half buffer (the backend accumulates in f32), cast back in finish.
 //  - HalfWrapperHook (fp16_wrapper / bf16_wrapper): casts the bucket to half, runs any inner

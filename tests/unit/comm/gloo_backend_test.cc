@@ -198,6 +198,7 @@ INSTANTIATE_TEST_SUITE_P(WorldsAndCounts, GlooCollectivesTest, ::testing::Values
 // Note [Ring collectives]: buffers large enough that every chunk of the allreduce goes in
 // several segments (streamed through the two scratch segments), a broadcast taking the
 // pipelined ring, and uneven chunks (counts not divisible by the world), against closed forms.
+// The average is divided segment by segment by each chunk's owner before the allgather.
 class GlooLargeBufferTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(GlooLargeBufferTest, AllreduceBroadcastAndAllgatherStreamInSegments) {
@@ -210,11 +211,14 @@ TEST_P(GlooLargeBufferTest, AllreduceBroadcastAndAllgatherStreamInSegments) {
       f[i] = float((i * 7 + static_cast<size_t>(rank)) % 1000);
       d[i] = double((i + static_cast<size_t>(rank) * 13) % 977);
     }
+    std::vector<float> avg = f;
     auto wf = b.allreduce(viewOf(f.data(), f.size()), ReduceOp::kSum);
     auto wd = b.allreduce(viewOf(d.data(), d.size()), ReduceOp::kMax);
+    auto wa = b.allreduce(viewOf(avg.data(), avg.size()), ReduceOp::kAvg);
     ASSERT_TRUE(wf->wait(Deadline::after(60s)).isOk());
     ASSERT_TRUE(wd->wait(Deadline::after(60s)).isOk());
-    size_t wrongF = 0, wrongD = 0;
+    ASSERT_TRUE(wa->wait(Deadline::after(60s)).isOk());
+    size_t wrongF = 0, wrongD = 0, wrongA = 0;
     for (size_t i = 0; i < kCount; ++i) {
       double sum = 0, mx = 0;
       for (int r = 0; r < world; ++r) {
@@ -223,8 +227,10 @@ TEST_P(GlooLargeBufferTest, AllreduceBroadcastAndAllgatherStreamInSegments) {
       }
       wrongF += f[i] != float(sum);
       wrongD += d[i] != mx;
+      wrongA += avg[i] != float(sum) / float(world);
     }
     EXPECT_EQ(wrongF, 0u) << "f32 sum, rank " << rank;
+    EXPECT_EQ(wrongA, 0u) << "f32 average, rank " << rank;
     EXPECT_EQ(wrongD, 0u) << "f64 max, rank " << rank;
 
     const int root = world - 1;
