@@ -6,7 +6,12 @@
 // moves, moved by plain TCP over 1 and 2 streams) with our busbw as a fraction of it.
 //
 //   build/bin/bench_collectives [--json] [--world 2] [--min-bytes 4096] [--max-bytes 67108864]
+//                               [--comm-thread-priority auto|realtime|normal]
 //
+// Comm threads (ours and Gloo direct's alike) get the priority `ddpctl run` would give a job of
+// --world one-thread workers on this machine (Note [Comm thread priority]): the operator's
+// DDP_COMM_THREAD_PRIORITY, else normal when the ranks outnumber the cores, else auto; the flag
+// overrides it. Every row names it (comm_thread_priority).
 // The parent serves an HttpStoreServer on loopback and runs the ranks as child processes (this
 // binary again, with --rank); rank 0 prints. bytes = total across ranks for allgather and
 // reduce_scatter. busbw = algbw * 2(n-1)/n (allreduce), * (n-1)/n (allgather, reduce_scatter),
@@ -30,6 +35,7 @@
 #include "bench/common/tcp_ring.h"
 #include "common/dtype.h"
 #include "common/thread_priority.h"
+#include "worker/control/launch_env.h"
 #include "worker/comm/gloo_backend.h"
 #include "worker/comm/gloo_store_adapter.h"
 #include "common/store/http_store_client.h"
@@ -50,6 +56,7 @@ struct Args {
   std::string store;
   size_t minBytes = 4096;
   size_t maxBytes = size_t{64} << 20;
+  std::string priority;  // --comm-thread-priority; empty: as ddpctl run decides (the parent's)
 };
 
 double seconds(SteadyClock::time_point a, SteadyClock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
@@ -126,7 +133,8 @@ void row(Ctx& c, const Case& k) {
   if (c.args.json) {
     JsonLine().add("op", k.op).add("impl", k.impl).add("type", k.type).add("bytes", uint64_t(k.bytes))
         .add("count", uint64_t(k.count)).add("world", c.args.world).add("time_us", sec * 1e6).add("algbw_gbps", algbw)
-        .add("busbw_gbps", busbw).add("wrong", k.wrong).add("rounds", int(k.times.size())).print();
+        .add("busbw_gbps", busbw).add("wrong", k.wrong).add("rounds", int(k.times.size()))
+        .add("comm_thread_priority", c.args.priority).print();
   } else {
     std::printf("%12zu %12zu %6s %15s %18s %10.1f %7.3f %7.3f %6lld\n", k.bytes, k.count, k.type.c_str(), k.op.c_str(),
                 k.impl.c_str(), sec * 1e6, algbw, busbw, static_cast<long long>(k.wrong));
@@ -425,7 +433,8 @@ int runRank(const Args& args) {
   // GlooBackend's executor and loop, and differs from ours in the layer only. (Every thread that
   // enters Gloo must share the priority; this one creates, drives and destroys the direct
   // context.)
-  CommPriorityScope scope;
+  const CommThreadPriority priority = *parseCommThreadPriority(args.priority);  // the parent checked it
+  CommPriorityScope scope(priority);
   auto fail = [&](const Status& st) {
     std::fprintf(stderr, "rank %d: %s\n", args.rank, st.toString().c_str());
     return 2;
@@ -436,6 +445,7 @@ int runRank(const Args& args) {
   o.rank = args.rank;
   o.size = args.world;
   o.prefix = "bench/ours";
+  o.commThreadPriority = priority;
   auto backend = comm::GlooBackend::create(o, **client);
   if (!backend.isOk()) return fail(backend.status());
   Ctx c;
@@ -444,7 +454,8 @@ int runRank(const Args& args) {
   if (Status st = connectDirect(c, **client); !st.isOk()) return fail(st);
   if (Status st = connectCeilings(c, **client); !st.isOk()) return fail(st);
   if (c.print() && !args.json) {
-    std::printf("# bench_collectives: %d processes on loopback, GlooBackend vs Gloo direct\n", args.world);
+    std::printf("# bench_collectives: %d processes on loopback, GlooBackend vs Gloo direct, comm threads %s\n",
+                args.world, args.priority.c_str());
     std::printf("# %10s %12s %6s %15s %18s %10s %7s %7s %6s\n", "size(B)", "count", "type", "op", "impl", "time(us)",
                 "algbw", "busbw", "#wrong");
   }
@@ -455,7 +466,24 @@ int runRank(const Args& args) {
   return 0;
 }
 
+// The ranks' comm thread priority: the flag's, else what ddpctl run gives a job of args.world
+// one-thread workers on the cores this process may use.
+Result<std::string> ranksPriority(const Args& args) {
+  if (!args.priority.empty()) {
+    DDP_RETURN_IF_ERROR(parseCommThreadPriority(args.priority).status());
+    return args.priority;
+  }
+  DDP_ASSIGN_OR_RETURN(auto operatorChoice, runtime::operatorCommPriority(runtime::processEnv()));
+  const auto p = runtime::workerCommPriority(JobSpec{}, args.world, runtime::usableCores(), operatorChoice);
+  return std::string(commThreadPriorityName(p.value_or(CommThreadPriority::kAuto)));
+}
+
 int runParent(const Args& args, int argc, char** argv) {
+  auto priority = ranksPriority(args);
+  if (!priority.isOk()) {
+    std::fprintf(stderr, "bench_collectives: %s\n", priority.status().message().c_str());
+    return 2;
+  }
   comm::HttpStoreServer server;
   Status st = server.start();
   if (!st.isOk()) {
@@ -466,7 +494,10 @@ int runParent(const Args& args, int argc, char** argv) {
   for (int r = 0; r < args.world; ++r) {
     std::vector<std::string> child{selfExe()};
     for (int i = 1; i < argc; ++i) child.push_back(argv[i]);
-    for (const std::string& s : {std::string("--rank"), std::to_string(r), std::string("--store"), server.address()}) child.push_back(s);
+    for (const std::string& s : {std::string("--rank"), std::to_string(r), std::string("--store"), server.address(),
+                                 std::string("--comm-thread-priority"), *priority}) {
+      child.push_back(s);
+    }
     auto pid = spawnProcess(child);
     if (!pid.isOk()) {
       std::fprintf(stderr, "%s\n", pid.status().toString().c_str());
@@ -498,8 +529,10 @@ int main(int argc, char** argv) {
     else if (a == "--store") args.store = next();
     else if (a == "--min-bytes") args.minBytes = std::strtoull(next().c_str(), nullptr, 10);
     else if (a == "--max-bytes") args.maxBytes = std::strtoull(next().c_str(), nullptr, 10);
+    else if (a == "--comm-thread-priority") args.priority = next();
     else {
-      std::fprintf(stderr, "usage: bench_collectives [--json] [--world N] [--min-bytes B] [--max-bytes B]\n");
+      std::fprintf(stderr, "usage: bench_collectives [--json] [--world N] [--min-bytes B] [--max-bytes B] "
+                           "[--comm-thread-priority auto|realtime|normal]\n");
       return 2;
     }
   }
