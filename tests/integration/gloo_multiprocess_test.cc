@@ -90,6 +90,15 @@ TEST_P(GlooMultiprocessTest, SizeMismatchIsAFailedWorkNotACrash) {
   }
 }
 
+// Note [Same-host allreduce]: processes of one host read each other's buffers.
+TEST_P(GlooMultiprocessTest, LargeAllreducesReadPeersMemory) {
+  const auto exits = runProcs(GetParam(), "same_host", std::chrono::seconds(60));
+  for (size_t r = 0; r < exits.size(); ++r) {
+    EXPECT_TRUE(exits[r].exited) << "rank " << r << " did not exit (signal " << exits[r].signal << ")";
+    EXPECT_EQ(exits[r].code, 0) << "rank " << r;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Worlds, GlooMultiprocessTest, ::testing::Values(2, 3));
 
 TEST(GlooMultiprocessFaultTest, TimeoutAbortsAndThePeerFailsFast) {
@@ -102,6 +111,14 @@ TEST(GlooMultiprocessFaultTest, TimeoutAbortsAndThePeerFailsFast) {
 
 TEST(GlooMultiprocessFaultTest, PeerExitFailsTheOthersWithoutCrashOrHang) {
   const auto exits = runProcs(3, "peer_exit", std::chrono::seconds(60));
+  for (size_t r = 0; r < exits.size(); ++r) {
+    EXPECT_TRUE(exits[r].exited) << "rank " << r << " did not exit (signal " << exits[r].signal << ")";
+    EXPECT_EQ(exits[r].code, 0) << "rank " << r;
+  }
+}
+
+TEST(GlooMultiprocessFaultTest, PeerExitDuringASameHostAllreduceFailsTheOthers) {
+  const auto exits = runProcs(3, "same_host_exit", std::chrono::seconds(60));
   for (size_t r = 0; r < exits.size(); ++r) {
     EXPECT_TRUE(exits[r].exited) << "rank " << r << " did not exit (signal " << exits[r].signal << ")";
     EXPECT_EQ(exits[r].code, 0) << "rank " << r;

@@ -10,6 +10,10 @@
 //                get Timeout, rank 1's next op must fail fast instead of hanging
 //   peer_exit    the last rank exits abruptly while the others are in an allreduce: they must
 //                get a failed Work (no crash, no hang)
+//   same_host    large allreduces (f32 sum and average over uneven chunks, bf16 sum) that read
+//                peers' memory (Note [Same-host allreduce]), checked against closed forms
+//   same_host_exit  the last rank exits abruptly while the others are in a large allreduce:
+//                they must get a failed Work (no crash, no hang)
 //   stuck_send   2 ranks, a 128 MiB-per-rank allgather: rank 1 stops itself (SIGSTOP) once rank
 //                0's block has started to arrive, so rank 0's send sits in the transmit queue
 //                with its socket full; rank 0 aborts and its backend must be destroyed (its
@@ -146,6 +150,50 @@ void peerExit(Backend& b) {
   CHECK_THAT(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10), "failing took too long");
 }
 
+void sameHost(GlooBackend& b) {
+  const int r = b.rank(), n = b.size();
+  CHECK_THAT(b.readsPeerMemory(), "ranks on one host should read each other's memory");
+  constexpr size_t kCount = (size_t{6} << 20) / sizeof(float) + 3;  // uneven chunks, above the threshold
+  std::vector<float> sum(kCount), avg(kCount);
+  for (size_t i = 0; i < kCount; ++i) sum[i] = avg[i] = float((i * 5 + static_cast<size_t>(r)) % 1000);
+  auto ws = b.allreduce(viewOf(sum.data(), sum.size()), ReduceOp::kSum);
+  auto wa = b.allreduce(viewOf(avg.data(), avg.size()), ReduceOp::kAvg);
+  std::vector<uint16_t> h(kCount);
+  for (size_t i = 0; i < kCount; ++i) h[i] = floatToBf16(float(1 + (static_cast<size_t>(r) + i) % 3));
+  auto wh = b.allreduce(viewOf(h.data(), h.size(), DType::kBF16), ReduceOp::kSum);
+  for (auto* w : {&ws, &wa, &wh}) {
+    const Status st = (*w)->wait();
+    CHECK_THAT(st.isOk(), st.toString());
+  }
+  size_t wrongSum = 0, wrongAvg = 0, wrongHalf = 0;
+  for (size_t i = 0; i < kCount; ++i) {
+    double total = 0, halves = 0;
+    for (int q = 0; q < n; ++q) {
+      total += double((i * 5 + static_cast<size_t>(q)) % 1000);
+      halves += double(1 + (static_cast<size_t>(q) + i) % 3);
+    }
+    wrongSum += sum[i] != float(total);
+    wrongAvg += avg[i] != float(total) / float(n);
+    wrongHalf += bf16ToFloat(h[i]) != float(halves);  // small integers: exact in bf16
+  }
+  CHECK_THAT(wrongSum == 0, std::to_string(wrongSum) + " wrong f32 sums");
+  CHECK_THAT(wrongAvg == 0, std::to_string(wrongAvg) + " wrong f32 averages");
+  CHECK_THAT(wrongHalf == 0, std::to_string(wrongHalf) + " wrong bf16 sums");
+  CHECK_THAT(b.barrier()->wait().isOk(), "barrier");
+}
+
+void sameHostExit(GlooBackend& b) {
+  std::vector<float> x((size_t{8} << 20) / sizeof(float), 1.f);
+  if (b.rank() == b.size() - 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    std::_Exit(0);  // dies without closing anything gracefully
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  Status st = b.allreduce(viewOf(x.data(), x.size()), ReduceOp::kSum)->wait(Deadline::after(std::chrono::seconds(20)));
+  CHECK_THAT(!st.isOk() && st.code() != StatusCode::kTimeout, st.toString());
+  CHECK_THAT(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(10), "failing took too long");
+}
+
 void stuckSend(std::unique_ptr<GlooBackend>& b) {
   constexpr size_t kBlock = size_t{32} << 20;  // floats: 128 MiB per rank
   const int r = b->rank();
@@ -207,6 +255,8 @@ int main(int argc, char** argv) {
   else if (scenario == "timeout") comm::timeoutScenario(**backend);
   else if (scenario == "peer_exit") comm::peerExit(**backend);
   else if (scenario == "stuck_send") comm::stuckSend(*backend);
+  else if (scenario == "same_host") comm::sameHost(**backend);
+  else if (scenario == "same_host_exit") comm::sameHostExit(**backend);
   else {
     std::fprintf(stderr, "unknown scenario %s\n", scenario.c_str());
     return 2;

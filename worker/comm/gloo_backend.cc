@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/thread_priority.h"
 #include "worker/comm/gloo_backend_internal.h"
+#include "worker/comm/cross_memory.h"
 #include "worker/comm/gloo_collectives.h"
 #include "worker/comm/gloo_header_lane.h"
 #include "worker/comm/gloo_p2p.h"
@@ -68,19 +69,33 @@ Result<std::unique_ptr<GlooBackend>> GlooBackend::create(const GlooOptions& opti
     GlooStoreAdapter adapter(store, options.prefix, Deadline::after(options.connectTimeout));
     context->connectFullMesh(adapter, device);
     context->setTimeout(toMs(options.timeout + kGlooTimeoutSlack));
-    return std::unique_ptr<GlooBackend>(new GlooBackend(options, std::move(context)));
+    std::shared_ptr<const CrossMemory> crossMemory;
+    if (options.sameHostMemory && options.size > 1) {
+      std::string why;
+      auto agreed = agreeCrossMemory(store, options.prefix, options.rank, options.size,
+                                     Deadline::after(options.connectTimeout), &why);
+      if (!agreed.isOk()) return agreed.status().withContext(where);
+      crossMemory = *agreed;
+      if (options.rank == 0) {
+        DDP_LOG(Info) << where << (crossMemory ? ": large allreduces read peers' memory (one host)"
+                                               : ": allreduce over TCP only: " + why);
+      }
+    }
+    return std::unique_ptr<GlooBackend>(new GlooBackend(options, std::move(context), std::move(crossMemory)));
   } catch (const std::exception& e) {
     return unavailable(where + " failed: " + e.what());
   }
 }
 
-GlooBackend::GlooBackend(const GlooOptions& options, std::shared_ptr<::gloo::Context> context)
+GlooBackend::GlooBackend(const GlooOptions& options, std::shared_ptr<::gloo::Context> context,
+                         std::shared_ptr<const CrossMemory> crossMemory)
     : options_(options),
       clock_(options.clock ? *options.clock : SystemClock::instance()),
       group_("gloo:" + options.prefix + " rank " + std::to_string(options.rank) + "/" + std::to_string(options.size)),
       context_(std::move(context)) {
   waits_ = std::make_shared<GlooWaitSet>();
-  coll_ = std::make_unique<GlooCollectives>(context_, waits_);
+  readsPeerMemory_ = crossMemory != nullptr;
+  coll_ = std::make_unique<GlooCollectives>(context_, waits_, std::move(crossMemory));
   p2p_ = std::make_unique<GlooP2p>(context_, waits_, options_.commThreadPriority);
   lane_ = std::make_unique<GlooHeaderLane>(context_, options_.commThreadPriority);
   flight_ = std::make_unique<FlightRecorder>(options_.flightRecords, clock_);

@@ -65,6 +65,7 @@ class Context;
 
 namespace ddp::comm {
 
+class CrossMemory;
 class GlooCollectives;
 class GlooHeaderLane;
 class GlooP2p;
@@ -85,6 +86,9 @@ class GlooBackend final : public Backend {
   int size() const override { return options_.size; }
   std::string name() const override { return "gloo"; }
   bool supportsDevice(DeviceType type) const override { return type == DeviceType::kCpu; }
+  // True when every rank agreed at create() that large allreduces read peers' memory (Note
+  // [Same-host allreduce]).
+  bool readsPeerMemory() const { return readsPeerMemory_; }
 
   WorkPtr allreduce(BufferView buf, ReduceOp op, const OpOptions& opts = {}) override;
   WorkPtr broadcast(BufferView buf, int root, const OpOptions& opts = {}) override;
@@ -114,7 +118,8 @@ class GlooBackend final : public Backend {
   struct Live;
 
  private:
-  GlooBackend(const GlooOptions& options, std::shared_ptr<::gloo::Context> context);
+  GlooBackend(const GlooOptions& options, std::shared_ptr<::gloo::Context> context,
+              std::shared_ptr<const CrossMemory> crossMemory);
 
   WorkPtr issue(const OpArgs& args, const OpOptions& opts);
   void enqueue(std::shared_ptr<Task> task);  // requires mu_ held
@@ -142,6 +147,7 @@ class GlooBackend final : public Backend {
   std::shared_ptr<::gloo::Context> context_;
   std::shared_ptr<GlooWaitSet> waits_;     // every op's buffers; abort releases their waits
   std::unique_ptr<GlooCollectives> coll_;  // executor thread only
+  bool readsPeerMemory_ = false;           // set by the constructor
   std::unique_ptr<GlooP2p> p2p_;
   std::unique_ptr<GlooHeaderLane> lane_;
   std::unique_ptr<FlightRecorder> flight_;

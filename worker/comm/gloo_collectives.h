@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "worker/comm/cross_memory_allreduce.h"
 #include "worker/comm/gloo_wait_set.h"
 #include "worker/comm/types.h"
 
@@ -57,7 +58,11 @@ struct FusedMember {
 class GlooCollectives {
  public:
   // `waits` registers the buffers of every op (abort releases them); it outlives this object.
-  GlooCollectives(std::shared_ptr<::gloo::Context> context, std::shared_ptr<GlooWaitSet> waits);
+  // With `crossMemory` (agreed by every rank), large allreduces read peers' memory (Note
+  // [Same-host allreduce]).
+  GlooCollectives(std::shared_ptr<::gloo::Context> context, std::shared_ptr<GlooWaitSet> waits,
+                  std::shared_ptr<const CrossMemory> crossMemory = nullptr);
+  bool usesCrossMemory() const { return crossMemory_ != nullptr; }
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -76,6 +81,8 @@ class GlooCollectives {
  private:
   char* scratch(size_t bytes);
   GlooWaitSet::Buffer buffer(void* data, size_t bytes);
+  // A ring allgather of one word per rank (words[r] is rank r's), on slots of its own per round.
+  void allgatherWords(std::vector<uint64_t>& words, uint32_t tag, int round, std::chrono::milliseconds timeout);
 
   std::shared_ptr<::gloo::Context> context_;
   std::shared_ptr<GlooWaitSet> waits_;
@@ -84,6 +91,8 @@ class GlooCollectives {
   std::vector<char> scratch_;
   std::vector<char> scratch2_;
   std::vector<char> ringTmp_;  // allreduce: two segments in flight
+  std::shared_ptr<const CrossMemory> crossMemory_;
+  std::unique_ptr<CrossMemoryAllreduce> crossAllreduce_;
 };
 
 }  // namespace ddp::comm

@@ -38,6 +38,9 @@ struct GlooOptions {
   // Scheduling of every thread that enters Gloo: the backend's own, Gloo's (which inherit it),
   // and the caller's while it connects or tears down (Note [Comm thread priority]).
   CommThreadPriority commThreadPriority = CommThreadPriority::kAuto;
+  // Large allreduces read peers' memory when every rank runs on this host in one PID namespace
+  // and may (Note [Same-host allreduce] in worker/comm/cross_memory.h); false: always TCP.
+  bool sameHostMemory = true;
 
   // InvalidArgument naming the field and the reason.
   Status validate() const;

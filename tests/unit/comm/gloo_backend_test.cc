@@ -9,6 +9,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "common/dtype.h"
@@ -198,13 +199,18 @@ INSTANTIATE_TEST_SUITE_P(WorldsAndCounts, GlooCollectivesTest, ::testing::Values
 // Note [Ring collectives]: buffers large enough that every chunk of the allreduce goes in
 // several segments (streamed through the two scratch segments), a broadcast taking the
 // pipelined ring, and uneven chunks (counts not divisible by the world), against closed forms.
-// The average is divided segment by segment by each chunk's owner before the allgather.
-class GlooLargeBufferTest : public ::testing::TestWithParam<int> {};
+// The average is divided segment by segment by each chunk's owner before the allgather. The
+// ranks are threads of one process, so with sameHostMemory the allreduces read peers' memory
+// (Note [Same-host allreduce]); without it they take the TCP ring.
+class GlooLargeBufferTest : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(GlooLargeBufferTest, AllreduceBroadcastAndAllgatherStreamInSegments) {
-  const int world = GetParam();
-  Status st = test::runRanks(world, [world](int rank, Backend& b) {
-    constexpr size_t kCount = 1300007;  // 5.2 MB of f32: at least 2 segments per chunk
+  const auto [world, sameHost] = GetParam();
+  auto configure = [sameHost = sameHost](GlooOptions& o) { o.sameHostMemory = sameHost; };
+  Status st = test::runRanks(world, configure, [world = world, sameHost = sameHost](int rank, Backend& b) {
+    EXPECT_EQ(dynamic_cast<GlooBackend&>(b).readsPeerMemory(), sameHost);
+    constexpr size_t kCount = 1300007;  // 5.2 MB of f32: at least 2 segments per chunk, above
+                                        // kCrossMemoryMinBytes
     std::vector<float> f(kCount);
     std::vector<double> d(kCount);
     for (size_t i = 0; i < kCount; ++i) {
@@ -250,7 +256,7 @@ TEST_P(GlooLargeBufferTest, AllreduceBroadcastAndAllgatherStreamInSegments) {
   EXPECT_TRUE(st.isOk()) << st;
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, GlooLargeBufferTest, ::testing::Values(2, 3, 4));
+INSTANTIATE_TEST_SUITE_P(Worlds, GlooLargeBufferTest, ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Bool()));
 
 TEST(GlooBackendTest, SequenceNumbersAndOpTypes) {
   Status st = test::runRanks(2, [](int, Backend& b) {
