@@ -20,6 +20,7 @@ inline constexpr const char* kEnvLogFormat = "DDP_LOG_FORMAT";           // huma
 inline constexpr const char* kEnvLogLevel = "DDP_LOG_LEVEL";             // debug | info | warning | error
 inline constexpr const char* kEnvCheckpointDir = "DDP_CHECKPOINT_DIR";   // overrides spec.checkpoint.dir
 inline constexpr const char* kEnvCommThreadPriority = "DDP_COMM_THREAD_PRIORITY";  // auto | realtime | normal
+inline constexpr const char* kEnvSameHostMemory = "DDP_SAME_HOST_MEMORY";            // on | off
 // A pod of several ranks (Note [Several ranks per pod] in worker/control/pod_supervisor.h): the
 // worker ids of its ranks, comma-separated, in local rank order; set instead of DDP_WORKER_ID.
 inline constexpr const char* kEnvPodWorkerIds = "DDP_POD_WORKER_IDS";

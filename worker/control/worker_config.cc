@@ -37,10 +37,11 @@ constexpr Option kLogFormat{"--log-format", launch::kEnvLogFormat};
 constexpr Option kLogLevel{"--log-level", launch::kEnvLogLevel};
 constexpr Option kCkptDir{"--checkpoint-dir", launch::kEnvCheckpointDir};
 constexpr Option kPriority{"--comm-thread-priority", launch::kEnvCommThreadPriority};
+constexpr Option kSameHost{"--same-host-memory", launch::kEnvSameHostMemory};
 constexpr Option kPodIds{"--pod-worker-ids", launch::kEnvPodWorkerIds};
 constexpr Option kLocalRank{"--local-rank", launch::kEnvLocalRank};
-constexpr Option kAll[] = {kController, kJob,     kTokenFile, kWorkerId, kAdvertise, kLogFormat,
-                           kLogLevel,   kCkptDir, kPriority,  kPodIds,   kLocalRank};
+constexpr Option kAll[] = {kController, kJob,      kTokenFile, kWorkerId, kAdvertise, kLogFormat,
+                           kLogLevel,   kCkptDir,  kPriority,  kSameHost, kPodIds,    kLocalRank};
 
 std::string describe(const Option& o) { return std::string(o.flag) + " / " + (o.env ? o.env : ""); }
 std::string describeToken() { return std::string(kTokenFile.flag) + " / " + launch::kEnvJobToken; }
@@ -160,13 +161,14 @@ std::string workerUsage() {
   return "usage: ddp-worker [--controller URL] [--job NAME] [--token-file FILE] [--worker-id ID]\n"
          "                  [--advertise-address HOST] [--log-format human|json] [--log-level LEVEL]\n"
          "                  [--checkpoint-dir DIR] [--comm-thread-priority auto|realtime|normal]\n"
-         "                  [--pod-worker-ids ID,ID,... | --local-rank N]\n"
+         "                  [--same-host-memory on|off] [--pod-worker-ids ID,ID,... | --local-rank N]\n"
          "One training worker of a job; normally started by the controller's launcher. It registers\n"
          "with the controller, which assigns its rank and hands it the job spec. Every flag overrides\n"
          "its environment variable: DDP_CONTROLLER_URL, DDP_JOB_NAME, DDP_JOB_TOKEN (the token\n"
          "itself; --token-file names a file holding it), DDP_WORKER_ID, DDP_ADVERTISE_ADDR,\n"
-         "DDP_LOG_FORMAT, DDP_LOG_LEVEL, DDP_CHECKPOINT_DIR, DDP_COMM_THREAD_PRIORITY, DDP_POD_WORKER_IDS\n"
-         "(a pod of several ranks: start and supervise one worker per id), DDP_LOCAL_RANK.\n";
+         "DDP_LOG_FORMAT, DDP_LOG_LEVEL, DDP_CHECKPOINT_DIR, DDP_COMM_THREAD_PRIORITY,\n"
+         "DDP_SAME_HOST_MEMORY, DDP_POD_WORKER_IDS (a pod of several ranks: start and supervise one\n"
+         "worker per id), DDP_LOCAL_RANK.\n";
 }
 
 Result<WorkerConfig> parseWorkerConfig(const std::vector<std::string>& args, const EnvLookup& env) {
@@ -204,6 +206,10 @@ Result<WorkerConfig> parseWorkerConfig(const std::vector<std::string>& args, con
     auto p = parseCommThreadPriority(*v);
     if (!p.isOk()) return invalidArgument(describe(kPriority) + ": " + p.status().message());
     c.commThreadPriority = *p;
+  }
+  if (auto v = get(kSameHost)) {
+    if (*v != "on" && *v != "off") return invalidArgument(describe(kSameHost) + ": '" + *v + "' is not on or off");
+    c.sameHostMemory = *v == "on";
   }
   if (auto v = get(kPodIds)) {
     DDP_ASSIGN_OR_RETURN(c.podWorkerIds, parsePodWorkerIds(*v));

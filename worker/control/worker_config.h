@@ -16,6 +16,8 @@
 //   --checkpoint-dir DIR          DDP_CHECKPOINT_DIR        overrides spec.checkpoint.dir
 //   --comm-thread-priority P      DDP_COMM_THREAD_PRIORITY  auto | realtime | normal (default:
 //                                                           the job's spec.commThreadPriority)
+//   --same-host-memory on|off     DDP_SAME_HOST_MEMORY      off: allreduces never read peers'
+//                                                           memory (Note [Same-host allreduce])
 //   --pod-worker-ids ID,ID,...    DDP_POD_WORKER_IDS        supervise one rank per id instead
 //                                                           (pod_supervisor.h; no --worker-id)
 //   --local-rank N                DDP_LOCAL_RANK            the rank's index in its pod: its GPU
@@ -50,6 +52,7 @@ struct WorkerConfig {
   log::Level logLevel = log::Level::kInfo;
   std::string checkpointDirOverride;   // empty: the job's own
   std::optional<CommThreadPriority> commThreadPriority;  // unset: the job's spec.commThreadPriority
+  bool sameHostMemory = true;  // GlooOptions::sameHostMemory
   std::vector<std::string> podWorkerIds;  // non-empty: this process supervises these ranks
   std::optional<int> localRank;           // set: this rank's GPU index in its pod
 

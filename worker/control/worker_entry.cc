@@ -132,13 +132,14 @@ struct BuiltBackend {
 
 // Gloo for every rank; with spec.device cuda also NCCL on the rank's GPU, both behind one
 // ProcessGroup (host buffers -> Gloo, device buffers -> NCCL). Both rendezvous in `store`.
-// Gloo's pairs bind to and advertise `advertiseAddress` (DDP_ADVERTISE_ADDR): the address the
+// Gloo's pairs bind to and advertise config.advertiseAddress (DDP_ADVERTISE_ADDR): the address the
 // peers reach this worker on.
 Result<BuiltBackend> buildBackend(const Assignment& a, const JobSpec& spec, const TrainerConfig& tc,
-                                  const std::string& advertiseAddress, comm::Store& store) {
+                                  const WorkerConfig& config, comm::Store& store) {
   comm::GlooOptions gloo;
   gloo.rank = a.rank;
-  gloo.hostname = advertiseAddress;
+  gloo.hostname = config.advertiseAddress;
+  gloo.sameHostMemory = config.sameHostMemory;
   gloo.size = a.worldSize;
   gloo.prefix = "gloo";
   gloo.timeout = tc.collectiveTimeout;
@@ -295,7 +296,7 @@ Outcome train(const WorkerConfig& config, const ControllerClient& client, const 
   // The server namespaces the keys per job and generation; Gloo and NCCL prefix their own.
   auto store = comm::HttpStoreClient::connect(client.storeAddress(), client.storeOptions(a.generation));
   if (!store.isOk()) return fatalOr(store.status().withContext("store"), kWorkerExitFailure);
-  auto built = buildBackend(a, spec, tc, config.advertiseAddress, **store);
+  auto built = buildBackend(a, spec, tc, config, **store);
   if (!built.isOk()) return fatalOr(built.status().withContext("rendezvous"), kWorkerExitFailure);
   comm::Backend& backend = *built->backend;
   reporter.setCollectivesSource(collectivesOf(*built->glooFlight, "gloo"));

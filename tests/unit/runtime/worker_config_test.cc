@@ -58,6 +58,7 @@ TEST(WorkerConfigTest, ReadsTheLauncherEnvironmentContract) {
   EXPECT_EQ(c->logLevel, log::Level::kDebug);
   EXPECT_EQ(c->checkpointDirOverride, "/ckpt");
   EXPECT_EQ(c->commThreadPriority, CommThreadPriority::kNormal);
+  EXPECT_TRUE(c->sameHostMemory);  // unset: on
 }
 
 TEST(WorkerConfigTest, DefaultsWhenOptionalVariablesAreUnset) {
@@ -120,7 +121,7 @@ TEST(WorkerConfigTest, FlagsOverrideTheEnvironment) {
   auto c = parseWorkerConfig({"ddp-worker", "--controller", "http://ctl:1234", "--job=other", "--token-file",
                               tokenFile, "--worker-id", "other-w3", "--advertise-address", "h3", "--log-format",
                               "human", "--log-level=warning", "--checkpoint-dir", "/d2", "--comm-thread-priority",
-                              "realtime"},
+                              "realtime", "--same-host-memory", "off"},
                              launcherEnv(fullEnv()));
   std::remove(tokenFile.c_str());
   ASSERT_TRUE(c.isOk()) << c.status();
@@ -133,6 +134,7 @@ TEST(WorkerConfigTest, FlagsOverrideTheEnvironment) {
   EXPECT_EQ(c->logLevel, log::Level::kWarning);
   EXPECT_EQ(c->checkpointDirOverride, "/d2");
   EXPECT_EQ(c->commThreadPriority, CommThreadPriority::kRealtime);
+  EXPECT_FALSE(c->sameHostMemory);
 }
 
 TEST(WorkerConfigTest, ErrorsNameTheVariableAndFlag) {
@@ -165,6 +167,9 @@ TEST(WorkerConfigTest, ErrorsNameTheVariableAndFlag) {
   EXPECT_TRUE(mentions(withPath.status(), "has a path")) << withPath.status();
   auto badFormat = parseWorkerConfig({"w", "--log-format", "xml"}, env);
   EXPECT_TRUE(mentions(badFormat.status(), launch::kEnvLogFormat)) << badFormat.status();
+  auto badSameHost = parseWorkerConfig({"w", "--same-host-memory", "yes"}, env);
+  EXPECT_TRUE(mentions(badSameHost.status(), launch::kEnvSameHostMemory)) << badSameHost.status();
+  EXPECT_TRUE(mentions(badSameHost.status(), "'yes' is not on or off")) << badSameHost.status();
   auto badPriority = parseWorkerConfig({"w", "--comm-thread-priority", "high"}, env);
   EXPECT_TRUE(mentions(badPriority.status(), launch::kEnvCommThreadPriority)) << badPriority.status();
   EXPECT_TRUE(mentions(badPriority.status(), "high")) << badPriority.status();
