@@ -6,7 +6,11 @@
 // moves, moved by plain TCP over 1 and 2 streams) with our busbw as a fraction of it.
 //
 //   build/bin/bench_collectives [--json] [--world 2] [--min-bytes 4096] [--max-bytes 67108864]
-//                               [--comm-thread-priority auto|realtime|normal]
+//                               [--comm-thread-priority auto|realtime|normal] [--same-host-memory on|off]
+//
+// Ranks are processes of one host, so from 4 MiB our allreduce reads the peers' memory (Note
+// [Same-host allreduce] in worker/comm/cross_memory.h); `--same-host-memory off` times our TCP
+// ring instead (what ranks on different hosts run). Every row names it (same_host_memory).
 //
 // Comm threads (ours and Gloo direct's alike) get the priority `ddpctl run` would give a job of
 // --world one-thread workers on this machine (Note [Comm thread priority]): the operator's
@@ -57,6 +61,7 @@ struct Args {
   size_t minBytes = 4096;
   size_t maxBytes = size_t{64} << 20;
   std::string priority;  // --comm-thread-priority; empty: as ddpctl run decides (the parent's)
+  bool sameHostMemory = true;  // --same-host-memory
 };
 
 double seconds(SteadyClock::time_point a, SteadyClock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
@@ -134,7 +139,7 @@ void row(Ctx& c, const Case& k) {
     JsonLine().add("op", k.op).add("impl", k.impl).add("type", k.type).add("bytes", uint64_t(k.bytes))
         .add("count", uint64_t(k.count)).add("world", c.args.world).add("time_us", sec * 1e6).add("algbw_gbps", algbw)
         .add("busbw_gbps", busbw).add("wrong", k.wrong).add("rounds", int(k.times.size()))
-        .add("comm_thread_priority", c.args.priority).print();
+        .add("comm_thread_priority", c.args.priority).add("same_host_memory", c.args.sameHostMemory).print();
   } else {
     std::printf("%12zu %12zu %6s %15s %18s %10.1f %7.3f %7.3f %6lld\n", k.bytes, k.count, k.type.c_str(), k.op.c_str(),
                 k.impl.c_str(), sec * 1e6, algbw, busbw, static_cast<long long>(k.wrong));
@@ -446,6 +451,7 @@ int runRank(const Args& args) {
   o.size = args.world;
   o.prefix = "bench/ours";
   o.commThreadPriority = priority;
+  o.sameHostMemory = args.sameHostMemory;
   auto backend = comm::GlooBackend::create(o, **client);
   if (!backend.isOk()) return fail(backend.status());
   Ctx c;
@@ -520,6 +526,11 @@ int runParent(const Args& args, int argc, char** argv) {
 
 int main(int argc, char** argv) {
   ddp::bench::Args args;
+  auto usage = [] {
+    std::fprintf(stderr, "usage: bench_collectives [--json] [--world N] [--min-bytes B] [--max-bytes B] "
+                         "[--comm-thread-priority auto|realtime|normal] [--same-host-memory on|off]\n");
+    return 2;
+  };
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto next = [&]() -> std::string { return i + 1 < argc ? argv[++i] : ""; };
@@ -530,10 +541,12 @@ int main(int argc, char** argv) {
     else if (a == "--min-bytes") args.minBytes = std::strtoull(next().c_str(), nullptr, 10);
     else if (a == "--max-bytes") args.maxBytes = std::strtoull(next().c_str(), nullptr, 10);
     else if (a == "--comm-thread-priority") args.priority = next();
-    else {
-      std::fprintf(stderr, "usage: bench_collectives [--json] [--world N] [--min-bytes B] [--max-bytes B] "
-                           "[--comm-thread-priority auto|realtime|normal]\n");
-      return 2;
+    else if (a == "--same-host-memory") {
+      const std::string v = next();
+      if (v != "on" && v != "off") return usage();
+      args.sameHostMemory = v == "on";
+    } else {
+      return usage();
     }
   }
   if (args.world < 2 || args.minBytes < 4096 || args.maxBytes < args.minBytes) {
