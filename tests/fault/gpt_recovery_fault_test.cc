@@ -22,8 +22,10 @@ namespace {
 using test::FaultHarness;
 
 constexpr double kJobSeconds = 180;
-// Long enough that the fault (past step 150, seen through 1 s heartbeats) lands mid-run.
-constexpr int64_t kSteps = 4000;
+// Long enough that the fault (past step 150, seen through 1 s heartbeats) lands mid-run: on an
+// idle machine the job does about 1600 steps a second, and with 4000 steps a run could end
+// before a heartbeat past step 150 reached the controller (1 of 3 runs failed so, 2026-11-28).
+constexpr int64_t kSteps = 8000;
 
 test::GptFaultJob job() {
   test::GptFaultJob j;
