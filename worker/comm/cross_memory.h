@@ -7,25 +7,28 @@
 // overhead (docs/PERFORMANCE.md). When every rank of a communicator runs on one kernel and in
 // one PID namespace (a local launch, or several ranks in one pod), a rank can instead read a
 // peer's buffer straight out of the peer's address space with process_vm_readv(2): one copy, no
-// protocol. The large allreduce then runs as: exchange buffer addresses (a small ring allgather
+// protocol. An allreduce from kCrossMemoryMinBytes (4 MiB; worker/comm/cross_memory_allreduce.h
+// says why there) then runs as: exchange buffer addresses (a small ring allgather
 // over Gloo, which is also the entry barrier); each rank reads its own chunk from every peer and
 // reduces it in segments (a scratch segment that stays in cache); a barrier; each rank reads
 // every other chunk, reduced, from its owner straight into its buffer; a last barrier, so that
 // no rank leaves (and reuses its buffer) while a peer still reads from it. Each chunk is reduced
-// once, by its owner, so every rank ends with the same bits, as with the ring.
+// once, by its owner, so every rank ends with the same bits, as with the ring. With more than
+// two ranks the order of the additions differs from the ring's: a run resumed on hosts that
+// take the other path is not bitwise the run it continues (on one host the choice is the same
+// each time, so Note [Deterministic buckets] holds).
 //
 // When: GlooBackend::create() exchanges each rank's HostIdentity through the store and, when
 // sameHost() holds for all of them, each rank reads a probe word from every peer; the path is
 // used only when every rank's probe succeeded (each rank publishes its verdict and reads all of
 // them, so all ranks decide alike). Kubernetes pods are separate PID namespaces: ranks in
-// different pods always use TCP. GlooOptions::sameHostMemory turns it off.
+// different pods always use TCP. GlooOptions::sameHostMemory turns it off (a worker's
+// --same-host-memory off / DDP_SAME_HOST_MEMORY=off).
 //
 // Failure: the barriers are Gloo waits (deadlines, abort, as every op); a read from a peer that
 // died fails at once (ESRCH) and throws gloo::IoException naming the peer, as a broken
 // connection does.
 // Thread model: CrossMemory is immutable after construction; read() is safe from any thread.
-
-#include <sys/types.h>
 
 #include <cstdint>
 #include <memory>
