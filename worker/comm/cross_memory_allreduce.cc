@@ -29,7 +29,7 @@ void CrossMemoryAllreduce::reduceOwnChunk(BufferView buf, ReduceOp op, const std
     char* own = base + at * es;
     for (int k = 1; k < size_; ++k) {
       const int peer = (rank_ + k) % size_;
-      memory_.read(peer, addr[static_cast<size_t>(peer)] + at * es, segment_.data(), elems * es);
+      memory_->read(peer, addr[static_cast<size_t>(peer)] + at * es, segment_.data(), elems * es);
       kernel(own, own, segment_.data(), elems);
     }
     if (op == ReduceOp::kAvg) divideInPlace(buf.slice(at, elems), size_);
@@ -48,7 +48,7 @@ void CrossMemoryAllreduce::run(BufferView buf, ReduceOp op, const Exchange& exch
     const int owner = (rank_ + k) % size_;
     const Range c = chunkOf(buf.count, size_, owner);
     if (c.end == c.begin) continue;
-    memory_.read(owner, addr[static_cast<size_t>(owner)] + c.begin * es, static_cast<char*>(buf.data) + c.begin * es,
+    memory_->read(owner, addr[static_cast<size_t>(owner)] + c.begin * es, static_cast<char*>(buf.data) + c.begin * es,
                  (c.end - c.begin) * es);
   }
   exchange(flags, 2);  // no peer reads this buffer any more

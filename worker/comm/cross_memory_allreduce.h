@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "worker/comm/cross_memory.h"
@@ -35,7 +36,8 @@ class CrossMemoryAllreduce {
  public:
   using Exchange = std::function<void(std::vector<uint64_t>& words, int round)>;
 
-  CrossMemoryAllreduce(const CrossMemory& memory, int rank, int size) : memory_(memory), rank_(rank), size_(size) {}
+  CrossMemoryAllreduce(std::shared_ptr<const CrossMemory> memory, int rank, int size)
+      : memory_(std::move(memory)), rank_(rank), size_(size) {}
 
   void run(BufferView buf, ReduceOp op, const Exchange& exchange);
 
@@ -43,7 +45,7 @@ class CrossMemoryAllreduce {
   // Reduces this rank's chunk [begin, end) elements from every peer whose buffer is at `addr`.
   void reduceOwnChunk(BufferView buf, ReduceOp op, const std::vector<uint64_t>& addr);
 
-  const CrossMemory& memory_;
+  const std::shared_ptr<const CrossMemory> memory_;
   const int rank_;
   const int size_;
   std::vector<char> segment_;

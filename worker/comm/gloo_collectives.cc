@@ -49,9 +49,8 @@ GlooCollectives::GlooCollectives(std::shared_ptr<::gloo::Context> context, std::
     : context_(std::move(context)),
       waits_(std::move(waits)),
       rank_(context_->rank),
-      size_(context_->size),
-      crossMemory_(std::move(crossMemory)) {
-  if (crossMemory_) crossAllreduce_ = std::make_unique<CrossMemoryAllreduce>(*crossMemory_, rank_, size_);
+      size_(context_->size) {
+  if (crossMemory) crossAllreduce_ = std::make_unique<CrossMemoryAllreduce>(std::move(crossMemory), rank_, size_);
 }
 
 char* GlooCollectives::scratch(size_t bytes) {
@@ -186,25 +185,12 @@ size_t allgatherPhase(const RingShape& s, int rank, uint32_t tag, std::vector<Gl
 
 }  // namespace
 
-void GlooCollectives::allgatherWords(std::vector<uint64_t>& words, uint32_t tag, int round,
-                                     std::chrono::milliseconds timeout) {
-  const int n = size_, next = (rank_ + 1) % n, prev = (rank_ + n - 1) % n;
-  GlooWaitSet::Buffer all = buffer(words.data(), words.size() * sizeof(uint64_t));
-  for (int t = 0; t < n - 1; ++t) {
-    // Steps of their own: the allreduce's ring steps stay below 2n, these start at 2n.
-    const uint64_t slot = ringSlot(tag, 2 * n + round * n + t);
-    all->recv(prev, slot, static_cast<size_t>(mod(rank_ - t - 1, n)) * sizeof(uint64_t), sizeof(uint64_t));
-    all->send(next, slot, static_cast<size_t>(mod(rank_ - t, n)) * sizeof(uint64_t), sizeof(uint64_t));
-    waitRecvOrThrow(*all, timeout);
-    waitSendOrThrow(*all, timeout);
-  }
-}
-
 void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout) {
   if (buf.count == 0 || size_ == 1) return;
   if (crossAllreduce_ && buf.bytes() >= kCrossMemoryMinBytes) {
     crossAllreduce_->run(buf, op, [&](std::vector<uint64_t>& words, int round) {
-      allgatherWords(words, tag, round, timeout);
+      // Steps of their own: the ring allreduce's stay below 2n.
+      ringAllgather(reinterpret_cast<char*>(words.data()), sizeof(uint64_t), tag, 2 * size_ + round * size_, timeout);
     });
     return;
   }
@@ -345,12 +331,17 @@ void GlooCollectives::allgather(BufferView in, BufferView out, uint32_t tag, std
   char* mine = outBytes + static_cast<size_t>(rank_) * block;
   if (mine != in.data) std::memmove(mine, in.data, block);
   if (size_ == 1) return;
+  ringAllgather(outBytes, block, tag, 0, timeout);
+}
+
+void GlooCollectives::ringAllgather(char* out, size_t block, uint32_t tag, int firstStep,
+                                    std::chrono::milliseconds timeout) {
   const int n = size_;
   const int next = (rank_ + 1) % n;
   const int prev = (rank_ + n - 1) % n;
-  GlooWaitSet::Buffer whole = buffer(outBytes, block * static_cast<size_t>(n));
+  GlooWaitSet::Buffer whole = buffer(out, block * static_cast<size_t>(n));
   for (int t = 0; t < n - 1; ++t) {
-    const uint64_t slot = ringSlot(tag, t);
+    const uint64_t slot = ringSlot(tag, firstStep + t);
     whole->recv(prev, slot, static_cast<size_t>(mod(rank_ - t - 1, n)) * block, block);
     whole->send(next, slot, static_cast<size_t>(mod(rank_ - t, n)) * block, block);
     waitRecvOrThrow(*whole, timeout);

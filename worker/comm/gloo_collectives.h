@@ -62,7 +62,6 @@ class GlooCollectives {
   // [Same-host allreduce]).
   GlooCollectives(std::shared_ptr<::gloo::Context> context, std::shared_ptr<GlooWaitSet> waits,
                   std::shared_ptr<const CrossMemory> crossMemory = nullptr);
-  bool usesCrossMemory() const { return crossMemory_ != nullptr; }
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -81,8 +80,9 @@ class GlooCollectives {
  private:
   char* scratch(size_t bytes);
   GlooWaitSet::Buffer buffer(void* data, size_t bytes);
-  // A ring allgather of one word per rank (words[r] is rank r's), on slots of its own per round.
-  void allgatherWords(std::vector<uint64_t>& words, uint32_t tag, int round, std::chrono::milliseconds timeout);
+  // The ring allgather of `block` bytes per rank in `out` (rank r's at r * block, its own in place),
+  // on ring steps firstStep .. firstStep + n - 2 of `tag`.
+  void ringAllgather(char* out, size_t block, uint32_t tag, int firstStep, std::chrono::milliseconds timeout);
 
   std::shared_ptr<::gloo::Context> context_;
   std::shared_ptr<GlooWaitSet> waits_;
@@ -91,8 +91,7 @@ class GlooCollectives {
   std::vector<char> scratch_;
   std::vector<char> scratch2_;
   std::vector<char> ringTmp_;  // allreduce: two segments in flight
-  std::shared_ptr<const CrossMemory> crossMemory_;
-  std::unique_ptr<CrossMemoryAllreduce> crossAllreduce_;
+  std::unique_ptr<CrossMemoryAllreduce> crossAllreduce_;  // set when the ranks agreed on it
 };
 
 }  // namespace ddp::comm
