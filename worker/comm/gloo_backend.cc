@@ -97,7 +97,7 @@ GlooBackend::GlooBackend(const GlooOptions& options, std::shared_ptr<::gloo::Con
   readsPeerMemory_ = crossMemory != nullptr;
   coll_ = std::make_unique<GlooCollectives>(context_, waits_, std::move(crossMemory));
   p2p_ = std::make_unique<GlooP2p>(context_, waits_, options_.commThreadPriority);
-  lane_ = std::make_unique<GlooHeaderLane>(context_, options_.commThreadPriority);
+  lane_ = std::make_unique<GlooHeaderLane>(context_, waits_, options_.commThreadPriority);
   flight_ = std::make_unique<FlightRecorder>(options_.flightRecords, clock_);
   live_ = std::make_shared<Live>();
   watchdog_ = std::make_unique<Watchdog>(

@@ -18,8 +18,9 @@ constexpr uint64_t kHeaderSlotPrefix = 0xD2ull << 56;
 
 }  // namespace
 
-GlooHeaderLane::GlooHeaderLane(std::shared_ptr<::gloo::Context> context, CommThreadPriority priority)
-    : context_(std::move(context)), rank_(context_->rank), size_(context_->size) {
+GlooHeaderLane::GlooHeaderLane(std::shared_ptr<::gloo::Context> context, std::shared_ptr<GlooWaitSet> waits,
+                               CommThreadPriority priority)
+    : context_(std::move(context)), waits_(std::move(waits)), rank_(context_->rank), size_(context_->size) {
   thread_ = std::thread([this, priority] {
     setThreadName("ddp-gloo-hdr");
     (void)applyCommThreadPriority(priority);  // Note [Comm thread priority]
@@ -87,8 +88,8 @@ Status GlooHeaderLane::exchange(const Item& item) {
   all[rank_] = mine;
   const uint64_t slot = kHeaderSlotPrefix | (item.header.collSeq & ((1ull << 56) - 1));
   try {
-    auto out = context_->createUnboundBuffer(&mine, sizeof(OpHeader));
-    auto in = context_->createUnboundBuffer(all.data(), sizeof(OpHeader) * all.size());
+    auto out = waits_->create(*context_, &mine, sizeof(OpHeader));
+    auto in = waits_->create(*context_, all.data(), sizeof(OpHeader) * all.size());
     for (int p = 0; p < size_; ++p) {
       if (p == rank_) continue;
       in->recv(p, slot, sizeof(OpHeader) * p, sizeof(OpHeader));

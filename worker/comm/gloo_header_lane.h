@@ -11,9 +11,13 @@
 // InvalidArgument naming every rank's header on disagreement, or the transport error.
 // Every rank posts the same collectives in the same order, so the lanes of all ranks pair up.
 //
+// Exchanges run over buffers of the communicator's GlooWaitSet (Note [Abortable waits]), so that
+// abort releases one blocked on a peer that is gone even where signalling the transport cannot
+// (a pair that had already failed).
+//
 // Thread model: post() from the backend under its lock (in collective order); await() from the
-// executor; one thread started by the constructor, joined by stop()/the destructor (signal the
-// Gloo context first if exchanges may be blocked on a dead peer).
+// executor; one thread started by the constructor, joined by stop()/the destructor (abort the
+// wait set first if exchanges may be blocked on a dead peer).
 
 #include <chrono>
 #include <condition_variable>
@@ -29,6 +33,7 @@
 #include "common/status.h"
 #include "common/thread_priority.h"
 #include "worker/comm/gloo_collectives.h"
+#include "worker/comm/gloo_wait_set.h"
 
 namespace gloo {
 class Context;
@@ -38,8 +43,10 @@ namespace ddp::comm {
 
 class GlooHeaderLane {
  public:
-  // The lane's thread runs at `priority` (Note [Comm thread priority]).
-  GlooHeaderLane(std::shared_ptr<::gloo::Context> context, CommThreadPriority priority);
+  // The lane's thread runs at `priority` (Note [Comm thread priority]); its exchanges use
+  // buffers of `waits`.
+  GlooHeaderLane(std::shared_ptr<::gloo::Context> context, std::shared_ptr<GlooWaitSet> waits,
+                 CommThreadPriority priority);
   ~GlooHeaderLane();
   GlooHeaderLane(const GlooHeaderLane&) = delete;
   GlooHeaderLane& operator=(const GlooHeaderLane&) = delete;
@@ -63,6 +70,7 @@ class GlooHeaderLane {
   Status exchange(const Item& item);
 
   std::shared_ptr<::gloo::Context> context_;
+  std::shared_ptr<GlooWaitSet> waits_;
   const int rank_;
   const int size_;
   std::mutex mu_;

@@ -9,8 +9,9 @@
 // (an op in a pair's transmit queue: Gloo signals only bound buffers there), so a rank aborted in
 // the middle of a large send stayed in `waitSend` until its own timeout (collectiveSeconds), and
 // its teardown (the backend's destructor joins the thread) with it: a survivor of a membership
-// change rejoined seconds late and was left out of the next generation. Every collective and
-// p2p transfer of GlooBackend therefore runs over unbound buffers created here (GlooCollectives
+// change rejoined seconds late and was left out of the next generation. Every collective, p2p
+// transfer and op-header exchange (Note [Header lane]) of GlooBackend therefore runs over unbound
+// buffers created here (GlooCollectives
 // implements the algorithms itself, Note [Ring collectives]); abort() calls abortWaitSend and
 // abortWaitRecv on each, so its current or next wait returns false, which the caller turns into
 // an exception; buffers created after abort() throw at once. The transport is signalled first,
