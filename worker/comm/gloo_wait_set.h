@@ -10,12 +10,12 @@
 // the middle of a large send stayed in `waitSend` until its own timeout (collectiveSeconds), and
 // its teardown (the backend's destructor joins the thread) with it: a survivor of a membership
 // change rejoined seconds late and was left out of the next generation. Every collective, p2p
-// transfer and op-header exchange (Note [Header lane]) of GlooBackend therefore runs over unbound
-// buffers created here (GlooCollectives
-// implements the algorithms itself, Note [Ring collectives]); abort() calls abortWaitSend and
-// abortWaitRecv on each, so its current or next wait returns false, which the caller turns into
-// an exception; buffers created after abort() throw at once. The transport is signalled first,
-// so no socket reads or writes a buffer after its wait was released.
+// transfer and op-header exchange (Note [Header lane]) of GlooBackend therefore runs over
+// unbound buffers created here (GlooCollectives implements the algorithms itself, Note [Ring
+// collectives]); abort() calls abortWaitSend and abortWaitRecv on each, so its current or next
+// wait returns false, which the caller turns into an exception; buffers created after abort()
+// throw at once. The transport is signalled first, so no socket reads or writes a buffer after
+// its wait was released.
 // Thread model: thread-safe. create() and buffer destruction on the communicator's threads,
 // abort() from any thread (the watchdog, the worker's abort path).
 
