@@ -8,7 +8,7 @@
 //   build/bin/bench_collectives [--json] [--world 2] [--min-bytes 4096] [--max-bytes 67108864]
 //                               [--comm-thread-priority auto|realtime|normal] [--same-host-memory on|off]
 //
-// Ranks are processes of one host, so from 4 MiB our allreduce reads the peers' memory (Note
+// Ranks are processes of one host, so from 256 KiB our allreduce reads the peers' memory (Note
 // [Same-host allreduce] in worker/comm/cross_memory.h); `--same-host-memory off` times our TCP
 // ring instead (what ranks on different hosts run). Every row names it (same_host_memory).
 //

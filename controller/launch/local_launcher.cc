@@ -15,7 +15,7 @@
 #include "common/checkpoint/atomic_file.h"
 #include "common/log.h"
 #include "controller/launch/log_stream.h"
-#include "controller/launch/pidfd.h"
+#include "common/process/pidfd.h"
 #include "controller/launch/worker_spawn.h"
 
 namespace ddp::controller {

@@ -10,7 +10,7 @@
 #include "common/checkpoint/atomic_file.h"
 #include "common/log.h"
 #include "controller/launch/local_launcher.h"
-#include "controller/launch/pidfd.h"
+#include "common/process/pidfd.h"
 
 namespace ddp::controller {
 namespace {

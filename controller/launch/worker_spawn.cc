@@ -11,7 +11,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "controller/launch/pidfd.h"
+#include "common/process/pidfd.h"
 
 extern char** environ;
 

@@ -161,7 +161,12 @@ void sameHost(GlooBackend& b) {
   std::vector<uint16_t> h(kCount);
   for (size_t i = 0; i < kCount; ++i) h[i] = floatToBf16(float(1 + (static_cast<size_t>(r) + i) % 3));
   auto wh = b.allreduce(viewOf(h.data(), h.size(), DType::kBF16), ReduceOp::kSum);
-  for (auto* w : {&ws, &wa, &wh}) {
+  // 1.2 MB: below kCrossMemoryMinBytes, so it takes the same-host path only because the ranks
+  // share the futex page (Note [Shared-memory phases]).
+  std::vector<float> mid(300007);
+  for (size_t i = 0; i < mid.size(); ++i) mid[i] = float((i * 3 + static_cast<size_t>(r)) % 500);
+  auto wm = b.allreduce(viewOf(mid.data(), mid.size()), ReduceOp::kSum);
+  for (auto* w : {&ws, &wa, &wh, &wm}) {
     const Status st = (*w)->wait();
     CHECK_THAT(st.isOk(), st.toString());
   }
@@ -179,6 +184,13 @@ void sameHost(GlooBackend& b) {
   CHECK_THAT(wrongSum == 0, std::to_string(wrongSum) + " wrong f32 sums");
   CHECK_THAT(wrongAvg == 0, std::to_string(wrongAvg) + " wrong f32 averages");
   CHECK_THAT(wrongHalf == 0, std::to_string(wrongHalf) + " wrong bf16 sums");
+  size_t wrongMid = 0;
+  for (size_t i = 0; i < mid.size(); ++i) {
+    double total = 0;
+    for (int q = 0; q < n; ++q) total += double((i * 3 + static_cast<size_t>(q)) % 500);
+    wrongMid += mid[i] != float(total);
+  }
+  CHECK_THAT(wrongMid == 0, std::to_string(wrongMid) + " wrong f32 sums of the 1.2 MB buffer");
   CHECK_THAT(b.barrier()->wait().isOk(), "barrier");
 }
 

@@ -1,5 +1,8 @@
 #include "tests/support/gloo_harness.h"
 
+#include <gloo/rendezvous/context.h>
+#include <gloo/transport/tcp/device.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <memory>
@@ -9,12 +12,34 @@
 
 #include "worker/comm/gloo_backend.h"
 #include "common/store/in_memory_store.h"
+#include "worker/comm/gloo_store_adapter.h"
 
 namespace ddp::test {
 
 std::string uniqueGlooPrefix(const std::string& base) {
   static std::atomic<uint64_t> counter{0};
   return base + "/" + std::to_string(counter.fetch_add(1));
+}
+
+std::vector<std::shared_ptr<::gloo::Context>> connectGlooPair() {
+  using namespace std::chrono_literals;
+  comm::InMemoryStore store;
+  std::vector<std::shared_ptr<::gloo::Context>> contexts(2);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    threads.emplace_back([&, rank] {
+      ::gloo::transport::tcp::attr attr;
+      attr.hostname = "127.0.0.1";
+      auto context = std::make_shared<::gloo::rendezvous::Context>(rank, 2);
+      context->setTimeout(10s);
+      comm::GlooStoreAdapter adapter(store, "pair", Deadline::after(10s));
+      auto device = ::gloo::transport::tcp::CreateDevice(attr);
+      context->connectFullMesh(adapter, device);
+      contexts[static_cast<size_t>(rank)] = context;
+    });
+  }
+  for (auto& t : threads) t.join();
+  return contexts;
 }
 
 Status runRanks(int world, const RankFn& fn, Duration timeout) {

@@ -15,11 +15,17 @@
 // runRanks returns Timeout after the threads have been joined.
 
 #include <functional>
+#include <memory>
+#include <vector>
 
 #include "common/clock.h"
 #include "common/status.h"
 #include "worker/comm/backend.h"
 #include "worker/comm/gloo_options.h"
+
+namespace gloo {
+class Context;
+}
 
 namespace ddp::test {
 
@@ -32,6 +38,10 @@ using OptionsFn = std::function<void(comm::GlooOptions& options)>;
 Status runRanks(int world, const RankFn& fn, Duration timeout = kDefaultRanksTimeout);
 Status runRanks(int world, const OptionsFn& configure, const RankFn& fn,
                 Duration timeout = kDefaultRanksTimeout);
+
+// Two bare Gloo contexts (ranks 0 and 1) connected over loopback through an in-memory store,
+// for tests of the pieces below GlooBackend (the header lane, the collectives).
+std::vector<std::shared_ptr<::gloo::Context>> connectGlooPair();
 
 // A prefix no other call in this process has used ("test/<n>"), for tests that create
 // backends themselves (Note [Store prefix per generation]).

@@ -93,9 +93,12 @@ Status CrossMemory::probe(int self) const {
   return Status::ok();
 }
 
-namespace {
+std::vector<int64_t> CrossMemory::pids() const {
+  std::vector<int64_t> out;
+  for (const HostIdentity& r : ranks_) out.push_back(r.pid);
+  return out;
+}
 
-// Every rank's value of `key`/<rank>, in rank order.
 Result<std::vector<std::string>> gatherAll(Store& store, const std::string& key, int size, Deadline deadline) {
   std::vector<std::string> all;
   for (int r = 0; r < size; ++r) {
@@ -104,8 +107,6 @@ Result<std::vector<std::string>> gatherAll(Store& store, const std::string& key,
   }
   return all;
 }
-
-}  // namespace
 
 Result<std::shared_ptr<const CrossMemory>> agreeCrossMemory(Store& store, const std::string& prefix, int rank,
                                                             int size, Deadline deadline, std::string* why) {

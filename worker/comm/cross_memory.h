@@ -7,9 +7,11 @@
 // overhead (docs/PERFORMANCE.md). When every rank of a communicator runs on one kernel and in
 // one PID namespace (a local launch, or several ranks in one pod), a rank can instead read a
 // peer's buffer straight out of the peer's address space with process_vm_readv(2): one copy, no
-// protocol. An allreduce from kCrossMemoryMinBytes (4 MiB; worker/comm/cross_memory_allreduce.h
-// says why there) then runs as: exchange buffer addresses (a small ring allgather
-// over Gloo, which is also the entry barrier); each rank reads its own chunk from every peer and
+// protocol. An allreduce from kSharedWordsMinBytes (256 KiB; kCrossMemoryMinBytes, 4 MiB, when
+// the ranks could not share a futex page; worker/comm/cross_memory_allreduce.h says why) then
+// runs as: exchange buffer addresses (a small allgather, through the futex page of Note
+// [Shared-memory phases], else a ring over Gloo; also the entry barrier); each rank reads its
+// own chunk from every peer and
 // reduces it in segments (a scratch segment that stays in cache); a barrier; each rank reads
 // every other chunk, reduced, from its owner straight into its buffer; a last barrier, so that
 // no rank leaves (and reuses its buffer) while a peer still reads from it. Each chunk is reduced
@@ -21,11 +23,13 @@
 // When: GlooBackend::create() exchanges each rank's HostIdentity through the store and, when
 // sameHost() holds for all of them, each rank reads a probe word from every peer; the path is
 // used only when every rank's probe succeeded (each rank publishes its verdict and reads all of
-// them, so all ranks decide alike). Kubernetes pods are separate PID namespaces: ranks in
+// them, so all ranks decide alike); then rank 0 offers the futex page and all agree on it alike
+// (agreeSharedWords). Kubernetes pods are separate PID namespaces: ranks in
 // different pods always use TCP. GlooOptions::sameHostMemory turns it off (a worker's
 // --same-host-memory off / DDP_SAME_HOST_MEMORY=off).
 //
-// Failure: the barriers are Gloo waits (deadlines, abort, as every op); a read from a peer that
+// Failure: the barriers have the op's deadline and end at abort (futex waits that also notice a
+// peer's process ending, or Gloo waits); a read from a peer that
 // died fails at once (ESRCH) and throws gloo::IoException naming the peer, as a broken
 // connection does.
 // Thread model: CrossMemory is immutable after construction; read() is safe from any thread.
@@ -64,6 +68,10 @@ inline constexpr uint64_t kCrossMemoryProbe = 0x6464702d636d6131ull;
 
 class Store;
 
+// Every rank's value of `key`<rank> in the store, in rank order (a missing one by `deadline`: the
+// store's error).
+Result<std::vector<std::string>> gatherAll(Store& store, const std::string& key, int size, Deadline deadline);
+
 class CrossMemory;
 // The agreement of GlooBackend::create(): every rank publishes its HostIdentity under
 // `prefix`/xmem/, and when sameHost() holds, its probe verdict; all ranks read all of them and
@@ -81,6 +89,8 @@ class CrossMemory {
   void read(int peer, uint64_t remote, void* local, size_t bytes) const;
   // read() of each peer's probe word: OK, or the first failure, named.
   Status probe(int self) const;
+  // Every rank's process id, in rank order.
+  std::vector<int64_t> pids() const;
 
  private:
   std::vector<HostIdentity> ranks_;

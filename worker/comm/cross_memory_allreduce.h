@@ -24,12 +24,16 @@
 
 namespace ddp::comm {
 
-// From this size an allreduce reads peers' memory when it can; a smaller one takes the ring. On
-// an idle pair of cores the two take the same time from 256 KiB to 4 MiB and reading wins from
-// 16 MiB (3.5 vs 4.3 ms), but with both cores computing, the three exchanges' wake-ups cost more
-// than the copies save: the CNN's ~1 MB buckets made 2 workers 1.46-1.53x one instead of
-// 1.53-1.63x with a 256 KiB threshold (bench_train, docs/PERFORMANCE.md).
+// From these sizes an allreduce reads peers' memory; a smaller one takes the ring. With the
+// synchronisations over Gloo (no shared futex page): on an idle pair of cores the two paths take
+// the same time from 256 KiB to 4 MiB and reading wins from 16 MiB (3.5 vs 4.3 ms), but with
+// both cores computing the three exchanges' wake-ups cost more than the copies save (the CNN's
+// ~1 MB buckets: 2 workers 1.46-1.53x one instead of 1.53-1.63x with a 256 KiB threshold), hence
+// 4 MiB. With the futex page (Note [Shared-memory phases]) the wake-ups are one per exchange, and
+// the same CNN went from 1.65x to 1.75x (medians of 18 alternating runs; idle cores: equal from
+// 4 KiB to 1 MiB, 2x faster at 4 MiB), hence 256 KiB (docs/PERFORMANCE.md).
 inline constexpr size_t kCrossMemoryMinBytes = size_t{4} << 20;
+inline constexpr size_t kSharedWordsMinBytes = size_t{256} << 10;
 inline constexpr size_t kCrossMemorySegmentBytes = size_t{256} << 10;
 
 class CrossMemoryAllreduce {

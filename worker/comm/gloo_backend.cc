@@ -15,6 +15,7 @@
 #include "worker/comm/cross_memory.h"
 #include "worker/comm/gloo_collectives.h"
 #include "worker/comm/gloo_header_lane.h"
+#include "worker/comm/shared_words.h"
 #include "worker/comm/gloo_p2p.h"
 #include "worker/comm/gloo_store_adapter.h"
 #include "worker/comm/gloo_transport_abort.h"
@@ -43,6 +44,31 @@ FlightState stateOf(const Status& st) {
 }
 
 
+// The same-host paths every rank agreed on (Note [Same-host allreduce]), and a line saying which.
+struct SameHostPaths {
+  std::shared_ptr<const CrossMemory> memory;
+  std::shared_ptr<SharedWords> words;
+  std::string summary;
+};
+
+Result<SameHostPaths> agreeSameHost(const GlooOptions& options, Store& store) {
+  SameHostPaths out;
+  std::string why;
+  DDP_ASSIGN_OR_RETURN(out.memory, agreeCrossMemory(store, options.prefix, options.rank, options.size,
+                                                    Deadline::after(options.connectTimeout), &why));
+  if (!out.memory) {
+    out.summary = "allreduce over TCP only: " + why;
+    return out;
+  }
+  DDP_ASSIGN_OR_RETURN(out.words, agreeSharedWords(store, options.prefix, options.rank, out.memory->pids(),
+                                                   Deadline::after(options.connectTimeout), &why));
+  out.summary = out.words ? "allreduces from " + std::to_string(kSharedWordsMinBytes >> 10) +
+                                " KiB read peers' memory, in phases over shared memory (one host)"
+                          : "allreduces from " + std::to_string(kCrossMemoryMinBytes >> 20) +
+                                " MiB read peers' memory, in phases over TCP (one host; " + why + ")";
+  return out;
+}
+
 std::chrono::milliseconds toMs(Duration d) {
   return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(d));
 }
@@ -69,33 +95,29 @@ Result<std::unique_ptr<GlooBackend>> GlooBackend::create(const GlooOptions& opti
     GlooStoreAdapter adapter(store, options.prefix, Deadline::after(options.connectTimeout));
     context->connectFullMesh(adapter, device);
     context->setTimeout(toMs(options.timeout + kGlooTimeoutSlack));
-    std::shared_ptr<const CrossMemory> crossMemory;
+    SameHostPaths same;
     if (options.sameHostMemory && options.size > 1) {
-      std::string why;
-      auto agreed = agreeCrossMemory(store, options.prefix, options.rank, options.size,
-                                     Deadline::after(options.connectTimeout), &why);
+      auto agreed = agreeSameHost(options, store);
       if (!agreed.isOk()) return agreed.status().withContext(where);
-      crossMemory = *agreed;
-      if (options.rank == 0) {
-        DDP_LOG(Info) << where << (crossMemory ? ": large allreduces read peers' memory (one host)"
-                                               : ": allreduce over TCP only: " + why);
-      }
+      same = *agreed;
+      if (options.rank == 0) DDP_LOG(Info) << where << ": " << same.summary;
     }
-    return std::unique_ptr<GlooBackend>(new GlooBackend(options, std::move(context), std::move(crossMemory)));
+    return std::unique_ptr<GlooBackend>(
+        new GlooBackend(options, std::move(context), std::move(same.memory), std::move(same.words)));
   } catch (const std::exception& e) {
     return unavailable(where + " failed: " + e.what());
   }
 }
 
 GlooBackend::GlooBackend(const GlooOptions& options, std::shared_ptr<::gloo::Context> context,
-                         std::shared_ptr<const CrossMemory> crossMemory)
+                         std::shared_ptr<const CrossMemory> crossMemory, std::shared_ptr<SharedWords> sharedWords)
     : options_(options),
       clock_(options.clock ? *options.clock : SystemClock::instance()),
       group_("gloo:" + options.prefix + " rank " + std::to_string(options.rank) + "/" + std::to_string(options.size)),
       context_(std::move(context)) {
   waits_ = std::make_shared<GlooWaitSet>();
   readsPeerMemory_ = crossMemory != nullptr;
-  coll_ = std::make_unique<GlooCollectives>(context_, waits_, std::move(crossMemory));
+  coll_ = std::make_unique<GlooCollectives>(context_, waits_, std::move(crossMemory), std::move(sharedWords));
   p2p_ = std::make_unique<GlooP2p>(context_, waits_, options_.commThreadPriority);
   lane_ = std::make_unique<GlooHeaderLane>(context_, waits_, options_.commThreadPriority);
   flight_ = std::make_unique<FlightRecorder>(options_.flightRecords, clock_);

@@ -66,6 +66,7 @@ class Context;
 namespace ddp::comm {
 
 class CrossMemory;
+class SharedWords;
 class GlooCollectives;
 class GlooHeaderLane;
 class GlooP2p;
@@ -119,7 +120,7 @@ class GlooBackend final : public Backend {
 
  private:
   GlooBackend(const GlooOptions& options, std::shared_ptr<::gloo::Context> context,
-              std::shared_ptr<const CrossMemory> crossMemory);
+              std::shared_ptr<const CrossMemory> crossMemory, std::shared_ptr<SharedWords> sharedWords);
 
   WorkPtr issue(const OpArgs& args, const OpOptions& opts);
   void enqueue(std::shared_ptr<Task> task);  // requires mu_ held

@@ -45,11 +45,14 @@ std::string OpHeader::describe() const {
 }
 
 GlooCollectives::GlooCollectives(std::shared_ptr<::gloo::Context> context, std::shared_ptr<GlooWaitSet> waits,
-                                 std::shared_ptr<const CrossMemory> crossMemory)
+                                 std::shared_ptr<const CrossMemory> crossMemory,
+                                 std::shared_ptr<SharedWords> sharedWords)
     : context_(std::move(context)),
       waits_(std::move(waits)),
       rank_(context_->rank),
-      size_(context_->size) {
+      size_(context_->size),
+      sharedWords_(std::move(sharedWords)) {
+  if (sharedWords_) waits_->onAbort([words = sharedWords_] { words->wake(); });
   if (crossMemory) crossAllreduce_ = std::make_unique<CrossMemoryAllreduce>(std::move(crossMemory), rank_, size_);
 }
 
@@ -185,15 +188,25 @@ size_t allgatherPhase(const RingShape& s, int rank, uint32_t tag, std::vector<Gl
 
 }  // namespace
 
+bool GlooCollectives::readsPeerMemory(BufferView buf) const {
+  return crossAllreduce_ && buf.bytes() >= (sharedWords_ ? kSharedWordsMinBytes : kCrossMemoryMinBytes);
+}
+
+void GlooCollectives::sameHostAllreduce(BufferView buf, ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout) {
+  const Deadline deadline = Deadline::after(timeout);
+  crossAllreduce_->run(buf, op, [&](std::vector<uint64_t>& words, int round) {
+    if (sharedWords_) {  // Note [Shared-memory phases]
+      sharedWords_->allgather(words, deadline, [this] { return waits_->aborted(); });
+      return;
+    }
+    // Steps of their own: the ring allreduce's stay below 2n.
+    ringAllgather(reinterpret_cast<char*>(words.data()), sizeof(uint64_t), tag, 2 * size_ + round * size_, timeout);
+  });
+}
+
 void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout) {
   if (buf.count == 0 || size_ == 1) return;
-  if (crossAllreduce_ && buf.bytes() >= kCrossMemoryMinBytes) {
-    crossAllreduce_->run(buf, op, [&](std::vector<uint64_t>& words, int round) {
-      // Steps of their own: the ring allreduce's stay below 2n.
-      ringAllgather(reinterpret_cast<char*>(words.data()), sizeof(uint64_t), tag, 2 * size_ + round * size_, timeout);
-    });
-    return;
-  }
+  if (readsPeerMemory(buf)) return sameHostAllreduce(buf, op, tag, timeout);
   const int n = size_;
   const int next = (rank_ + 1) % n;
   const int prev = (rank_ + n - 1) % n;

@@ -21,6 +21,7 @@
 #include "common/status.h"
 #include "worker/comm/cross_memory_allreduce.h"
 #include "worker/comm/gloo_wait_set.h"
+#include "worker/comm/shared_words.h"
 #include "worker/comm/types.h"
 
 namespace gloo {
@@ -61,7 +62,8 @@ class GlooCollectives {
   // With `crossMemory` (agreed by every rank), large allreduces read peers' memory (Note
   // [Same-host allreduce]).
   GlooCollectives(std::shared_ptr<::gloo::Context> context, std::shared_ptr<GlooWaitSet> waits,
-                  std::shared_ptr<const CrossMemory> crossMemory = nullptr);
+                  std::shared_ptr<const CrossMemory> crossMemory = nullptr,
+                  std::shared_ptr<SharedWords> sharedWords = nullptr);
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -78,6 +80,9 @@ class GlooCollectives {
   void barrier(uint32_t tag, std::chrono::milliseconds timeout);
 
  private:
+  // Whether an allreduce of `buf` takes the same-host path (Note [Same-host allreduce]).
+  bool readsPeerMemory(BufferView buf) const;
+  void sameHostAllreduce(BufferView buf, ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout);
   char* scratch(size_t bytes);
   GlooWaitSet::Buffer buffer(void* data, size_t bytes);
   // The ring allgather of `block` bytes per rank in `out` (rank r's at r * block, its own in place),
@@ -92,6 +97,7 @@ class GlooCollectives {
   std::vector<char> scratch2_;
   std::vector<char> ringTmp_;  // allreduce: two segments in flight
   std::unique_ptr<CrossMemoryAllreduce> crossAllreduce_;  // set when the ranks agreed on it
+  std::shared_ptr<SharedWords> sharedWords_;  // its exchanges, when every rank mapped the page
 };
 
 }  // namespace ddp::comm

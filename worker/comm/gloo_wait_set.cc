@@ -26,6 +26,16 @@ void GlooWaitSet::abort() {
     b->abortWaitSend();
     b->abortWaitRecv();
   }
+  for (const auto& wake : wakes_) wake();
+}
+
+void GlooWaitSet::onAbort(std::function<void()> wake) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (aborted_) {
+    wake();
+    return;
+  }
+  wakes_.push_back(std::move(wake));
 }
 
 bool GlooWaitSet::aborted() const {

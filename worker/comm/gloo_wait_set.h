@@ -20,9 +20,11 @@
 // abort() from any thread (the watchdog, the worker's abort path).
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <unordered_set>
+#include <vector>
 
 namespace gloo {
 class Context;
@@ -44,9 +46,13 @@ class GlooWaitSet {
   // An unbound buffer over [data, data + bytes) of `context`, registered until it is destroyed.
   // Throws gloo::IoException when the set was aborted.
   Buffer create(::gloo::Context& context, void* data, size_t bytes);
-  // Releases every registered buffer's waits (current or next) and refuses new buffers.
-  // Idempotent.
+  // Releases every registered buffer's waits (current or next), calls every wake given to
+  // onAbort(), and refuses new buffers. Idempotent.
   void abort();
+  // `wake` releases a wait that is not on a Gloo buffer (Note [Shared-memory phases]); called
+  // once, by abort(), or at once when the set was already aborted. It must not call back into
+  // the set.
+  void onAbort(std::function<void()> wake);
   bool aborted() const;
   // Registered buffers (for tests).
   size_t size() const;
@@ -57,6 +63,7 @@ class GlooWaitSet {
   mutable std::mutex mu_;
   bool aborted_ = false;
   std::unordered_set<::gloo::transport::UnboundBuffer*> live_;
+  std::vector<std::function<void()>> wakes_;
 };
 
 }  // namespace ddp::comm

@@ -2,8 +2,6 @@
 // agree or not, and an exchange blocked on a peer that never posts its header, which aborting the
 // communicator's wait set releases without any signal to the transport (Note [Abortable waits]:
 // the case of a pair that had already failed, where signalling cannot wake it).
-#include <gloo/rendezvous/context.h>
-#include <gloo/transport/tcp/device.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -11,36 +9,14 @@
 #include <thread>
 #include <vector>
 
-#include "common/store/in_memory_store.h"
 #include "worker/comm/gloo_header_lane.h"
-#include "worker/comm/gloo_store_adapter.h"
 #include "worker/comm/gloo_wait_set.h"
+#include "tests/support/gloo_harness.h"
 
 namespace ddp::comm {
 namespace {
 
 using namespace std::chrono_literals;
-
-// Two connected Gloo contexts (ranks 0 and 1) over an in-memory store.
-std::vector<std::shared_ptr<::gloo::Context>> connectPair() {
-  InMemoryStore store;
-  std::vector<std::shared_ptr<::gloo::Context>> contexts(2);
-  std::vector<std::thread> threads;
-  for (int rank = 0; rank < 2; ++rank) {
-    threads.emplace_back([&, rank] {
-      ::gloo::transport::tcp::attr attr;
-      attr.hostname = "127.0.0.1";
-      auto context = std::make_shared<::gloo::rendezvous::Context>(rank, 2);
-      context->setTimeout(10s);
-      GlooStoreAdapter adapter(store, "lane-test", Deadline::after(10s));
-      auto device = ::gloo::transport::tcp::CreateDevice(attr);
-      context->connectFullMesh(adapter, device);
-      contexts[rank] = context;
-    });
-  }
-  for (auto& t : threads) t.join();
-  return contexts;
-}
 
 OpHeader header(uint64_t collSeq, uint64_t count) {
   OpHeader h;
@@ -51,7 +27,7 @@ OpHeader header(uint64_t collSeq, uint64_t count) {
 }
 
 TEST(GlooHeaderLaneTest, AgreeingAndDisagreeingHeaders) {
-  auto contexts = connectPair();
+  auto contexts = test::connectGlooPair();
   std::vector<std::unique_ptr<GlooHeaderLane>> lanes;
   for (auto& c : contexts) {
     lanes.push_back(std::make_unique<GlooHeaderLane>(c, std::make_shared<GlooWaitSet>(), CommThreadPriority::kNormal));
@@ -69,7 +45,7 @@ TEST(GlooHeaderLaneTest, AgreeingAndDisagreeingHeaders) {
 }
 
 TEST(GlooHeaderLaneTest, AbortingTheWaitSetReleasesAnExchangeWhosePeerNeverCame) {
-  auto contexts = connectPair();
+  auto contexts = test::connectGlooPair();
   auto waits = std::make_shared<GlooWaitSet>();
   GlooHeaderLane lane(contexts[1], waits, CommThreadPriority::kNormal);
   lane.post(header(1, 10), "op 1", 60000ms);  // rank 0 never posts op 1

@@ -8,7 +8,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-namespace ddp::controller {
+namespace ddp {
 
 // A descriptor for process `pid` (close-on-exec), or -1 with errno set.
 inline int pidfdOpen(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
@@ -17,4 +17,4 @@ inline int pidfdSendSignal(int pidfd, int signal) {
   return static_cast<int>(::syscall(SYS_pidfd_send_signal, pidfd, signal, nullptr, 0));
 }
 
-}  // namespace ddp::controller
+}  // namespace ddp

@@ -1,0 +1,216 @@
+// SharedWords (Note [Shared-memory phases]): real memfd pages opened through /proc, real futexes.
+// The ranks are threads of this process (the page is opened through /proc/self/fd as a peer
+// opens rank 0's), except the ended peer, a real child process left a zombie and then reaped.
+// Also the wiring in GlooCollectives: a same-host allreduce below kCrossMemoryMinBytes waits in
+// the shared page, and aborting the communicator's wait set releases it.
+#include <gtest/gtest.h>
+
+#include <gloo/common/error.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/store/in_memory_store.h"
+#include "tests/support/gloo_harness.h"
+#include "worker/comm/cross_memory.h"
+#include "worker/comm/gloo_collectives.h"
+#include "worker/comm/gloo_wait_set.h"
+#include "worker/comm/shared_words.h"
+
+namespace ddp::comm {
+namespace {
+
+using namespace std::chrono_literals;
+using SteadyClock = std::chrono::steady_clock;
+
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+// `world` ranks of this process on one page: rank 0 creates it, the others open it.
+std::vector<std::unique_ptr<SharedWords>> pageOf(int world) {
+  const std::vector<int64_t> pids(static_cast<size_t>(world), ::getpid());
+  std::vector<std::unique_ptr<SharedWords>> ranks;
+  auto first = SharedWords::create(pids, 0);
+  EXPECT_TRUE(first.isOk()) << first.status();
+  if (!first.isOk()) return ranks;
+  ranks.push_back(std::move(*first));
+  for (int r = 1; r < world; ++r) {
+    auto other = SharedWords::open(pids, r, ranks[0]->fd());
+    EXPECT_TRUE(other.isOk()) << other.status();
+    if (other.isOk()) ranks.push_back(std::move(*other));
+  }
+  return ranks;
+}
+
+// Runs `fn` and returns the message of the gloo::IoException it throws ("" when none).
+template <typename Fn>
+std::string ioErrorOf(Fn&& fn) {
+  try {
+    fn();
+  } catch (const ::gloo::IoException& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(SharedWordsTest, RanksAtDifferentPacesGatherEveryWordOfEveryExchange) {
+  constexpr int kWorld = 3;
+  constexpr int kExchanges = 300;
+  auto ranks = pageOf(kWorld);
+  ASSERT_EQ(ranks.size(), size_t{kWorld});
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kWorld; ++r) {
+    threads.emplace_back([&, r] {
+      for (int e = 0; e < kExchanges; ++e) {
+        if (e % 50 == r) std::this_thread::sleep_for(2ms);  // everyone waits on someone sometimes
+        std::vector<uint64_t> words(kWorld, ~0ull);
+        words[static_cast<size_t>(r)] = uint64_t(e) * 1000 + uint64_t(r);
+        ranks[static_cast<size_t>(r)]->allgather(words, Deadline::after(30s), nullptr);
+        for (int q = 0; q < kWorld; ++q) wrong += words[static_cast<size_t>(q)] != uint64_t(e) * 1000 + uint64_t(q);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST(SharedWordsTest, ALoneRankTimesOutNamingHowManyDidNotArrive) {
+  auto ranks = pageOf(3);
+  ASSERT_EQ(ranks.size(), 3u);
+  std::vector<uint64_t> words(3, 0);
+  const auto t0 = SteadyClock::now();
+  const std::string err = ioErrorOf([&] { ranks[1]->allgather(words, Deadline::after(150ms), nullptr); });
+  const auto took = SteadyClock::now() - t0;
+  EXPECT_TRUE(contains(err, "timed out: 2 rank(s) did not arrive")) << err;
+  EXPECT_GE(took, 150ms);
+  EXPECT_LT(took, 5s);
+}
+
+TEST(SharedWordsTest, AbortingTheWaitSetReleasesAWaitingRank) {
+  auto ranks = pageOf(2);
+  ASSERT_EQ(ranks.size(), 2u);
+  GlooWaitSet waits;
+  SharedWords* rank0 = ranks[0].get();
+  waits.onAbort([rank0] { rank0->wake(); });
+  std::string err;
+  std::thread waiter([&] {
+    std::vector<uint64_t> words(2, 0);
+    err = ioErrorOf([&] { rank0->allgather(words, Deadline::after(60s), [&] { return waits.aborted(); }); });
+  });
+  std::this_thread::sleep_for(100ms);
+  const auto t0 = SteadyClock::now();
+  waits.abort();
+  waiter.join();
+  EXPECT_LT(SteadyClock::now() - t0, 5s) << "released by the abort, not by the 60 s deadline";
+  EXPECT_TRUE(contains(err, "abandoned: the communicator was aborted")) << err;
+
+  // A wake registered after the abort runs at once.
+  bool woken = false;
+  waits.onAbort([&] { woken = true; });
+  EXPECT_TRUE(woken);
+}
+
+TEST(SharedWordsTest, APeerWhoseProcessEndedFailsTheWaitNamingIt) {
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) ::_exit(0);
+  // Not reaped yet: a zombie, which counts as ended.
+  const std::vector<int64_t> pids = {::getpid(), child};
+  auto page = SharedWords::create(pids, 0);
+  ASSERT_TRUE(page.isOk()) << page.status();
+  std::vector<uint64_t> words(2, 0);
+  const auto t0 = SteadyClock::now();
+  const std::string err = ioErrorOf([&] { (*page)->allgather(words, Deadline::after(60s), nullptr); });
+  EXPECT_LT(SteadyClock::now() - t0, 5s);
+  EXPECT_TRUE(contains(err, "rank 1 (pid " + std::to_string(child) + ") has exited")) << err;
+
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  auto gone = SharedWords::create(pids, 0);  // the pid names no process now
+  EXPECT_EQ(gone.status().code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(contains(gone.status().message(), "pidfd_open of rank 1 (pid " + std::to_string(child) + ")"))
+      << gone.status();
+}
+
+TEST(SharedWordsTest, BadArgumentsAndAMissingPageAreNamed) {
+  const std::vector<int64_t> one = {::getpid()};
+  EXPECT_EQ(SharedWords::create({}, 0).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SharedWords::create(one, 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SharedWords::create(std::vector<int64_t>(kSharedWordsMaxRanks + 1, ::getpid()), 0).status().code(),
+            StatusCode::kInvalidArgument);
+  auto missing = SharedWords::open({::getpid(), ::getpid()}, 1, 99999);
+  EXPECT_EQ(missing.status().code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(contains(missing.status().message(), "/proc/" + std::to_string(::getpid()) + "/fd/99999"))
+      << missing.status();
+}
+
+TEST(SharedWordsTest, RanksAgreeThroughTheStore) {
+  InMemoryStore store;
+  const std::vector<int64_t> pids = {::getpid(), ::getpid()};
+  std::vector<std::shared_ptr<SharedWords>> agreed(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      std::string why;
+      auto a = agreeSharedWords(store, "g", r, pids, Deadline::after(10s), &why);
+      ASSERT_TRUE(a.isOk()) << a.status();
+      EXPECT_NE(*a, nullptr) << why;
+      agreed[static_cast<size_t>(r)] = *a;
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(agreed[0] && agreed[1]);
+  std::vector<uint64_t> w0 = {7, 0}, w1 = {0, 9};
+  std::thread other([&] { agreed[1]->allgather(w1, Deadline::after(10s), nullptr); });
+  agreed[0]->allgather(w0, Deadline::after(10s), nullptr);
+  other.join();
+  EXPECT_EQ(w0, (std::vector<uint64_t>{7, 9}));
+  EXPECT_EQ(w1, w0);
+
+  // Rank 0 had no page: every rank decides against, and says why.
+  ASSERT_TRUE(store.set("h/xmem/words", "none").isOk());
+  ASSERT_TRUE(store.set("h/xmem/words-ok/0", "memfd_create: out of memory").isOk());
+  std::string why;
+  auto none = agreeSharedWords(store, "h", 1, pids, Deadline::after(10s), &why);
+  ASSERT_TRUE(none.isOk()) << none.status();
+  EXPECT_EQ(*none, nullptr);
+  EXPECT_TRUE(contains(why, "rank 0 cannot map the shared-words page: memfd_create: out of memory")) << why;
+
+  // Rank 0 never publishes: the store's deadline, not a hang.
+  EXPECT_FALSE(agreeSharedWords(store, "j", 1, pids, Deadline::after(200ms), &why).isOk());
+}
+
+// GlooCollectives with the same-host path: a 1 MiB allreduce (below kCrossMemoryMinBytes, at or
+// above kSharedWordsMinBytes) synchronises in the shared page; rank 1 never comes, and aborting
+// the wait set releases rank 0 at once.
+TEST(SharedWordsTest, ASameHostAllreduceWaitsInThePageAndAbortReleasesIt) {
+  static_assert(kSharedWordsMinBytes <= (size_t{1} << 20) && (size_t{1} << 20) < kCrossMemoryMinBytes);
+  auto contexts = test::connectGlooPair();
+  auto self = thisProcess();
+  ASSERT_TRUE(self.isOk()) << self.status();
+  auto memory = std::make_shared<const CrossMemory>(std::vector<HostIdentity>{*self, *self});
+  auto words = SharedWords::create(memory->pids(), 0);
+  ASSERT_TRUE(words.isOk()) << words.status();
+  auto waits = std::make_shared<GlooWaitSet>();
+  GlooCollectives coll(contexts[0], waits, memory, std::shared_ptr<SharedWords>(std::move(*words)));
+  std::vector<float> x((size_t{1} << 20) / sizeof(float), 1.f);
+  std::string err;
+  std::thread rank0([&] {
+    err = ioErrorOf([&] { coll.allreduce(viewOf(x.data(), x.size()), ReduceOp::kSum, 1, 60000ms); });
+  });
+  std::this_thread::sleep_for(100ms);
+  const auto t0 = SteadyClock::now();
+  waits->abort();
+  rank0.join();
+  EXPECT_LT(SteadyClock::now() - t0, 5s);
+  EXPECT_TRUE(contains(err, "shared-memory exchange abandoned")) << err;
+}
+
+}  // namespace
+}  // namespace ddp::comm

@@ -1,0 +1,92 @@
+#pragma once
+// SharedWords: a small allgather of one word per rank through a page of shared memory, for the
+// ranks of one communicator on one host (Note [Shared-memory phases]).
+//
+// Note [Shared-memory phases]
+// The same-host allreduce (Note [Same-host allreduce]) moves its bytes with process_vm_readv but
+// synchronises three times per op (addresses, "every chunk reduced", "nobody reads any more").
+// Over Gloo each is a ring allgather: a TCP message per step, which wakes the peer's I/O loop,
+// which wakes its executor. With two workers on two cores every such wake-up preempts a compute
+// thread, and that cost, not the bytes, kept the CNN's 2-worker speedup under 1.7
+// (docs/PERFORMANCE.md). Here each synchronisation is one futex: rank 0 creates a memfd page,
+// the others open it through /proc/<pid>/fd (the access check of process_vm_readv, which the path
+// already passed), and an exchange is: write this rank's word, add one to a shared arrival
+// count, and sleep on the count until it reaches (exchange + 1) x ranks; the last rank to arrive
+// wakes the others. Words alternate between two slots by exchange parity: a rank can write slot
+// e + 1 only after every rank arrived at e, that is after every rank finished reading slot e - 1.
+// Every rank runs the same exchanges in the same order (the executor's collective order), so the
+// counts agree.
+//
+// Failure: a waiting rank sleeps in slices of at most kSharedWordsSlice and between them gives up
+// (gloo::IoException, as a released Gloo wait does) when a peer's process has ended (a pidfd per
+// peer, opened when the page was agreed, so a reused pid cannot pass for the peer, and a zombie
+// counts as ended), when `abandon()` turns true (the communicator was aborted; GlooWaitSet's abort
+// also calls wake(), so that is immediate) or when the deadline passes. A given-up exchange
+// leaves the count ahead of the other ranks': the communicator is aborted after a failed op, and
+// its successor gets a new page.
+// Thread model: one executor thread calls allgather(); wake() from any thread.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/status.h"
+
+namespace ddp::comm {
+
+inline constexpr int kSharedWordsMaxRanks = 64;
+inline constexpr std::chrono::milliseconds kSharedWordsSlice{20};
+
+class Store;
+class SharedWords;
+
+// The agreement of GlooBackend::create() once the ranks agreed on cross-memory reads: rank 0
+// creates the page and publishes "<fd>" under `prefix`/xmem/words, every rank opens it (rank 0's
+// process is pids[0]) and publishes its verdict, and all ranks read all verdicts: a SharedWords
+// when every rank mapped the page, nullptr otherwise (`why` says why not). Errors: the store's.
+Result<std::shared_ptr<SharedWords>> agreeSharedWords(Store& store, const std::string& prefix, int rank,
+                                                      const std::vector<int64_t>& pids, Deadline deadline,
+                                                      std::string* why);
+
+class SharedWords {
+ public:
+  // A new page (a memfd of this process), for rank 0. `pids` are every rank's processes.
+  static Result<std::unique_ptr<SharedWords>> create(const std::vector<int64_t>& pids, int rank);
+  // Rank 0's page, its file descriptor `fd` in process pids[0]: Unavailable when it cannot be
+  // opened (or a peer's pidfd cannot).
+  static Result<std::unique_ptr<SharedWords>> open(const std::vector<int64_t>& pids, int rank, int fd);
+  ~SharedWords();
+  SharedWords(const SharedWords&) = delete;
+  SharedWords& operator=(const SharedWords&) = delete;
+
+  int fd() const { return fd_; }
+
+  // words[rank] in, every rank's word out (words.size() == ranks). Throws gloo::IoException when
+  // a peer's process ended, `abandon()` turned true or `deadline` passed first.
+  void allgather(std::vector<uint64_t>& words, Deadline deadline, const std::function<bool()>& abandon);
+  // Wakes every rank's waiting allgather() (each re-checks and sleeps again when nothing
+  // changed).
+  void wake();
+
+ private:
+  struct Page;
+  SharedWords(int fd, Page* page, int rank, std::vector<int64_t> pids, std::vector<int> pidfds);
+  static Result<std::unique_ptr<SharedWords>> map(int fd, const std::vector<int64_t>& pids, int rank, bool init);
+  // Throws when a peer's process has ended.
+  void checkPeers() const;
+
+  int fd_ = -1;
+  Page* page_ = nullptr;
+  const int rank_;
+  const std::vector<int64_t> pids_;
+  const std::vector<int> pidfds_;  // -1 for this rank
+  uint32_t exchanges_ = 0;         // completed by this rank
+};
+
+}  // namespace ddp::comm
