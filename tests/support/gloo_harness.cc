@@ -21,6 +21,14 @@ std::string uniqueGlooPrefix(const std::string& base) {
   return base + "/" + std::to_string(counter.fetch_add(1));
 }
 
+comm::OpHeader opHeader(uint64_t collSeq, uint64_t count) {
+  comm::OpHeader h;
+  h.collSeq = collSeq;
+  h.type = 1;
+  h.count = count;
+  return h;
+}
+
 std::vector<std::shared_ptr<::gloo::Context>> connectGlooPair() {
   using namespace std::chrono_literals;
   comm::InMemoryStore store;

@@ -21,6 +21,7 @@
 #include "common/clock.h"
 #include "common/status.h"
 #include "worker/comm/backend.h"
+#include "worker/comm/gloo_collectives.h"
 #include "worker/comm/gloo_options.h"
 
 namespace gloo {
@@ -42,6 +43,9 @@ Status runRanks(int world, const OptionsFn& configure, const RankFn& fn,
 // Two bare Gloo contexts (ranks 0 and 1) connected over loopback through an in-memory store,
 // for tests of the pieces below GlooBackend (the header lane, the collectives).
 std::vector<std::shared_ptr<::gloo::Context>> connectGlooPair();
+
+// An allreduce-like op header (type 1) of collective `collSeq` over `count` elements.
+comm::OpHeader opHeader(uint64_t collSeq, uint64_t count);
 
 // A prefix no other call in this process has used ("test/<n>"), for tests that create
 // backends themselves (Note [Store prefix per generation]).

@@ -15,6 +15,7 @@
 #include "worker/comm/cross_memory.h"
 #include "worker/comm/gloo_collectives.h"
 #include "worker/comm/gloo_header_lane.h"
+#include "worker/comm/shared_header_exchange.h"
 #include "worker/comm/shared_words.h"
 #include "worker/comm/gloo_p2p.h"
 #include "worker/comm/gloo_store_adapter.h"
@@ -117,9 +118,13 @@ GlooBackend::GlooBackend(const GlooOptions& options, std::shared_ptr<::gloo::Con
       context_(std::move(context)) {
   waits_ = std::make_shared<GlooWaitSet>();
   readsPeerMemory_ = crossMemory != nullptr;
+  if (sharedWords) {  // Note [Shared header exchange]
+    lane_ = std::make_unique<SharedHeaderExchange>(sharedWords, options_.rank, options_.size);
+  } else {
+    lane_ = std::make_unique<GlooHeaderLane>(context_, waits_, options_.commThreadPriority);
+  }
   coll_ = std::make_unique<GlooCollectives>(context_, waits_, std::move(crossMemory), std::move(sharedWords));
   p2p_ = std::make_unique<GlooP2p>(context_, waits_, options_.commThreadPriority);
-  lane_ = std::make_unique<GlooHeaderLane>(context_, waits_, options_.commThreadPriority);
   flight_ = std::make_unique<FlightRecorder>(options_.flightRecords, clock_);
   live_ = std::make_shared<Live>();
   watchdog_ = std::make_unique<Watchdog>(

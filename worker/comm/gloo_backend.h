@@ -3,10 +3,11 @@
 // network), rendezvous through our Store. Implements comm::Backend (see backend.h for the
 // contract every op follows).
 //
-// Thread model: every public method may be called from any thread. The backend starts five
-// threads, all joined by the destructor:
+// Thread model: every public method may be called from any thread. The backend starts up to
+// five threads, all joined by the destructor:
 //  - the executor: runs collectives one at a time in issue order (Note [Executor order]);
-//  - the header lane (GlooHeaderLane), ahead of the executor;
+//  - the header lane (GlooHeaderLane), ahead of the executor, unless the ranks share a futex
+//    page (Note [Shared header exchange]: the executor compares headers itself);
 //  - two p2p completion threads (GlooP2p);
 //  - the watchdog poller (Watchdog).
 // Gloo itself runs one device-loop thread per backend for socket I/O.
@@ -17,7 +18,8 @@
 // executor pops and runs them in that order, so ops overlap with the caller's compute but
 // never with each other, and every rank runs its collectives in its issue order. Each
 // collective's OpHeader (Note [Op header]) is exchanged by GlooHeaderLane as soon as it is
-// issued (Note [Header lane]); the executor checks the verdict before moving any payload, so
+// issued (Note [Header lane]), or by the executor through shared memory on one host (Note
+// [Shared header exchange]); the executor checks the verdict before moving any payload, so
 // ranks that disagree fail cleanly. P2p ops are posted in queue order and completed by GlooP2p (Note [P2p protocol]).
 //
 // Note [Abort]
@@ -68,7 +70,7 @@ namespace ddp::comm {
 class CrossMemory;
 class SharedWords;
 class GlooCollectives;
-class GlooHeaderLane;
+class HeaderExchange;
 class GlooP2p;
 class GlooWaitSet;
 
@@ -150,7 +152,7 @@ class GlooBackend final : public Backend {
   std::unique_ptr<GlooCollectives> coll_;  // executor thread only
   bool readsPeerMemory_ = false;           // set by the constructor
   std::unique_ptr<GlooP2p> p2p_;
-  std::unique_ptr<GlooHeaderLane> lane_;
+  std::unique_ptr<HeaderExchange> lane_;  // GlooHeaderLane, or SharedHeaderExchange on one host
   std::unique_ptr<FlightRecorder> flight_;
   std::unique_ptr<Watchdog> watchdog_;
   // Works of ops not yet complete, by seq (own mutex: Work callbacks never take mu_).

@@ -52,7 +52,7 @@ GlooCollectives::GlooCollectives(std::shared_ptr<::gloo::Context> context, std::
       rank_(context_->rank),
       size_(context_->size),
       sharedWords_(std::move(sharedWords)) {
-  if (sharedWords_) waits_->onAbort([words = sharedWords_] { words->wake(); });
+  if (sharedWords_) waits_->onAbort([words = sharedWords_] { words->abort(); });
   if (crossMemory) crossAllreduce_ = std::make_unique<CrossMemoryAllreduce>(std::move(crossMemory), rank_, size_);
 }
 

@@ -18,6 +18,16 @@ constexpr uint64_t kHeaderSlotPrefix = 0xD2ull << 56;
 
 }  // namespace
 
+Status compareHeaders(const std::vector<OpHeader>& all, int rank, const std::string& what) {
+  bool agree = true;
+  for (const auto& h : all) agree = agree && (h == all[static_cast<size_t>(rank)]);
+  if (agree) return Status::ok();
+  std::string msg = what + ": ranks disagree on the op (every rank must issue the same collectives "
+                           "with the same sizes):";
+  for (size_t r = 0; r < all.size(); ++r) msg += " rank " + std::to_string(r) + " has " + all[r].describe() + ";";
+  return invalidArgument(msg);
+}
+
 GlooHeaderLane::GlooHeaderLane(std::shared_ptr<::gloo::Context> context, std::shared_ptr<GlooWaitSet> waits,
                                CommThreadPriority priority)
     : context_(std::move(context)), waits_(std::move(waits)), rank_(context_->rank), size_(context_->size) {
@@ -104,13 +114,7 @@ Status GlooHeaderLane::exchange(const Item& item) {
   } catch (const std::exception& e) {
     return unavailable(item.what + ": transport error during the header exchange: " + e.what());
   }
-  bool agree = true;
-  for (const auto& h : all) agree = agree && (h == mine);
-  if (agree) return Status::ok();
-  std::string msg = item.what + ": ranks disagree on the op (every rank must issue the same collectives "
-                                "with the same sizes):";
-  for (int r = 0; r < size_; ++r) msg += " rank " + std::to_string(r) + " has " + all[r].describe() + ";";
-  return invalidArgument(msg);
+  return compareHeaders(all, rank_, item.what);
 }
 
 void GlooHeaderLane::run() {

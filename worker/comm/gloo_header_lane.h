@@ -34,6 +34,7 @@
 #include "common/thread_priority.h"
 #include "worker/comm/gloo_collectives.h"
 #include "worker/comm/gloo_wait_set.h"
+#include "worker/comm/header_exchange.h"
 
 namespace gloo {
 class Context;
@@ -41,31 +42,26 @@ class Context;
 
 namespace ddp::comm {
 
-class GlooHeaderLane {
+class GlooHeaderLane final : public HeaderExchange {
  public:
   // The lane's thread runs at `priority` (Note [Comm thread priority]); its exchanges use
   // buffers of `waits`.
   GlooHeaderLane(std::shared_ptr<::gloo::Context> context, std::shared_ptr<GlooWaitSet> waits,
                  CommThreadPriority priority);
-  ~GlooHeaderLane();
+  ~GlooHeaderLane() override;
   GlooHeaderLane(const GlooHeaderLane&) = delete;
   GlooHeaderLane& operator=(const GlooHeaderLane&) = delete;
 
   // Queues the exchange of `mine` (mine.collSeq must be the next collective number).
-  void post(const OpHeader& mine, std::string what, std::chrono::milliseconds timeout);
+  void post(const OpHeader& mine, std::string what, std::chrono::milliseconds timeout) override;
   // Blocks until the header of `collSeq` has been exchanged (or `abandon()` returns true, polled
   // every few milliseconds without the lane's lock held, or `deadline` passes); returns the
   // verdict.
-  Status await(uint64_t collSeq, Deadline deadline, const std::function<bool()>& abandon);
+  Status await(uint64_t collSeq, Deadline deadline, const std::function<bool()>& abandon) override;
   // Stops after the current exchange; pending ones are dropped. Joins the thread.
-  void stop();
+  void stop() override;
 
  private:
-  struct Item {
-    OpHeader header;
-    std::string what;
-    std::chrono::milliseconds timeout;
-  };
   void run();
   Status exchange(const Item& item);
 

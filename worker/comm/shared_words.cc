@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <stdexcept>
 
 #include "common/process/pidfd.h"
 #include "common/store/store.h"
@@ -23,13 +24,14 @@ namespace ddp::comm {
 
 struct SharedWords::Page {
   std::atomic<uint32_t> arrived;
-  char pad[60];
-  uint64_t words[2][kSharedWordsMaxRanks];
+  std::atomic<uint32_t> abortedBy;  // 0, or the first rank to abort plus one
+  char pad[56];
+  uint64_t words[2][kSharedWordsMaxRanks][kSharedWordsPerRank];
 };
 
 namespace {
 
-constexpr size_t kPageBytes = 4096;
+constexpr size_t kPageBytes = 8192;
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "a futex word");
 
 std::string errnoText(const std::string& what) { return what + ": " + std::strerror(errno); }
@@ -70,7 +72,10 @@ Result<std::unique_ptr<SharedWords>> SharedWords::map(int fd, const std::vector<
   if (p == MAP_FAILED) return fail(errnoText("mmap of the shared-words page"));
   static_assert(sizeof(Page) <= kPageBytes);
   auto* page = static_cast<Page*>(p);
-  if (init) new (&page->arrived) std::atomic<uint32_t>(0);
+  if (init) {
+    new (&page->arrived) std::atomic<uint32_t>(0);
+    new (&page->abortedBy) std::atomic<uint32_t>(0);
+  }
   return std::unique_ptr<SharedWords>(new SharedWords(fd, page, rank, pids, std::move(pidfds)));
 }
 
@@ -104,6 +109,18 @@ SharedWords::~SharedWords() {
 
 void SharedWords::wake() { futex(&page_->arrived, FUTEX_WAKE, INT_MAX, nullptr); }
 
+void SharedWords::abort() {
+  uint32_t none = 0;
+  page_->abortedBy.compare_exchange_strong(none, static_cast<uint32_t>(rank_) + 1, std::memory_order_acq_rel);
+  wake();
+}
+
+void SharedWords::checkAborted() const {
+  if (const uint32_t by = page_->abortedBy.load(std::memory_order_acquire); by != 0) {
+    throw ::gloo::IoException("shared-memory exchange: rank " + std::to_string(by - 1) + " aborted the communicator");
+  }
+}
+
 void SharedWords::checkPeers() const {
   for (size_t r = 0; r < pidfds_.size(); ++r) {
     if (pidfds_[r] < 0) continue;
@@ -118,12 +135,22 @@ void SharedWords::checkPeers() const {
 void SharedWords::allgather(std::vector<uint64_t>& words, Deadline deadline, const std::function<bool()>& abandon) {
   const size_t slot = exchanges_ % 2;
   const auto n = static_cast<uint32_t>(pids_.size());
+  const size_t per = words.size() / n;
+  if (per < 1 || per > kSharedWordsPerRank || per * n != words.size()) {
+    throw std::invalid_argument("shared words: an allgather of " + std::to_string(words.size()) + " words over " +
+                                std::to_string(n) + " ranks (want 1 to " + std::to_string(kSharedWordsPerRank) +
+                                " per rank)");
+  }
+  if (broken_) throw ::gloo::IoException("shared-memory exchange: an earlier exchange on this page failed");
+  broken_ = true;  // until this exchange completes
+  checkAborted();
   const uint32_t target = (exchanges_ + 1) * n;
-  page_->words[slot][rank_] = words[static_cast<size_t>(rank_)];
+  for (size_t k = 0; k < per; ++k) page_->words[slot][rank_][k] = words[static_cast<size_t>(rank_) * per + k];
   uint32_t seen = page_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1;
   if (seen == target) wake();
   while (static_cast<int32_t>(seen - target) < 0) {
     if (abandon && abandon()) throw ::gloo::IoException("shared-memory exchange abandoned: the communicator was aborted");
+    checkAborted();
     checkPeers();
     const Duration left = deadline.remaining();
     if (left <= Duration::zero()) {
@@ -135,8 +162,11 @@ void SharedWords::allgather(std::vector<uint64_t>& words, Deadline deadline, con
     futex(&page_->arrived, FUTEX_WAIT, seen, &slice);
     seen = page_->arrived.load(std::memory_order_acquire);
   }
-  for (size_t r = 0; r < n; ++r) words[r] = page_->words[slot][r];
+  for (size_t r = 0; r < n; ++r) {
+    for (size_t k = 0; k < per; ++k) words[r * per + k] = page_->words[slot][r][k];
+  }
   ++exchanges_;
+  broken_ = false;
 }
 
 Result<std::shared_ptr<SharedWords>> agreeSharedWords(Store& store, const std::string& prefix, int rank,

@@ -1,5 +1,5 @@
 #pragma once
-// SharedWords: a small allgather of one word per rank through a page of shared memory, for the
+// SharedWords: a small allgather of a few words per rank through shared memory, for the
 // ranks of one communicator on one host (Note [Shared-memory phases]).
 //
 // Note [Shared-memory phases]
@@ -18,13 +18,15 @@
 // counts agree.
 //
 // Failure: a waiting rank sleeps in slices of at most kSharedWordsSlice and between them gives up
-// (gloo::IoException, as a released Gloo wait does) when a peer's process has ended (a pidfd per
-// peer, opened when the page was agreed, so a reused pid cannot pass for the peer, and a zombie
-// counts as ended), when `abandon()` turns true (the communicator was aborted; GlooWaitSet's abort
-// also calls wake(), so that is immediate) or when the deadline passes. A given-up exchange
-// leaves the count ahead of the other ranks': the communicator is aborted after a failed op, and
-// its successor gets a new page.
-// Thread model: one executor thread calls allgather(); wake() from any thread.
+// (gloo::IoException, as a released Gloo wait does) when `abandon()` turns true (this rank's
+// communicator was aborted), when any rank aborted its communicator (GlooWaitSet's abort calls
+// abort(), which marks the page and wakes every waiter: what a closed TCP connection tells the
+// peers over Gloo), when a peer's process has ended (a pidfd per peer, opened when the page was
+// agreed, so a reused pid cannot pass for the peer, and a zombie counts as ended) or when the
+// deadline passes. A given-up exchange leaves the counts disagreeing, so every later exchange on
+// the page fails at once (as does one that starts after any rank's abort); the communicator is
+// aborted after a failed op anyway, and its successor gets a new page.
+// Thread model: one executor thread calls allgather(); abort() from any thread.
 
 #include <sys/types.h>
 
@@ -41,6 +43,7 @@
 namespace ddp::comm {
 
 inline constexpr int kSharedWordsMaxRanks = 64;
+inline constexpr size_t kSharedWordsPerRank = 4;  // an OpHeader
 inline constexpr std::chrono::milliseconds kSharedWordsSlice{20};
 
 class Store;
@@ -67,19 +70,23 @@ class SharedWords {
 
   int fd() const { return fd_; }
 
-  // words[rank] in, every rank's word out (words.size() == ranks). Throws gloo::IoException when
-  // a peer's process ended, `abandon()` turned true or `deadline` passed first.
+  // k = words.size() / ranks words per rank (1 to kSharedWordsPerRank): this rank's k words at
+  // words[rank * k] in, every rank's out. Throws gloo::IoException when a peer's process ended,
+  // `abandon()` turned true or `deadline` passed first; std::invalid_argument for a bad size.
   void allgather(std::vector<uint64_t>& words, Deadline deadline, const std::function<bool()>& abandon);
-  // Wakes every rank's waiting allgather() (each re-checks and sleeps again when nothing
-  // changed).
-  void wake();
+  // Marks the page aborted by this rank (the communicator's abort) and wakes every rank's waiting
+  // allgather(): from then on a wait that is not complete fails naming this rank, as a closed
+  // connection fails a Gloo wait. Thread-safe.
+  void abort();
 
  private:
   struct Page;
   SharedWords(int fd, Page* page, int rank, std::vector<int64_t> pids, std::vector<int> pidfds);
   static Result<std::unique_ptr<SharedWords>> map(int fd, const std::vector<int64_t>& pids, int rank, bool init);
-  // Throws when a peer's process has ended.
+  // Throw when a rank aborted the page / a peer's process has ended.
+  void checkAborted() const;
   void checkPeers() const;
+  void wake();
 
   int fd_ = -1;
   Page* page_ = nullptr;
@@ -87,6 +94,7 @@ class SharedWords {
   const std::vector<int64_t> pids_;
   const std::vector<int> pidfds_;  // -1 for this rank
   uint32_t exchanges_ = 0;         // completed by this rank
+  bool broken_ = false;            // an exchange failed: the counts no longer agree
 };
 
 }  // namespace ddp::comm

@@ -18,14 +18,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-OpHeader header(uint64_t collSeq, uint64_t count) {
-  OpHeader h;
-  h.collSeq = collSeq;
-  h.type = 1;
-  h.count = count;
-  return h;
-}
-
 TEST(GlooHeaderLaneTest, AgreeingAndDisagreeingHeaders) {
   auto contexts = test::connectGlooPair();
   std::vector<std::unique_ptr<GlooHeaderLane>> lanes;
@@ -33,8 +25,8 @@ TEST(GlooHeaderLaneTest, AgreeingAndDisagreeingHeaders) {
     lanes.push_back(std::make_unique<GlooHeaderLane>(c, std::make_shared<GlooWaitSet>(), CommThreadPriority::kNormal));
   }
   for (int rank = 0; rank < 2; ++rank) {
-    lanes[rank]->post(header(1, 10), "op 1", 10000ms);
-    lanes[rank]->post(header(2, rank == 0 ? 10 : 11), "op 2", 10000ms);
+    lanes[rank]->post(test::opHeader(1, 10), "op 1", 10000ms);
+    lanes[rank]->post(test::opHeader(2, rank == 0 ? 10 : 11), "op 2", 10000ms);
   }
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_TRUE(lanes[rank]->await(1, Deadline::after(10s), nullptr).isOk());
@@ -48,7 +40,7 @@ TEST(GlooHeaderLaneTest, AbortingTheWaitSetReleasesAnExchangeWhosePeerNeverCame)
   auto contexts = test::connectGlooPair();
   auto waits = std::make_shared<GlooWaitSet>();
   GlooHeaderLane lane(contexts[1], waits, CommThreadPriority::kNormal);
-  lane.post(header(1, 10), "op 1", 60000ms);  // rank 0 never posts op 1
+  lane.post(test::opHeader(1, 10), "op 1", 60000ms);  // rank 0 never posts op 1
   // The lane's thread is inside the exchange once its two buffers are registered.
   const Deadline started = Deadline::after(10s);
   while (waits->size() < 2 && !started.expired()) std::this_thread::sleep_for(1ms);

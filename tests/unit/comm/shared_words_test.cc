@@ -1,7 +1,9 @@
 // SharedWords (Note [Shared-memory phases]): real memfd pages opened through /proc, real futexes.
+// Exchanges of one and of several words per rank, timeouts, this rank's and a peer's abort, an
+// ended peer, bad arguments, the store agreement.
 // The ranks are threads of this process (the page is opened through /proc/self/fd as a peer
 // opens rank 0's), except the ended peer, a real child process left a zombie and then reaped.
-// Also the wiring in GlooCollectives: a same-host allreduce below kCrossMemoryMinBytes waits in
+// SharedHeaderExchange over such a page. Also the wiring in GlooCollectives: a same-host allreduce below kCrossMemoryMinBytes waits in
 // the shared page, and aborting the communicator's wait set releases it.
 #include <gtest/gtest.h>
 
@@ -12,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +24,7 @@
 #include "worker/comm/cross_memory.h"
 #include "worker/comm/gloo_collectives.h"
 #include "worker/comm/gloo_wait_set.h"
+#include "worker/comm/shared_header_exchange.h"
 #include "worker/comm/shared_words.h"
 
 namespace ddp::comm {
@@ -69,10 +73,14 @@ TEST(SharedWordsTest, RanksAtDifferentPacesGatherEveryWordOfEveryExchange) {
     threads.emplace_back([&, r] {
       for (int e = 0; e < kExchanges; ++e) {
         if (e % 50 == r) std::this_thread::sleep_for(2ms);  // everyone waits on someone sometimes
-        std::vector<uint64_t> words(kWorld, ~0ull);
-        words[static_cast<size_t>(r)] = uint64_t(e) * 1000 + uint64_t(r);
+        const size_t per = e % 2 == 0 ? 1 : kSharedWordsPerRank;  // addresses, then a header
+        auto value = [&](size_t q, size_t k) { return uint64_t(e) * 1000 + q * 10 + k; };
+        std::vector<uint64_t> words(kWorld * per, ~0ull);
+        for (size_t k = 0; k < per; ++k) words[static_cast<size_t>(r) * per + k] = value(static_cast<size_t>(r), k);
         ranks[static_cast<size_t>(r)]->allgather(words, Deadline::after(30s), nullptr);
-        for (int q = 0; q < kWorld; ++q) wrong += words[static_cast<size_t>(q)] != uint64_t(e) * 1000 + uint64_t(q);
+        for (size_t q = 0; q < kWorld; ++q) {
+          for (size_t k = 0; k < per; ++k) wrong += words[q * per + k] != value(q, k);
+        }
       }
     });
   }
@@ -97,7 +105,7 @@ TEST(SharedWordsTest, AbortingTheWaitSetReleasesAWaitingRank) {
   ASSERT_EQ(ranks.size(), 2u);
   GlooWaitSet waits;
   SharedWords* rank0 = ranks[0].get();
-  waits.onAbort([rank0] { rank0->wake(); });
+  waits.onAbort([rank0] { rank0->abort(); });
   std::string err;
   std::thread waiter([&] {
     std::vector<uint64_t> words(2, 0);
@@ -114,6 +122,38 @@ TEST(SharedWordsTest, AbortingTheWaitSetReleasesAWaitingRank) {
   bool woken = false;
   waits.onAbort([&] { woken = true; });
   EXPECT_TRUE(woken);
+}
+
+TEST(SharedWordsTest, APeersAbortFailsTheOthersWaitsNamingIt) {
+  auto ranks = pageOf(3);
+  ASSERT_EQ(ranks.size(), 3u);
+  std::vector<std::string> errs(2);
+  std::vector<std::thread> waiters;
+  for (int r = 0; r < 2; ++r) {
+    waiters.emplace_back([&, r] {
+      std::vector<uint64_t> words(3, 0);
+      errs[static_cast<size_t>(r)] =
+          ioErrorOf([&] { ranks[static_cast<size_t>(r)]->allgather(words, Deadline::after(60s), nullptr); });
+    });
+  }
+  std::this_thread::sleep_for(100ms);
+  const auto t0 = SteadyClock::now();
+  ranks[2]->abort();  // rank 2 never arrives: its communicator was aborted
+  for (auto& t : waiters) t.join();
+  EXPECT_LT(SteadyClock::now() - t0, 5s);
+  for (const std::string& err : errs) EXPECT_TRUE(contains(err, "rank 2 aborted the communicator")) << err;
+  // The counts no longer agree: a later exchange on the page fails at once.
+  std::vector<uint64_t> words(3, 0);
+  EXPECT_TRUE(contains(ioErrorOf([&] { ranks[1]->allgather(words, Deadline::after(60s), nullptr); }),
+                       "an earlier exchange on this page failed"));
+
+  // An exchange that starts after a peer's abort fails at once, even were every rank to arrive.
+  auto pair = pageOf(2);
+  ASSERT_EQ(pair.size(), 2u);
+  pair[1]->abort();
+  std::vector<uint64_t> two(2, 0);
+  EXPECT_TRUE(contains(ioErrorOf([&] { pair[0]->allgather(two, Deadline::after(60s), nullptr); }),
+                       "rank 1 aborted the communicator"));
 }
 
 TEST(SharedWordsTest, APeerWhoseProcessEndedFailsTheWaitNamingIt) {
@@ -144,6 +184,12 @@ TEST(SharedWordsTest, BadArgumentsAndAMissingPageAreNamed) {
   EXPECT_EQ(SharedWords::create(one, 1).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(SharedWords::create(std::vector<int64_t>(kSharedWordsMaxRanks + 1, ::getpid()), 0).status().code(),
             StatusCode::kInvalidArgument);
+  auto page = SharedWords::create({::getpid(), ::getpid()}, 0);
+  ASSERT_TRUE(page.isOk()) << page.status();
+  std::vector<uint64_t> five(5, 0);  // not a whole number of words per rank
+  EXPECT_THROW((*page)->allgather(five, Deadline::after(1s), nullptr), std::invalid_argument);
+  std::vector<uint64_t> ten(10, 0);  // 5 per rank: more than a page slot holds
+  EXPECT_THROW((*page)->allgather(ten, Deadline::after(1s), nullptr), std::invalid_argument);
   auto missing = SharedWords::open({::getpid(), ::getpid()}, 1, 99999);
   EXPECT_EQ(missing.status().code(), StatusCode::kUnavailable);
   EXPECT_TRUE(contains(missing.status().message(), "/proc/" + std::to_string(::getpid()) + "/fd/99999"))
@@ -184,6 +230,39 @@ TEST(SharedWordsTest, RanksAgreeThroughTheStore) {
 
   // Rank 0 never publishes: the store's deadline, not a hang.
   EXPECT_FALSE(agreeSharedWords(store, "j", 1, pids, Deadline::after(200ms), &why).isOk());
+}
+
+// Note [Shared header exchange]: headers that agree, that do not (every rank's named), one never
+// posted, and an exchange after stop().
+TEST(SharedHeaderExchangeTest, AgreeingDisagreeingMissingAndStopped) {
+  auto page = pageOf(2);
+  ASSERT_EQ(page.size(), 2u);
+  std::vector<std::unique_ptr<SharedHeaderExchange>> ex;
+  for (int r = 0; r < 2; ++r) {
+    ex.push_back(std::make_unique<SharedHeaderExchange>(std::shared_ptr<SharedWords>(std::move(page[static_cast<size_t>(r)])), r, 2));
+    ex[static_cast<size_t>(r)]->post(test::opHeader(1, 10), "op 1", 10000ms);
+    ex[static_cast<size_t>(r)]->post(test::opHeader(2, r == 0 ? 10 : 11), "op 2", 10000ms);
+  }
+  std::vector<Status> one(2), two(2);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 2; ++r) {
+    threads.emplace_back([&, r] {
+      one[static_cast<size_t>(r)] = ex[static_cast<size_t>(r)]->await(1, Deadline::after(10s), nullptr);
+      two[static_cast<size_t>(r)] = ex[static_cast<size_t>(r)]->await(2, Deadline::after(10s), nullptr);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(one[static_cast<size_t>(r)].isOk()) << one[static_cast<size_t>(r)];
+    const Status& st = two[static_cast<size_t>(r)];
+    EXPECT_EQ(st.code(), StatusCode::kInvalidArgument) << st;
+    EXPECT_TRUE(contains(st.message(), "op 2: ranks disagree")) << st;
+    EXPECT_TRUE(contains(st.message(), "rank 0 has ") && contains(st.message(), "rank 1 has ")) << st;
+  }
+  EXPECT_EQ(ex[0]->await(3, Deadline::after(1s), nullptr).code(), StatusCode::kInternal);
+  ex[0]->post(test::opHeader(3, 1), "op 3", 10000ms);
+  ex[0]->stop();
+  EXPECT_EQ(ex[0]->await(3, Deadline::after(1s), nullptr).code(), StatusCode::kAborted);
 }
 
 // GlooCollectives with the same-host path: a 1 MiB allreduce (below kCrossMemoryMinBytes, at or

@@ -187,7 +187,10 @@ bool checkBackendThreads(CommThreadPriority mode, bool permitted) {
   std::vector<int> creatorPolicy(2, -1);
   std::multimap<std::string, int> during;
   std::mutex mu;
-  auto configure = [mode](comm::GlooOptions& o) { o.commThreadPriority = mode; };
+  auto configure = [mode](comm::GlooOptions& o) {
+    o.commThreadPriority = mode;
+    o.sameHostMemory = false;  // ranks over TCP, so that each has its header lane thread (Note [Header lane])
+  };
   Status st = test::runRanks(2, configure, [&](int rank, comm::Backend& backend) {
     creatorPolicy[rank] = policyOfThisThread();
     test::FloatParams params({3, 5}, [](size_t i, size_t k) { return float(i + k); });
