@@ -30,7 +30,7 @@ namespace ddp::comm {
 // both cores computing the three exchanges' wake-ups cost more than the copies save (the CNN's
 // ~1 MB buckets: 2 workers 1.46-1.53x one instead of 1.53-1.63x with a 256 KiB threshold), hence
 // 4 MiB. With the futex page (Note [Shared-memory phases]) the wake-ups are one per exchange, and
-// the same CNN went from 1.65x to 1.75x (medians of 18 alternating runs; idle cores: equal from
+// the same CNN went from 1.68x to 1.74x (medians of 18 alternating runs; idle cores: equal from
 // 4 KiB to 1 MiB, 2x faster at 4 MiB), hence 256 KiB (docs/PERFORMANCE.md).
 inline constexpr size_t kCrossMemoryMinBytes = size_t{4} << 20;
 inline constexpr size_t kSharedWordsMinBytes = size_t{256} << 10;
