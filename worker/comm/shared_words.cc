@@ -100,6 +100,7 @@ Result<std::unique_ptr<SharedWords>> SharedWords::open(const std::vector<int64_t
 }
 
 SharedWords::~SharedWords() {
+  if (page_) abort();  // a rank that leaves fails its peers' waits, as closing its sockets does
   for (int p : pidfds_) {
     if (p >= 0) ::close(p);
   }
@@ -117,7 +118,8 @@ void SharedWords::abort() {
 
 void SharedWords::checkAborted() const {
   if (const uint32_t by = page_->abortedBy.load(std::memory_order_acquire); by != 0) {
-    throw ::gloo::IoException("shared-memory exchange: rank " + std::to_string(by - 1) + " aborted the communicator");
+    throw ::gloo::IoException("shared-memory exchange: rank " + std::to_string(by - 1) +
+                              " aborted or closed the communicator");
   }
 }
 

@@ -19,9 +19,9 @@
 //
 // Failure: a waiting rank sleeps in slices of at most kSharedWordsSlice and between them gives up
 // (gloo::IoException, as a released Gloo wait does) when `abandon()` turns true (this rank's
-// communicator was aborted), when any rank aborted its communicator (GlooWaitSet's abort calls
-// abort(), which marks the page and wakes every waiter: what a closed TCP connection tells the
-// peers over Gloo), when a peer's process has ended (a pidfd per peer, opened when the page was
+// communicator was aborted), when any rank aborted or destroyed its communicator (GlooWaitSet's
+// abort and the destructor call abort(), which marks the page and wakes every waiter: what a
+// closed TCP connection tells the peers over Gloo), when a peer's process has ended (a pidfd per peer, opened when the page was
 // agreed, so a reused pid cannot pass for the peer, and a zombie counts as ended) or when the
 // deadline passes. A given-up exchange leaves the counts disagreeing, so every later exchange on
 // the page fails at once (as does one that starts after any rank's abort); the communicator is
@@ -74,9 +74,9 @@ class SharedWords {
   // words[rank * k] in, every rank's out. Throws gloo::IoException when a peer's process ended,
   // `abandon()` turned true or `deadline` passed first; std::invalid_argument for a bad size.
   void allgather(std::vector<uint64_t>& words, Deadline deadline, const std::function<bool()>& abandon);
-  // Marks the page aborted by this rank (the communicator's abort) and wakes every rank's waiting
-  // allgather(): from then on a wait that is not complete fails naming this rank, as a closed
-  // connection fails a Gloo wait. Thread-safe.
+  // Marks the page aborted by this rank (the communicator's abort; the destructor does it too)
+  // and wakes every rank's waiting allgather(): from then on a wait that is not complete fails
+  // naming this rank, as a closed connection fails a Gloo wait. Thread-safe.
   void abort();
 
  private:

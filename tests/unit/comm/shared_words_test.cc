@@ -141,7 +141,7 @@ TEST(SharedWordsTest, APeersAbortFailsTheOthersWaitsNamingIt) {
   ranks[2]->abort();  // rank 2 never arrives: its communicator was aborted
   for (auto& t : waiters) t.join();
   EXPECT_LT(SteadyClock::now() - t0, 5s);
-  for (const std::string& err : errs) EXPECT_TRUE(contains(err, "rank 2 aborted the communicator")) << err;
+  for (const std::string& err : errs) EXPECT_TRUE(contains(err, "rank 2 aborted or closed the communicator")) << err;
   // The counts no longer agree: a later exchange on the page fails at once.
   std::vector<uint64_t> words(3, 0);
   EXPECT_TRUE(contains(ioErrorOf([&] { ranks[1]->allgather(words, Deadline::after(60s), nullptr); }),
@@ -153,7 +153,23 @@ TEST(SharedWordsTest, APeersAbortFailsTheOthersWaitsNamingIt) {
   pair[1]->abort();
   std::vector<uint64_t> two(2, 0);
   EXPECT_TRUE(contains(ioErrorOf([&] { pair[0]->allgather(two, Deadline::after(60s), nullptr); }),
-                       "rank 1 aborted the communicator"));
+                       "rank 1 aborted or closed the communicator"));
+}
+
+TEST(SharedWordsTest, APeerThatClosesItsPageFailsTheOthersWaits) {
+  auto ranks = pageOf(2);
+  ASSERT_EQ(ranks.size(), 2u);
+  std::string err;
+  std::thread waiter([&] {
+    std::vector<uint64_t> words(2, 0);
+    err = ioErrorOf([&] { ranks[0]->allgather(words, Deadline::after(60s), nullptr); });
+  });
+  std::this_thread::sleep_for(100ms);
+  const auto t0 = SteadyClock::now();
+  ranks[1].reset();  // rank 1's communicator is destroyed; its process lives on
+  waiter.join();
+  EXPECT_LT(SteadyClock::now() - t0, 5s);
+  EXPECT_TRUE(contains(err, "rank 1 aborted or closed the communicator")) << err;
 }
 
 TEST(SharedWordsTest, APeerWhoseProcessEndedFailsTheWaitNamingIt) {
