@@ -153,6 +153,7 @@ void peerExit(Backend& b) {
 void sameHost(GlooBackend& b) {
   const int r = b.rank(), n = b.size();
   CHECK_THAT(b.readsPeerMemory(), "ranks on one host should read each other's memory");
+  CHECK_THAT(b.sharesPage(), "ranks on one host should share the futex page");
   constexpr size_t kCount = (size_t{6} << 20) / sizeof(float) + 3;  // uneven chunks, above the threshold
   std::vector<float> sum(kCount), avg(kCount);
   for (size_t i = 0; i < kCount; ++i) sum[i] = avg[i] = float((i * 5 + static_cast<size_t>(r)) % 1000);

@@ -11,7 +11,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "common/store/store.h"
 
 namespace ddp::comm {
 namespace {
@@ -97,47 +96,6 @@ std::vector<int64_t> CrossMemory::pids() const {
   std::vector<int64_t> out;
   for (const HostIdentity& r : ranks_) out.push_back(r.pid);
   return out;
-}
-
-Result<std::vector<std::string>> gatherAll(Store& store, const std::string& key, int size, Deadline deadline) {
-  std::vector<std::string> all;
-  for (int r = 0; r < size; ++r) {
-    DDP_ASSIGN_OR_RETURN(std::string v, store.get(key + std::to_string(r), deadline));
-    all.push_back(std::move(v));
-  }
-  return all;
-}
-
-Result<std::shared_ptr<const CrossMemory>> agreeCrossMemory(Store& store, const std::string& prefix, int rank,
-                                                            int size, Deadline deadline, std::string* why) {
-  const std::string base = prefix + "/xmem/";
-  auto self = thisProcess();
-  DDP_RETURN_IF_ERROR(store.set(base + "host/" + std::to_string(rank), self.isOk() ? self->encode() : "none"));
-  DDP_ASSIGN_OR_RETURN(std::vector<std::string> texts, gatherAll(store, base + "host/", size, deadline));
-  std::vector<HostIdentity> ranks;
-  for (const std::string& t : texts) {
-    auto id = HostIdentity::decode(t);
-    if (!id.isOk()) {
-      *why = "a rank cannot name its host (" + t + ")";
-      return std::shared_ptr<const CrossMemory>();
-    }
-    ranks.push_back(*id);
-  }
-  if (!sameHost(ranks)) {
-    *why = "the ranks do not share one host and PID namespace";
-    return std::shared_ptr<const CrossMemory>();
-  }
-  auto memory = std::make_shared<const CrossMemory>(ranks);
-  const Status probe = memory->probe(rank);
-  DDP_RETURN_IF_ERROR(store.set(base + "probe/" + std::to_string(rank), probe.isOk() ? "ok" : probe.message()));
-  DDP_ASSIGN_OR_RETURN(std::vector<std::string> verdicts, gatherAll(store, base + "probe/", size, deadline));
-  for (size_t r = 0; r < verdicts.size(); ++r) {
-    if (verdicts[r] != "ok") {
-      *why = "rank " + std::to_string(r) + " cannot read its peers' memory: " + verdicts[r];
-      return std::shared_ptr<const CrossMemory>();
-    }
-  }
-  return std::shared_ptr<const CrossMemory>(memory);
 }
 
 }  // namespace ddp::comm

@@ -23,8 +23,8 @@
 // When: GlooBackend::create() exchanges each rank's HostIdentity through the store and, when
 // sameHost() holds for all of them, each rank reads a probe word from every peer; the path is
 // used only when every rank's probe succeeded (each rank publishes its verdict and reads all of
-// them, so all ranks decide alike); then rank 0 offers the futex page and all agree on it alike
-// (agreeSharedWords). Kubernetes pods are separate PID namespaces: ranks in
+// them, so all ranks decide alike; the futex page is agreed in the same rounds, Note [Same-host
+// agreement] in same_host_agreement.h). Kubernetes pods are separate PID namespaces: ranks in
 // different pods always use TCP. GlooOptions::sameHostMemory turns it off (a worker's
 // --same-host-memory off / DDP_SAME_HOST_MEMORY=off).
 //
@@ -65,20 +65,6 @@ bool sameHost(const std::vector<HostIdentity>& ranks);
 
 // The value of every process's probe word.
 inline constexpr uint64_t kCrossMemoryProbe = 0x6464702d636d6131ull;
-
-class Store;
-
-// Every rank's value of `key`<rank> in the store, in rank order (a missing one by `deadline`: the
-// store's error).
-Result<std::vector<std::string>> gatherAll(Store& store, const std::string& key, int size, Deadline deadline);
-
-class CrossMemory;
-// The agreement of GlooBackend::create(): every rank publishes its HostIdentity under
-// `prefix`/xmem/, and when sameHost() holds, its probe verdict; all ranks read all of them and
-// get the same answer: a CrossMemory when every probe succeeded, nullptr otherwise (`why` says
-// why not). Errors: the store's (a missing peer by `deadline`).
-Result<std::shared_ptr<const CrossMemory>> agreeCrossMemory(Store& store, const std::string& prefix, int rank,
-                                                            int size, Deadline deadline, std::string* why);
 
 class CrossMemory {
  public:

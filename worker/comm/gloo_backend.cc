@@ -15,6 +15,7 @@
 #include "worker/comm/cross_memory.h"
 #include "worker/comm/gloo_collectives.h"
 #include "worker/comm/gloo_header_lane.h"
+#include "worker/comm/same_host_agreement.h"
 #include "worker/comm/shared_header_exchange.h"
 #include "worker/comm/shared_words.h"
 #include "worker/comm/gloo_p2p.h"
@@ -45,31 +46,6 @@ FlightState stateOf(const Status& st) {
 }
 
 
-// The same-host paths every rank agreed on (Note [Same-host allreduce]), and a line saying which.
-struct SameHostPaths {
-  std::shared_ptr<const CrossMemory> memory;
-  std::shared_ptr<SharedWords> words;
-  std::string summary;
-};
-
-Result<SameHostPaths> agreeSameHost(const GlooOptions& options, Store& store) {
-  SameHostPaths out;
-  std::string why;
-  DDP_ASSIGN_OR_RETURN(out.memory, agreeCrossMemory(store, options.prefix, options.rank, options.size,
-                                                    Deadline::after(options.connectTimeout), &why));
-  if (!out.memory) {
-    out.summary = "allreduce over TCP only: " + why;
-    return out;
-  }
-  DDP_ASSIGN_OR_RETURN(out.words, agreeSharedWords(store, options.prefix, options.rank, out.memory->pids(),
-                                                   Deadline::after(options.connectTimeout), &why));
-  out.summary = out.words ? "allreduces from " + std::to_string(kSharedWordsMinBytes >> 10) +
-                                " KiB read peers' memory, in phases over shared memory (one host)"
-                          : "allreduces from " + std::to_string(kCrossMemoryMinBytes >> 20) +
-                                " MiB read peers' memory, in phases over TCP (one host; " + why + ")";
-  return out;
-}
-
 std::chrono::milliseconds toMs(Duration d) {
   return std::max(std::chrono::milliseconds(1), std::chrono::duration_cast<std::chrono::milliseconds>(d));
 }
@@ -98,7 +74,8 @@ Result<std::unique_ptr<GlooBackend>> GlooBackend::create(const GlooOptions& opti
     context->setTimeout(toMs(options.timeout + kGlooTimeoutSlack));
     SameHostPaths same;
     if (options.sameHostMemory && options.size > 1) {
-      auto agreed = agreeSameHost(options, store);
+      auto agreed = agreeSameHost(store, options.prefix, options.rank, options.size,
+                                  Deadline::after(options.connectTimeout));
       if (!agreed.isOk()) return agreed.status().withContext(where);
       same = *agreed;
       if (options.rank == 0) DDP_LOG(Info) << where << ": " << same.summary;
@@ -118,6 +95,7 @@ GlooBackend::GlooBackend(const GlooOptions& options, std::shared_ptr<::gloo::Con
       context_(std::move(context)) {
   waits_ = std::make_shared<GlooWaitSet>();
   readsPeerMemory_ = crossMemory != nullptr;
+  sharesPage_ = sharedWords != nullptr;
   if (sharedWords) {  // Note [Shared header exchange]
     lane_ = std::make_unique<SharedHeaderExchange>(sharedWords, options_.rank, options_.size);
   } else {

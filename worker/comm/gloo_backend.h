@@ -92,6 +92,9 @@ class GlooBackend final : public Backend {
   // True when every rank agreed at create() that large allreduces read peers' memory (Note
   // [Same-host allreduce]).
   bool readsPeerMemory() const { return readsPeerMemory_; }
+  // True when the ranks also share the futex page (Note [Shared-memory phases]): the same-host
+  // path from kSharedWordsMinBytes, op headers through the page.
+  bool sharesPage() const { return sharesPage_; }
 
   WorkPtr allreduce(BufferView buf, ReduceOp op, const OpOptions& opts = {}) override;
   WorkPtr broadcast(BufferView buf, int root, const OpOptions& opts = {}) override;
@@ -151,6 +154,7 @@ class GlooBackend final : public Backend {
   std::shared_ptr<GlooWaitSet> waits_;     // every op's buffers; abort releases their waits
   std::unique_ptr<GlooCollectives> coll_;  // executor thread only
   bool readsPeerMemory_ = false;           // set by the constructor
+  bool sharesPage_ = false;                // set by the constructor
   std::unique_ptr<GlooP2p> p2p_;
   std::unique_ptr<HeaderExchange> lane_;  // GlooHeaderLane, or SharedHeaderExchange on one host
   std::unique_ptr<FlightRecorder> flight_;

@@ -17,8 +17,6 @@
 #include <stdexcept>
 
 #include "common/process/pidfd.h"
-#include "common/store/store.h"
-#include "worker/comm/cross_memory.h"
 
 namespace ddp::comm {
 
@@ -40,10 +38,9 @@ long futex(std::atomic<uint32_t>* word, int op, uint32_t value, const struct tim
   return ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
 }
 
-Status checkRanks(const std::vector<int64_t>& pids, int rank) {
-  if (pids.empty() || pids.size() > static_cast<size_t>(kSharedWordsMaxRanks) || rank < 0 ||
-      rank >= static_cast<int>(pids.size())) {
-    return invalidArgument("shared words for rank " + std::to_string(rank) + " of " + std::to_string(pids.size()) +
+Status checkRanks(int rank, int size) {
+  if (size < 1 || size > kSharedWordsMaxRanks || rank < 0 || rank >= size) {
+    return invalidArgument("shared words for rank " + std::to_string(rank) + " of " + std::to_string(size) +
                            " ranks: want 1 to " + std::to_string(kSharedWordsMaxRanks) + " ranks");
   }
   return Status::ok();
@@ -51,36 +48,24 @@ Status checkRanks(const std::vector<int64_t>& pids, int rank) {
 
 }  // namespace
 
-SharedWords::SharedWords(int fd, Page* page, int rank, std::vector<int64_t> pids, std::vector<int> pidfds)
-    : fd_(fd), page_(page), rank_(rank), pids_(std::move(pids)), pidfds_(std::move(pidfds)) {}
-
-Result<std::unique_ptr<SharedWords>> SharedWords::map(int fd, const std::vector<int64_t>& pids, int rank, bool init) {
-  std::vector<int> pidfds(pids.size(), -1);
-  auto fail = [&](const std::string& msg) {
-    for (int p : pidfds) {
-      if (p >= 0) ::close(p);
-    }
+Result<std::unique_ptr<SharedWords>> SharedWords::map(int fd, int rank, int size, bool init) {
+  void* p = ::mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    const std::string msg = errnoText("mmap of the shared-words page");
     ::close(fd);
     return unavailable(msg);
-  };
-  for (size_t r = 0; r < pids.size(); ++r) {
-    if (static_cast<int>(r) == rank) continue;
-    pidfds[r] = pidfdOpen(static_cast<pid_t>(pids[r]));
-    if (pidfds[r] < 0) return fail(errnoText("pidfd_open of rank " + std::to_string(r) + " (pid " + std::to_string(pids[r]) + ")"));
   }
-  void* p = ::mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED) return fail(errnoText("mmap of the shared-words page"));
   static_assert(sizeof(Page) <= kPageBytes);
   auto* page = static_cast<Page*>(p);
   if (init) {
     new (&page->arrived) std::atomic<uint32_t>(0);
     new (&page->abortedBy) std::atomic<uint32_t>(0);
   }
-  return std::unique_ptr<SharedWords>(new SharedWords(fd, page, rank, pids, std::move(pidfds)));
+  return std::unique_ptr<SharedWords>(new SharedWords(fd, page, rank, size));
 }
 
-Result<std::unique_ptr<SharedWords>> SharedWords::create(const std::vector<int64_t>& pids, int rank) {
-  DDP_RETURN_IF_ERROR(checkRanks(pids, rank));
+Result<std::unique_ptr<SharedWords>> SharedWords::create(int rank, int size) {
+  DDP_RETURN_IF_ERROR(checkRanks(rank, size));
   const int fd = static_cast<int>(::syscall(SYS_memfd_create, "ddp-shared-words", MFD_CLOEXEC));
   if (fd < 0) return unavailable(errnoText("memfd_create"));
   if (::ftruncate(fd, kPageBytes) != 0) {
@@ -88,15 +73,38 @@ Result<std::unique_ptr<SharedWords>> SharedWords::create(const std::vector<int64
     ::close(fd);
     return unavailable(msg);
   }
-  return map(fd, pids, rank, true);
+  return map(fd, rank, size, true);
 }
 
-Result<std::unique_ptr<SharedWords>> SharedWords::open(const std::vector<int64_t>& pids, int rank, int fd) {
-  DDP_RETURN_IF_ERROR(checkRanks(pids, rank));
-  const std::string path = "/proc/" + std::to_string(pids[0]) + "/fd/" + std::to_string(fd);
+Result<std::unique_ptr<SharedWords>> SharedWords::open(int64_t ownerPid, int fd, int rank, int size) {
+  DDP_RETURN_IF_ERROR(checkRanks(rank, size));
+  const std::string path = "/proc/" + std::to_string(ownerPid) + "/fd/" + std::to_string(fd);
   const int own = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (own < 0) return unavailable(errnoText("cannot open rank 0's shared-words page " + path));
-  return map(own, pids, rank, false);
+  return map(own, rank, size, false);
+}
+
+Status SharedWords::watch(const std::vector<int64_t>& pids) {
+  if (pids.size() != static_cast<size_t>(size_)) {
+    return invalidArgument("shared words: " + std::to_string(pids.size()) + " pids for " + std::to_string(size_) + " ranks");
+  }
+  std::vector<int> fds(pids.size(), -1);
+  for (size_t r = 0; r < pids.size(); ++r) {
+    if (static_cast<int>(r) == rank_) continue;
+    fds[r] = pidfdOpen(static_cast<pid_t>(pids[r]));
+    if (fds[r] >= 0) continue;
+    const Status st = unavailable(errnoText("pidfd_open of rank " + std::to_string(r) + " (pid " + std::to_string(pids[r]) + ")"));
+    for (int f : fds) {
+      if (f >= 0) ::close(f);
+    }
+    return st;
+  }
+  for (int f : pidfds_) {
+    if (f >= 0) ::close(f);
+  }
+  pids_ = pids;
+  pidfds_ = std::move(fds);
+  return Status::ok();
 }
 
 SharedWords::~SharedWords() {
@@ -136,7 +144,7 @@ void SharedWords::checkPeers() const {
 
 void SharedWords::allgather(std::vector<uint64_t>& words, Deadline deadline, const std::function<bool()>& abandon) {
   const size_t slot = exchanges_ % 2;
-  const auto n = static_cast<uint32_t>(pids_.size());
+  const auto n = static_cast<uint32_t>(size_);
   const size_t per = words.size() / n;
   if (per < 1 || per > kSharedWordsPerRank || per * n != words.size()) {
     throw std::invalid_argument("shared words: an allgather of " + std::to_string(words.size()) + " words over " +
@@ -169,32 +177,6 @@ void SharedWords::allgather(std::vector<uint64_t>& words, Deadline deadline, con
   }
   ++exchanges_;
   broken_ = false;
-}
-
-Result<std::shared_ptr<SharedWords>> agreeSharedWords(Store& store, const std::string& prefix, int rank,
-                                                      const std::vector<int64_t>& pids, Deadline deadline,
-                                                      std::string* why) {
-  const std::string base = prefix + "/xmem/";
-  Result<std::unique_ptr<SharedWords>> mine = unavailable("rank 0 has no shared-words page");
-  if (rank == 0) {
-    mine = SharedWords::create(pids, rank);
-    DDP_RETURN_IF_ERROR(store.set(base + "words", mine.isOk() ? std::to_string((*mine)->fd()) : "none"));
-  } else {
-    DDP_ASSIGN_OR_RETURN(std::string text, store.get(base + "words", deadline));
-    char* end = nullptr;
-    const long fd = std::strtol(text.c_str(), &end, 10);
-    if (end != text.c_str() && *end == '\0' && fd >= 0) mine = SharedWords::open(pids, rank, static_cast<int>(fd));
-  }
-  const std::string verdict = mine.isOk() ? "ok" : mine.status().message();
-  DDP_RETURN_IF_ERROR(store.set(base + "words-ok/" + std::to_string(rank), verdict));
-  DDP_ASSIGN_OR_RETURN(std::vector<std::string> verdicts, gatherAll(store, base + "words-ok/", static_cast<int>(pids.size()), deadline));
-  for (size_t r = 0; r < verdicts.size(); ++r) {
-    if (verdicts[r] != "ok") {
-      *why = "rank " + std::to_string(r) + " cannot map the shared-words page: " + verdicts[r];
-      return std::shared_ptr<SharedWords>();
-    }
-  }
-  return std::shared_ptr<SharedWords>(std::move(*mine));
 }
 
 }  // namespace ddp::comm

@@ -46,27 +46,20 @@ inline constexpr int kSharedWordsMaxRanks = 64;
 inline constexpr size_t kSharedWordsPerRank = 4;  // an OpHeader
 inline constexpr std::chrono::milliseconds kSharedWordsSlice{20};
 
-class Store;
-class SharedWords;
-
-// The agreement of GlooBackend::create() once the ranks agreed on cross-memory reads: rank 0
-// creates the page and publishes "<fd>" under `prefix`/xmem/words, every rank opens it (rank 0's
-// process is pids[0]) and publishes its verdict, and all ranks read all verdicts: a SharedWords
-// when every rank mapped the page, nullptr otherwise (`why` says why not). Errors: the store's.
-Result<std::shared_ptr<SharedWords>> agreeSharedWords(Store& store, const std::string& prefix, int rank,
-                                                      const std::vector<int64_t>& pids, Deadline deadline,
-                                                      std::string* why);
-
 class SharedWords {
  public:
-  // A new page (a memfd of this process), for rank 0. `pids` are every rank's processes.
-  static Result<std::unique_ptr<SharedWords>> create(const std::vector<int64_t>& pids, int rank);
-  // Rank 0's page, its file descriptor `fd` in process pids[0]: Unavailable when it cannot be
-  // opened (or a peer's pidfd cannot).
-  static Result<std::unique_ptr<SharedWords>> open(const std::vector<int64_t>& pids, int rank, int fd);
+  // A new page (a memfd of this process), for rank 0 of `size` ranks.
+  static Result<std::unique_ptr<SharedWords>> create(int rank, int size);
+  // Rank 0's page, its file descriptor `fd` in process `ownerPid`: Unavailable when it cannot be
+  // opened.
+  static Result<std::unique_ptr<SharedWords>> open(int64_t ownerPid, int fd, int rank, int size);
   ~SharedWords();
   SharedWords(const SharedWords&) = delete;
   SharedWords& operator=(const SharedWords&) = delete;
+
+  // Opens a pidfd for every peer (pids[r] is rank r's process), so that waits notice a peer's
+  // process ending; Unavailable naming the rank whose process is gone. Call before allgather().
+  Status watch(const std::vector<int64_t>& pids);
 
   int fd() const { return fd_; }
 
@@ -81,8 +74,8 @@ class SharedWords {
 
  private:
   struct Page;
-  SharedWords(int fd, Page* page, int rank, std::vector<int64_t> pids, std::vector<int> pidfds);
-  static Result<std::unique_ptr<SharedWords>> map(int fd, const std::vector<int64_t>& pids, int rank, bool init);
+  SharedWords(int fd, Page* page, int rank, int size) : fd_(fd), page_(page), rank_(rank), size_(size) {}
+  static Result<std::unique_ptr<SharedWords>> map(int fd, int rank, int size, bool init);
   // Throw when a rank aborted the page / a peer's process has ended.
   void checkAborted() const;
   void checkPeers() const;
@@ -91,8 +84,9 @@ class SharedWords {
   int fd_ = -1;
   Page* page_ = nullptr;
   const int rank_;
-  const std::vector<int64_t> pids_;
-  const std::vector<int> pidfds_;  // -1 for this rank
+  const int size_;
+  std::vector<int64_t> pids_;
+  std::vector<int> pidfds_;  // -1 for this rank; set by watch()
   uint32_t exchanges_ = 0;         // completed by this rank
   bool broken_ = false;            // an exchange failed: the counts no longer agree
 };

@@ -1,6 +1,6 @@
 // Cross-memory reads (Note [Same-host allreduce]): the identity a rank publishes, the same-host
-// decision, reads from this process and from a process that has exited (a real child, reaped),
-// and the store agreement over a real InMemoryStore.
+// decision, reads from this process and from a process that has exited (a real child, reaped).
+// The store agreement is same_host_agreement_test's.
 #include <gtest/gtest.h>
 
 #include <gloo/common/error.h>
@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "common/store/in_memory_store.h"
 #include "worker/comm/cross_memory.h"
 
 namespace ddp::comm {
@@ -73,40 +72,6 @@ TEST(CrossMemoryTest, ReadsAnotherRanksMemoryAndNamesAnExitedPeer) {
   const Status probe = memory.probe(0);
   EXPECT_EQ(probe.code(), StatusCode::kUnavailable);
   EXPECT_NE(probe.message().find("rank 1"), std::string::npos) << probe;
-}
-
-TEST(CrossMemoryTest, RanksAgreeThroughTheStore) {
-  InMemoryStore store;
-  auto self = thisProcess();
-  ASSERT_TRUE(self.isOk());
-  // Rank 1 (published by hand, as another process of this host would): this process again.
-  ASSERT_TRUE(store.set("g/xmem/host/1", self->encode()).isOk());
-  ASSERT_TRUE(store.set("g/xmem/probe/1", "ok").isOk());
-  std::string why;
-  auto agreed = agreeCrossMemory(store, "g", 0, 2, Deadline::after(5s), &why);
-  ASSERT_TRUE(agreed.isOk()) << agreed.status();
-  EXPECT_NE(*agreed, nullptr) << why;
-
-  // A rank elsewhere: every rank decides TCP, and says why.
-  HostIdentity other = *self;
-  other.bootId = "another-kernel";
-  ASSERT_TRUE(store.set("h/xmem/host/1", other.encode()).isOk());
-  agreed = agreeCrossMemory(store, "h", 0, 2, Deadline::after(5s), &why);
-  ASSERT_TRUE(agreed.isOk()) << agreed.status();
-  EXPECT_EQ(*agreed, nullptr);
-  EXPECT_NE(why.find("do not share one host"), std::string::npos) << why;
-
-  // A peer whose probe failed.
-  ASSERT_TRUE(store.set("i/xmem/host/1", self->encode()).isOk());
-  ASSERT_TRUE(store.set("i/xmem/probe/1", "operation not permitted").isOk());
-  agreed = agreeCrossMemory(store, "i", 0, 2, Deadline::after(5s), &why);
-  ASSERT_TRUE(agreed.isOk()) << agreed.status();
-  EXPECT_EQ(*agreed, nullptr);
-  EXPECT_NE(why.find("rank 1 cannot read its peers' memory: operation not permitted"), std::string::npos) << why;
-
-  // A peer that never publishes: the store's deadline, not a hang.
-  agreed = agreeCrossMemory(store, "j", 0, 2, Deadline::after(200ms), &why);
-  EXPECT_FALSE(agreed.isOk());
 }
 
 }  // namespace

@@ -209,6 +209,7 @@ TEST_P(GlooLargeBufferTest, AllreduceBroadcastAndAllgatherStreamInSegments) {
   auto configure = [sameHost = sameHost](GlooOptions& o) { o.sameHostMemory = sameHost; };
   Status st = test::runRanks(world, configure, [world = world, sameHost = sameHost](int rank, Backend& b) {
     EXPECT_EQ(dynamic_cast<GlooBackend&>(b).readsPeerMemory(), sameHost);
+    EXPECT_EQ(dynamic_cast<GlooBackend&>(b).sharesPage(), sameHost);
     constexpr size_t kCount = 1300007;  // 5.2 MB of f32: at least 2 segments per chunk, above
                                         // kCrossMemoryMinBytes
     std::vector<float> f(kCount);

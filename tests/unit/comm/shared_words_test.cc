@@ -1,10 +1,10 @@
-// SharedWords (Note [Shared-memory phases]): real memfd pages opened through /proc, real futexes.
-// Exchanges of one and of several words per rank, timeouts, this rank's and a peer's abort, an
-// ended peer, bad arguments, the store agreement.
-// The ranks are threads of this process (the page is opened through /proc/self/fd as a peer
-// opens rank 0's), except the ended peer, a real child process left a zombie and then reaped.
-// SharedHeaderExchange over such a page. Also the wiring in GlooCollectives: a same-host allreduce below kCrossMemoryMinBytes waits in
-// the shared page, and aborting the communicator's wait set releases it.
+// SharedWords (Note [Shared-memory phases]): real memfd pages opened through /proc, real futexes:
+// exchanges of one and of several words per rank, timeouts, this rank's and a peer's abort, a
+// closed page, an ended peer, bad arguments. The ranks are threads of this process (the page is
+// opened through /proc/self/fd as a peer opens rank 0's), except the ended peer, a real child
+// process left a zombie and then reaped. Also SharedHeaderExchange over such a page, and the
+// wiring in GlooCollectives: a same-host allreduce below kCrossMemoryMinBytes waits in the page,
+// and aborting the communicator's wait set releases it.
 #include <gtest/gtest.h>
 
 #include <gloo/common/error.h>
@@ -19,7 +19,6 @@
 #include <thread>
 #include <vector>
 
-#include "common/store/in_memory_store.h"
 #include "tests/support/gloo_harness.h"
 #include "worker/comm/cross_memory.h"
 #include "worker/comm/gloo_collectives.h"
@@ -35,18 +34,17 @@ using SteadyClock = std::chrono::steady_clock;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// `world` ranks of this process on one page: rank 0 creates it, the others open it.
+// `world` ranks of this process on one page: rank 0 creates it, the others open it (through
+// /proc/self/fd); each watches the others (this process).
 std::vector<std::unique_ptr<SharedWords>> pageOf(int world) {
   const std::vector<int64_t> pids(static_cast<size_t>(world), ::getpid());
   std::vector<std::unique_ptr<SharedWords>> ranks;
-  auto first = SharedWords::create(pids, 0);
-  EXPECT_TRUE(first.isOk()) << first.status();
-  if (!first.isOk()) return ranks;
-  ranks.push_back(std::move(*first));
-  for (int r = 1; r < world; ++r) {
-    auto other = SharedWords::open(pids, r, ranks[0]->fd());
-    EXPECT_TRUE(other.isOk()) << other.status();
-    if (other.isOk()) ranks.push_back(std::move(*other));
+  for (int r = 0; r < world; ++r) {
+    auto page = r == 0 ? SharedWords::create(0, world) : SharedWords::open(::getpid(), ranks[0]->fd(), r, world);
+    EXPECT_TRUE(page.isOk()) << page.status();
+    if (!page.isOk()) return ranks;
+    EXPECT_TRUE((*page)->watch(pids).isOk());
+    ranks.push_back(std::move(*page));
   }
   return ranks;
 }
@@ -178,8 +176,9 @@ TEST(SharedWordsTest, APeerWhoseProcessEndedFailsTheWaitNamingIt) {
   if (child == 0) ::_exit(0);
   // Not reaped yet: a zombie, which counts as ended.
   const std::vector<int64_t> pids = {::getpid(), child};
-  auto page = SharedWords::create(pids, 0);
+  auto page = SharedWords::create(0, 2);
   ASSERT_TRUE(page.isOk()) << page.status();
+  ASSERT_TRUE((*page)->watch(pids).isOk());
   std::vector<uint64_t> words(2, 0);
   const auto t0 = SteadyClock::now();
   const std::string err = ioErrorOf([&] { (*page)->allgather(words, Deadline::after(60s), nullptr); });
@@ -188,64 +187,26 @@ TEST(SharedWordsTest, APeerWhoseProcessEndedFailsTheWaitNamingIt) {
 
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
-  auto gone = SharedWords::create(pids, 0);  // the pid names no process now
-  EXPECT_EQ(gone.status().code(), StatusCode::kUnavailable);
-  EXPECT_TRUE(contains(gone.status().message(), "pidfd_open of rank 1 (pid " + std::to_string(child) + ")"))
-      << gone.status();
+  const Status gone = (*page)->watch(pids);  // the pid names no process now
+  EXPECT_EQ(gone.code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(contains(gone.message(), "pidfd_open of rank 1 (pid " + std::to_string(child) + ")")) << gone;
 }
 
 TEST(SharedWordsTest, BadArgumentsAndAMissingPageAreNamed) {
-  const std::vector<int64_t> one = {::getpid()};
-  EXPECT_EQ(SharedWords::create({}, 0).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(SharedWords::create(one, 1).status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(SharedWords::create(std::vector<int64_t>(kSharedWordsMaxRanks + 1, ::getpid()), 0).status().code(),
-            StatusCode::kInvalidArgument);
-  auto page = SharedWords::create({::getpid(), ::getpid()}, 0);
+  EXPECT_EQ(SharedWords::create(0, 0).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SharedWords::create(1, 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SharedWords::create(0, kSharedWordsMaxRanks + 1).status().code(), StatusCode::kInvalidArgument);
+  auto page = SharedWords::create(0, 2);
   ASSERT_TRUE(page.isOk()) << page.status();
+  EXPECT_EQ((*page)->watch({::getpid()}).code(), StatusCode::kInvalidArgument);  // one pid for two ranks
   std::vector<uint64_t> five(5, 0);  // not a whole number of words per rank
   EXPECT_THROW((*page)->allgather(five, Deadline::after(1s), nullptr), std::invalid_argument);
   std::vector<uint64_t> ten(10, 0);  // 5 per rank: more than a page slot holds
   EXPECT_THROW((*page)->allgather(ten, Deadline::after(1s), nullptr), std::invalid_argument);
-  auto missing = SharedWords::open({::getpid(), ::getpid()}, 1, 99999);
+  auto missing = SharedWords::open(::getpid(), 99999, 1, 2);
   EXPECT_EQ(missing.status().code(), StatusCode::kUnavailable);
   EXPECT_TRUE(contains(missing.status().message(), "/proc/" + std::to_string(::getpid()) + "/fd/99999"))
       << missing.status();
-}
-
-TEST(SharedWordsTest, RanksAgreeThroughTheStore) {
-  InMemoryStore store;
-  const std::vector<int64_t> pids = {::getpid(), ::getpid()};
-  std::vector<std::shared_ptr<SharedWords>> agreed(2);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r) {
-    threads.emplace_back([&, r] {
-      std::string why;
-      auto a = agreeSharedWords(store, "g", r, pids, Deadline::after(10s), &why);
-      ASSERT_TRUE(a.isOk()) << a.status();
-      EXPECT_NE(*a, nullptr) << why;
-      agreed[static_cast<size_t>(r)] = *a;
-    });
-  }
-  for (auto& t : threads) t.join();
-  ASSERT_TRUE(agreed[0] && agreed[1]);
-  std::vector<uint64_t> w0 = {7, 0}, w1 = {0, 9};
-  std::thread other([&] { agreed[1]->allgather(w1, Deadline::after(10s), nullptr); });
-  agreed[0]->allgather(w0, Deadline::after(10s), nullptr);
-  other.join();
-  EXPECT_EQ(w0, (std::vector<uint64_t>{7, 9}));
-  EXPECT_EQ(w1, w0);
-
-  // Rank 0 had no page: every rank decides against, and says why.
-  ASSERT_TRUE(store.set("h/xmem/words", "none").isOk());
-  ASSERT_TRUE(store.set("h/xmem/words-ok/0", "memfd_create: out of memory").isOk());
-  std::string why;
-  auto none = agreeSharedWords(store, "h", 1, pids, Deadline::after(10s), &why);
-  ASSERT_TRUE(none.isOk()) << none.status();
-  EXPECT_EQ(*none, nullptr);
-  EXPECT_TRUE(contains(why, "rank 0 cannot map the shared-words page: memfd_create: out of memory")) << why;
-
-  // Rank 0 never publishes: the store's deadline, not a hang.
-  EXPECT_FALSE(agreeSharedWords(store, "j", 1, pids, Deadline::after(200ms), &why).isOk());
 }
 
 // Note [Shared header exchange]: headers that agree, that do not (every rank's named), one never
@@ -290,8 +251,9 @@ TEST(SharedWordsTest, ASameHostAllreduceWaitsInThePageAndAbortReleasesIt) {
   auto self = thisProcess();
   ASSERT_TRUE(self.isOk()) << self.status();
   auto memory = std::make_shared<const CrossMemory>(std::vector<HostIdentity>{*self, *self});
-  auto words = SharedWords::create(memory->pids(), 0);
+  auto words = SharedWords::create(0, 2);
   ASSERT_TRUE(words.isOk()) << words.status();
+  ASSERT_TRUE((*words)->watch(memory->pids()).isOk());
   auto waits = std::make_shared<GlooWaitSet>();
   GlooCollectives coll(contexts[0], waits, memory, std::shared_ptr<SharedWords>(std::move(*words)));
   std::vector<float> x((size_t{1} << 20) / sizeof(float), 1.f);
