@@ -25,7 +25,8 @@ Result<std::unique_ptr<SharedWords>> openPage(const std::string& published, cons
   char* end = nullptr;
   const long fd = std::strtol(published.c_str(), &end, 10);
   if (published.empty() || *end != '\0' || fd < 0) return unavailable("rank 0 has no page (" + published + ")");
-  DDP_ASSIGN_OR_RETURN(auto words, SharedWords::open(pids[0], static_cast<int>(fd), rank, static_cast<int>(pids.size())));
+  DDP_ASSIGN_OR_RETURN(auto words,
+                       SharedWords::open(pids[0], static_cast<int>(fd), rank, static_cast<int>(pids.size())));
   DDP_RETURN_IF_ERROR(words->watch(pids));
   return words;
 }
@@ -40,7 +41,8 @@ std::string verdictOf(const CrossMemory& memory, Store& store, const std::string
     mapped = page ? page->watch(memory.pids()) : unavailable("no page");
   } else {
     auto published = store.get(base + "words", deadline);  // set before host/0: present
-    auto opened = published.isOk() ? openPage(*published, memory.pids(), rank) : Result<std::unique_ptr<SharedWords>>(published.status());
+    auto opened = published.isOk() ? openPage(*published, memory.pids(), rank)
+                                   : Result<std::unique_ptr<SharedWords>>(published.status());
     if (opened.isOk()) page = std::move(*opened);
     mapped = opened.status();
   }
@@ -57,7 +59,8 @@ Result<SameHostPaths> agreeSameHost(Store& store, const std::string& prefix, int
   if (rank == 0) {
     auto created = SharedWords::create(0, size);
     if (created.isOk()) page = std::move(*created);
-    DDP_RETURN_IF_ERROR(store.set(base + "words", page ? std::to_string(page->fd()) : "none " + created.status().message()));
+    DDP_RETURN_IF_ERROR(
+        store.set(base + "words", page ? std::to_string(page->fd()) : "none " + created.status().message()));
   }
   auto self = thisProcess();
   DDP_RETURN_IF_ERROR(store.set(base + "host/" + std::to_string(rank), self.isOk() ? self->encode() : "none"));
@@ -76,15 +79,18 @@ Result<SameHostPaths> agreeSameHost(Store& store, const std::string& prefix, int
     return out;
   }
   auto memory = std::make_shared<const CrossMemory>(ranks);
-  DDP_RETURN_IF_ERROR(store.set(base + "probe/" + std::to_string(rank), verdictOf(*memory, store, base, rank, page, deadline)));
+  DDP_RETURN_IF_ERROR(
+      store.set(base + "probe/" + std::to_string(rank), verdictOf(*memory, store, base, rank, page, deadline)));
   DDP_ASSIGN_OR_RETURN(std::vector<std::string> verdicts, gatherAll(store, base + "probe/", size, deadline));
   std::string pageWhy;
   for (size_t r = 0; r < verdicts.size(); ++r) {
     if (verdicts[r] != "ok" && verdicts[r].rfind("ok ", 0) != 0) {
-      out.summary = "allreduce over TCP only: rank " + std::to_string(r) + " cannot read its peers' memory: " + verdicts[r];
+      out.summary =
+          "allreduce over TCP only: rank " + std::to_string(r) + " cannot read its peers' memory: " + verdicts[r];
       return out;
     }
-    if (verdicts[r] != "ok" && pageWhy.empty()) pageWhy = "rank " + std::to_string(r) + " cannot map the shared page: " + verdicts[r].substr(3);
+    if (verdicts[r] != "ok" && pageWhy.empty())
+      pageWhy = "rank " + std::to_string(r) + " cannot map the shared page: " + verdicts[r].substr(3);
   }
   out.memory = std::move(memory);
   if (pageWhy.empty()) out.words = std::shared_ptr<SharedWords>(std::move(page));

@@ -25,7 +25,8 @@ Status SharedHeaderExchange::await(uint64_t collSeq, Deadline deadline, const st
     std::lock_guard<std::mutex> lock(mu_);
     if (stopped_) return abortedError("header exchange stopped");
     auto it = posted_.find(collSeq);
-    if (it == posted_.end()) return internalError("header of collective #" + std::to_string(collSeq) + " was never posted");
+    if (it == posted_.end())
+      return internalError("header of collective #" + std::to_string(collSeq) + " was never posted");
     item = std::move(it->second);
     posted_.erase(it);
   }

@@ -1,13 +1,12 @@
 #include "worker/comm/shared_words.h"
 
 #include <fcntl.h>
+#include <gloo/common/error.h>
 #include <linux/futex.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-
-#include <gloo/common/error.h>
 
 #include <algorithm>
 #include <atomic>
@@ -86,14 +85,16 @@ Result<std::unique_ptr<SharedWords>> SharedWords::open(int64_t ownerPid, int fd,
 
 Status SharedWords::watch(const std::vector<int64_t>& pids) {
   if (pids.size() != static_cast<size_t>(size_)) {
-    return invalidArgument("shared words: " + std::to_string(pids.size()) + " pids for " + std::to_string(size_) + " ranks");
+    return invalidArgument("shared words: " + std::to_string(pids.size()) + " pids for " + std::to_string(size_) +
+                           " ranks");
   }
   std::vector<int> fds(pids.size(), -1);
   for (size_t r = 0; r < pids.size(); ++r) {
     if (static_cast<int>(r) == rank_) continue;
     fds[r] = pidfdOpen(static_cast<pid_t>(pids[r]));
     if (fds[r] >= 0) continue;
-    const Status st = unavailable(errnoText("pidfd_open of rank " + std::to_string(r) + " (pid " + std::to_string(pids[r]) + ")"));
+    const Status st =
+        unavailable(errnoText("pidfd_open of rank " + std::to_string(r) + " (pid " + std::to_string(pids[r]) + ")"));
     for (int f : fds) {
       if (f >= 0) ::close(f);
     }
@@ -134,7 +135,9 @@ void SharedWords::checkAborted() const {
 void SharedWords::checkPeers() const {
   for (size_t r = 0; r < pidfds_.size(); ++r) {
     if (pidfds_[r] < 0) continue;
-    struct pollfd pfd {pidfds_[r], POLLIN, 0};
+    struct pollfd pfd {
+      pidfds_[r], POLLIN, 0
+    };
     if (::poll(&pfd, 1, 0) > 0) {
       throw ::gloo::IoException("shared-memory exchange: rank " + std::to_string(r) + " (pid " +
                                 std::to_string(pids_[r]) + ") has exited");
@@ -159,7 +162,8 @@ void SharedWords::allgather(std::vector<uint64_t>& words, Deadline deadline, con
   uint32_t seen = page_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1;
   if (seen == target) wake();
   while (static_cast<int32_t>(seen - target) < 0) {
-    if (abandon && abandon()) throw ::gloo::IoException("shared-memory exchange abandoned: the communicator was aborted");
+    if (abandon && abandon())
+      throw ::gloo::IoException("shared-memory exchange abandoned: the communicator was aborted");
     checkAborted();
     checkPeers();
     const Duration left = deadline.remaining();
@@ -167,8 +171,9 @@ void SharedWords::allgather(std::vector<uint64_t>& words, Deadline deadline, con
       throw ::gloo::IoException("shared-memory exchange timed out: " + std::to_string(target - seen) +
                                 " rank(s) did not arrive");
     }
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::min<Duration>(left, kSharedWordsSlice)).count();
-    const struct timespec slice {static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
+    const auto ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::min<Duration>(left, kSharedWordsSlice)).count();
+    const struct timespec slice { static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000) };
     futex(&page_->arrived, FUTEX_WAIT, seen, &slice);
     seen = page_->arrived.load(std::memory_order_acquire);
   }

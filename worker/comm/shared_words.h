@@ -21,11 +21,11 @@
 // (gloo::IoException, as a released Gloo wait does) when `abandon()` turns true (this rank's
 // communicator was aborted), when any rank aborted or destroyed its communicator (GlooWaitSet's
 // abort and the destructor call abort(), which marks the page and wakes every waiter: what a
-// closed TCP connection tells the peers over Gloo), when a peer's process has ended (a pidfd per peer, opened when the page was
-// agreed, so a reused pid cannot pass for the peer, and a zombie counts as ended) or when the
-// deadline passes. A given-up exchange leaves the counts disagreeing, so every later exchange on
-// the page fails at once (as does one that starts after any rank's abort); the communicator is
-// aborted after a failed op anyway, and its successor gets a new page.
+// closed TCP connection tells the peers over Gloo), when a peer's process has ended (a pidfd per
+// peer, opened when the page was agreed, so a reused pid cannot pass for the peer, and a zombie
+// counts as ended) or when the deadline passes. A given-up exchange leaves the counts disagreeing,
+// so every later exchange on the page fails at once (as does one that starts after any rank's
+// abort); the communicator is aborted after a failed op anyway, and its successor gets a new page.
 // Thread model: one executor thread calls allgather(); abort() from any thread.
 
 #include <sys/types.h>

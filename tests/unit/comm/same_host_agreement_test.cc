@@ -3,6 +3,8 @@
 // another kernel, a failed probe and a page only one rank could not map (published by hand, as
 // another process would) each give every rank the same answer and a reason; a silent peer is the
 // store's deadline, not a hang.
+#include "worker/comm/same_host_agreement.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "common/store/in_memory_store.h"
-#include "worker/comm/same_host_agreement.h"
 
 namespace ddp::comm {
 namespace {

@@ -5,9 +5,10 @@
 // process left a zombie and then reaped. Also SharedHeaderExchange over such a page, and the
 // wiring in GlooCollectives: a same-host allreduce below kCrossMemoryMinBytes waits in the page,
 // and aborting the communicator's wait set releases it.
-#include <gtest/gtest.h>
+#include "worker/comm/shared_words.h"
 
 #include <gloo/common/error.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,7 +25,6 @@
 #include "worker/comm/gloo_collectives.h"
 #include "worker/comm/gloo_wait_set.h"
 #include "worker/comm/shared_header_exchange.h"
-#include "worker/comm/shared_words.h"
 
 namespace ddp::comm {
 namespace {
@@ -70,7 +70,7 @@ TEST(SharedWordsTest, RanksAtDifferentPacesGatherEveryWordOfEveryExchange) {
   for (int r = 0; r < kWorld; ++r) {
     threads.emplace_back([&, r] {
       for (int e = 0; e < kExchanges; ++e) {
-        if (e % 50 == r) std::this_thread::sleep_for(2ms);  // everyone waits on someone sometimes
+        if (e % 50 == r) std::this_thread::sleep_for(2ms);        // everyone waits on someone sometimes
         const size_t per = e % 2 == 0 ? 1 : kSharedWordsPerRank;  // addresses, then a header
         auto value = [&](size_t q, size_t k) { return uint64_t(e) * 1000 + q * 10 + k; };
         std::vector<uint64_t> words(kWorld * per, ~0ull);
@@ -199,7 +199,7 @@ TEST(SharedWordsTest, BadArgumentsAndAMissingPageAreNamed) {
   auto page = SharedWords::create(0, 2);
   ASSERT_TRUE(page.isOk()) << page.status();
   EXPECT_EQ((*page)->watch({::getpid()}).code(), StatusCode::kInvalidArgument);  // one pid for two ranks
-  std::vector<uint64_t> five(5, 0);  // not a whole number of words per rank
+  std::vector<uint64_t> five(5, 0);                                              // not a whole number of words per rank
   EXPECT_THROW((*page)->allgather(five, Deadline::after(1s), nullptr), std::invalid_argument);
   std::vector<uint64_t> ten(10, 0);  // 5 per rank: more than a page slot holds
   EXPECT_THROW((*page)->allgather(ten, Deadline::after(1s), nullptr), std::invalid_argument);
@@ -216,7 +216,8 @@ TEST(SharedHeaderExchangeTest, AgreeingDisagreeingMissingAndStopped) {
   ASSERT_EQ(page.size(), 2u);
   std::vector<std::unique_ptr<SharedHeaderExchange>> ex;
   for (int r = 0; r < 2; ++r) {
-    ex.push_back(std::make_unique<SharedHeaderExchange>(std::shared_ptr<SharedWords>(std::move(page[static_cast<size_t>(r)])), r, 2));
+    ex.push_back(std::make_unique<SharedHeaderExchange>(
+        std::shared_ptr<SharedWords>(std::move(page[static_cast<size_t>(r)])), r, 2));
     ex[static_cast<size_t>(r)]->post(test::opHeader(1, 10), "op 1", 10000ms);
     ex[static_cast<size_t>(r)]->post(test::opHeader(2, r == 0 ? 10 : 11), "op 2", 10000ms);
   }
@@ -258,9 +259,8 @@ TEST(SharedWordsTest, ASameHostAllreduceWaitsInThePageAndAbortReleasesIt) {
   GlooCollectives coll(contexts[0], waits, memory, std::shared_ptr<SharedWords>(std::move(*words)));
   std::vector<float> x((size_t{1} << 20) / sizeof(float), 1.f);
   std::string err;
-  std::thread rank0([&] {
-    err = ioErrorOf([&] { coll.allreduce(viewOf(x.data(), x.size()), ReduceOp::kSum, 1, 60000ms); });
-  });
+  std::thread rank0(
+      [&] { err = ioErrorOf([&] { coll.allreduce(viewOf(x.data(), x.size()), ReduceOp::kSum, 1, 60000ms); }); });
   std::this_thread::sleep_for(100ms);
   const auto t0 = SteadyClock::now();
   waits->abort();
