@@ -39,6 +39,7 @@
 #include "bench/common/tcp_ring.h"
 #include "common/dtype.h"
 #include "common/thread_priority.h"
+#include "common/usable_cores.h"
 #include "worker/control/launch_env.h"
 #include "worker/comm/gloo_backend.h"
 #include "worker/comm/gloo_store_adapter.h"
@@ -480,7 +481,7 @@ Result<std::string> ranksPriority(const Args& args) {
     return args.priority;
   }
   DDP_ASSIGN_OR_RETURN(auto operatorChoice, runtime::operatorCommPriority(runtime::processEnv()));
-  const auto p = runtime::workerCommPriority(JobSpec{}, args.world, runtime::usableCores(), operatorChoice);
+  const auto p = runtime::workerCommPriority(JobSpec{}, args.world, usableCores(), operatorChoice);
   return std::string(commThreadPriorityName(p.value_or(CommThreadPriority::kAuto)));
 }
 

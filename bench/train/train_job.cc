@@ -11,6 +11,7 @@
 
 #include "bench/common/temp_dir.h"
 #include "common/process/output_router.h"
+#include "common/usable_cores.h"
 #include "controller/jobs/job_manager.h"
 #include "controller/launch/launcher.h"
 #include "controller/service/controller.h"
@@ -142,7 +143,7 @@ TrainSample runTrainJob(const TrainRunOptions& o, JobSpec spec, int workers) {
   cc.workerLogFormat = "json";
   // As ddpctl run: the operator's DDP_COMM_THREAD_PRIORITY, else normal-priority comm threads
   // when the workers oversubscribe the cores (Note [Comm thread priority]).
-  if (auto p = runtime::workerCommPriority(spec, workers, runtime::usableCores(), o.operatorPriority)) {
+  if (auto p = runtime::workerCommPriority(spec, workers, usableCores(), o.operatorPriority)) {
     cc.commThreadPriority = commThreadPriorityName(*p);
   }
   std::string summary;

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/wait.h>
@@ -14,6 +13,7 @@
 
 #include "common/checkpoint/atomic_file.h"
 #include "common/log.h"
+#include "common/usable_cores.h"
 #include "controller/launch/log_stream.h"
 #include "common/process/pidfd.h"
 #include "controller/launch/worker_spawn.h"
@@ -26,12 +26,6 @@ constexpr int kMaxWorkersCap = 256;
 // Signals after which the process is expected to end (reported as killedByLauncher).
 bool endsProcess(int sig) {
   return sig != 0 && sig != SIGSTOP && sig != SIGCONT && sig != SIGTSTP && sig != SIGTTIN && sig != SIGTTOU;
-}
-
-int usableCores() {
-  cpu_set_t set;
-  if (::sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return 1;
 }
 
 // Waits until every pidfd is readable (its process ended) or `deadline`; closes them.

@@ -14,6 +14,7 @@
 #include "tests/integration/cli_process.h"
 #include "common/checkpoint/atomic_file.h"
 #include "common/checkpoint/checkpoint_store.h"
+#include "common/usable_cores.h"
 #include "worker/control/launch_env.h"
 #include "tests/support/temp_dir.h"
 
@@ -259,7 +260,7 @@ TEST(DdpctlRunTest, UnevenInputsWithJoinFinishAndThrowModeStopsEveryone) {
 // Note [Comm thread priority]: with more compute threads than cores, ddpctl asks the workers
 // for normal-priority comm threads (and says so) unless the job chose; the job still trains.
 TEST(DdpctlRunTest, MoreComputeThreadsThanCoresGetsNormalCommPriorityUnlessTheJobChose) {
-  const int threads = std::min(256, runtime::usableCores());  // 2 workers x threads > cores
+  const int threads = std::min(256, usableCores());  // 2 workers x threads > cores
   TempDir dir;
   const std::string base = header("prio") +
                            "  workers: {count: 2}\n"

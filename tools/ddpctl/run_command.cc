@@ -17,6 +17,7 @@
 
 #include "common/jobspec/job_spec.h"
 #include "common/log.h"
+#include "common/usable_cores.h"
 #include "controller/jobs/job_manager.h"
 #include "controller/launch/launcher.h"
 #include "controller/service/controller.h"
@@ -364,7 +365,7 @@ controller::ControllerConfig embeddedConfig(const std::string& stateDir, const s
 // outnumber the cores; beyond that ask the workers for normal priority (unless the job or
 // the environment chose).
 Result<std::optional<CommThreadPriority>> commPriorityFor(const JobSpec& spec, int workers) {
-  const int cores = runtime::usableCores();
+  const int cores = usableCores();
   DDP_ASSIGN_OR_RETURN(const auto operatorPriority, runtime::operatorCommPriority(runtime::processEnv()));
   const std::optional<CommThreadPriority> commPriority = runtime::workerCommPriority(spec, workers, cores, operatorPriority);
   if (commPriority && !operatorPriority) {

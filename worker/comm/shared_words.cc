@@ -16,6 +16,7 @@
 #include <stdexcept>
 
 #include "common/process/pidfd.h"
+#include "common/usable_cores.h"
 
 namespace ddp::comm {
 
@@ -33,6 +34,14 @@ static_assert(std::atomic<uint32_t>::is_always_lock_free, "a futex word");
 
 std::string errnoText(const std::string& what) { return what + ": " + std::strerror(errno); }
 
+void cpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 long futex(std::atomic<uint32_t>* word, int op, uint32_t value, const struct timespec* timeout) {
   return ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
 }
@@ -46,6 +55,9 @@ Status checkRanks(int rank, int size) {
 }
 
 }  // namespace
+
+SharedWords::SharedWords(int fd, Page* page, int rank, int size)
+    : fd_(fd), page_(page), rank_(rank), size_(size), spins_(size <= usableCores()) {}
 
 Result<std::unique_ptr<SharedWords>> SharedWords::map(int fd, int rank, int size, bool init) {
   void* p = ::mmap(nullptr, kPageBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -145,6 +157,17 @@ void SharedWords::checkPeers() const {
   }
 }
 
+uint32_t SharedWords::spin(uint32_t seen, uint32_t target) const {
+  if (!spins_) return seen;
+  const auto until = std::chrono::steady_clock::now() + kSharedWordsSpin;
+  for (uint32_t i = 1; static_cast<int32_t>(seen - target) < 0; ++i) {
+    cpuRelax();
+    seen = page_->arrived.load(std::memory_order_acquire);
+    if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
+  }
+  return seen;
+}
+
 void SharedWords::allgather(std::vector<uint64_t>& words, Deadline deadline, const std::function<bool()>& abandon) {
   const size_t slot = exchanges_ % 2;
   const auto n = static_cast<uint32_t>(size_);
@@ -161,6 +184,7 @@ void SharedWords::allgather(std::vector<uint64_t>& words, Deadline deadline, con
   for (size_t k = 0; k < per; ++k) page_->words[slot][rank_][k] = words[static_cast<size_t>(rank_) * per + k];
   uint32_t seen = page_->arrived.fetch_add(1, std::memory_order_acq_rel) + 1;
   if (seen == target) wake();
+  seen = spin(seen, target);
   while (static_cast<int32_t>(seen - target) < 0) {
     if (abandon && abandon())
       throw ::gloo::IoException("shared-memory exchange abandoned: the communicator was aborted");

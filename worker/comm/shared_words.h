@@ -11,8 +11,13 @@
 // (docs/PERFORMANCE.md). Here each synchronisation is one futex: rank 0 creates a memfd page,
 // the others open it through /proc/<pid>/fd (the access check of process_vm_readv, which the path
 // already passed), and an exchange is: write this rank's word, add one to a shared arrival
-// count, and sleep on the count until it reaches (exchange + 1) x ranks; the last rank to arrive
-// wakes the others. Words alternate between two slots by exchange parity: a rank can write slot
+// count, and wait for the count to reach (exchange + 1) x ranks; the last rank to arrive wakes
+// the others. A waiting rank first spins on the count for up to kSharedWordsSpin, then sleeps on
+// it: on a virtual machine a futex wake-up of a thread whose core went idle costs tens of
+// microseconds (a 256 KiB allreduce on two idle cores took 92-107 us sleeping at once, 54-60 us
+// spinning first; docs/PERFORMANCE.md). It spins only when the ranks do not outnumber this
+// process's cores: with 4 ranks on 2 cores a spinning rank holds the core that the rank it waits
+// for needs (the same allreduce took 290 us sleeping, 410-630 us spinning). Words alternate between two slots by exchange parity: a rank can write slot
 // e + 1 only after every rank arrived at e, that is after every rank finished reading slot e - 1.
 // Every rank runs the same exchanges in the same order (the executor's collective order), so the
 // counts agree.
@@ -45,6 +50,7 @@ namespace ddp::comm {
 inline constexpr int kSharedWordsMaxRanks = 64;
 inline constexpr size_t kSharedWordsPerRank = 4;  // an OpHeader
 inline constexpr std::chrono::milliseconds kSharedWordsSlice{20};
+inline constexpr std::chrono::microseconds kSharedWordsSpin{50};
 
 class SharedWords {
  public:
@@ -62,6 +68,8 @@ class SharedWords {
   Status watch(const std::vector<int64_t>& pids);
 
   int fd() const { return fd_; }
+  // Whether a waiting allgather() spins before it sleeps (Note [Shared-memory phases]).
+  bool spins() const { return spins_; }
 
   // k = words.size() / ranks words per rank (1 to kSharedWordsPerRank): this rank's k words at
   // words[rank * k] in, every rank's out. Throws gloo::IoException when a peer's process ended,
@@ -74,17 +82,21 @@ class SharedWords {
 
  private:
   struct Page;
-  SharedWords(int fd, Page* page, int rank, int size) : fd_(fd), page_(page), rank_(rank), size_(size) {}
+  SharedWords(int fd, Page* page, int rank, int size);
   static Result<std::unique_ptr<SharedWords>> map(int fd, int rank, int size, bool init);
   // Throw when a rank aborted the page / a peer's process has ended.
   void checkAborted() const;
   void checkPeers() const;
   void wake();
+  // The arrival count once it reaches `target` or kSharedWordsSpin passed (`seen` at once when
+  // this rank does not spin).
+  uint32_t spin(uint32_t seen, uint32_t target) const;
 
   int fd_ = -1;
   Page* page_ = nullptr;
   const int rank_;
   const int size_;
+  const bool spins_;  // the ranks do not outnumber this process's cores
   std::vector<int64_t> pids_;
   std::vector<int> pidfds_;  // -1 for this rank; set by watch()
   uint32_t exchanges_ = 0;         // completed by this rank

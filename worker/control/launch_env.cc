@@ -1,19 +1,10 @@
 #include "worker/control/launch_env.h"
 
-#include <sched.h>
-
 #include <string>
 
 #include "common/launch/worker_env.h"
 
 namespace ddp::runtime {
-
-int usableCores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
-  return CPU_COUNT(&set) > 0 ? CPU_COUNT(&set) : 1;
-}
 
 Result<std::optional<CommThreadPriority>> operatorCommPriority(const EnvLookup& env) {
   const std::optional<std::string> v = env(launch::kEnvCommThreadPriority);

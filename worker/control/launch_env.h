@@ -1,7 +1,6 @@
 #pragma once
 // What a local launcher (ddpctl run, bench_train) decides for its workers beyond the rendezvous
-// variables. Thread model: pure functions (usableCores() asks the kernel for this process's
-// affinity).
+// variables. Thread model: pure functions.
 
 #include <optional>
 
@@ -11,9 +10,6 @@
 #include "worker/control/worker_config.h"
 
 namespace ddp::runtime {
-
-// Cores this process may run on (its affinity mask, so a container's cpuset counts).
-int usableCores();
 
 // The operator's comm thread priority for every worker of a local launch: the launcher's own
 // DDP_COMM_THREAD_PRIORITY (launch::kEnvCommThreadPriority), looked up through `env`

@@ -1,5 +1,6 @@
 // SharedWords (Note [Shared-memory phases]): real memfd pages opened through /proc, real futexes:
-// exchanges of one and of several words per rank, timeouts, this rank's and a peer's abort, a
+// exchanges of one and of several words per rank by ranks that spin before they sleep and by
+// ranks that only sleep, timeouts, this rank's and a peer's abort, a
 // closed page, an ended peer, bad arguments. The ranks are threads of this process (the page is
 // opened through /proc/self/fd as a peer opens rank 0's), except the ended peer, a real child
 // process left a zombie and then reaped. Also SharedHeaderExchange over such a page, and the
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -20,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/usable_cores.h"
 #include "tests/support/gloo_harness.h"
 #include "worker/comm/cross_memory.h"
 #include "worker/comm/gloo_collectives.h"
@@ -60,14 +63,15 @@ std::string ioErrorOf(Fn&& fn) {
   return "";
 }
 
-TEST(SharedWordsTest, RanksAtDifferentPacesGatherEveryWordOfEveryExchange) {
-  constexpr int kWorld = 3;
+// `world` threads exchange 300 times, each sleeping now and then (everyone waits on someone).
+void gatherAtDifferentPaces(int world) {
   constexpr int kExchanges = 300;
-  auto ranks = pageOf(kWorld);
-  ASSERT_EQ(ranks.size(), size_t{kWorld});
+  const auto kWorld = static_cast<size_t>(world);
+  auto ranks = pageOf(world);
+  ASSERT_EQ(ranks.size(), kWorld);
   std::atomic<int> wrong{0};
   std::vector<std::thread> threads;
-  for (int r = 0; r < kWorld; ++r) {
+  for (int r = 0; r < world; ++r) {
     threads.emplace_back([&, r] {
       for (int e = 0; e < kExchanges; ++e) {
         if (e % 50 == r) std::this_thread::sleep_for(2ms);        // everyone waits on someone sometimes
@@ -84,6 +88,16 @@ TEST(SharedWordsTest, RanksAtDifferentPacesGatherEveryWordOfEveryExchange) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// Ranks that fit this process's cores spin before they sleep; more ranks than cores only sleep
+// (a spinning rank would hold the core that the rank it waits for needs). Both gather alike.
+TEST(SharedWordsTest, RanksAtDifferentPacesGatherEveryWordOfEveryExchange) {
+  const int over = std::min(usableCores() + 1, kSharedWordsMaxRanks);  // more ranks than cores
+  EXPECT_EQ(pageOf(2)[0]->spins(), usableCores() >= 2);
+  EXPECT_EQ(pageOf(over)[0]->spins(), over <= usableCores());
+  gatherAtDifferentPaces(2);
+  gatherAtDifferentPaces(over);
 }
 
 TEST(SharedWordsTest, ALoneRankTimesOutNamingHowManyDidNotArrive) {

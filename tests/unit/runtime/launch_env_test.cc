@@ -9,6 +9,8 @@
 #include <map>
 #include <string>
 
+#include "common/usable_cores.h"
+
 namespace ddp::runtime {
 namespace {
 
