@@ -8,6 +8,9 @@
 
 namespace ddp::model {
 
+// The largest im2col chunk a CPU convolution lowers at once (Note [Conv2d layout] in conv2d.cc).
+inline constexpr size_t kConvChunkColBytes = size_t{256} << 10;
+
 // Conv2d over NCHW input {C, H, W}: square kernel, stride, zero padding.
 class Conv2d final : public Layer {
  public:
@@ -20,13 +23,16 @@ class Conv2d final : public Layer {
   void forward(const float* x, float* y, int batch) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, int batch,
                 const GradReadyFn& ready, size_t offset) override;
+  // Samples lowered at once: on the CPU as many as keep a chunk's im2col within
+  // kConvChunkColBytes (at least 1), on a GPU the whole batch.
+  int samplesPerChunk(int batch) const;
 
  private:
   kernels::ConvGeometry geometry(int batch) const;
   int inChannels_, outChannels_, kernel_, stride_, pad_;
   ParamStorage weight_, bias_;
-  kernels::DeviceBuffer col_;   // im2col of the last forward input
-  kernels::DeviceBuffer work_;  // [OC, N*OH*OW] product / transposed output gradient
+  kernels::DeviceBuffer col_;   // im2col of the last chunk lowered
+  kernels::DeviceBuffer work_;  // [OC, n*OH*OW] product / transposed output gradient of a chunk
   kernels::DeviceBuffer dcol_;  // column gradient
 };
 

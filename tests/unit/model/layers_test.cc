@@ -150,6 +150,40 @@ TEST(LayersTest, Conv2dMatchesDirectConvolution) {
         }
 }
 
+// A batch the CPU lowers in several chunks (Note [Conv2d layout]), the last one short: 27 x 900
+// floats of im2col per sample, so two samples per 256 KiB chunk and batch 5 runs as 2 + 2 + 1.
+// Forward against the direct convolution; gradients (weight accumulated over the chunks, input
+// written chunk by chunk) against finite differences.
+TEST(LayersTest, Conv2dInChunksMatchesDirectConvolutionAndItsGradients) {
+  LayerCase c;
+  constexpr int kBatch = 5, kIn = 3, kOut = 4, kSide = 30;
+  Conv2d layer(c.ops.get(), {kIn, kSide, kSide}, kOut, 3, 1, 1, "conv");
+  ASSERT_EQ(layer.samplesPerChunk(kBatch), 2);
+  std::vector<float> w = randomVector(kOut * kIn * 9, 11, 0.5f), b = randomVector(kOut, 12);
+  std::copy(w.begin(), w.end(), static_cast<float*>(layer.parameters()[0]->data));
+  std::copy(b.begin(), b.end(), static_cast<float*>(layer.parameters()[1]->data));
+  std::vector<float> x = randomVector(kBatch * kIn * kSide * kSide, 13), y(kBatch * kOut * kSide * kSide);
+  layer.reserve(kBatch);
+  layer.forward(x.data(), y.data(), kBatch);
+  double worst = 0;
+  for (int n = 0; n < kBatch; ++n)
+    for (int o = 0; o < kOut; ++o)
+      for (int i = 0; i < kSide; ++i)
+        for (int j = 0; j < kSide; ++j) {
+          double s = b[o];
+          for (int ci = 0; ci < kIn; ++ci)
+            for (int ki = 0; ki < 3; ++ki)
+              for (int kj = 0; kj < 3; ++kj) {
+                const int yy = i + ki - 1, xx = j + kj - 1;
+                if (yy < 0 || yy >= kSide || xx < 0 || xx >= kSide) continue;
+                s += double(w[((o * kIn + ci) * 3 + ki) * 3 + kj]) * x[((n * kIn + ci) * kSide + yy) * kSide + xx];
+              }
+          worst = std::max(worst, std::fabs(y[((n * kOut + o) * kSide + i) * kSide + j] - s));
+        }
+  EXPECT_LT(worst, 1e-4);
+  checkLayer(layer, kBatch, 14);
+}
+
 TEST(LayersTest, MaxPoolGradients) {
   LayerCase c;
   MaxPool2d layer(c.ops.get(), {2, 4, 6}, 2, 0);
