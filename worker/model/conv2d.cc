@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "common/conv_lowering.h"
+
 namespace ddp::model {
 
 // Note [Conv2d layout]
@@ -49,7 +51,7 @@ int Conv2d::samplesPerChunk(int batch) const {
   if (!ops_->device().isCpu()) return batch;
   const kernels::ConvGeometry one = geometry(1);
   const size_t colBytes = static_cast<size_t>(one.colRows() * one.colCols()) * sizeof(float);
-  return std::clamp(static_cast<int>(kConvChunkColBytes / std::max<size_t>(colBytes, 1)), 1, batch);
+  return static_cast<int>(convSamplesPerChunk(static_cast<int64_t>(colBytes), batch));
 }
 
 void Conv2d::reserve(int batch) {

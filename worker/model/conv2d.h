@@ -8,9 +8,6 @@
 
 namespace ddp::model {
 
-// The largest im2col chunk a CPU convolution lowers at once (Note [Conv2d layout] in conv2d.cc).
-inline constexpr size_t kConvChunkColBytes = size_t{256} << 10;
-
 // Conv2d over NCHW input {C, H, W}: square kernel, stride, zero padding.
 class Conv2d final : public Layer {
  public:
@@ -24,7 +21,7 @@ class Conv2d final : public Layer {
   void backward(const float* x, const float* y, const float* dy, float* dx, int batch,
                 const GradReadyFn& ready, size_t offset) override;
   // Samples lowered at once: on the CPU as many as keep a chunk's im2col within
-  // kConvChunkColBytes (at least 1), on a GPU the whole batch.
+  // kConvChunkColBytes (common/conv_lowering.h; at least 1), on a GPU the whole batch.
   int samplesPerChunk(int batch) const;
 
  private:

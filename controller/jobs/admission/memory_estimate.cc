@@ -3,6 +3,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "common/conv_lowering.h"
+
 // Note [Memory estimate]
 // `hidden: [100000000]` was accepted, and each worker then died of the allocation (a segfault
 // before the allocation was checked) three times over. The controller now estimates at submission
@@ -14,7 +16,9 @@
 // allocates per rank, in f32: parameters and gradients; the reducer's buckets (one more copy of
 // the gradients); the optimizer's state (SGD momentum one copy, Adam two; divided among the ranks
 // under ZeRO-1 and DistributedFusedAdam); one batch's activations and their gradients (every
-// layer's output, and for a convolution its im2col buffer); the data set decoded into floats. It
+// layer's output; a convolution's buffers for one chunk of samples, not per sample, as Note
+// [Conv2d layout] lowers them on the CPU: the im2col, past the first layer its gradient, the
+// product); the data set decoded into floats. It
 // is a lower bound of the peak (allocator overhead, the communication library's buffers and the
 // process itself come on top), so a refusal is certain and an acceptance is not a promise.
 // Every model type gets a rule here as it is added (gpt: gptShape; sequential: stackShape). A job on `device: cuda` is not checked: its
@@ -53,14 +57,25 @@ void addLinear(int64_t in, int64_t out, int64_t* params, int64_t* acts) {
   *acts += 2 * out;  // the layer's output and its activation's
 }
 
-void modelShape(const JobSpec& spec, const DataShape& d, int64_t* params, int64_t* actsPerSample) {
+// A convolution's buffers of one chunk of samples (Note [Conv2d layout]), floats, not per sample:
+// its im2col (`col` floats per sample), the im2col's gradient unless the layer is the model's
+// first (no input gradient), and the GEMM's product (`product` floats per sample).
+int64_t convChunkFloats(int64_t col, int64_t product, int64_t batch, bool firstLayer) {
+  const int64_t n = convSamplesPerChunk(col * kF32, batch);
+  return n * ((firstLayer ? 1 : 2) * col + product);
+}
+
+void modelShape(const JobSpec& spec, const DataShape& d, int64_t* params, int64_t* actsPerSample,
+                int64_t* fixedActs) {
   int64_t width = d.features();
   if (spec.model.type == ModelType::kCnn) {
     int64_t c = d.channels, h = d.height, w = d.width;
     const int64_t k = spec.model.kernelSize;
-    for (int64_t out : spec.model.convChannels) {
+    for (size_t i = 0; i < spec.model.convChannels.size(); ++i) {
+      const int64_t out = spec.model.convChannels[i];
       *params += out * c * k * k + out;
-      *actsPerSample += c * k * k * h * w + 2 * out * h * w;  // im2col, the conv's output and ReLU
+      *fixedActs += convChunkFloats(c * k * k * h * w, out * h * w, spec.data.batchSize, i == 0);
+      *actsPerSample += 2 * out * h * w;  // the conv's output and ReLU
       c = out;
       h /= 2;  // every conv block pools by 2
       w /= 2;
@@ -75,9 +90,11 @@ void modelShape(const JobSpec& spec, const DataShape& d, int64_t* params, int64_
 }
 
 // A declared stack (spec.model.stack): per layer its parameters and per-sample floats: its
-// output, a conv's im2col and product buffers, a block's layers and its own output. Shapes from
+// output, a block's layers and its own output; a conv's chunk buffers (convChunkFloats) into
+// `fixed`. `top`: the model's own stack, whose layer 0 has no input gradient. Shapes from
 // inferStackShapes (a stack whose shapes fail was refused by validate: nothing is counted).
-void stackShape(const std::vector<LayerSpec>& layers, std::vector<int64_t> in, int64_t* params, int64_t* acts) {
+void stackShape(const std::vector<LayerSpec>& layers, std::vector<int64_t> in, int64_t batch, bool top,
+                int64_t* params, int64_t* acts, int64_t* fixed) {
   const StackShapes shapes = inferStackShapes(layers, in);
   if (!shapes.ok()) return;
   const auto numel = [](const std::vector<int64_t>& s) {
@@ -93,11 +110,11 @@ void stackShape(const std::vector<LayerSpec>& layers, std::vector<int64_t> in, i
       *params += numel(in) * l.out + l.out;
     } else if (l.kind == LayerKind::kConv2d) {
       *params += l.out * in[0] * l.kernel * l.kernel + l.out;
-      *acts += in[0] * l.kernel * l.kernel * out[1] * out[2] + numel(out);
+      *fixed += convChunkFloats(in[0] * l.kernel * l.kernel * out[1] * out[2], numel(out), batch, top && i == 0);
     } else if (l.kind == LayerKind::kLayerNorm) {
       *params += 2 * numel(in);
     } else if (l.kind == LayerKind::kResidual) {
-      stackShape(l.layers, in, params, acts);
+      stackShape(l.layers, in, batch, false, params, acts, fixed);
     }
     in = out;
   }
@@ -138,10 +155,10 @@ MemoryEstimate estimateWorkerMemory(const JobSpec& spec) {
   if (gpt) {
     gptShape(spec, &params, &acts, &fixedActs);
   } else if (spec.model.type == ModelType::kSequential) {
-    stackShape(spec.model.stack, datasetSampleShape(spec).value_or(std::vector<int64_t>{d.features()}), &params,
-               &acts);
+    stackShape(spec.model.stack, datasetSampleShape(spec).value_or(std::vector<int64_t>{d.features()}),
+               spec.data.batchSize, true, &params, &acts, &fixedActs);
   } else {
-    modelShape(spec, d, &params, &acts);
+    modelShape(spec, d, &params, &acts, &fixedActs);
   }
   MemoryEstimate e;
   e.parameters = params;

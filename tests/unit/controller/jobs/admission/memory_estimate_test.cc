@@ -45,6 +45,17 @@ TEST(MemoryEstimateTest, TheDefaultCnnByClosedForm) {
   s.model.kernelSize = 3;
   // conv 1->8, conv 8->16 (3x3), then 16 x 7 x 7 -> 128 -> 10.
   EXPECT_EQ(estimateWorkerMemory(s).parameters, (8 * 9 + 8) + (16 * 8 * 9 + 16) + (784 * 128 + 128) + (128 * 10 + 10));
+  // Per sample: each conv's output and ReLU, the fully connected outputs and activations (and as
+  // much again for their gradients). Per chunk of samples (Note [Conv2d layout]): conv 0's
+  // im2col of 9 x 784 floats per sample, 9 samples to 256 KiB, no gradient (the first layer),
+  // and its product (8 x 784 per sample); conv 1's im2col of 72 x 196, 4 samples, its gradient
+  // and its product (16 x 196).
+  const int64_t perSample = 2 * 8 * 784 + 2 * 16 * 196 + 2 * 128 + 2 * 10;
+  const int64_t chunks = 9 * (9 * 784 + 8 * 784) + 4 * (2 * 72 * 196 + 16 * 196);
+  EXPECT_EQ(estimateWorkerMemory(s).activationBytes, (2 * perSample * 64 + chunks) * 4);
+  s.data.batchSize = 2;  // fewer samples than a chunk holds: the chunk is the batch
+  EXPECT_EQ(estimateWorkerMemory(s).activationBytes,
+            (2 * perSample * 2 + 2 * (9 * 784 + 8 * 784) + 2 * (2 * 72 * 196 + 16 * 196)) * 4);
 }
 
 // A declared stack: the mlp's layers count the mlp's parameters; a conv stack by closed form.
@@ -64,8 +75,12 @@ TEST(MemoryEstimateTest, ADeclaredStackByClosedForm) {
                    {.kind = LayerKind::kFlatten},
                    {.kind = LayerKind::kLinear, .out = 10}};
   EXPECT_EQ(estimateWorkerMemory(s).parameters, (4 * 9 + 4) + (4 * 4 * 9 + 4) + (784 * 10 + 10));
-  const int64_t conv0 = 784 * 4 + 9 * 784 + 784 * 4, conv1 = 784 * 4 + 36 * 784 + 784 * 4;
-  EXPECT_EQ(estimateWorkerMemory(s).activationBytes, 2 * (conv0 + conv1 + 784 * 4 + 196 * 4 + 784 + 10) * 64 * 4);
+  // Per sample: every layer's output. Per chunk: conv 0's im2col of 9 x 784 floats per sample, 9
+  // samples to 256 KiB (the first layer: no gradient), and its product (4 x 784); the block's
+  // conv: im2col 36 x 784, 2 samples, its gradient and its product.
+  const int64_t chunks = 9 * (9 * 784 + 4 * 784) + 2 * (2 * 36 * 784 + 4 * 784);
+  EXPECT_EQ(estimateWorkerMemory(s).activationBytes,
+            (2 * (784 * 4 + 784 * 4 + 784 * 4 + 196 * 4 + 784 + 10) * 64 + chunks) * 4);
 }
 
 TEST(MemoryEstimateTest, AModelThatCannotFitIsRefusedNamingTheFieldAndTheFigures) {
