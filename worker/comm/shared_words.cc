@@ -159,11 +159,11 @@ void SharedWords::checkPeers() const {
 
 uint32_t SharedWords::spin(uint32_t seen, uint32_t target) const {
   if (!spins_) return seen;
-  const auto until = std::chrono::steady_clock::now() + kSharedWordsSpin;
+  const Deadline until = Deadline::after(kSharedWordsSpin);
   for (uint32_t i = 1; static_cast<int32_t>(seen - target) < 0; ++i) {
     cpuRelax();
     seen = page_->arrived.load(std::memory_order_acquire);
-    if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) break;
+    if (i % 64 == 0 && until.expired()) break;
   }
   return seen;
 }

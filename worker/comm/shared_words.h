@@ -18,8 +18,9 @@
 // spinning first; docs/PERFORMANCE.md). It spins only when the ranks do not outnumber this
 // process's cores: with 4 ranks on 2 cores a spinning rank holds the core that the rank it waits
 // for needs (the same allreduce took 290 us sleeping, 410-630 us spinning). The cores counted are
-// this process's affinity mask: ranks pinned to one core each do not spin. Words alternate between two slots by exchange parity: a rank can write slot
-// e + 1 only after every rank arrived at e, that is after every rank finished reading slot e - 1.
+// this process's affinity mask: ranks pinned to one core each do not spin. Words alternate
+// between two slots by exchange parity: a rank can write slot e + 1 only after every rank
+// arrived at e, that is after every rank finished reading slot e - 1.
 // Every rank runs the same exchanges in the same order (the executor's collective order), so the
 // counts agree.
 //

@@ -47,6 +47,10 @@ std::string Conv2d::describe() const {
          std::to_string(stride_) + ", pad " + std::to_string(pad_) + ")";
 }
 
+int64_t Conv2d::outPixels() const { return outputShape_.at(1) * outputShape_.at(2); }
+
+int64_t Conv2d::inSampleFloats() const { return int64_t{inChannels_} * inputShape_.at(1) * inputShape_.at(2); }
+
 int Conv2d::samplesPerChunk(int batch) const {
   if (!ops_->device().isCpu()) return batch;
   const kernels::ConvGeometry one = geometry(1);
@@ -64,8 +68,7 @@ void Conv2d::reserve(int batch) {
 void Conv2d::forward(const float* x, float* y, int batch) {
   reserve(batch);
   const int chunk = samplesPerChunk(batch);
-  const int64_t ohw = int64_t{outputShape_[1]} * outputShape_[2];
-  const int64_t inPlane = int64_t{inChannels_} * inputShape_.at(1) * inputShape_.at(2);
+  const int64_t ohw = outPixels(), inPlane = inSampleFloats();
   for (int s0 = 0; s0 < batch; s0 += chunk) {
     const int n = std::min(chunk, batch - s0);
     const kernels::ConvGeometry g = geometry(n);
@@ -80,8 +83,7 @@ void Conv2d::forward(const float* x, float* y, int batch) {
 void Conv2d::backward(const float* x, const float* /*y*/, const float* dy, float* dx, int batch,
                       const GradReadyFn& ready, size_t offset) {
   const int chunk = samplesPerChunk(batch);
-  const int64_t ohw = int64_t{outputShape_[1]} * outputShape_[2];
-  const int64_t inPlane = int64_t{inChannels_} * inputShape_.at(1) * inputShape_.at(2);
+  const int64_t ohw = outPixels(), inPlane = inSampleFloats();
   ops_->channelBiasGrad(dy, batch, outChannels_, ohw, static_cast<float*>(bias_.param.grad),
                         /*accumulate=*/true);
   if (ready) ready(offset + 1);

@@ -26,6 +26,8 @@ class Conv2d final : public Layer {
 
  private:
   kernels::ConvGeometry geometry(int batch) const;
+  int64_t outPixels() const;       // OH * OW
+  int64_t inSampleFloats() const;  // C * H * W of one input sample
   int inChannels_, outChannels_, kernel_, stride_, pad_;
   ParamStorage weight_, bias_;
   kernels::DeviceBuffer col_;   // im2col of the last chunk lowered
