@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -82,14 +83,22 @@ INSTANTIATE_TEST_SUITE_P(Geometries, Im2colTest,
                          ::testing::Values(std::make_tuple(3, 3, 1, 1), std::make_tuple(3, 3, 1, 0),
                                            std::make_tuple(3, 3, 2, 1), std::make_tuple(1, 1, 1, 0),
                                            std::make_tuple(5, 5, 1, 2), std::make_tuple(2, 3, 3, 2),
-                                           std::make_tuple(3, 1, 2, 0), std::make_tuple(5, 3, 1, 4)));
+                                           std::make_tuple(3, 1, 2, 0), std::make_tuple(5, 3, 1, 4),
+                                           // OW == W at stride 1 takes the one-copy path (Note [CPU
+                                           // lowering speed]); these add whole rows of padding.
+                                           std::make_tuple(7, 3, 1, 1), std::make_tuple(3, 5, 1, 2)));
 
+// Ties (as after a ReLU: many zeros) go to the first element of the window in row-major order.
 TEST(LayerOpsTest, MaxPoolMatchesWindowsForFastAndGeneralPaths) {
+  for (bool ties : {false, true})
   for (auto [k, s] : {std::pair{2, 2}, std::pair{3, 2}, std::pair{2, 1}, std::pair{3, 3}}) {
     ConvGeometry g{.batch = 2, .channels = 2, .height = 7, .width = 8, .kernelH = k, .kernelW = k,
                    .stride = s};
     const int oh = g.outHeight(), ow = g.outWidth();
     auto x = rnd(2 * 2 * 7 * 8, 6 + k * 10 + s);
+    if (ties) {
+      for (float& v : x) v = std::max(0.f, std::round(v));
+    }
     std::vector<float> y(2 * 2 * oh * ow);
     std::vector<int32_t> am(y.size());
     cpu::maxPoolForward(g, x.data(), y.data(), am.data());
