@@ -14,6 +14,7 @@
 #include "common/split_mix_rng.h"
 #include "kernels/cpu_vector_math.h"
 #include "kernels/layer_ops.h"
+#include "kernels/optim_ops.h"
 #include "kernels/transformer_ops.h"
 
 namespace ddp::kernels {
@@ -128,6 +129,55 @@ TEST(VectorClonesTest, BiasGradAndResidualAddKeepTheScalarBits) {
   cpu::addInPlace(y.data(), dy.data(), y.size());
   for (size_t i = 0; i < y.size(); ++i) wantY[i] += dy[i];
   expectSameBits(y, wantY, "residual add");
+}
+
+// Note [Optimizer semantics] (kernels/optim_ops.cc): Adam and AdamW, three steps on an odd
+// length, against the update written out as a scalar loop.
+TEST(VectorClonesTest, AdamStepKeepsTheScalarBits) {
+  for (bool decoupled : {false, true}) {
+    const size_t n = 4099;
+    auto p = rnd(n, 3, 1.f), m = rnd(n, 4, 0.1f), v = rnd(n, 5, 0.1f);
+    for (float& x : v) x = x * x;
+    auto wantP = p, wantM = m, wantV = v;
+    const AdamHyper h{
+        .lr = 3e-3f, .beta1 = 0.8f, .beta2 = 0.99f, .eps = 1e-6f, .weightDecay = 0.1f, .decoupled = decoupled};
+    for (int64_t step = 1; step <= 3; ++step) {
+      const auto g = rnd(n, 10 + step, 1.f);
+      adamStepCpu({AdamTensor{p.data(), g.data(), m.data(), v.data(), n, step}}, h, 0.5f);
+      const double bc1 = 1.0 - std::pow(double(0.8f), double(step)), bc2 = 1.0 - std::pow(double(0.99f), double(step));
+      const float stepSize = float(3e-3f / bc1), bc2Sqrt = float(std::sqrt(bc2));
+      for (size_t i = 0; i < n; ++i) {
+        const float pi = wantP[i] * (decoupled ? 1.f - 3e-3f * 0.1f : 1.f);
+        const float gi = g[i] * 0.5f + (decoupled ? 0.f : 0.1f) * pi;
+        wantM[i] = 0.8f * wantM[i] + (1.f - 0.8f) * gi;
+        wantV[i] = 0.99f * wantV[i] + (1.f - 0.99f) * gi * gi;
+        wantP[i] = pi - stepSize * (wantM[i] / (std::sqrt(wantV[i]) / bc2Sqrt + 1e-6f));
+      }
+    }
+    expectSameBits(p, wantP, decoupled ? "adamw param" : "adam param");
+    expectSameBits(m, wantM, "adam first moment");
+    expectSameBits(v, wantV, "adam second moment");
+  }
+}
+
+// SGD with Nesterov momentum: the first step seeds the buffer, the second applies it.
+TEST(VectorClonesTest, SgdStepKeepsTheScalarBits) {
+  const size_t n = 4099;
+  auto p = rnd(n, 6, 1.f);
+  std::vector<float> buf(n, 0.f);
+  auto wantP = p, wantBuf = buf;
+  const SgdHyper h{.lr = 0.05f, .momentum = 0.9f, .dampening = 0.1f, .weightDecay = 0.01f, .nesterov = true};
+  for (int step = 0; step < 2; ++step) {
+    const auto g = rnd(n, 20 + step, 1.f);
+    sgdStepCpu({SgdTensor{p.data(), g.data(), buf.data(), n, step == 0}}, h, 2.f);
+    for (size_t i = 0; i < n; ++i) {
+      const float d = g[i] * 2.f + 0.01f * wantP[i];
+      wantBuf[i] = step == 0 ? d : 0.9f * wantBuf[i] + (1.f - 0.1f) * d;
+      wantP[i] -= 0.05f * (d + 0.9f * wantBuf[i]);
+    }
+  }
+  expectSameBits(p, wantP, "sgd param");
+  expectSameBits(buf, wantBuf, "sgd momentum");
 }
 
 }  // namespace
