@@ -17,6 +17,8 @@ class Dropout final : public Layer {
   Dropout(kernels::LayerOps* ops, const Shape& in, float p, uint64_t salt);
   std::string describe() const override { return "Dropout(p " + std::to_string(p_) + ")"; }
   void setTraining(bool training, uint64_t seed) override;
+  // Its mask is drawn by element position in the batch: no sample chunks (Note [Sample chunks]).
+  int64_t sampleFloats() const override { return p_ > 0.f ? 0 : shapeNumel(outputShape_); }
   void forward(const float* x, float* y, int batch) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, int batch,
                 const GradReadyFn& ready, size_t offset) override;

@@ -48,6 +48,13 @@ class Layer {
   virtual int64_t fanIn() const { return 0; }
   // Grows scratch buffers for `batch` samples (called before forward; never shrinks).
   virtual void reserve(int /*batch*/) {}
+  // Grows the buffers backward needs for `batch` samples (a block's inner gradients), so that a
+  // step run in sample chunks keeps the whole batch's sizes (Note [Sample chunks]).
+  virtual void reserveBackward(int /*batch*/) {}
+  // Floats of outputs one sample keeps in this layer during a step (a block adds its inner
+  // layers'), or 0 when a sample's result depends on its position in the batch (dropout), so
+  // that the batch must run whole (Note [Sample chunks]).
+  virtual int64_t sampleFloats() const { return shapeNumel(outputShape_); }
   // Deterministic init of the layer's parameters, whose indices in the model are offset,
   // offset + 1, ...: by default each is drawn from U(-1/sqrt(fanIn), 1/sqrt(fanIn)) with a
   // generator seeded by mix(seed, index) (PyTorch's Linear and Conv2d bound); norms set 1 and 0,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "worker/model/sample_chunks.h"
+
 namespace ddp::model {
 
 Module::Module(std::unique_ptr<kernels::LayerOps> ops)
@@ -20,17 +22,43 @@ size_t Module::numParameters() {
   return n;
 }
 
-Result<BatchStats> Module::lossForward(const float* hostImages, const int32_t* hostLabels,
-                                       int batch) {
-  if (batch <= 0) return invalidArgument("batch must be > 0, got " + std::to_string(batch));
+Status Module::checkLabels(const int32_t* hostLabels, int batch) const {
   const int classes = static_cast<int>(outputFeatures());
   for (int i = 0; i < batch; ++i) {
     if (hostLabels[i] < 0 || hostLabels[i] >= classes) {
-      return invalidArgument("label " + std::to_string(hostLabels[i]) + " at batch row " +
-                             std::to_string(i) + " is outside [0, " + std::to_string(classes) +
-                             ")");
+      return invalidArgument("label " + std::to_string(hostLabels[i]) + " at batch row " + std::to_string(i) +
+                             " is outside [0, " + std::to_string(classes) + ")");
     }
   }
+  return Status::ok();
+}
+
+int Module::samplesPerStepChunk(int batch) {
+  if (!device().isCpu()) return batch;
+  const auto paramBytes = static_cast<int64_t>(2 * numParameters() * sizeof(float));
+  return samplesPerChunk(2 * chunkFloatsPerSample() * static_cast<int64_t>(sizeof(float)), paramBytes, batch);
+}
+
+Result<BatchStats> Module::inChunks(int batch, const GradReadyFn& ready, const ChunkFn& chunk) {
+  const int per = samplesPerStepChunk(batch);
+  if (per < batch) {  // the buffers keep their whole-batch sizes (Note [Sample chunks])
+    reserve(batch);
+    reserveBackward(batch);
+  }
+  BatchStats total;
+  for (int start = 0; start < batch; start += per) {
+    const int n = std::min(per, batch - start);
+    DDP_ASSIGN_OR_RETURN(BatchStats s, chunk(start, n, start + n == batch ? ready : GradReadyFn{}));
+    total += s;
+  }
+  return total;
+}
+
+Result<BatchStats> Module::lossForward(const float* hostImages, const int32_t* hostLabels,
+                                       int batch) {
+  if (batch <= 0) return invalidArgument("batch must be > 0, got " + std::to_string(batch));
+  DDP_RETURN_IF_ERROR(checkLabels(hostLabels, batch));
+  const int classes = static_cast<int>(outputFeatures());
   const float* input = uploadFeatures(hostImages, batch);
   labels_.reserve(batch * sizeof(int32_t));
   ops_->copyToDevice(labels_.data(), hostLabels, batch * sizeof(int32_t));
@@ -65,43 +93,58 @@ const float* Module::uploadFeatures(const float* hostFeatures, int batch) {
 Result<BatchStats> Module::regression(const float* hostFeatures, const float* hostValues, int batch, bool backward,
                                       const GradReadyFn& ready, float gradScale) {
   if (batch <= 0) return invalidArgument("batch must be > 0, got " + std::to_string(batch));
+  if (!backward) return regressionChunk(hostFeatures, hostValues, batch, batch, false, ready, gradScale);
+  const int64_t inNumel = shapeNumel(inputShape()), cols = outputFeatures();
+  return inChunks(batch, ready, [&](int start, int n, const GradReadyFn& r) {
+    return regressionChunk(hostFeatures + start * inNumel, hostValues + start * cols, n, batch, true, r, gradScale);
+  });
+}
+
+Result<BatchStats> Module::regressionChunk(const float* hostFeatures, const float* hostValues, int n, int batch,
+                                           bool backward, const GradReadyFn& ready, float gradScale) {
   const int cols = static_cast<int>(outputFeatures());
-  const size_t valueBytes = static_cast<size_t>(batch) * cols * sizeof(float);
-  const float* input = uploadFeatures(hostFeatures, batch);
+  const size_t valueBytes = static_cast<size_t>(n) * cols * sizeof(float);
+  const float* input = uploadFeatures(hostFeatures, n);
   values_.reserve(valueBytes);
   ops_->copyToDevice(values_.data(), hostValues, valueBytes);
-  const float* pred = forward(input, batch);
-  rowLoss_.reserve(batch * sizeof(float));
+  const float* pred = forward(input, n);
+  rowLoss_.reserve(n * sizeof(float));
   float* dpred = nullptr;
   if (backward) {
     dlogits_.reserve(valueBytes);
     dpred = dlogits_.f32();
   }
-  ops_->meanSquaredError(pred, values_.f32(), batch, cols, gradScale / static_cast<float>(batch), rowLoss_.f32(),
-                         dpred);
-  hostLoss_.resize(batch);
-  ops_->copyToHost(hostLoss_.data(), rowLoss_.data(), batch * sizeof(float));
+  ops_->meanSquaredError(pred, values_.f32(), n, cols, gradScale / static_cast<float>(batch), rowLoss_.f32(), dpred);
+  hostLoss_.resize(n);
+  ops_->copyToHost(hostLoss_.data(), rowLoss_.data(), n * sizeof(float));
   DDP_RETURN_IF_ERROR(ops_->status().withContext("model forward"));
   if (backward) {
     this->backward(dpred, ready);
     DDP_RETURN_IF_ERROR(ops_->status().withContext("model backward"));
   }
   BatchStats stats;
-  for (int i = 0; i < batch; ++i) stats.lossSum += hostLoss_[i];
-  stats.count = batch;
+  for (int i = 0; i < n; ++i) stats.lossSum += hostLoss_[i];
+  stats.count = n;
   return stats;
 }
 
+// Labels are checked for the whole batch first: a bad one fails the step before any gradient
+// moved. Each row's loss gradient is gradScale / batch whatever the chunk (Note [Sample chunks]).
 Result<BatchStats> Module::forwardBackward(const float* hostImages, const int32_t* hostLabels,
                                            int batch, const GradReadyFn& ready, float gradScale) {
-  DDP_ASSIGN_OR_RETURN(BatchStats stats, lossForward(hostImages, hostLabels, batch));
+  if (batch <= 0) return invalidArgument("batch must be > 0, got " + std::to_string(batch));
+  DDP_RETURN_IF_ERROR(checkLabels(hostLabels, batch));
+  const int64_t inNumel = shapeNumel(inputShape());
   const int classes = static_cast<int>(outputFeatures());
-  dlogits_.reserve(static_cast<size_t>(batch) * classes * sizeof(float));
-  ops_->softmaxCrossEntropyBackward(probs_.f32(), labels_.i32(), batch, classes,
-                                    gradScale / static_cast<float>(batch), dlogits_.f32());
-  backward(dlogits_.f32(), ready);
-  DDP_RETURN_IF_ERROR(ops_->status().withContext("model backward"));
-  return stats;
+  const float rowScale = gradScale / static_cast<float>(batch);
+  return inChunks(batch, ready, [&](int start, int n, const GradReadyFn& r) -> Result<BatchStats> {
+    DDP_ASSIGN_OR_RETURN(BatchStats stats, lossForward(hostImages + start * inNumel, hostLabels + start, n));
+    dlogits_.reserve(static_cast<size_t>(n) * classes * sizeof(float));
+    ops_->softmaxCrossEntropyBackward(probs_.f32(), labels_.i32(), n, classes, rowScale, dlogits_.f32());
+    backward(dlogits_.f32(), r);
+    DDP_RETURN_IF_ERROR(ops_->status().withContext("model backward"));
+    return stats;
+  });
 }
 
 Result<BatchStats> Module::evaluate(const float* hostImages, const int32_t* hostLabels, int batch) {

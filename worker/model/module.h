@@ -22,6 +22,7 @@
 // Thread model: one training thread; GradReadyFn runs on that thread, inside backward().
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,15 @@ class Module : public TrainableModel {
   // The mode of the next forward/backward: training with the step's dropout seed, or evaluation
   // (no dropout; the default). forwardBackward(Batch) sets it for its step.
   virtual void setTraining(bool /*training*/, uint64_t /*seed*/) {}
+  // Grows the buffers backward needs for `batch` samples (optional; backward grows as needed).
+  virtual void reserveBackward(int /*batch*/) {}
+  // Floats of layer outputs one sample keeps during a step, or 0 when the batch must run whole
+  // (Note [Sample chunks] in worker/model/sample_chunks.h; the default: run whole).
+  virtual int64_t chunkFloatsPerSample() const { return 0; }
+  // Samples per chunk of a training step of `batch` samples (Note [Sample chunks]): on the CPU
+  // from chunkFloatsPerSample() with their gradients and the parameters with theirs; on a GPU
+  // the whole batch.
+  int samplesPerStepChunk(int batch);
 
   kernels::LayerOps& ops() override { return *ops_; }
   Device device() const { return ops_->device(); }
@@ -82,11 +92,20 @@ class Module : public TrainableModel {
   explicit Module(std::unique_ptr<kernels::LayerOps> ops);
 
  private:
+  using ChunkFn = std::function<Result<BatchStats>(int start, int n, const GradReadyFn& ready)>;
+  // Runs `chunk` over [0, batch) in samplesPerStepChunk(batch) pieces, `ready` to the last one
+  // only, and sums their stats.
+  Result<BatchStats> inChunks(int batch, const GradReadyFn& ready, const ChunkFn& chunk);
+  Status checkLabels(const int32_t* hostLabels, int batch) const;
   Result<BatchStats> lossForward(const float* hostImages, const int32_t* hostLabels, int batch);
   // Forward and the mean squared error against host `values` (batch x outputFeatures());
   // with `backward`, the gradient (times gradScale) and backward too.
   Result<BatchStats> regression(const float* hostFeatures, const float* hostValues, int batch, bool backward,
                                 const GradReadyFn& ready, float gradScale);
+  // One chunk of `n` samples of a batch of `batch`: forward, the MSE and, with `backward`,
+  // backward of the loss gradient times gradScale / batch.
+  Result<BatchStats> regressionChunk(const float* hostFeatures, const float* hostValues, int n, int batch,
+                                     bool backward, const GradReadyFn& ready, float gradScale);
   const float* uploadFeatures(const float* hostFeatures, int batch);
 
   std::unique_ptr<kernels::LayerOps> ops_;

@@ -34,6 +34,23 @@ void Residual::reserve(int batch) {
   }
 }
 
+void Residual::reserveBackward(int batch) {
+  for (size_t i = 1; i < layers_.size(); ++i) {
+    grads_[i].reserve(static_cast<size_t>(batch) * shapeNumel(layers_[i]->inputShape()) * sizeof(float));
+  }
+  for (auto& l : layers_) l->reserveBackward(batch);
+}
+
+int64_t Residual::sampleFloats() const {
+  int64_t floats = shapeNumel(outputShape_);
+  for (const auto& l : layers_) {
+    const int64_t f = l->sampleFloats();
+    if (f == 0) return 0;
+    floats += f;
+  }
+  return floats;
+}
+
 void Residual::forward(const float* x, float* y, int batch) {
   reserve(batch);
   const float* in = x;
@@ -48,13 +65,11 @@ void Residual::forward(const float* x, float* y, int batch) {
 
 void Residual::backward(const float* x, const float* /*y*/, const float* dy, float* dx, int batch,
                         const GradReadyFn& ready, size_t offset) {
+  reserveBackward(batch);
   const float* d = dy;  // the block's output gradient is the whole output's
   for (size_t i = layers_.size(); i-- > 0;) {
-    float* di = dx;  // layer 0 writes the block's input gradient (none when the caller needs none)
-    if (i > 0) {
-      grads_[i].reserve(static_cast<size_t>(batch) * shapeNumel(layers_[i]->inputShape()) * sizeof(float));
-      di = grads_[i].f32();
-    }
+    // Layer 0 writes the block's input gradient (none when the caller needs none).
+    float* di = i > 0 ? grads_[i].f32() : dx;
     layers_[i]->backward(i == 0 ? x : acts_[i - 1].f32(), acts_[i].f32(), d, di, batch, ready,
                          offset + paramOffset_[i]);
     d = di;

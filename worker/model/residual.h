@@ -21,6 +21,8 @@ class Residual final : public Layer {
   void initialize(uint64_t seed, size_t offset) override;
   void setTraining(bool training, uint64_t seed) override;
   void reserve(int batch) override;
+  void reserveBackward(int batch) override;
+  int64_t sampleFloats() const override;
   void forward(const float* x, float* y, int batch) override;
   void backward(const float* x, const float* y, const float* dy, float* dx, int batch,
                 const GradReadyFn& ready, size_t offset) override;

@@ -101,6 +101,23 @@ void Sequential::reserve(int batch) {
   reserved_ = batch;
 }
 
+void Sequential::reserveBackward(int batch) {
+  for (size_t i = 1; i < layers_.size(); ++i) {
+    grads_[i].reserve(static_cast<size_t>(batch) * shapeNumel(layers_[i]->inputShape()) * sizeof(float));
+  }
+  for (auto& l : layers_) l->reserveBackward(batch);
+}
+
+int64_t Sequential::chunkFloatsPerSample() const {
+  int64_t floats = 0;
+  for (const auto& l : layers_) {
+    const int64_t f = l->sampleFloats();
+    if (f == 0) return 0;
+    floats += f;
+  }
+  return floats;
+}
+
 const float* Sequential::forward(const float* input, int batch) {
   reserve(batch);
   input_ = input;
@@ -115,15 +132,12 @@ const float* Sequential::forward(const float* input, int batch) {
 
 void Sequential::backward(const float* gradOutput, const GradReadyFn& ready) {
   DDP_CHECK(input_ != nullptr);  // backward needs a forward first
+  // grads_[i] holds the gradient w.r.t. layer i's input; the model's own input needs none. Sized
+  // on the first backward of a batch size (not in reserve): evaluation-only batch sizes never
+  // allocate gradient buffers.
+  reserveBackward(batch_);
   const float* dy = gradOutput;
   for (size_t i = layers_.size(); i-- > 0;) {
-    // grads_[i] holds the gradient w.r.t. layer i's input; the model's own input needs none.
-    // Sized on the first backward of a batch size (not in reserve): evaluation-only batch
-    // sizes never allocate gradient buffers.
-    if (i > 0) {
-      grads_[i].reserve(static_cast<size_t>(batch_) * shapeNumel(layers_[i]->inputShape()) *
-                        sizeof(float));
-    }
     const float* x = i == 0 ? input_ : acts_[i - 1].f32();
     float* dx = i == 0 ? nullptr : grads_[i].f32();
     layers_[i]->backward(x, acts_[i].f32(), dy, dx, batch_, ready, paramOffset_[i]);

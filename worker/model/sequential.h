@@ -42,6 +42,8 @@ class Sequential final : public Module {
   const float* forward(const float* input, int batch) override;
   void backward(const float* gradOutput, const GradReadyFn& ready) override;
   void reserve(int batch) override;
+  void reserveBackward(int batch) override;
+  int64_t chunkFloatsPerSample() const override;
   void setTraining(bool training, uint64_t seed) override;
 
   size_t numLayers() const { return layers_.size(); }
