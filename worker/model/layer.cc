@@ -61,4 +61,22 @@ void ParamStorage::allocate(kernels::LayerOps* ops, std::string name, Shape shap
   param.grad = grad.data();
 }
 
+int64_t stackSampleFloats(const std::vector<std::unique_ptr<Layer>>& layers) {
+  int64_t floats = 0;
+  for (const auto& l : layers) {
+    const int64_t f = l->sampleFloats();
+    if (f == 0) return 0;
+    floats += f;
+  }
+  return floats;
+}
+
+void reserveStackBackward(const std::vector<std::unique_ptr<Layer>>& layers, std::vector<kernels::DeviceBuffer>& grads,
+                          int batch) {
+  for (size_t i = 1; i < layers.size(); ++i) {
+    grads[i].reserve(static_cast<size_t>(batch) * shapeNumel(layers[i]->inputShape()) * sizeof(float));
+  }
+  for (const auto& l : layers) l->reserveBackward(batch);
+}
+
 }  // namespace ddp::model

@@ -15,6 +15,7 @@
 // Thread model: used by one training thread.
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -73,5 +74,13 @@ class Layer {
   Shape inputShape_;
   Shape outputShape_;
 };
+
+// A stack of layers each feeding the next (Sequential, Residual), Note [Sample chunks]: the sum
+// of their sampleFloats(), or 0 when any is 0.
+int64_t stackSampleFloats(const std::vector<std::unique_ptr<Layer>>& layers);
+// Grows grads[i] (i >= 1: the gradient of layer i's input; layer 0's goes to the stack's caller)
+// for `batch` samples, and the layers' own backward buffers.
+void reserveStackBackward(const std::vector<std::unique_ptr<Layer>>& layers, std::vector<kernels::DeviceBuffer>& grads,
+                          int batch);
 
 }  // namespace ddp::model

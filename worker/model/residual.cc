@@ -34,21 +34,12 @@ void Residual::reserve(int batch) {
   }
 }
 
-void Residual::reserveBackward(int batch) {
-  for (size_t i = 1; i < layers_.size(); ++i) {
-    grads_[i].reserve(static_cast<size_t>(batch) * shapeNumel(layers_[i]->inputShape()) * sizeof(float));
-  }
-  for (auto& l : layers_) l->reserveBackward(batch);
-}
+void Residual::reserveBackward(int batch) { reserveStackBackward(layers_, grads_, batch); }
 
 int64_t Residual::sampleFloats() const {
-  int64_t floats = shapeNumel(outputShape_);
-  for (const auto& l : layers_) {
-    const int64_t f = l->sampleFloats();
-    if (f == 0) return 0;
-    floats += f;
-  }
-  return floats;
+  const int64_t inner = stackSampleFloats(layers_);
+  if (inner == 0 && !layers_.empty()) return 0;  // a layer that must run whole
+  return inner + shapeNumel(outputShape_);
 }
 
 void Residual::forward(const float* x, float* y, int batch) {

@@ -101,22 +101,9 @@ void Sequential::reserve(int batch) {
   reserved_ = batch;
 }
 
-void Sequential::reserveBackward(int batch) {
-  for (size_t i = 1; i < layers_.size(); ++i) {
-    grads_[i].reserve(static_cast<size_t>(batch) * shapeNumel(layers_[i]->inputShape()) * sizeof(float));
-  }
-  for (auto& l : layers_) l->reserveBackward(batch);
-}
+void Sequential::reserveBackward(int batch) { reserveStackBackward(layers_, grads_, batch); }
 
-int64_t Sequential::chunkFloatsPerSample() const {
-  int64_t floats = 0;
-  for (const auto& l : layers_) {
-    const int64_t f = l->sampleFloats();
-    if (f == 0) return 0;
-    floats += f;
-  }
-  return floats;
-}
+int64_t Sequential::chunkFloatsPerSample() const { return stackSampleFloats(layers_); }
 
 const float* Sequential::forward(const float* input, int batch) {
   reserve(batch);
