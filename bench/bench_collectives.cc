@@ -9,8 +9,10 @@
 //                               [--comm-thread-priority auto|realtime|normal] [--same-host-memory on|off]
 //
 // Ranks are processes of one host, so from 256 KiB our allreduce reads the peers' memory (Note
-// [Same-host allreduce] in worker/comm/cross_memory.h); `--same-host-memory off` times our TCP
-// ring instead (what ranks on different hosts run). Every row names it (same_host_memory).
+// [Same-host allreduce] in worker/comm/cross_memory.h) and up to 32 bytes a rank our ops are one
+// exchange of the shared page (Note [Small ops through the page]; `--min-bytes 8` shows them);
+// `--same-host-memory off` times our TCP ring instead (what ranks on different hosts run).
+// Every row names it (same_host_memory).
 //
 // Comm threads (ours and Gloo direct's alike) get the priority `ddpctl run` would give a job of
 // --world one-thread workers on this machine (Note [Comm thread priority]): the operator's
@@ -550,8 +552,8 @@ int main(int argc, char** argv) {
       return usage();
     }
   }
-  if (args.world < 2 || args.minBytes < 4096 || args.maxBytes < args.minBytes) {
-    std::fprintf(stderr, "bench_collectives: need --world >= 2 and 4096 <= min-bytes <= max-bytes\n");
+  if (args.world < 2 || args.minBytes < 8 || args.maxBytes < args.minBytes) {
+    std::fprintf(stderr, "bench_collectives: need --world >= 2 and 8 <= min-bytes <= max-bytes\n");
     return 2;
   }
   return args.rank < 0 ? ddp::bench::runParent(args, argc, argv) : ddp::bench::runRank(args);

@@ -1,6 +1,8 @@
 #include "tests/support/gloo_harness.h"
 
 #include <gloo/rendezvous/context.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <atomic>
@@ -19,6 +21,19 @@ namespace ddp::test {
 std::string uniqueGlooPrefix(const std::string& base) {
   static std::atomic<uint64_t> counter{0};
   return base + "/" + std::to_string(counter.fetch_add(1));
+}
+
+std::vector<std::unique_ptr<comm::SharedWords>> sharedPageOf(int world) {
+  const std::vector<int64_t> pids(static_cast<size_t>(world), ::getpid());
+  std::vector<std::unique_ptr<comm::SharedWords>> ranks;
+  for (int r = 0; r < world; ++r) {
+    auto page = r == 0 ? comm::SharedWords::create(0, world) : comm::SharedWords::open(::getpid(), ranks[0]->fd(), r, world);
+    EXPECT_TRUE(page.isOk()) << page.status();
+    if (!page.isOk()) return ranks;
+    EXPECT_TRUE((*page)->watch(pids).isOk());
+    ranks.push_back(std::move(*page));
+  }
+  return ranks;
 }
 
 comm::OpHeader opHeader(uint64_t collSeq, uint64_t count) {

@@ -14,8 +14,11 @@
 // If the ranks are not done by `timeout`, every backend is aborted (so blocked ops fail) and
 // runRanks returns Timeout after the threads have been joined.
 
+#include <gloo/common/error.h>
+
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "common/clock.h"
@@ -23,6 +26,7 @@
 #include "worker/comm/backend.h"
 #include "worker/comm/gloo_collectives.h"
 #include "worker/comm/gloo_options.h"
+#include "worker/comm/shared_words.h"
 
 namespace gloo {
 class Context;
@@ -46,6 +50,22 @@ std::vector<std::shared_ptr<::gloo::Context>> connectGlooPair();
 
 // An allreduce-like op header (type 1) of collective `collSeq` over `count` elements.
 comm::OpHeader opHeader(uint64_t collSeq, uint64_t count);
+
+// `world` ranks of this process on one shared page (Note [Shared-memory phases]): rank 0
+// creates it, the others open it through /proc/self/fd as a peer opens rank 0's; each watches
+// the others (this process). Fails the test and returns fewer ranks when one cannot be made.
+std::vector<std::unique_ptr<comm::SharedWords>> sharedPageOf(int world);
+
+// Runs `fn` and returns the message of the gloo::IoException it throws ("" when none).
+template <typename Fn>
+std::string glooIoErrorOf(Fn&& fn) {
+  try {
+    fn();
+  } catch (const ::gloo::IoException& e) {
+    return e.what();
+  }
+  return "";
+}
 
 // A prefix no other call in this process has used ("test/<n>"), for tests that create
 // backends themselves (Note [Store prefix per generation]).

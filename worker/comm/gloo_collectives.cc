@@ -52,7 +52,10 @@ GlooCollectives::GlooCollectives(std::shared_ptr<::gloo::Context> context, std::
       rank_(context_->rank),
       size_(context_->size),
       sharedWords_(std::move(sharedWords)) {
-  if (sharedWords_) waits_->onAbort([words = sharedWords_] { words->abort(); });
+  if (sharedWords_) {
+    waits_->onAbort([words = sharedWords_] { words->abort(); });
+    small_ = std::make_unique<SharedSmallOps>(sharedWords_, rank_, size_, [waits = waits_] { return waits->aborted(); });
+  }
   if (crossMemory) crossAllreduce_ = std::make_unique<CrossMemoryAllreduce>(std::move(crossMemory), rank_, size_);
 }
 
@@ -206,6 +209,7 @@ void GlooCollectives::sameHostAllreduce(BufferView buf, ReduceOp op, uint32_t ta
 
 void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout) {
   if (buf.count == 0 || size_ == 1) return;
+  if (small_ && SharedSmallOps::fits(buf.bytes())) return small_->allreduce(buf, op, Deadline::after(timeout));
   if (readsPeerMemory(buf)) return sameHostAllreduce(buf, op, tag, timeout);
   const int n = size_;
   const int next = (rank_ + 1) % n;
@@ -301,6 +305,7 @@ void GlooCollectives::fusedAllreduce(const std::vector<BufferView>& bufs, Reduce
 
 void GlooCollectives::broadcast(BufferView buf, int root, uint32_t tag, std::chrono::milliseconds timeout) {
   if (buf.count == 0 || size_ == 1) return;
+  if (small_ && SharedSmallOps::fits(buf.bytes())) return small_->broadcast(buf, root, Deadline::after(timeout));
   const int n = size_;
   const size_t bytes = buf.bytes();
   const uint64_t slot = ringSlot(tag, 0);
@@ -344,6 +349,7 @@ void GlooCollectives::allgather(BufferView in, BufferView out, uint32_t tag, std
   char* mine = outBytes + static_cast<size_t>(rank_) * block;
   if (mine != in.data) std::memmove(mine, in.data, block);
   if (size_ == 1) return;
+  if (small_ && SharedSmallOps::fits(block)) return small_->allgather(outBytes, block, Deadline::after(timeout));
   ringAllgather(outBytes, block, tag, 0, timeout);
 }
 

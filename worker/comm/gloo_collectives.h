@@ -5,6 +5,8 @@
 // a pipelined ring allreduce, a ring reduce-scatter and allgather, a broadcast (direct for small
 // buffers, a pipelined ring for large ones), a direct gather, and a barrier (Note [Ring
 // collectives]); plus a fused allreduce over a flattened scratch buffer for coalesced batches.
+// With a shared page, ops of a few bytes per rank go through it instead (Note [Small ops through
+// the page]), and large allreduces read the peers' memory (Note [Same-host allreduce]).
 // OpHeader (the description ranks compare before each op) lives here too; GlooHeaderLane
 // exchanges it.
 //
@@ -21,6 +23,7 @@
 #include "common/status.h"
 #include "worker/comm/cross_memory_allreduce.h"
 #include "worker/comm/gloo_wait_set.h"
+#include "worker/comm/shared_small_ops.h"
 #include "worker/comm/shared_words.h"
 #include "worker/comm/types.h"
 
@@ -98,6 +101,7 @@ class GlooCollectives {
   std::vector<char> ringTmp_;  // allreduce: two segments in flight
   std::unique_ptr<CrossMemoryAllreduce> crossAllreduce_;  // set when the ranks agreed on it
   std::shared_ptr<SharedWords> sharedWords_;  // its exchanges, when every rank mapped the page
+  std::unique_ptr<SharedSmallOps> small_;     // with sharedWords_ (Note [Small ops through the page])
 };
 
 }  // namespace ddp::comm

@@ -1,5 +1,6 @@
 // GlooBackend collectives against closed-form results: every op x dtype x world size
-// (1, 2, 3, 4) x element count (0, 1, odd, large). Ranks run as threads over the in-memory store
+// (1, 2, 3, 4) x element count (0; 1 and 4, which go through the shared page, Note [Small ops
+// through the page]; odd; large). Ranks run as threads over the in-memory store
 // (real Gloo over loopback TCP). Inputs are small integers so every expected value, including
 // f16/bf16 sums and products, is exact; averages are checked against the documented rounding
 // (sum in the dtype, then one division done in the dtype's arithmetic).
@@ -186,7 +187,7 @@ TEST_P(GlooCollectivesTest, BroadcastAllgatherGatherBarrierEveryDtype) {
 std::vector<Param> params() {
   std::vector<Param> out;
   for (int w : {1, 2, 3, 4}) {
-    for (size_t n : {size_t{0}, size_t{1}, size_t{37}, size_t{100000}}) out.push_back({w, n});
+    for (size_t n : {size_t{0}, size_t{1}, size_t{4}, size_t{37}, size_t{100000}}) out.push_back({w, n});
   }
   return out;
 }

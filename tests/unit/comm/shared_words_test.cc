@@ -37,37 +37,14 @@ using SteadyClock = std::chrono::steady_clock;
 
 bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
 
-// `world` ranks of this process on one page: rank 0 creates it, the others open it (through
-// /proc/self/fd); each watches the others (this process).
-std::vector<std::unique_ptr<SharedWords>> pageOf(int world) {
-  const std::vector<int64_t> pids(static_cast<size_t>(world), ::getpid());
-  std::vector<std::unique_ptr<SharedWords>> ranks;
-  for (int r = 0; r < world; ++r) {
-    auto page = r == 0 ? SharedWords::create(0, world) : SharedWords::open(::getpid(), ranks[0]->fd(), r, world);
-    EXPECT_TRUE(page.isOk()) << page.status();
-    if (!page.isOk()) return ranks;
-    EXPECT_TRUE((*page)->watch(pids).isOk());
-    ranks.push_back(std::move(*page));
-  }
-  return ranks;
-}
-
-// Runs `fn` and returns the message of the gloo::IoException it throws ("" when none).
-template <typename Fn>
-std::string ioErrorOf(Fn&& fn) {
-  try {
-    fn();
-  } catch (const ::gloo::IoException& e) {
-    return e.what();
-  }
-  return "";
-}
+using test::glooIoErrorOf;
+using test::sharedPageOf;
 
 // `world` threads exchange 300 times, each sleeping now and then (everyone waits on someone).
 void gatherAtDifferentPaces(int world) {
   constexpr int kExchanges = 300;
   const auto kWorld = static_cast<size_t>(world);
-  auto ranks = pageOf(world);
+  auto ranks = sharedPageOf(world);
   ASSERT_EQ(ranks.size(), kWorld);
   std::atomic<int> wrong{0};
   std::vector<std::thread> threads;
@@ -94,18 +71,18 @@ void gatherAtDifferentPaces(int world) {
 // (a spinning rank would hold the core that the rank it waits for needs). Both gather alike.
 TEST(SharedWordsTest, RanksAtDifferentPacesGatherEveryWordOfEveryExchange) {
   const int over = std::min(usableCores() + 1, kSharedWordsMaxRanks);  // more ranks than cores
-  EXPECT_EQ(pageOf(2)[0]->spins(), usableCores() >= 2);
-  EXPECT_EQ(pageOf(over)[0]->spins(), over <= usableCores());
+  EXPECT_EQ(sharedPageOf(2)[0]->spins(), usableCores() >= 2);
+  EXPECT_EQ(sharedPageOf(over)[0]->spins(), over <= usableCores());
   gatherAtDifferentPaces(2);
   gatherAtDifferentPaces(over);
 }
 
 TEST(SharedWordsTest, ALoneRankTimesOutNamingHowManyDidNotArrive) {
-  auto ranks = pageOf(3);
+  auto ranks = sharedPageOf(3);
   ASSERT_EQ(ranks.size(), 3u);
   std::vector<uint64_t> words(3, 0);
   const auto t0 = SteadyClock::now();
-  const std::string err = ioErrorOf([&] { ranks[1]->allgather(words, Deadline::after(150ms), nullptr); });
+  const std::string err = glooIoErrorOf([&] { ranks[1]->allgather(words, Deadline::after(150ms), nullptr); });
   const auto took = SteadyClock::now() - t0;
   EXPECT_TRUE(contains(err, "timed out: 2 rank(s) did not arrive")) << err;
   EXPECT_GE(took, 150ms);
@@ -113,7 +90,7 @@ TEST(SharedWordsTest, ALoneRankTimesOutNamingHowManyDidNotArrive) {
 }
 
 TEST(SharedWordsTest, AbortingTheWaitSetReleasesAWaitingRank) {
-  auto ranks = pageOf(2);
+  auto ranks = sharedPageOf(2);
   ASSERT_EQ(ranks.size(), 2u);
   GlooWaitSet waits;
   SharedWords* rank0 = ranks[0].get();
@@ -121,7 +98,7 @@ TEST(SharedWordsTest, AbortingTheWaitSetReleasesAWaitingRank) {
   std::string err;
   std::thread waiter([&] {
     std::vector<uint64_t> words(2, 0);
-    err = ioErrorOf([&] { rank0->allgather(words, Deadline::after(60s), [&] { return waits.aborted(); }); });
+    err = glooIoErrorOf([&] { rank0->allgather(words, Deadline::after(60s), [&] { return waits.aborted(); }); });
   });
   std::this_thread::sleep_for(100ms);
   const auto t0 = SteadyClock::now();
@@ -137,7 +114,7 @@ TEST(SharedWordsTest, AbortingTheWaitSetReleasesAWaitingRank) {
 }
 
 TEST(SharedWordsTest, APeersAbortFailsTheOthersWaitsNamingIt) {
-  auto ranks = pageOf(3);
+  auto ranks = sharedPageOf(3);
   ASSERT_EQ(ranks.size(), 3u);
   std::vector<std::string> errs(2);
   std::vector<std::thread> waiters;
@@ -145,7 +122,7 @@ TEST(SharedWordsTest, APeersAbortFailsTheOthersWaitsNamingIt) {
     waiters.emplace_back([&, r] {
       std::vector<uint64_t> words(3, 0);
       errs[static_cast<size_t>(r)] =
-          ioErrorOf([&] { ranks[static_cast<size_t>(r)]->allgather(words, Deadline::after(60s), nullptr); });
+          glooIoErrorOf([&] { ranks[static_cast<size_t>(r)]->allgather(words, Deadline::after(60s), nullptr); });
     });
   }
   std::this_thread::sleep_for(100ms);
@@ -156,25 +133,25 @@ TEST(SharedWordsTest, APeersAbortFailsTheOthersWaitsNamingIt) {
   for (const std::string& err : errs) EXPECT_TRUE(contains(err, "rank 2 aborted or closed the communicator")) << err;
   // The counts no longer agree: a later exchange on the page fails at once.
   std::vector<uint64_t> words(3, 0);
-  EXPECT_TRUE(contains(ioErrorOf([&] { ranks[1]->allgather(words, Deadline::after(60s), nullptr); }),
+  EXPECT_TRUE(contains(glooIoErrorOf([&] { ranks[1]->allgather(words, Deadline::after(60s), nullptr); }),
                        "an earlier exchange on this page failed"));
 
   // An exchange that starts after a peer's abort fails at once, even were every rank to arrive.
-  auto pair = pageOf(2);
+  auto pair = sharedPageOf(2);
   ASSERT_EQ(pair.size(), 2u);
   pair[1]->abort();
   std::vector<uint64_t> two(2, 0);
-  EXPECT_TRUE(contains(ioErrorOf([&] { pair[0]->allgather(two, Deadline::after(60s), nullptr); }),
+  EXPECT_TRUE(contains(glooIoErrorOf([&] { pair[0]->allgather(two, Deadline::after(60s), nullptr); }),
                        "rank 1 aborted or closed the communicator"));
 }
 
 TEST(SharedWordsTest, APeerThatClosesItsPageFailsTheOthersWaits) {
-  auto ranks = pageOf(2);
+  auto ranks = sharedPageOf(2);
   ASSERT_EQ(ranks.size(), 2u);
   std::string err;
   std::thread waiter([&] {
     std::vector<uint64_t> words(2, 0);
-    err = ioErrorOf([&] { ranks[0]->allgather(words, Deadline::after(60s), nullptr); });
+    err = glooIoErrorOf([&] { ranks[0]->allgather(words, Deadline::after(60s), nullptr); });
   });
   std::this_thread::sleep_for(100ms);
   const auto t0 = SteadyClock::now();
@@ -195,7 +172,7 @@ TEST(SharedWordsTest, APeerWhoseProcessEndedFailsTheWaitNamingIt) {
   ASSERT_TRUE((*page)->watch(pids).isOk());
   std::vector<uint64_t> words(2, 0);
   const auto t0 = SteadyClock::now();
-  const std::string err = ioErrorOf([&] { (*page)->allgather(words, Deadline::after(60s), nullptr); });
+  const std::string err = glooIoErrorOf([&] { (*page)->allgather(words, Deadline::after(60s), nullptr); });
   EXPECT_LT(SteadyClock::now() - t0, 5s);
   EXPECT_TRUE(contains(err, "rank 1 (pid " + std::to_string(child) + ") has exited")) << err;
 
@@ -226,7 +203,7 @@ TEST(SharedWordsTest, BadArgumentsAndAMissingPageAreNamed) {
 // Note [Shared header exchange]: headers that agree, that do not (every rank's named), one never
 // posted, and an exchange after stop().
 TEST(SharedHeaderExchangeTest, AgreeingDisagreeingMissingAndStopped) {
-  auto page = pageOf(2);
+  auto page = sharedPageOf(2);
   ASSERT_EQ(page.size(), 2u);
   std::vector<std::unique_ptr<SharedHeaderExchange>> ex;
   for (int r = 0; r < 2; ++r) {
@@ -274,7 +251,7 @@ TEST(SharedWordsTest, ASameHostAllreduceWaitsInThePageAndAbortReleasesIt) {
   std::vector<float> x((size_t{1} << 20) / sizeof(float), 1.f);
   std::string err;
   std::thread rank0(
-      [&] { err = ioErrorOf([&] { coll.allreduce(viewOf(x.data(), x.size()), ReduceOp::kSum, 1, 60000ms); }); });
+      [&] { err = glooIoErrorOf([&] { coll.allreduce(viewOf(x.data(), x.size()), ReduceOp::kSum, 1, 60000ms); }); });
   std::this_thread::sleep_for(100ms);
   const auto t0 = SteadyClock::now();
   waits->abort();
