@@ -3,6 +3,18 @@
 // each rank's word (Note [Trainer step] in trainer.h). Two flags: stop (SIGTERM, the
 // controller's `stop`, an injected stop) and checkpoint now (the controller's `checkpoint`).
 // The decisions are pure; CommandWordAgreement carries out the collective.
+//
+// Note [Command word placement]
+// The trainer issues the word once the step's gradients are reduced, before the optimizer step,
+// and waits for it after the step (Note [Trainer step]). Issued as the step started, its
+// exchange overlapped the forward pass of ranks that had not reached it yet: the first rank to
+// arrive waited (through the shared page, Note [Small ops through the page], spinning first
+// when the ranks fit the cores), and on two workers sharing two cores its executor was
+// scheduled onto the core of the peer still computing, which it then held for up to the spin.
+// Right after the gradients' allreduce the ranks have just left the same collective, so the
+// exchange finds every peer there and completes in microseconds, overlapped with the
+// optimizer step. A stop asked for during the step's forward and backward is now seen at this
+// step instead of the next.
 // Thread model: the training thread only.
 
 #include <cstdint>

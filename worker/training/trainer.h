@@ -4,14 +4,14 @@
 // Note [Trainer step]
 // The step loop (trainer_loop.cc) runs these phases per optimizer step, one function each:
 //   1. injected faults (training_faults.h, tests only): a stall before the step;
-//   2. command word (command_word.h): on every stopCheckEverySteps-th step (default: every
+//   2. the gradients: for each of the gradAccumulation micro-batches, forward/backward with the
+//      reducer's ready callback, no_sync on all but the last (gradients accumulate locally,
+//      scaled by 1/micro-batches), reducer.finalize();
+//   3. command word (command_word.h): on every stopCheckEverySteps-th step (default: every
 //      step), issue the allreduce(MAX) of this rank's command word [stop (SIGTERM, the
 //      controller's stop, an injected stop), checkpoint now] (2 ints, asynchronous, overlapped
-//      with the step);
-//   3. the step: for each of the gradAccumulation micro-batches, forward/backward with the
-//      reducer's ready callback, no_sync on all but the last (gradients accumulate locally,
-//      scaled by 1/micro-batches), reducer.finalize(); then lr = schedule(step) and the
-//      optimizer step (plain, or ZeRO: shard step + owners' broadcasts); zero the gradients;
+//      with the optimizer step; Note [Command word placement]); then lr = schedule(step) and
+//      the optimizer step (plain, or ZeRO: shard step + owners' broadcasts); zero the gradients;
 //   4. record: the position moves on, the progress observer and the checkpoint writer's reports;
 //   5. log (step_log.h): a step line every logEverySteps steps and at the last step;
 //   6. checkpoint (checkpoint_policy.h, Note [Checkpoint policy]): a periodic one when due;

@@ -159,7 +159,8 @@ struct Trainer::Impl {
   void stallIfInjected();
   bool stopRequestedHere() const;
   CommandWord localCommandWord() const;
-  Result<model::BatchStats> runStep(RunContext& run, data::BatchIterator* it);
+  // The micro-batches and the optimizer step; issues the command word when `agree`.
+  Result<model::BatchStats> runStep(RunContext& run, data::BatchIterator* it, bool agree);
   Result<model::BatchStats> microBatch(RunContext& run, data::BatchIterator* it, int m, int micro);
   // Micro-batch m of `micro` of the step about to run, as the model reads it.
   Result<model::Batch> nextBatch(RunContext& run, data::BatchIterator* it, int m, int micro);

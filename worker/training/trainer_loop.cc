@@ -107,8 +107,7 @@ Status Trainer::Impl::closeJoin(std::unique_ptr<join::Join> scope) {
 Result<bool> Trainer::Impl::stepPhases(RunContext& run, data::BatchIterator* it) {
   stallIfInjected();
   const bool agree = commandWordDue(state.step + 1, config.stopCheckEverySteps, config.join);
-  if (agree) command.issue(backend, localCommandWord());  // overlaps the step
-  DDP_ASSIGN_OR_RETURN(model::BatchStats stats, runStep(run, it));
+  DDP_ASSIGN_OR_RETURN(model::BatchStats stats, runStep(run, it, agree));
   recordStep(run, stats);
   logStep(run, stats);
   if (checkpoints && checkpointPolicy().afterStep(state.step, samplesLeftHere())) {
@@ -141,7 +140,7 @@ CommandWord Trainer::Impl::localCommandWord() const {
 }
 
 // The micro-batches (forward, backward, reduction) and the optimizer step.
-Result<model::BatchStats> Trainer::Impl::runStep(RunContext& run, data::BatchIterator* it) {
+Result<model::BatchStats> Trainer::Impl::runStep(RunContext& run, data::BatchIterator* it, bool agree) {
   int micro = config.gradAccumulation;
   if (sampler) {
     const int64_t remainingBatches = (sampler->remaining() + localBatch - 1) / localBatch;
@@ -152,6 +151,9 @@ Result<model::BatchStats> Trainer::Impl::runStep(RunContext& run, data::BatchIte
     DDP_ASSIGN_OR_RETURN(model::BatchStats s, microBatch(run, it, m, micro));
     stepStats += s;
   }
+  // Note [Command word placement]: issued once the gradients are reduced, overlapping the
+  // optimizer step.
+  if (agree) command.issue(backend, localCommandWord());
   DDP_RETURN_IF_ERROR(optimizerStep(run));
   return stepStats;
 }
