@@ -4,6 +4,7 @@
 #include <gloo/common/error.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -33,14 +34,6 @@ constexpr size_t kPageBytes = 8192;
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "a futex word");
 
 std::string errnoText(const std::string& what) { return what + ": " + std::strerror(errno); }
-
-void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 long futex(std::atomic<uint32_t>* word, int op, uint32_t value, const struct timespec* timeout) {
   return ::syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), op, value, timeout, nullptr, 0);
@@ -159,11 +152,12 @@ void SharedWords::checkPeers() const {
 
 uint32_t SharedWords::spin(uint32_t seen, uint32_t target) const {
   if (!spins_) return seen;
+  // Between polls the core goes to any other runnable thread on it (Note [Shared-memory phases]:
+  // the scheduler may have put this executor beside a peer's compute thread).
   const Deadline until = Deadline::after(kSharedWordsSpin);
-  for (uint32_t i = 1; static_cast<int32_t>(seen - target) < 0; ++i) {
-    cpuRelax();
+  while (static_cast<int32_t>(seen - target) < 0 && !until.expired()) {
+    ::sched_yield();
     seen = page_->arrived.load(std::memory_order_acquire);
-    if (i % 64 == 0 && until.expired()) break;
   }
   return seen;
 }

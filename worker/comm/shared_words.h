@@ -18,7 +18,14 @@
 // spinning first; docs/PERFORMANCE.md). It spins only when the ranks do not outnumber this
 // process's cores: with 4 ranks on 2 cores a spinning rank holds the core that the rank it waits
 // for needs (the same allreduce took 290 us sleeping, 410-630 us spinning). The cores counted are
-// this process's affinity mask: ranks pinned to one core each do not spin. Words alternate
+// this process's affinity mask: ranks pinned to one core each do not spin. The spin yields the
+// core between polls (sched_yield): with two workers on two cores the scheduler often wakes a
+// rank's executor onto the core where the peer's training thread is still finishing its
+// backward, and a spin that only paused held that core, delaying the very arrival it waited for
+// (a scheduler trace showed 50-70 us of it in most CNN steps); yielding hands the core back to
+// that thread and still polls at once when the core is otherwise idle. CNN 2 workers vs 1: 1.890
+// against 1.841 (exposed communication 0.21 against 0.27 ms a step); an exchange of an idle pair
+// takes a few microseconds longer (docs/PERFORMANCE.md). Words alternate
 // between two slots by exchange parity: a rank can write slot e + 1 only after every rank
 // arrived at e, that is after every rank finished reading slot e - 1.
 // Every rank runs the same exchanges in the same order (the executor's collective order), so the
