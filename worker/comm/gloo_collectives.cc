@@ -96,6 +96,14 @@ GlooWaitSet::Buffer GlooCollectives::buffer(void* data, size_t bytes) { return w
 //    made the loop do both and doubled the context switches; paced, 2 ranks moved 16 MiB in
 //    4.3-4.4 ms instead of 5.2-5.4 (bench_collectives, docs/PERFORMANCE.md).
 //  - reduce-scatter (Note [Ring reduce-scatter]), allgather: the ring steps above.
+//  - small allreduce (Note [Direct small allreduce]): while (n - 1) x bytes is at most
+//    kDirectAllreduceBytes, every rank sends its whole buffer to every other rank in one hop
+//    and folds the n buffers itself in rank order (rank 0's, then rank 1's, ...), so every rank
+//    computes the same bits; an average divides that sum once. The ring's 2 (n - 1) hops cost
+//    more than the bytes at these sizes: 2 ranks over TCP took 57-73 us from 8 B to 32 KiB
+//    instead of 130-153 (Gloo's own ring 82-105, its bcube 59-85; bench_collectives
+//    --same-host-memory off, docs/PERFORMANCE.md). Ranks that read each other's memory take
+//    that path first (from 256 KiB).
 //  - broadcast: up to kDirectBroadcastBytes the root sends to every rank (one hop); larger
 //    buffers go along the ring from the root in segments, each rank forwarding a segment as
 //    soon as it has it (a pipeline: the root sends the buffer once).
@@ -112,6 +120,10 @@ constexpr size_t kRingSegmentBytes = size_t{512} << 10;
 constexpr size_t kRingMinSplitBytes = size_t{1} << 20;
 constexpr size_t kRingWindow = 2;
 constexpr size_t kDirectBroadcastBytes = size_t{64} << 10;
+// An allreduce whose (n - 1) x bytes, what each rank sends directly, is at most this goes direct
+// (2 ranks over TCP: direct 79-80 us at 64 KiB, 121-126 at 256 KiB, 429-440 at 1 MiB, where
+// Gloo's bcube took 91-92, 120 and 244-245).
+constexpr size_t kDirectAllreduceBytes = size_t{256} << 10;
 
 struct Piece {
   size_t offset = 0;  // bytes
@@ -207,10 +219,34 @@ void GlooCollectives::sameHostAllreduce(BufferView buf, ReduceOp op, uint32_t ta
   });
 }
 
+void GlooCollectives::directAllreduce(BufferView buf, ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout) {
+  const size_t bytes = buf.bytes();
+  if (direct_.size() < static_cast<size_t>(size_) * bytes) direct_.resize(static_cast<size_t>(size_) * bytes);
+  char* all = direct_.data();  // not scratch(): a coalesced batch's flattened members live there
+  std::memcpy(all + static_cast<size_t>(rank_) * bytes, buf.data, bytes);
+  GlooWaitSet::Buffer in = buffer(all, static_cast<size_t>(size_) * bytes);
+  GlooWaitSet::Buffer out = buffer(buf.data, bytes);
+  const uint64_t slot = ringSlot(tag, 0);
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) in->recv(r, slot, static_cast<size_t>(r) * bytes, bytes);
+  }
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) out->send(r, slot, 0, bytes);
+  }
+  for (int r = 0; r < size_ - 1; ++r) waitRecvOrThrow(*in, timeout);
+  for (int r = 0; r < size_ - 1; ++r) waitSendOrThrow(*out, timeout);
+  // Folded in rank order, so every rank computes the same bits.
+  const ReduceKernel kernel = reduceKernel(buf.dtype, op);
+  std::memcpy(buf.data, all, bytes);
+  for (int r = 1; r < size_; ++r) kernel(buf.data, buf.data, all + static_cast<size_t>(r) * bytes, buf.count);
+  if (op == ReduceOp::kAvg) divideInPlace(buf, size_);
+}
+
 void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout) {
   if (buf.count == 0 || size_ == 1) return;
   if (small_ && SharedSmallOps::fits(buf.bytes())) return small_->allreduce(buf, op, Deadline::after(timeout));
   if (readsPeerMemory(buf)) return sameHostAllreduce(buf, op, tag, timeout);
+  if (static_cast<size_t>(size_ - 1) * buf.bytes() <= kDirectAllreduceBytes) return directAllreduce(buf, op, tag, timeout);
   const int n = size_;
   const int next = (rank_ + 1) % n;
   const int prev = (rank_ + n - 1) % n;

@@ -86,6 +86,8 @@ class GlooCollectives {
   // Whether an allreduce of `buf` takes the same-host path (Note [Same-host allreduce]).
   bool readsPeerMemory(BufferView buf) const;
   void sameHostAllreduce(BufferView buf, ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout);
+  // Note [Direct small allreduce] (in Note [Ring collectives]).
+  void directAllreduce(BufferView buf, ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout);
   char* scratch(size_t bytes);
   GlooWaitSet::Buffer buffer(void* data, size_t bytes);
   // The ring allgather of `block` bytes per rank in `out` (rank r's at r * block, its own in place),
@@ -99,6 +101,7 @@ class GlooCollectives {
   std::vector<char> scratch_;
   std::vector<char> scratch2_;
   std::vector<char> ringTmp_;  // allreduce: two segments in flight
+  std::vector<char> direct_;   // directAllreduce: every rank's buffer
   std::unique_ptr<CrossMemoryAllreduce> crossAllreduce_;  // set when the ranks agreed on it
   std::shared_ptr<SharedWords> sharedWords_;  // its exchanges, when every rank mapped the page
   std::unique_ptr<SharedSmallOps> small_;     // with sharedWords_ (Note [Small ops through the page])

@@ -260,6 +260,26 @@ TEST_P(GlooLargeBufferTest, AllreduceBroadcastAndAllgatherStreamInSegments) {
 
 INSTANTIATE_TEST_SUITE_P(Worlds, GlooLargeBufferTest, ::testing::Combine(::testing::Values(2, 3, 4), ::testing::Bool()));
 
+// Note [Direct small allreduce]: over TCP (no shared page), a small allreduce folds the ranks'
+// buffers in rank order on every rank. 1e8f + 1 rounds back to 1e8f, so ((1e8 + 1) + -1e8) + 1
+// is exactly 1 in f32, while a ring's chunks start their sums at other ranks (1 + -1e8 rounds to
+// -1e8, ...) and get 0 or 2. Every element, on every rank, must be exactly 1.
+TEST(GlooBackendTest, SmallAllreducesOverTcpFoldInRankOrderOnEveryRank) {
+  const float in[4] = {1e8f, 1.0f, -1e8f, 1.0f};
+  auto tcpOnly = [](GlooOptions& o) { o.sameHostMemory = false; };
+  Status st = test::runRanks(4, tcpOnly, [&](int rank, Backend& b) {
+    EXPECT_FALSE(dynamic_cast<GlooBackend&>(b).sharesPage());
+    for (size_t count : {size_t{1}, size_t{3}, size_t{4096}}) {
+      std::vector<float> x(count, in[rank]);
+      ASSERT_TRUE(b.allreduce(viewOf(x.data(), x.size()), ReduceOp::kSum)->wait(Deadline::after(30s)).isOk());
+      size_t wrong = 0;
+      for (float v : x) wrong += v != 1.0f;
+      EXPECT_EQ(wrong, 0u) << count << " elements on rank " << rank;
+    }
+  });
+  EXPECT_TRUE(st.isOk()) << st;
+}
+
 TEST(GlooBackendTest, SequenceNumbersAndOpTypes) {
   Status st = test::runRanks(2, [](int, Backend& b) {
     std::vector<float> x(4, 1.f);
