@@ -101,7 +101,7 @@ GlooWaitSet::Buffer GlooCollectives::buffer(void* data, size_t bytes) { return w
 //    and folds the n buffers itself in rank order (rank 0's, then rank 1's, ...), so every rank
 //    computes the same bits; an average divides that sum once. The ring's 2 (n - 1) hops cost
 //    more than the bytes at these sizes: 2 ranks over TCP took 57-73 us from 8 B to 32 KiB
-//    instead of 130-153 (Gloo's own ring 82-105, its bcube 59-85; bench_collectives
+//    instead of 102-153 (Gloo's own ring 82-105, its bcube 59-85; bench_collectives
 //    --same-host-memory off, docs/PERFORMANCE.md). Ranks that read each other's memory take
 //    that path first (from 256 KiB).
 //  - broadcast: up to kDirectBroadcastBytes the root sends to every rank (one hop); larger
