@@ -160,7 +160,9 @@ TEST(ControllerClientTest, UnreachableControllerIsRetriedUntilTheDeadline) {
   EXPECT_GE(attempts, 4) << reg.status();
   EXPECT_LE(attempts, 6) << reg.status();
   EXPECT_GE(took, 0.55);  // it kept trying until the deadline...
-  EXPECT_LT(took, 0.85);  // ...and gave up at it
+  // ...and gave up at it: a fifth backoff not capped by the deadline would end at 1.55 s. (Under
+  // AddressSanitizer beside another test the call once took 0.99 s.)
+  EXPECT_LT(took, 1.4);
 }
 
 TEST(ControllerClientTest, StoreOptionsNameTheGenerationsStore) {
