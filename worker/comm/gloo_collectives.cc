@@ -235,11 +235,7 @@ void GlooCollectives::directAllreduce(BufferView buf, ReduceOp op, uint32_t tag,
   }
   for (int r = 0; r < size_ - 1; ++r) waitRecvOrThrow(*in, timeout);
   for (int r = 0; r < size_ - 1; ++r) waitSendOrThrow(*out, timeout);
-  // Folded in rank order, so every rank computes the same bits.
-  const ReduceKernel kernel = reduceKernel(buf.dtype, op);
-  std::memcpy(buf.data, all, bytes);
-  for (int r = 1; r < size_; ++r) kernel(buf.data, buf.data, all + static_cast<size_t>(r) * bytes, buf.count);
-  if (op == ReduceOp::kAvg) divideInPlace(buf, size_);
+  foldInRankOrder(all, bytes, size_, buf, op);  // every rank computes the same bits
 }
 
 void GlooCollectives::allreduce(BufferView buf, ReduceOp op, uint32_t tag, std::chrono::milliseconds timeout) {

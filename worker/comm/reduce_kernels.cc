@@ -1,6 +1,7 @@
 #include "worker/comm/reduce_kernels.h"
 
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 namespace ddp::comm {
@@ -88,6 +89,13 @@ void divideInPlace(BufferView buf, int divisor) {
     case DType::kF16:
     case DType::kBF16: halfDivide(buf.dtype, buf.data, buf.count, static_cast<float>(divisor)); break;
   }
+}
+
+void foldInRankOrder(const char* all, size_t stride, int ranks, BufferView out, ReduceOp op) {
+  std::memcpy(out.data, all, out.bytes());
+  const ReduceKernel kernel = reduceKernel(out.dtype, op);
+  for (int r = 1; r < ranks; ++r) kernel(out.data, out.data, all + static_cast<size_t>(r) * stride, out.count);
+  if (op == ReduceOp::kAvg) divideInPlace(out, ranks);
 }
 
 }  // namespace ddp::comm

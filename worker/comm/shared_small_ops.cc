@@ -18,14 +18,8 @@ void SharedSmallOps::exchange(const void* mine, size_t bytes, Deadline deadline)
 }
 
 void SharedSmallOps::allreduce(BufferView buf, ReduceOp op, Deadline deadline) {
-  const size_t bytes = buf.bytes();
-  exchange(buf.data, bytes, deadline);
-  uint64_t acc[kSharedWordsPerRank];  // aligned for every dtype's kernel
-  std::memcpy(acc, from(0), bytes);
-  const ReduceKernel kernel = reduceKernel(buf.dtype, op);
-  for (int r = 1; r < size_; ++r) kernel(acc, acc, from(r), buf.count);
-  if (op == ReduceOp::kAvg) divideInPlace(BufferView{acc, buf.count, buf.dtype, buf.device}, size_);
-  std::memcpy(buf.data, acc, bytes);
+  exchange(buf.data, buf.bytes(), deadline);
+  foldInRankOrder(from(0), per_ * sizeof(uint64_t), size_, buf, op);
 }
 
 void SharedSmallOps::broadcast(BufferView buf, int root, Deadline deadline) {
